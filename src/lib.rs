@@ -1,0 +1,1 @@
+//! TensorRT-LLM's C++ Executor in Rust.
