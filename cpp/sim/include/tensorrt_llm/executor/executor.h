@@ -1,0 +1,393 @@
+// Simulated executor: the part of TensorRT-LLM's `tensorrt_llm/executor/executor.h` (1.1/1.2) that the
+// trtllm shim uses, with the same class names, method names and signatures, so that the shim compiles
+// unchanged against the real headers or these. Written for this project from the documented API; it
+// declares nothing the real header lacks (the real classes have more members, which the shim does not
+// use). Private members are this simulator's own.
+#pragma once
+
+#include "tensorrt_llm/executor/types.h"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensorrt_llm::executor
+{
+
+/// Version of the library. The simulator reports its own version string.
+char const* version() noexcept;
+
+class SamplingConfig
+{
+public:
+    explicit SamplingConfig(SizeType32 beamWidth = 1, std::optional<SizeType32> const& topK = std::nullopt,
+        std::optional<FloatType> const& topP = std::nullopt, std::optional<FloatType> const& topPMin = std::nullopt,
+        std::optional<TokenIdType> const& topPResetIds = std::nullopt,
+        std::optional<FloatType> const& topPDecay = std::nullopt,
+        std::optional<RandomSeedType> const& seed = std::nullopt,
+        std::optional<FloatType> const& temperature = std::nullopt,
+        std::optional<SizeType32> const& minTokens = std::nullopt);
+
+    [[nodiscard]] SizeType32 getBeamWidth() const;
+    [[nodiscard]] SizeType32 getNumReturnBeams() const;
+    [[nodiscard]] std::optional<SizeType32> getTopK() const;
+    [[nodiscard]] std::optional<FloatType> getTopP() const;
+    [[nodiscard]] std::optional<RandomSeedType> getSeed() const;
+    [[nodiscard]] std::optional<FloatType> getTemperature() const;
+    [[nodiscard]] std::optional<SizeType32> getMinTokens() const;
+    [[nodiscard]] std::optional<SizeType32> getNumReturnSequences() const;
+
+    void setBeamWidth(SizeType32 beamWidth);
+    void setTopK(std::optional<SizeType32> const& topK);
+    void setTopP(std::optional<FloatType> const& topP);
+    void setTopPMin(std::optional<FloatType> const& topPMin);
+    void setTopPResetIds(std::optional<TokenIdType> const& topPResetIds);
+    void setTopPDecay(std::optional<FloatType> const& topPDecay);
+    void setSeed(std::optional<RandomSeedType> const& seed);
+    void setTemperature(std::optional<FloatType> const& temperature);
+    void setMinTokens(std::optional<SizeType32> const& minTokens);
+    void setBeamSearchDiversityRate(std::optional<FloatType> const& beamSearchDiversityRate);
+    void setRepetitionPenalty(std::optional<FloatType> const& repetitionPenalty);
+    void setPresencePenalty(std::optional<FloatType> const& presencePenalty);
+    void setFrequencyPenalty(std::optional<FloatType> const& frequencyPenalty);
+    void setLengthPenalty(std::optional<FloatType> const& lengthPenalty);
+    void setEarlyStopping(std::optional<SizeType32> const& earlyStopping);
+    void setNoRepeatNgramSize(std::optional<SizeType32> const& noRepeatNgramSize);
+    void setNumReturnSequences(std::optional<SizeType32> const& numReturnSequences);
+    void setMinP(std::optional<FloatType> const& minP);
+
+private:
+    SizeType32 mBeamWidth;
+    std::optional<SizeType32> mTopK;
+    std::optional<FloatType> mTopP;
+    std::optional<FloatType> mTopPMin;
+    std::optional<TokenIdType> mTopPResetIds;
+    std::optional<FloatType> mTopPDecay;
+    std::optional<RandomSeedType> mSeed;
+    std::optional<FloatType> mTemperature;
+    std::optional<SizeType32> mMinTokens;
+    std::optional<FloatType> mBeamSearchDiversityRate;
+    std::optional<FloatType> mRepetitionPenalty;
+    std::optional<FloatType> mPresencePenalty;
+    std::optional<FloatType> mFrequencyPenalty;
+    std::optional<FloatType> mLengthPenalty;
+    std::optional<SizeType32> mEarlyStopping;
+    std::optional<SizeType32> mNoRepeatNgramSize;
+    std::optional<SizeType32> mNumReturnSequences;
+    std::optional<FloatType> mMinP;
+};
+
+class OutputConfig
+{
+public:
+    explicit OutputConfig(bool returnLogProbs = false, bool returnContextLogits = false,
+        bool returnGenerationLogits = false, bool excludeInputFromOutput = false, bool returnEncoderOutput = false,
+        bool returnPerfMetrics = false);
+
+    bool returnLogProbs;
+    bool returnContextLogits;
+    bool returnGenerationLogits;
+    bool excludeInputFromOutput;
+    bool returnEncoderOutput;
+    bool returnPerfMetrics;
+};
+
+class Request
+{
+public:
+    static constexpr PriorityType kDefaultPriority = 0.5;
+
+    // The real constructor has many more trailing defaulted parameters; the shim passes only the first
+    // three and uses setters for the rest, which is the only form that is stable across releases.
+    Request(VecTokens inputTokenIds, SizeType32 maxTokens, bool streaming = false,
+        SamplingConfig const& samplingConfig = SamplingConfig(), OutputConfig const& outputConfig = OutputConfig(),
+        std::optional<SizeType32> const& endId = std::nullopt, std::optional<SizeType32> const& padId = std::nullopt);
+
+    [[nodiscard]] VecTokens getInputTokenIds() const;
+    [[nodiscard]] SizeType32 getMaxTokens() const;
+    [[nodiscard]] bool getStreaming() const;
+    [[nodiscard]] SamplingConfig getSamplingConfig() const;
+    [[nodiscard]] OutputConfig getOutputConfig() const;
+    [[nodiscard]] std::optional<SizeType32> getEndId() const;
+    [[nodiscard]] std::optional<SizeType32> getPadId() const;
+    [[nodiscard]] std::optional<std::list<VecTokens>> getBadWords() const;
+    [[nodiscard]] std::optional<std::list<VecTokens>> getStopWords() const;
+    [[nodiscard]] std::optional<IdType> getClientId() const;
+    [[nodiscard]] PriorityType getPriority() const;
+    [[nodiscard]] bool getReturnAllGeneratedTokens() const;
+    [[nodiscard]] std::optional<MillisecondsType> getAllottedTimeMs() const;
+
+    void setStreaming(bool streaming);
+    void setSamplingConfig(SamplingConfig const& config);
+    void setOutputConfig(OutputConfig const& outputConfig);
+    void setEndId(SizeType32 endId);
+    void setPadId(SizeType32 padId);
+    void setBadWords(std::list<VecTokens> const& badWords);
+    void setStopWords(std::list<VecTokens> const& stopWords);
+    void setClientId(IdType clientId);
+    void setPriority(PriorityType priority);
+    void setReturnAllGeneratedTokens(bool returnAllGeneratedTokens);
+    void setAllottedTimeMs(MillisecondsType allottedTimeMs);
+
+private:
+    VecTokens mInputTokenIds;
+    SizeType32 mMaxTokens;
+    bool mStreaming;
+    SamplingConfig mSamplingConfig;
+    OutputConfig mOutputConfig;
+    std::optional<SizeType32> mEndId;
+    std::optional<SizeType32> mPadId;
+    std::optional<std::list<VecTokens>> mBadWords;
+    std::optional<std::list<VecTokens>> mStopWords;
+    std::optional<IdType> mClientId;
+    PriorityType mPriority{kDefaultPriority};
+    bool mReturnAllGeneratedTokens{false};
+    std::optional<MillisecondsType> mAllottedTimeMs;
+};
+
+struct Result
+{
+    bool isFinal;
+    BeamTokens outputTokenIds;
+    std::optional<VecLogProbs> cumLogProbs;
+    std::optional<std::vector<VecLogProbs>> logProbs;
+    /// One per beam; there is no single finish reason.
+    std::vector<FinishReason> finishReasons;
+    SizeType32 decodingIter{0};
+    SizeType32 sequenceIndex{0};
+    bool isSequenceFinal;
+    std::optional<RequestPerfMetrics> requestPerfMetrics;
+};
+
+/// Either an error or a result.
+class Response
+{
+public:
+    Response(IdType requestId, std::string errorMsg, std::optional<IdType> clientId = std::nullopt);
+    Response(IdType requestId, Result Result, std::optional<IdType> clientId = std::nullopt);
+
+    [[nodiscard]] IdType getRequestId() const;
+    [[nodiscard]] std::optional<IdType> getClientId() const;
+    [[nodiscard]] bool hasError() const;
+    /// Throws if the response holds no error.
+    [[nodiscard]] std::string const& getErrorMsg() const;
+    /// Throws if the response holds an error.
+    [[nodiscard]] Result const& getResult() const;
+
+private:
+    IdType mRequestId;
+    std::optional<IdType> mClientId;
+    std::optional<std::string> mErrorMsg;
+    std::optional<Result> mResult;
+};
+
+class SchedulerConfig
+{
+public:
+    explicit SchedulerConfig(
+        CapacitySchedulerPolicy capacitySchedulerPolicy = CapacitySchedulerPolicy::kGUARANTEED_NO_EVICT,
+        std::optional<ContextChunkingPolicy> contextChunkingPolicy = std::nullopt);
+
+    [[nodiscard]] CapacitySchedulerPolicy getCapacitySchedulerPolicy() const;
+    [[nodiscard]] std::optional<ContextChunkingPolicy> getContextChunkingPolicy() const;
+
+private:
+    CapacitySchedulerPolicy mCapacitySchedulerPolicy;
+    std::optional<ContextChunkingPolicy> mContextChunkingPolicy;
+};
+
+class KvCacheConfig
+{
+public:
+    explicit KvCacheConfig(bool enableBlockReuse = true, std::optional<SizeType32> const& maxTokens = std::nullopt);
+
+    [[nodiscard]] bool getEnableBlockReuse() const;
+    [[nodiscard]] std::optional<SizeType32> getMaxTokens() const;
+    [[nodiscard]] std::optional<FloatType> getFreeGpuMemoryFraction() const;
+    [[nodiscard]] std::optional<std::size_t> getHostCacheSize() const;
+    [[nodiscard]] std::size_t getEventBufferMaxSize() const;
+    [[nodiscard]] bool getEnablePartialReuse() const;
+
+    void setEnableBlockReuse(bool enableBlockReuse);
+    void setMaxTokens(std::optional<SizeType32> maxTokens);
+    void setFreeGpuMemoryFraction(FloatType freeGpuMemoryFraction);
+    void setHostCacheSize(std::size_t hostCacheSize);
+    void setEventBufferMaxSize(std::size_t eventBufferMaxSize);
+    void setEnablePartialReuse(bool enablePartialReuse);
+
+private:
+    bool mEnableBlockReuse;
+    std::optional<SizeType32> mMaxTokens;
+    std::optional<FloatType> mFreeGpuMemoryFraction;
+    std::optional<std::size_t> mHostCacheSize;
+    std::size_t mEventBufferMaxSize{0};
+    bool mEnablePartialReuse{true};
+};
+
+class ExtendedRuntimePerfKnobConfig
+{
+public:
+    explicit ExtendedRuntimePerfKnobConfig(bool multiBlockMode = true, bool enableContextFMHAFP32Acc = false,
+        bool cudaGraphMode = false, SizeType32 cudaGraphCacheSize = 0);
+
+    [[nodiscard]] bool getMultiBlockMode() const;
+    [[nodiscard]] bool getEnableContextFMHAFP32Acc() const;
+    [[nodiscard]] bool getCudaGraphMode() const;
+    [[nodiscard]] SizeType32 getCudaGraphCacheSize() const;
+
+    void setMultiBlockMode(bool multiBlockMode);
+    void setEnableContextFMHAFP32Acc(bool enableContextFMHAFP32Acc);
+    void setCudaGraphMode(bool cudaGraphMode);
+    void setCudaGraphCacheSize(SizeType32 cacheSize);
+
+private:
+    bool mMultiBlockMode;
+    bool mEnableContextFMHAFP32Acc;
+    bool mCudaGraphMode;
+    SizeType32 mCudaGraphCacheSize;
+};
+
+class OrchestratorConfig
+{
+public:
+    explicit OrchestratorConfig(bool isOrchestrator = true, std::string workerExecutablePath = "");
+
+    [[nodiscard]] bool getIsOrchestrator() const;
+    [[nodiscard]] std::string getWorkerExecutablePath() const;
+
+    void setIsOrchestrator(bool isOrchestrator);
+    void setWorkerExecutablePath(std::string const& workerExecutablePath);
+
+private:
+    bool mIsOrchestrator;
+    std::string mWorkerExecutablePath;
+};
+
+class ParallelConfig
+{
+public:
+    explicit ParallelConfig(CommunicationType commType = CommunicationType::kMPI,
+        CommunicationMode commMode = CommunicationMode::kLEADER,
+        std::optional<std::vector<SizeType32>> deviceIds = std::nullopt,
+        std::optional<std::vector<SizeType32>> participantIds = std::nullopt,
+        std::optional<OrchestratorConfig> const& orchestratorConfig = std::nullopt);
+
+    [[nodiscard]] CommunicationMode getCommunicationMode() const;
+    [[nodiscard]] std::optional<std::vector<SizeType32>> getDeviceIds() const;
+    [[nodiscard]] std::optional<std::vector<SizeType32>> getParticipantIds() const;
+    [[nodiscard]] std::optional<OrchestratorConfig> getOrchestratorConfig() const;
+
+    void setCommunicationMode(CommunicationMode mode);
+    void setDeviceIds(std::vector<SizeType32> const& deviceIds);
+    void setParticipantIds(std::vector<SizeType32> const& participantIds);
+    void setOrchestratorConfig(OrchestratorConfig const& orchestratorConfig);
+
+private:
+    CommunicationType mCommType;
+    CommunicationMode mCommMode;
+    std::optional<std::vector<SizeType32>> mDeviceIds;
+    std::optional<std::vector<SizeType32>> mParticipantIds;
+    std::optional<OrchestratorConfig> mOrchestratorConfig;
+};
+
+class ExecutorConfig
+{
+public:
+    static constexpr SizeType32 kDefaultIterStatsMaxIterations = 1000;
+    static constexpr SizeType32 kDefaultRequestStatsMaxIterations = 0;
+
+    explicit ExecutorConfig(SizeType32 maxBeamWidth = 1, SchedulerConfig schedulerConfig = SchedulerConfig(),
+        KvCacheConfig kvCacheConfig = KvCacheConfig(), bool enableChunkedContext = true, bool normalizeLogProbs = true,
+        SizeType32 iterStatsMaxIterations = kDefaultIterStatsMaxIterations,
+        SizeType32 requestStatsMaxIterations = kDefaultRequestStatsMaxIterations,
+        BatchingType batchingType = BatchingType::kINFLIGHT, std::optional<SizeType32> maxBatchSize = std::nullopt,
+        std::optional<SizeType32> maxNumTokens = std::nullopt);
+
+    [[nodiscard]] SizeType32 getMaxBeamWidth() const;
+    [[nodiscard]] SchedulerConfig getSchedulerConfig() const;
+    [[nodiscard]] KvCacheConfig getKvCacheConfig() const;
+    [[nodiscard]] bool getEnableChunkedContext() const;
+    [[nodiscard]] bool getNormalizeLogProbs() const;
+    [[nodiscard]] SizeType32 getIterStatsMaxIterations() const;
+    [[nodiscard]] SizeType32 getRequestStatsMaxIterations() const;
+    [[nodiscard]] BatchingType getBatchingType() const;
+    [[nodiscard]] std::optional<SizeType32> getMaxBatchSize() const;
+    [[nodiscard]] std::optional<SizeType32> getMaxNumTokens() const;
+    [[nodiscard]] std::optional<ParallelConfig> getParallelConfig() const;
+    [[nodiscard]] float getGpuWeightsPercent() const;
+    [[nodiscard]] std::optional<SizeType32> getMaxQueueSize() const;
+    [[nodiscard]] ExtendedRuntimePerfKnobConfig getExtendedRuntimePerfKnobConfig() const;
+    [[nodiscard]] bool getGatherGenerationLogits() const;
+
+    void setMaxBeamWidth(SizeType32 maxBeamWidth);
+    void setMaxBatchSize(SizeType32 maxBatchSize);
+    void setMaxNumTokens(SizeType32 maxNumTokens);
+    void setSchedulerConfig(SchedulerConfig const& schedulerConfig);
+    void setKvCacheConfig(KvCacheConfig const& kvCacheConfig);
+    void setEnableChunkedContext(bool enableChunkedContext);
+    void setNormalizeLogProbs(bool normalizeLogProbs);
+    void setIterStatsMaxIterations(SizeType32 iterStatsMaxIterations);
+    void setRequestStatsMaxIterations(SizeType32 requestStatsMaxIterations);
+    void setBatchingType(BatchingType batchingType);
+    void setParallelConfig(ParallelConfig const& parallelConfig);
+    void setGpuWeightsPercent(float const& gpuWeightsPercent);
+    void setMaxQueueSize(std::optional<SizeType32> const& maxQueueSize);
+    void setExtendedRuntimePerfKnobConfig(ExtendedRuntimePerfKnobConfig const& extendedRuntimePerfKnobConfig);
+    void setGatherGenerationLogits(bool gatherGenerationLogits);
+
+private:
+    SizeType32 mMaxBeamWidth;
+    SchedulerConfig mSchedulerConfig;
+    KvCacheConfig mKvCacheConfig;
+    bool mEnableChunkedContext;
+    bool mNormalizeLogProbs;
+    SizeType32 mIterStatsMaxIterations;
+    SizeType32 mRequestStatsMaxIterations;
+    BatchingType mBatchingType;
+    std::optional<SizeType32> mMaxBatchSize;
+    std::optional<SizeType32> mMaxNumTokens;
+    std::optional<ParallelConfig> mParallelConfig;
+    float mGpuWeightsPercent{1.f};
+    std::optional<SizeType32> mMaxQueueSize;
+    ExtendedRuntimePerfKnobConfig mExtendedRuntimePerfKnobConfig;
+    bool mGatherGenerationLogits{false};
+};
+
+class Executor
+{
+public:
+    /// Reads `modelPath/config.json` (and, for the simulator, `modelPath/simulation.json`).
+    Executor(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig);
+
+    ~Executor();
+    Executor(Executor const& executor) = delete;
+    Executor& operator=(Executor const& executor) = delete;
+    Executor(Executor&&) = default;
+    Executor& operator=(Executor&&) = default;
+
+    [[nodiscard]] IdType enqueueRequest(Request const& request);
+    [[nodiscard]] std::vector<IdType> enqueueRequests(std::vector<Request> const& requests);
+    [[nodiscard]] std::vector<Response> awaitResponses(
+        std::optional<std::chrono::milliseconds> const& timeout = std::nullopt);
+    [[nodiscard]] std::vector<Response> awaitResponses(
+        IdType const& requestId, std::optional<std::chrono::milliseconds> const& timeout = std::nullopt);
+    [[nodiscard]] SizeType32 getNumResponsesReady(std::optional<IdType> const& requestId = std::nullopt) const;
+    void cancelRequest(IdType requestId);
+    void shutdown();
+    std::deque<IterationStats> getLatestIterationStats();
+    std::deque<RequestStatsPerIteration> getLatestRequestStats();
+    [[nodiscard]] bool canEnqueueRequests() const;
+    [[nodiscard]] bool isParticipant() const;
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> mImpl;
+};
+
+} // namespace tensorrt_llm::executor

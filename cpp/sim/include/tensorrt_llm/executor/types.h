@@ -1,0 +1,201 @@
+// Simulated executor: the part of TensorRT-LLM's `tensorrt_llm/executor/types.h` that the trtllm shim
+// uses, declared with the same names, types and layout as the 1.1/1.2 headers so that the shim compiles
+// unchanged against either. Written for this project; it declares nothing the real header lacks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensorrt_llm::executor
+{
+
+using SizeType32 = std::int32_t;
+using SizeType64 = std::int64_t;
+using FloatType = float;
+using TokenIdType = std::int32_t;
+using VecTokens = std::vector<TokenIdType>;
+using BeamTokens = std::vector<VecTokens>;
+using IdType = std::uint64_t;
+using IterationType = std::uint64_t;
+using RandomSeedType = std::uint64_t;
+using VecLogProbs = std::vector<FloatType>;
+using PriorityType = float;
+using MillisecondsType = std::chrono::milliseconds;
+
+enum class ModelType
+{
+    kDECODER_ONLY = 0,
+    kENCODER_ONLY = 1,
+    kENCODER_DECODER = 2,
+};
+
+enum class BatchingType
+{
+    kSTATIC = 0,
+    kINFLIGHT = 1,
+};
+
+enum class CapacitySchedulerPolicy
+{
+    kMAX_UTILIZATION = 0,
+    kGUARANTEED_NO_EVICT = 1,
+    kSTATIC_BATCH = 2,
+};
+
+enum class ContextChunkingPolicy
+{
+    kFIRST_COME_FIRST_SERVED = 0,
+    kEQUAL_PROGRESS = 1,
+};
+
+enum class CommunicationType
+{
+    kMPI = 0
+};
+
+enum class CommunicationMode
+{
+    kLEADER,
+    kORCHESTRATOR,
+};
+
+struct KvCacheStats
+{
+    SizeType32 maxNumBlocks;
+    SizeType32 freeNumBlocks;
+    SizeType32 usedNumBlocks;
+    SizeType32 tokensPerBlock;
+    SizeType32 allocTotalBlocks;
+    SizeType32 allocNewBlocks;
+    SizeType32 reusedBlocks;
+    SizeType32 missedBlocks;
+    float cacheHitRate;
+};
+
+struct StaticBatchingStats
+{
+    SizeType32 numScheduledRequests;
+    SizeType32 numContextRequests;
+    SizeType32 numCtxTokens;
+    SizeType32 numGenTokens;
+    SizeType32 emptyGenSlots;
+};
+
+struct InflightBatchingStats
+{
+    SizeType32 numScheduledRequests;
+    SizeType32 numContextRequests;
+    SizeType32 numGenRequests;
+    SizeType32 numPausedRequests;
+    SizeType32 numCtxTokens;
+    SizeType32 microBatchId;
+    float avgNumDecodedTokensPerIter;
+};
+
+struct IterationStats
+{
+    /// End of the iteration as local wall-clock text, "%m-%d-%Y %H:%M:%S.uuuuuu".
+    std::string timestamp;
+    IterationType iter;
+    double iterLatencyMS;
+    /// Sum (not mean) of the queue times of the requests activated in this iteration.
+    double newActiveRequestsQueueLatencyMS;
+    SizeType32 numNewActiveRequests;
+    SizeType32 numActiveRequests;
+    SizeType32 numQueuedRequests;
+    SizeType32 numCompletedRequests;
+    SizeType32 maxNumActiveRequests;
+    SizeType32 maxBatchSizeStatic;
+    SizeType32 maxBatchSizeTunerRecommended;
+    SizeType32 maxBatchSizeRuntime;
+    SizeType32 maxNumTokensStatic;
+    SizeType32 maxNumTokensTunerRecommended;
+    SizeType32 maxNumTokensRuntime;
+    std::size_t gpuMemUsage;
+    std::size_t cpuMemUsage;
+    std::size_t pinnedMemUsage;
+    std::optional<KvCacheStats> kvCacheStats;
+    std::optional<KvCacheStats> crossKvCacheStats;
+    std::optional<StaticBatchingStats> staticBatchingStats;
+    std::optional<InflightBatchingStats> inflightBatchingStats;
+};
+
+enum class RequestStage
+{
+    kQUEUED,
+    kENCODER_IN_PROGRESS,
+    kCONTEXT_IN_PROGRESS,
+    kGENERATION_IN_PROGRESS,
+    kGENERATION_COMPLETE,
+};
+
+struct RequestStats
+{
+    IdType id;
+    RequestStage stage;
+    SizeType32 contextPrefillPosition;
+    SizeType32 numGeneratedTokens;
+    float avgNumDecodedTokensPerIter;
+    bool scheduled;
+    bool paused;
+    SizeType32 allocTotalBlocksPerRequest;
+    SizeType32 allocNewBlocksPerRequest;
+    SizeType32 reusedBlocksPerRequest;
+    SizeType32 missedBlocksPerRequest;
+    FloatType kvCacheHitRatePerRequest;
+};
+
+struct RequestStatsPerIteration
+{
+    IterationType iter;
+    std::vector<RequestStats> requestStats;
+};
+
+struct RequestPerfMetrics
+{
+    using TimePoint = std::chrono::time_point<std::chrono::steady_clock>;
+
+    struct TimingMetrics
+    {
+        /// When the executor loop took the request off its queue (excludes the queue wait).
+        TimePoint arrivalTime;
+        TimePoint firstScheduledTime;
+        TimePoint firstTokenTime;
+        TimePoint lastTokenTime;
+        TimePoint kvCacheTransferStart;
+        TimePoint kvCacheTransferEnd;
+        mutable std::size_t kvCacheSize = 0;
+    };
+
+    struct KvCacheMetrics
+    {
+        SizeType32 numTotalAllocatedBlocks{0};
+        SizeType32 numNewAllocatedBlocks{0};
+        SizeType32 numReusedBlocks{0};
+        SizeType32 numMissedBlocks{0};
+        FloatType kvCacheHitRate{0.f};
+    };
+
+    TimingMetrics timingMetrics;
+    KvCacheMetrics kvCacheMetrics;
+
+    std::optional<IterationType> firstIter;
+    std::optional<IterationType> lastIter;
+    std::optional<IterationType> iter;
+};
+
+enum class FinishReason
+{
+    kNOT_FINISHED = 0,
+    kEND_ID = 1,
+    kSTOP_WORDS = 2,
+    kLENGTH = 3,
+    kTIMED_OUT = 4,
+    kCANCELLED = 5
+};
+
+} // namespace tensorrt_llm::executor
