@@ -1,1 +1,96 @@
-fn main() {}
+//! Build script: compiles the C++ shim against TensorRT-LLM when `TRTLLM_ROOT` points at an install,
+//! and against the simulated executor in cpp/sim otherwise.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    for var in ["TRTLLM_ROOT", "CUDA_INCLUDE_DIR", "TRTLLM_CXX11_ABI", "TRTLLM_EXTRA_LIB_DIRS"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    println!("cargo:rustc-check-cfg=cfg(trtllm_real)");
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+
+    let mut build = cxx_build::bridge("src/ffi.rs");
+    build.std("c++17").file("cpp/src/shim.cc").flag_if_supported("-Wall").flag_if_supported("-Wextra");
+    track(&manifest.join("cpp/include/trtllm/shim.h"));
+    track(&manifest.join("cpp/src/shim.cc"));
+
+    match env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()) {
+        Some(root) => configure_real(&mut build, Path::new(&root)),
+        None => configure_simulated(&mut build, &manifest),
+    }
+    build.compile("trtllm_shim");
+}
+
+/// Compile against the real headers and link the prebuilt TensorRT-LLM libraries (never build them).
+fn configure_real(build: &mut cc::Build, root: &Path) {
+    let include = root.join("include");
+    let lib = root.join("lib");
+    if !include.join("tensorrt_llm/executor/executor.h").is_file() {
+        panic!("TRTLLM_ROOT={} has no include/tensorrt_llm/executor/executor.h", root.display());
+    }
+    let cuda_include = env::var_os("CUDA_INCLUDE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/local/cuda/include"));
+    // The upstream headers warn under stricter flags: include them as system headers.
+    build
+        .flag("-isystem")
+        .flag(include.to_string_lossy().as_ref())
+        .flag("-isystem")
+        .flag(cuda_include.to_string_lossy().as_ref())
+        .define("TRTLLM_SHIM_REAL", None)
+        .define("ENABLE_BF16", None)
+        .define("ENABLE_FP8", None);
+    let abi = env::var("TRTLLM_CXX11_ABI").ok().or_else(|| detect_cxx11_abi(&lib.join("libtensorrt_llm.so")));
+    if let Some(abi) = abi {
+        build.define("_GLIBCXX_USE_CXX11_ABI", abi.as_str());
+    }
+    println!("cargo:rustc-cfg=trtllm_real");
+    println!("cargo:rustc-link-search=native={}", lib.display());
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
+    if let Ok(extra) = env::var("TRTLLM_EXTRA_LIB_DIRS") {
+        for dir in env::split_paths(&extra) {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+        }
+    }
+    for name in ["tensorrt_llm", "nvinfer_plugin_tensorrt_llm"] {
+        println!("cargo:rustc-link-lib=dylib={name}");
+    }
+}
+
+/// `nm -D` shows `[abi:cxx11]`-tagged symbols only in a library built with the new ABI.
+fn detect_cxx11_abi(library: &Path) -> Option<String> {
+    let output = Command::new("nm").arg("-D").arg("--demangle").arg(library).output().ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    Some(if text.contains("[abi:cxx11]") { "1" } else { "0" }.to_string())
+}
+
+fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
+    let sim = manifest.join("cpp/sim");
+    build.include(sim.join("include"));
+    // Directories too, so that a newly added source file triggers a rebuild.
+    track(&sim.join("src"));
+    track(&sim.join("include/tensorrt_llm/executor"));
+    for dir in ["include/tensorrt_llm/executor", "src"] {
+        let Ok(entries) = std::fs::read_dir(sim.join(dir)) else { continue };
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for path in files {
+            track(&path);
+            if path.extension().is_some_and(|ext| ext == "cpp") {
+                build.file(&path);
+            }
+        }
+    }
+    println!("cargo:rustc-link-lib=pthread");
+}
+
+fn track(path: &Path) {
+    println!("cargo:rerun-if-changed={}", path.display());
+}

@@ -1,1 +1,49 @@
 //! TensorRT-LLM's C++ Executor in Rust.
+//!
+//! `trtllm` wraps NVIDIA TensorRT-LLM's `tensorrt_llm::executor::Executor` (the TensorRT-engine
+//! executor of the 1.1 and 1.2 release lines) behind a safe API: load an engine directory, enqueue
+//! token-id requests, stream tokens asynchronously, cancel, and read iteration, request and KV-cache
+//! statistics. Without TensorRT-LLM on the build machine the same API runs on a simulated
+//! executor, so everything can be developed and tested without a GPU.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use trtllm::{Executor, ExecutorConfig, GenerationRequest};
+//! let dir = tempfile::tempdir()?;
+//! trtllm::sim::SimulatedEngine::builder().iteration_ms(1.0).build().write_to(dir.path())?;
+//! let executor = Executor::load(dir.path(), ExecutorConfig::default())?;
+//! let stream = executor.enqueue(GenerationRequest::new(vec![1, 2, 3], 5))?;
+//! let done = stream.blocking_iter().last().expect("a terminal item")?;
+//! if let trtllm::StreamEvent::Final(done) = done {
+//!     assert_eq!(done.completion_tokens, 5);
+//! }
+//! # Ok(()) }
+//! ```
+
+mod clock;
+mod config;
+mod engine;
+mod error;
+mod executor;
+mod ffi;
+mod output;
+mod request;
+mod router;
+pub mod sim;
+mod stats;
+mod stream;
+mod version;
+
+pub use clock::executor_clock_now_ns;
+pub use config::{ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy};
+pub use engine::EngineConfig;
+pub use error::{Error, InvalidRequest, Result};
+pub use executor::{Executor, ShutdownMode};
+pub use output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
+pub use request::{FinishReason, GenerationRequest, SamplingParams};
+pub use stats::{
+    InflightBatchingStats, IterationStats, KvCacheStats, RequestStage, RequestStats, RequestStatsPerIteration,
+    StaticBatchingStats,
+};
+pub use stream::{AsyncExecutor, BlockingIter, GenerationStream};
+pub use version::{Backend, SUPPORTED_LINES};

@@ -1,0 +1,525 @@
+// The C++ half of the trtllm bridge (see shim.h). Converts the plain bridge structs into
+// tensorrt_llm::executor Request/SamplingConfig/OutputConfig/ExecutorConfig and converts
+// Response/Result/stats back. The same source compiles against the real TensorRT-LLM headers
+// (TRTLLM_SHIM_REAL defined by build.rs) and against the simulated executor in cpp/sim.
+#include "trtllm/cpp/include/trtllm/shim.h"
+#include "trtllm/src/ffi.rs.h"
+
+#include "tensorrt_llm/executor/executor.h"
+
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#ifdef TRTLLM_SHIM_REAL
+// Declared here rather than through tllmPlugin.h, whose older versions pull in TensorRT headers.
+extern "C" bool initTrtLlmPlugins(void* logger, char const* libNamespace);
+#endif
+
+namespace tle = tensorrt_llm::executor;
+
+namespace trtllm::shim
+{
+namespace
+{
+
+// Runs `body`, turning anything thrown that is not a std::exception into one, so that cxx (which
+// catches std::exception) never lets an exception escape into Rust unconverted.
+template <typename F>
+auto guarded(char const* what, F&& body) -> decltype(body())
+{
+    try
+    {
+        return body();
+    }
+    catch (std::exception const&)
+    {
+        throw;
+    }
+    catch (...)
+    {
+        throw std::runtime_error(std::string(what) + ": unknown C++ exception (not derived from std::exception)");
+    }
+}
+
+template <typename T, typename O>
+std::optional<T> opt(O const& o)
+{
+    if (o.set)
+    {
+        return static_cast<T>(o.value);
+    }
+    return std::nullopt;
+}
+
+std::int64_t toNs(tle::RequestPerfMetrics::TimePoint const& tp)
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count();
+}
+
+std::int64_t iterOr(std::optional<tle::IterationType> const& it)
+{
+    return it ? static_cast<std::int64_t>(*it) : -1;
+}
+
+std::list<tle::VecTokens> toTokenList(rust::Vec<TokenSeq> const& seqs)
+{
+    std::list<tle::VecTokens> out;
+    for (auto const& seq : seqs)
+    {
+        out.emplace_back(seq.ids.begin(), seq.ids.end());
+    }
+    return out;
+}
+
+tle::SamplingConfig toSamplingConfig(SamplingSpec const& s)
+{
+    tle::SamplingConfig sc(s.beam_width);
+    sc.setTopK(opt<tle::SizeType32>(s.top_k));
+    sc.setTopP(opt<tle::FloatType>(s.top_p));
+    sc.setTopPMin(opt<tle::FloatType>(s.top_p_min));
+    sc.setTopPResetIds(opt<tle::TokenIdType>(s.top_p_reset_ids));
+    sc.setTopPDecay(opt<tle::FloatType>(s.top_p_decay));
+    sc.setSeed(opt<tle::RandomSeedType>(s.seed));
+    sc.setTemperature(opt<tle::FloatType>(s.temperature));
+    sc.setMinTokens(opt<tle::SizeType32>(s.min_tokens));
+    sc.setBeamSearchDiversityRate(opt<tle::FloatType>(s.beam_search_diversity_rate));
+    sc.setRepetitionPenalty(opt<tle::FloatType>(s.repetition_penalty));
+    sc.setPresencePenalty(opt<tle::FloatType>(s.presence_penalty));
+    sc.setFrequencyPenalty(opt<tle::FloatType>(s.frequency_penalty));
+    sc.setLengthPenalty(opt<tle::FloatType>(s.length_penalty));
+    sc.setEarlyStopping(opt<tle::SizeType32>(s.early_stopping));
+    sc.setNoRepeatNgramSize(opt<tle::SizeType32>(s.no_repeat_ngram_size));
+    sc.setNumReturnSequences(opt<tle::SizeType32>(s.num_return_sequences));
+    sc.setMinP(opt<tle::FloatType>(s.min_p));
+    return sc;
+}
+
+tle::Request toRequest(RequestSpec const& spec)
+{
+    // Construct with the three stable leading arguments only and use setters for the rest: the
+    // positional list has had parameters inserted in the middle across releases.
+    tle::Request request(
+        tle::VecTokens(spec.input_token_ids.begin(), spec.input_token_ids.end()), spec.max_tokens, spec.streaming);
+    request.setSamplingConfig(toSamplingConfig(spec.sampling));
+    tle::OutputConfig oc;
+    oc.returnLogProbs = spec.return_log_probs;
+    oc.excludeInputFromOutput = spec.exclude_input_from_output;
+    oc.returnPerfMetrics = spec.return_perf_metrics;
+    request.setOutputConfig(oc);
+    if (spec.end_id.set)
+    {
+        request.setEndId(spec.end_id.value);
+    }
+    if (spec.pad_id.set)
+    {
+        request.setPadId(spec.pad_id.value);
+    }
+    if (!spec.stop_words.empty())
+    {
+        request.setStopWords(toTokenList(spec.stop_words));
+    }
+    if (!spec.bad_words.empty())
+    {
+        request.setBadWords(toTokenList(spec.bad_words));
+    }
+    if (spec.client_id.set)
+    {
+        request.setClientId(spec.client_id.value);
+    }
+    request.setPriority(spec.priority);
+    request.setReturnAllGeneratedTokens(spec.return_all_generated_tokens);
+    if (spec.allotted_time_ms > 0)
+    {
+        request.setAllottedTimeMs(std::chrono::milliseconds(spec.allotted_time_ms));
+    }
+    return request;
+}
+
+tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
+{
+    // Default-construct and use setters: the constructor's positional order has changed between releases.
+    tle::ExecutorConfig config;
+    config.setMaxBeamWidth(o.max_beam_width);
+    if (o.max_batch_size > 0)
+    {
+        config.setMaxBatchSize(o.max_batch_size);
+    }
+    if (o.max_num_tokens > 0)
+    {
+        config.setMaxNumTokens(o.max_num_tokens);
+    }
+    std::optional<tle::ContextChunkingPolicy> chunking;
+    if (o.context_chunking_policy >= 0)
+    {
+        chunking = static_cast<tle::ContextChunkingPolicy>(o.context_chunking_policy);
+    }
+    config.setSchedulerConfig(
+        tle::SchedulerConfig(static_cast<tle::CapacitySchedulerPolicy>(o.capacity_scheduler_policy), chunking));
+    config.setEnableChunkedContext(o.enable_chunked_context);
+
+    tle::KvCacheConfig kv;
+    kv.setEnableBlockReuse(o.kv_enable_block_reuse);
+    kv.setEnablePartialReuse(o.kv_enable_partial_reuse);
+    if (o.kv_max_tokens > 0)
+    {
+        kv.setMaxTokens(static_cast<tle::SizeType32>(o.kv_max_tokens));
+    }
+    if (o.kv_free_gpu_memory_fraction > 0.f)
+    {
+        kv.setFreeGpuMemoryFraction(o.kv_free_gpu_memory_fraction);
+    }
+    if (o.kv_host_cache_size > 0)
+    {
+        kv.setHostCacheSize(static_cast<std::size_t>(o.kv_host_cache_size));
+    }
+    kv.setEventBufferMaxSize(static_cast<std::size_t>(o.kv_event_buffer_max_size));
+    config.setKvCacheConfig(kv);
+
+    tle::ExtendedRuntimePerfKnobConfig knobs(
+        o.multi_block_mode, o.enable_context_fmha_fp32_acc, o.cuda_graph_mode, o.cuda_graph_cache_size);
+    config.setExtendedRuntimePerfKnobConfig(knobs);
+
+    if (o.max_queue_size > 0)
+    {
+        config.setMaxQueueSize(std::optional<tle::SizeType32>(o.max_queue_size));
+    }
+    config.setIterStatsMaxIterations(o.iter_stats_max_iterations);
+    config.setRequestStatsMaxIterations(o.request_stats_max_iterations);
+    config.setNormalizeLogProbs(o.normalize_log_probs);
+    config.setGpuWeightsPercent(o.gpu_weights_percent);
+    config.setGatherGenerationLogits(o.gather_generation_logits);
+
+    if (o.parallel.set)
+    {
+        tle::ParallelConfig parallel;
+        parallel.setCommunicationMode(
+            o.parallel.orchestrator ? tle::CommunicationMode::kORCHESTRATOR : tle::CommunicationMode::kLEADER);
+        if (!o.parallel.device_ids.empty())
+        {
+            parallel.setDeviceIds(std::vector<tle::SizeType32>(o.parallel.device_ids.begin(), o.parallel.device_ids.end()));
+        }
+        if (!o.parallel.participant_ids.empty())
+        {
+            parallel.setParticipantIds(
+                std::vector<tle::SizeType32>(o.parallel.participant_ids.begin(), o.parallel.participant_ids.end()));
+        }
+        if (o.parallel.orchestrator)
+        {
+            tle::OrchestratorConfig orchestrator(true, std::string(o.parallel.worker_executable_path));
+            parallel.setOrchestratorConfig(orchestrator);
+        }
+        config.setParallelConfig(parallel);
+    }
+    return config;
+}
+
+PerfMetricsItem toPerfMetrics(tle::RequestPerfMetrics const& m)
+{
+    PerfMetricsItem p{};
+    auto const& t = m.timingMetrics;
+    p.arrival_ns = toNs(t.arrivalTime);
+    p.first_scheduled_ns = toNs(t.firstScheduledTime);
+    p.first_token_ns = toNs(t.firstTokenTime);
+    p.last_token_ns = toNs(t.lastTokenTime);
+    p.kv_transfer_start_ns = toNs(t.kvCacheTransferStart);
+    p.kv_transfer_end_ns = toNs(t.kvCacheTransferEnd);
+    p.kv_cache_size = static_cast<std::uint64_t>(t.kvCacheSize);
+    auto const& kv = m.kvCacheMetrics;
+    p.num_total_allocated_blocks = kv.numTotalAllocatedBlocks;
+    p.num_new_allocated_blocks = kv.numNewAllocatedBlocks;
+    p.num_reused_blocks = kv.numReusedBlocks;
+    p.num_missed_blocks = kv.numMissedBlocks;
+    p.kv_cache_hit_rate = static_cast<float>(kv.kvCacheHitRate);
+    p.first_iter = iterOr(m.firstIter);
+    p.last_iter = iterOr(m.lastIter);
+    p.iter = iterOr(m.iter);
+    return p;
+}
+
+ResponseItem errorItem(tle::IdType requestId, std::optional<tle::IdType> clientId, std::string const& message)
+{
+    ResponseItem item{};
+    item.request_id = requestId;
+    item.client_id = OptU64{clientId.has_value(), clientId.value_or(0)};
+    item.is_error = true;
+    item.error_message = rust::String::lossy(message);
+    return item;
+}
+
+ResponseItem toResponseItem(tle::Response const& response)
+{
+    auto const requestId = response.getRequestId();
+    auto const clientId = response.getClientId();
+    // An error response is terminal and getResult() throws on it: check hasError() first.
+    if (response.hasError())
+    {
+        return errorItem(requestId, clientId, response.getErrorMsg());
+    }
+    auto const& result = response.getResult();
+    ResponseItem item{};
+    item.request_id = requestId;
+    item.client_id = OptU64{clientId.has_value(), clientId.value_or(0)};
+    item.is_error = false;
+    item.is_final = result.isFinal;
+    item.is_sequence_final = result.isSequenceFinal;
+    item.sequence_index = result.sequenceIndex;
+    item.decoding_iter = result.decodingIter;
+    // Token vectors may be empty (a cancelled or timed-out final usually carries none): copy, never index.
+    for (auto const& beam : result.outputTokenIds)
+    {
+        TokenSeq seq;
+        seq.ids.reserve(beam.size());
+        for (auto const id : beam)
+        {
+            seq.ids.push_back(id);
+        }
+        item.output_token_ids.push_back(std::move(seq));
+    }
+    for (auto const reason : result.finishReasons)
+    {
+        item.finish_reasons.push_back(static_cast<std::int32_t>(reason));
+    }
+    if (result.logProbs)
+    {
+        for (auto const& beam : *result.logProbs)
+        {
+            FloatSeq seq;
+            for (auto const lp : beam)
+            {
+                seq.values.push_back(lp);
+            }
+            item.log_probs.push_back(std::move(seq));
+        }
+    }
+    if (result.cumLogProbs)
+    {
+        for (auto const lp : *result.cumLogProbs)
+        {
+            item.cum_log_probs.push_back(lp);
+        }
+    }
+    if (result.requestPerfMetrics)
+    {
+        item.has_perf_metrics = true;
+        item.perf_metrics = toPerfMetrics(*result.requestPerfMetrics);
+    }
+    return item;
+}
+
+KvCacheStatsItem toKvStats(tle::KvCacheStats const& s)
+{
+    KvCacheStatsItem k{};
+    k.max_num_blocks = s.maxNumBlocks;
+    k.free_num_blocks = s.freeNumBlocks;
+    k.used_num_blocks = s.usedNumBlocks;
+    k.tokens_per_block = s.tokensPerBlock;
+    k.alloc_total_blocks = s.allocTotalBlocks;
+    k.alloc_new_blocks = s.allocNewBlocks;
+    k.reused_blocks = s.reusedBlocks;
+    k.missed_blocks = s.missedBlocks;
+    k.cache_hit_rate = s.cacheHitRate;
+    return k;
+}
+
+IterationStatsItem toIterationStats(tle::IterationStats const& s)
+{
+    IterationStatsItem it{};
+    it.timestamp = rust::String::lossy(s.timestamp);
+    it.iter = s.iter;
+    it.iter_latency_ms = s.iterLatencyMS;
+    it.new_active_requests_queue_latency_ms = s.newActiveRequestsQueueLatencyMS;
+    it.num_new_active_requests = s.numNewActiveRequests;
+    it.num_active_requests = s.numActiveRequests;
+    it.num_queued_requests = s.numQueuedRequests;
+    it.num_completed_requests = s.numCompletedRequests;
+    it.max_num_active_requests = s.maxNumActiveRequests;
+    it.max_batch_size_static = s.maxBatchSizeStatic;
+    it.max_batch_size_runtime = s.maxBatchSizeRuntime;
+    it.max_num_tokens_static = s.maxNumTokensStatic;
+    it.max_num_tokens_runtime = s.maxNumTokensRuntime;
+    it.gpu_mem_usage = static_cast<std::uint64_t>(s.gpuMemUsage);
+    it.cpu_mem_usage = static_cast<std::uint64_t>(s.cpuMemUsage);
+    it.pinned_mem_usage = static_cast<std::uint64_t>(s.pinnedMemUsage);
+    if (s.kvCacheStats)
+    {
+        it.has_kv_cache_stats = true;
+        it.kv_cache_stats = toKvStats(*s.kvCacheStats);
+    }
+    if (s.inflightBatchingStats)
+    {
+        auto const& b = *s.inflightBatchingStats;
+        it.has_inflight_batching_stats = true;
+        it.inflight_batching_stats = InflightBatchingStatsItem{b.numScheduledRequests, b.numContextRequests,
+            b.numGenRequests, b.numPausedRequests, b.numCtxTokens, b.microBatchId, b.avgNumDecodedTokensPerIter};
+    }
+    if (s.staticBatchingStats)
+    {
+        auto const& b = *s.staticBatchingStats;
+        it.has_static_batching_stats = true;
+        it.static_batching_stats = StaticBatchingStatsItem{
+            b.numScheduledRequests, b.numContextRequests, b.numCtxTokens, b.numGenTokens, b.emptyGenSlots};
+    }
+    return it;
+}
+
+RequestStatsItem toRequestStats(tle::RequestStats const& s)
+{
+    RequestStatsItem r{};
+    r.id = s.id;
+    r.stage = static_cast<std::int32_t>(s.stage);
+    r.context_prefill_position = s.contextPrefillPosition;
+    r.num_generated_tokens = s.numGeneratedTokens;
+    r.avg_num_decoded_tokens_per_iter = s.avgNumDecodedTokensPerIter;
+    r.scheduled = s.scheduled;
+    r.paused = s.paused;
+    r.alloc_total_blocks = s.allocTotalBlocksPerRequest;
+    r.alloc_new_blocks = s.allocNewBlocksPerRequest;
+    r.reused_blocks = s.reusedBlocksPerRequest;
+    r.missed_blocks = s.missedBlocksPerRequest;
+    r.kv_cache_hit_rate = static_cast<float>(s.kvCacheHitRatePerRequest);
+    return r;
+}
+
+void initPluginsOnce()
+{
+#ifdef TRTLLM_SHIM_REAL
+    // Engines built by trtllm-build contain plugin layers: register them before the first Executor.
+    static std::once_flag once;
+    std::call_once(once, [] { initTrtLlmPlugins(nullptr, "tensorrt_llm"); });
+#endif
+}
+
+} // namespace
+
+struct ExecutorHandle::Impl
+{
+    // Held by pointer: the executor's move constructor was undeclared in some releases.
+    std::unique_ptr<tle::Executor> executor;
+};
+
+ExecutorHandle::ExecutorHandle(rust::Str engineDir, ExecutorOptions const& options)
+    : mImpl(std::make_shared<Impl>())
+{
+    initPluginsOnce();
+    std::filesystem::path const dir(std::string(engineDir.data(), engineDir.size()));
+    mImpl->executor = std::make_unique<tle::Executor>(dir, tle::ModelType::kDECODER_ONLY, toExecutorConfig(options));
+}
+
+std::uint64_t ExecutorHandle::enqueue(RequestSpec const& request) const
+{
+    return guarded("enqueueRequest", [&] { return mImpl->executor->enqueueRequest(toRequest(request)); });
+}
+
+rust::Vec<ResponseItem> ExecutorHandle::await_responses(std::uint32_t timeoutMs) const
+{
+    return guarded("awaitResponses",
+        [&]
+        {
+            auto responses = mImpl->executor->awaitResponses(std::chrono::milliseconds(timeoutMs));
+            rust::Vec<ResponseItem> out;
+            out.reserve(responses.size());
+            for (auto const& response : responses)
+            {
+                // A response that fails to convert becomes an error for that request only.
+                try
+                {
+                    out.push_back(toResponseItem(response));
+                }
+                catch (std::exception const& e)
+                {
+                    out.push_back(errorItem(response.getRequestId(), std::nullopt,
+                        std::string("failed to convert executor response: ") + e.what()));
+                }
+                catch (...)
+                {
+                    out.push_back(errorItem(
+                        response.getRequestId(), std::nullopt, "failed to convert executor response: unknown error"));
+                }
+            }
+            return out;
+        });
+}
+
+void ExecutorHandle::cancel(std::uint64_t requestId) const
+{
+    guarded("cancelRequest", [&] { mImpl->executor->cancelRequest(requestId); });
+}
+
+rust::Vec<IterationStatsItem> ExecutorHandle::iteration_stats() const
+{
+    return guarded("getLatestIterationStats",
+        [&]
+        {
+            rust::Vec<IterationStatsItem> out;
+            for (auto const& s : mImpl->executor->getLatestIterationStats())
+            {
+                out.push_back(toIterationStats(s));
+            }
+            return out;
+        });
+}
+
+rust::Vec<RequestStatsIteration> ExecutorHandle::request_stats() const
+{
+    return guarded("getLatestRequestStats",
+        [&]
+        {
+            rust::Vec<RequestStatsIteration> out;
+            for (auto const& perIter : mImpl->executor->getLatestRequestStats())
+            {
+                RequestStatsIteration it{};
+                it.iter = perIter.iter;
+                for (auto const& s : perIter.requestStats)
+                {
+                    it.requests.push_back(toRequestStats(s));
+                }
+                out.push_back(std::move(it));
+            }
+            return out;
+        });
+}
+
+bool ExecutorHandle::can_enqueue() const
+{
+    return guarded("canEnqueueRequests", [&] { return mImpl->executor->canEnqueueRequests(); });
+}
+
+void ExecutorHandle::shutdown() const
+{
+    guarded("shutdown", [&] { mImpl->executor->shutdown(); });
+}
+
+std::unique_ptr<ExecutorHandle> new_executor(rust::Str engineDir, ExecutorOptions const& options)
+{
+    return guarded("Executor", [&] { return std::make_unique<ExecutorHandle>(engineDir, options); });
+}
+
+rust::String library_version()
+{
+    return rust::String::lossy(tle::version());
+}
+
+rust::String backend_kind()
+{
+#ifdef TRTLLM_SHIM_REAL
+    return rust::String("tensorrt-llm");
+#else
+    return rust::String("simulated");
+#endif
+}
+
+std::int64_t steady_clock_now_ns()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace trtllm::shim

@@ -1,0 +1,54 @@
+//! Maps the executor's steady-clock time points onto `std::time::Instant`.
+//!
+//! On Linux both `std::chrono::steady_clock` (libstdc++) and Rust's `Instant` read
+//! `CLOCK_MONOTONIC`; the mapping takes one reference pair so that no raw epoch is relied on.
+
+use std::time::{Duration, Instant};
+
+use crate::ffi::sys;
+
+/// A reference pair (`Instant`, steady-clock nanoseconds) taken back to back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SteadyClock {
+    instant: Instant,
+    nanos: i64,
+}
+
+impl SteadyClock {
+    pub(crate) fn calibrate() -> Self {
+        // Take the pair twice and keep the tighter bracket: a preemption between the two reads
+        // would otherwise skew every converted time point.
+        let mut best: Option<(Duration, SteadyClock)> = None;
+        for _ in 0..3 {
+            let before = Instant::now();
+            let nanos = sys::steady_clock_now_ns();
+            let after = Instant::now();
+            let width = after - before;
+            let mid = before + width / 2;
+            if best.as_ref().is_none_or(|(w, _)| width < *w) {
+                best = Some((width, SteadyClock { instant: mid, nanos }));
+            }
+        }
+        best.map(|(_, c)| c).unwrap_or(SteadyClock { instant: Instant::now(), nanos: sys::steady_clock_now_ns() })
+    }
+
+    /// Converts steady-clock nanoseconds to an `Instant`; `None` for an unset (zero) time point.
+    pub(crate) fn to_instant(&self, nanos: i64) -> Option<Instant> {
+        if nanos <= 0 {
+            return None;
+        }
+        let delta = nanos - self.nanos;
+        if delta >= 0 {
+            self.instant.checked_add(Duration::from_nanos(delta as u64))
+        } else {
+            self.instant.checked_sub(Duration::from_nanos(delta.unsigned_abs()))
+        }
+    }
+}
+
+/// Reads the executor's clock (`std::chrono::steady_clock::now()`) in nanoseconds since its epoch.
+///
+/// Exposed so that callers can check it against `CLOCK_MONOTONIC` themselves.
+pub fn executor_clock_now_ns() -> i64 {
+    sys::steady_clock_now_ns()
+}

@@ -1,0 +1,293 @@
+//! The `#[cxx::bridge]` between Rust and the C++ shim over `tensorrt_llm::executor`; nothing else.
+//!
+//! cxx cannot carry `std::optional`, `std::list`, `std::variant` or `std::chrono` types, so the
+//! bridge speaks in plain structs: optionals become `Opt*` pairs or documented sentinels, token
+//! sequences become `TokenSeq`, and time points become steady-clock nanoseconds.
+
+#[cxx::bridge(namespace = "trtllm::shim")]
+#[allow(missing_docs, missing_debug_implementations)]
+pub(crate) mod sys {
+    // ---- Shared structs: plain data that crosses the boundary by value ----
+
+    /// An optional `i32`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    struct OptI32 {
+        set: bool,
+        value: i32,
+    }
+
+    /// An optional `f32`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    struct OptF32 {
+        set: bool,
+        value: f32,
+    }
+
+    /// An optional `u64`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    struct OptU64 {
+        set: bool,
+        value: u64,
+    }
+
+    /// One token-id sequence (a beam, a stop word, a bad word).
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct TokenSeq {
+        ids: Vec<i32>,
+    }
+
+    /// One per-beam list of floats (log probabilities).
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct FloatSeq {
+        values: Vec<f32>,
+    }
+
+    /// `ParallelConfig` pass-through; `set == false` leaves it unset (one GPU, leader mode).
+    #[derive(Clone, Debug, Default)]
+    struct ParallelOptions {
+        set: bool,
+        orchestrator: bool,
+        worker_executable_path: String,
+        device_ids: Vec<i32>,
+        participant_ids: Vec<i32>,
+    }
+
+    /// `ExecutorConfig` and its sub-configs. Zero or negative means "unset" where documented.
+    #[derive(Clone, Debug, Default)]
+    struct ExecutorOptions {
+        max_beam_width: i32,
+        /// 0: the engine's limit.
+        max_batch_size: i32,
+        /// 0: the engine's limit.
+        max_num_tokens: i32,
+        capacity_scheduler_policy: i32,
+        /// -1: unset.
+        context_chunking_policy: i32,
+        enable_chunked_context: bool,
+        kv_enable_block_reuse: bool,
+        kv_enable_partial_reuse: bool,
+        /// 0: unset.
+        kv_max_tokens: i32,
+        /// <= 0: unset (the executor then uses 0.9).
+        kv_free_gpu_memory_fraction: f32,
+        kv_host_cache_size: u64,
+        kv_event_buffer_max_size: u64,
+        multi_block_mode: bool,
+        enable_context_fmha_fp32_acc: bool,
+        cuda_graph_mode: bool,
+        cuda_graph_cache_size: i32,
+        /// 0: unbounded.
+        max_queue_size: i32,
+        iter_stats_max_iterations: i32,
+        request_stats_max_iterations: i32,
+        normalize_log_probs: bool,
+        gpu_weights_percent: f32,
+        gather_generation_logits: bool,
+        parallel: ParallelOptions,
+    }
+
+    /// `SamplingConfig`.
+    #[derive(Clone, Debug, Default)]
+    struct SamplingSpec {
+        beam_width: i32,
+        top_k: OptI32,
+        top_p: OptF32,
+        top_p_min: OptF32,
+        top_p_reset_ids: OptI32,
+        top_p_decay: OptF32,
+        seed: OptU64,
+        temperature: OptF32,
+        min_tokens: OptI32,
+        beam_search_diversity_rate: OptF32,
+        repetition_penalty: OptF32,
+        presence_penalty: OptF32,
+        frequency_penalty: OptF32,
+        length_penalty: OptF32,
+        early_stopping: OptI32,
+        no_repeat_ngram_size: OptI32,
+        num_return_sequences: OptI32,
+        min_p: OptF32,
+    }
+
+    /// `Request` with its `OutputConfig`.
+    #[derive(Clone, Debug, Default)]
+    struct RequestSpec {
+        input_token_ids: Vec<i32>,
+        max_tokens: i32,
+        streaming: bool,
+        sampling: SamplingSpec,
+        return_log_probs: bool,
+        exclude_input_from_output: bool,
+        return_perf_metrics: bool,
+        end_id: OptI32,
+        pad_id: OptI32,
+        stop_words: Vec<TokenSeq>,
+        bad_words: Vec<TokenSeq>,
+        client_id: OptU64,
+        priority: f32,
+        return_all_generated_tokens: bool,
+        /// 0: no deadline.
+        allotted_time_ms: u64,
+    }
+
+    /// `RequestPerfMetrics`; time points are steady-clock nanoseconds (0: never stamped).
+    #[derive(Clone, Copy, Debug, Default)]
+    struct PerfMetricsItem {
+        arrival_ns: i64,
+        first_scheduled_ns: i64,
+        first_token_ns: i64,
+        last_token_ns: i64,
+        kv_transfer_start_ns: i64,
+        kv_transfer_end_ns: i64,
+        kv_cache_size: u64,
+        num_total_allocated_blocks: i32,
+        num_new_allocated_blocks: i32,
+        num_reused_blocks: i32,
+        num_missed_blocks: i32,
+        kv_cache_hit_rate: f32,
+        /// -1: unset.
+        first_iter: i64,
+        /// -1: unset.
+        last_iter: i64,
+        /// -1: unset.
+        iter: i64,
+    }
+
+    /// One `Response`: an error, or a `Result`.
+    #[derive(Clone, Debug, Default)]
+    struct ResponseItem {
+        request_id: u64,
+        client_id: OptU64,
+        is_error: bool,
+        error_message: String,
+        is_final: bool,
+        is_sequence_final: bool,
+        sequence_index: i32,
+        output_token_ids: Vec<TokenSeq>,
+        finish_reasons: Vec<i32>,
+        log_probs: Vec<FloatSeq>,
+        cum_log_probs: Vec<f32>,
+        decoding_iter: i32,
+        has_perf_metrics: bool,
+        perf_metrics: PerfMetricsItem,
+    }
+
+    /// `KvCacheStats`.
+    #[derive(Clone, Copy, Debug, Default)]
+    struct KvCacheStatsItem {
+        max_num_blocks: i32,
+        free_num_blocks: i32,
+        used_num_blocks: i32,
+        tokens_per_block: i32,
+        alloc_total_blocks: i32,
+        alloc_new_blocks: i32,
+        reused_blocks: i32,
+        missed_blocks: i32,
+        cache_hit_rate: f32,
+    }
+
+    /// `InflightBatchingStats`.
+    #[derive(Clone, Copy, Debug, Default)]
+    struct InflightBatchingStatsItem {
+        num_scheduled_requests: i32,
+        num_context_requests: i32,
+        num_gen_requests: i32,
+        num_paused_requests: i32,
+        num_ctx_tokens: i32,
+        micro_batch_id: i32,
+        avg_num_decoded_tokens_per_iter: f32,
+    }
+
+    /// `StaticBatchingStats`.
+    #[derive(Clone, Copy, Debug, Default)]
+    struct StaticBatchingStatsItem {
+        num_scheduled_requests: i32,
+        num_context_requests: i32,
+        num_ctx_tokens: i32,
+        num_gen_tokens: i32,
+        empty_gen_slots: i32,
+    }
+
+    /// `IterationStats`.
+    #[derive(Clone, Debug, Default)]
+    struct IterationStatsItem {
+        timestamp: String,
+        iter: u64,
+        iter_latency_ms: f64,
+        new_active_requests_queue_latency_ms: f64,
+        num_new_active_requests: i32,
+        num_active_requests: i32,
+        num_queued_requests: i32,
+        num_completed_requests: i32,
+        max_num_active_requests: i32,
+        max_batch_size_static: i32,
+        max_batch_size_runtime: i32,
+        max_num_tokens_static: i32,
+        max_num_tokens_runtime: i32,
+        gpu_mem_usage: u64,
+        cpu_mem_usage: u64,
+        pinned_mem_usage: u64,
+        has_kv_cache_stats: bool,
+        kv_cache_stats: KvCacheStatsItem,
+        has_inflight_batching_stats: bool,
+        inflight_batching_stats: InflightBatchingStatsItem,
+        has_static_batching_stats: bool,
+        static_batching_stats: StaticBatchingStatsItem,
+    }
+
+    /// `RequestStats`.
+    #[derive(Clone, Copy, Debug, Default)]
+    struct RequestStatsItem {
+        id: u64,
+        stage: i32,
+        context_prefill_position: i32,
+        num_generated_tokens: i32,
+        avg_num_decoded_tokens_per_iter: f32,
+        scheduled: bool,
+        paused: bool,
+        alloc_total_blocks: i32,
+        alloc_new_blocks: i32,
+        reused_blocks: i32,
+        missed_blocks: i32,
+        kv_cache_hit_rate: f32,
+    }
+
+    /// `RequestStatsPerIteration`.
+    #[derive(Clone, Debug, Default)]
+    struct RequestStatsIteration {
+        iter: u64,
+        requests: Vec<RequestStatsItem>,
+    }
+
+    // ---- Rust items exposed to C++: none. C++ never calls back into Rust, so no Rust panic can
+    // ---- unwind through C++ frames.
+
+    // ---- C++ items exposed to Rust: the const facade; every call that reaches the executor
+    // ---- returns Result, so a thrown exception becomes a Rust error instead of a terminate.
+    unsafe extern "C++" {
+        include!("trtllm/cpp/include/trtllm/shim.h");
+
+        type ExecutorHandle;
+
+        fn new_executor(engine_dir: &str, options: &ExecutorOptions) -> Result<UniquePtr<ExecutorHandle>>;
+        fn enqueue(self: &ExecutorHandle, request: &RequestSpec) -> Result<u64>;
+        fn await_responses(self: &ExecutorHandle, timeout_ms: u32) -> Result<Vec<ResponseItem>>;
+        fn cancel(self: &ExecutorHandle, request_id: u64) -> Result<()>;
+        fn iteration_stats(self: &ExecutorHandle) -> Result<Vec<IterationStatsItem>>;
+        fn request_stats(self: &ExecutorHandle) -> Result<Vec<RequestStatsIteration>>;
+        fn can_enqueue(self: &ExecutorHandle) -> Result<bool>;
+        fn shutdown(self: &ExecutorHandle) -> Result<()>;
+
+        fn library_version() -> String;
+        fn backend_kind() -> String;
+        fn steady_clock_now_ns() -> i64;
+    }
+}
+
+// SAFETY: `ExecutorHandle` is a const facade over `tensorrt_llm::executor::Executor`, whose entry
+// points (enqueue, cancel, await, stats, shutdown) each take the executor's own internal mutexes, as
+// NVIDIA's benchmark relies on when it calls them from three threads at once. The facade itself holds
+// only a shared_ptr set once at construction, so moving it to or sharing it between threads is sound.
+unsafe impl Send for sys::ExecutorHandle {}
+// SAFETY: as above: every method takes `&self` and synchronises inside the executor.
+unsafe impl Sync for sys::ExecutorHandle {}

@@ -1,0 +1,448 @@
+//! A generation request: prompt token ids, sampling, stop conditions and output options.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::EngineConfig;
+use crate::error::InvalidRequest;
+use crate::ffi::sys;
+
+/// Sampling parameters (`SamplingConfig`). `None` keeps the executor's default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SamplingParams {
+    /// Beam width (1: no beam search).
+    pub beam_width: u32,
+    /// Sample from the k most likely tokens (0: all).
+    pub top_k: Option<u32>,
+    /// Nucleus sampling mass in (0, 1].
+    pub top_p: Option<f32>,
+    /// Lower bound of top-p decay.
+    pub top_p_min: Option<f32>,
+    /// Token id at which top-p decay resets.
+    pub top_p_reset_ids: Option<i32>,
+    /// Top-p decay factor.
+    pub top_p_decay: Option<f32>,
+    /// Random seed.
+    pub seed: Option<u64>,
+    /// Temperature (> 0).
+    pub temperature: Option<f32>,
+    /// Generate at least this many tokens before the end id may stop the request.
+    pub min_tokens: Option<u32>,
+    /// Diversity rate for beam search.
+    pub beam_search_diversity_rate: Option<f32>,
+    /// Repetition penalty (> 0; 1 is neutral).
+    pub repetition_penalty: Option<f32>,
+    /// Presence penalty.
+    pub presence_penalty: Option<f32>,
+    /// Frequency penalty.
+    pub frequency_penalty: Option<f32>,
+    /// Length penalty for beam search.
+    pub length_penalty: Option<f32>,
+    /// Early stopping for beam search.
+    pub early_stopping: Option<i32>,
+    /// Forbid repeating n-grams of this size.
+    pub no_repeat_ngram_size: Option<u32>,
+    /// Independent sequences to return (sampling) or beams to return (beam search).
+    pub num_return_sequences: Option<u32>,
+    /// Min-p sampling threshold in [0, 1].
+    pub min_p: Option<f32>,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        SamplingParams {
+            beam_width: 1,
+            top_k: None,
+            top_p: None,
+            top_p_min: None,
+            top_p_reset_ids: None,
+            top_p_decay: None,
+            seed: None,
+            temperature: None,
+            min_tokens: None,
+            beam_search_diversity_rate: None,
+            repetition_penalty: None,
+            presence_penalty: None,
+            frequency_penalty: None,
+            length_penalty: None,
+            early_stopping: None,
+            no_repeat_ngram_size: None,
+            num_return_sequences: None,
+            min_p: None,
+        }
+    }
+}
+
+impl SamplingParams {
+    /// Greedy decoding: `top_k = 1`.
+    pub fn greedy() -> Self {
+        SamplingParams { top_k: Some(1), ..Default::default() }
+    }
+
+    /// Sequences this request produces (each ends with its own final).
+    pub fn sequences(&self) -> u32 {
+        if self.beam_width > 1 { 1 } else { self.num_return_sequences.unwrap_or(1).max(1) }
+    }
+
+    fn validate(&self) -> Result<(), InvalidRequest> {
+        let param = |field, value: String, rule| Err(InvalidRequest::Parameter { field, value, rule });
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && t > 0.0)
+        {
+            return param("temperature", t.to_string(), "must be a finite number > 0");
+        }
+        if let Some(p) = self.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return param("top_p", p.to_string(), "must be in (0, 1]");
+        }
+        if let Some(p) = self.min_p
+            && !(0.0..=1.0).contains(&p)
+        {
+            return param("min_p", p.to_string(), "must be in [0, 1]");
+        }
+        if let Some(p) = self.top_p_min
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return param("top_p_min", p.to_string(), "must be in (0, 1]");
+        }
+        if let Some(p) = self.top_p_decay
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return param("top_p_decay", p.to_string(), "must be in (0, 1]");
+        }
+        if let Some(p) = self.repetition_penalty
+            && !(p.is_finite() && p > 0.0)
+        {
+            return param("repetition_penalty", p.to_string(), "must be a finite number > 0");
+        }
+        for (field, value) in [
+            ("presence_penalty", self.presence_penalty),
+            ("frequency_penalty", self.frequency_penalty),
+            ("length_penalty", self.length_penalty),
+            ("beam_search_diversity_rate", self.beam_search_diversity_rate),
+        ] {
+            if let Some(v) = value
+                && !v.is_finite()
+            {
+                return param(field, v.to_string(), "must be finite");
+            }
+        }
+        if self.num_return_sequences == Some(0) {
+            return param("num_return_sequences", "0".into(), "must be at least 1");
+        }
+        if self.beam_width > 1
+            && let Some(n) = self.num_return_sequences
+            && n > self.beam_width
+        {
+            return param("num_return_sequences", n.to_string(), "must not exceed beam_width under beam search");
+        }
+        Ok(())
+    }
+}
+
+/// Why a sequence stopped (`FinishReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// Still running (never on a final).
+    NotFinished,
+    /// The end id was generated.
+    EndId,
+    /// A stop word was generated.
+    StopWords,
+    /// `max_tokens` was reached.
+    Length,
+    /// The allotted time ran out.
+    TimedOut,
+    /// The request was cancelled.
+    Cancelled,
+    /// A value this crate does not know (the enum has grown before).
+    Unknown(i32),
+}
+
+impl FinishReason {
+    pub(crate) fn from_raw(raw: i32) -> Self {
+        match raw {
+            0 => FinishReason::NotFinished,
+            1 => FinishReason::EndId,
+            2 => FinishReason::StopWords,
+            3 => FinishReason::Length,
+            4 => FinishReason::TimedOut,
+            5 => FinishReason::Cancelled,
+            other => FinishReason::Unknown(other),
+        }
+    }
+
+    /// The OpenAI/SMG word for it: `stop`, `length`, `abort`, `timeout` (or `unknown`).
+    pub fn as_openai_str(&self) -> &'static str {
+        match self {
+            FinishReason::EndId | FinishReason::StopWords => "stop",
+            FinishReason::Length => "length",
+            FinishReason::Cancelled => "abort",
+            FinishReason::TimedOut => "timeout",
+            FinishReason::NotFinished | FinishReason::Unknown(_) => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FinishReason::NotFinished => f.write_str("not_finished"),
+            FinishReason::EndId => f.write_str("end_id"),
+            FinishReason::StopWords => f.write_str("stop_words"),
+            FinishReason::Length => f.write_str("length"),
+            FinishReason::TimedOut => f.write_str("timed_out"),
+            FinishReason::Cancelled => f.write_str("cancelled"),
+            FinishReason::Unknown(v) => write!(f, "unknown({v})"),
+        }
+    }
+}
+
+/// A request for the executor: token ids in, token ids out.
+///
+/// ```
+/// use std::time::Duration;
+/// use trtllm::{GenerationRequest, SamplingParams};
+/// let request = GenerationRequest::new(vec![1, 2, 3], 16)
+///     .with_streaming(true)
+///     .with_sampling(SamplingParams { temperature: Some(0.7), ..Default::default() })
+///     .with_end_id(2)
+///     .with_stop_words(vec![vec![13, 13]])
+///     .with_allotted_time(Duration::from_secs(30));
+/// assert_eq!(request.prompt().len(), 3);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationRequest {
+    prompt: Vec<u32>,
+    max_tokens: u32,
+    streaming: bool,
+    sampling: SamplingParams,
+    end_id: Option<i32>,
+    pad_id: Option<i32>,
+    stop_words: Vec<Vec<u32>>,
+    bad_words: Vec<Vec<u32>>,
+    priority: f32,
+    allotted_time: Option<Duration>,
+    return_log_probs: bool,
+    return_perf_metrics: bool,
+}
+
+impl GenerationRequest {
+    /// A streaming request for at most `max_tokens` new tokens after `prompt`.
+    pub fn new(prompt: Vec<u32>, max_tokens: u32) -> Self {
+        GenerationRequest {
+            prompt,
+            max_tokens,
+            streaming: true,
+            sampling: SamplingParams::default(),
+            end_id: None,
+            pad_id: None,
+            stop_words: Vec::new(),
+            bad_words: Vec::new(),
+            priority: 0.5,
+            allotted_time: None,
+            return_log_probs: false,
+            return_perf_metrics: true,
+        }
+    }
+
+    /// Streaming (a chunk per iteration) or not (one final with every token). Default true.
+    pub fn with_streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Sampling parameters.
+    pub fn with_sampling(mut self, sampling: SamplingParams) -> Self {
+        self.sampling = sampling;
+        self
+    }
+
+    /// Stop when this token is generated (not included in the output). `-1` never stops early.
+    pub fn with_end_id(mut self, end_id: i32) -> Self {
+        self.end_id = Some(end_id);
+        self
+    }
+
+    /// Padding token id.
+    pub fn with_pad_id(mut self, pad_id: i32) -> Self {
+        self.pad_id = Some(pad_id);
+        self
+    }
+
+    /// Token sequences that stop generation when produced (included in the output).
+    pub fn with_stop_words(mut self, stop_words: Vec<Vec<u32>>) -> Self {
+        self.stop_words = stop_words;
+        self
+    }
+
+    /// Token sequences that must never be generated.
+    pub fn with_bad_words(mut self, bad_words: Vec<Vec<u32>>) -> Self {
+        self.bad_words = bad_words;
+        self
+    }
+
+    /// Scheduling priority in [0, 1] (default 0.5; higher runs first).
+    pub fn with_priority(mut self, priority: f32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// A deadline after which the request finishes with [`FinishReason::TimedOut`].
+    pub fn with_allotted_time(mut self, allotted: Duration) -> Self {
+        self.allotted_time = Some(allotted);
+        self
+    }
+
+    /// Return per-token log probabilities.
+    pub fn with_log_probs(mut self, on: bool) -> Self {
+        self.return_log_probs = on;
+        self
+    }
+
+    /// Ask the executor for `RequestPerfMetrics` (default true; cheap).
+    pub fn with_perf_metrics(mut self, on: bool) -> Self {
+        self.return_perf_metrics = on;
+        self
+    }
+
+    /// The prompt token ids.
+    pub fn prompt(&self) -> &[u32] {
+        &self.prompt
+    }
+
+    /// The maximum number of new tokens.
+    pub fn max_tokens(&self) -> u32 {
+        self.max_tokens
+    }
+
+    /// Whether the request streams.
+    pub fn streaming(&self) -> bool {
+        self.streaming
+    }
+
+    /// The sampling parameters.
+    pub fn sampling(&self) -> &SamplingParams {
+        &self.sampling
+    }
+
+    /// Checks the request against the engine's limits; the error names the limit it broke.
+    pub fn validate(&self, engine: &EngineConfig) -> Result<(), InvalidRequest> {
+        let vocab = engine.vocab_size;
+        if self.prompt.is_empty() {
+            return Err(InvalidRequest::EmptyPrompt);
+        }
+        if self.max_tokens == 0 {
+            return Err(InvalidRequest::ZeroMaxTokens);
+        }
+        if self.prompt.len() > engine.max_input_len {
+            return Err(InvalidRequest::PromptTooLong { len: self.prompt.len(), max: engine.max_input_len });
+        }
+        if self.prompt.len() + self.max_tokens as usize > engine.max_seq_len {
+            return Err(InvalidRequest::SequenceTooLong {
+                prompt: self.prompt.len(),
+                max_tokens: self.max_tokens as usize,
+                max_seq_len: engine.max_seq_len,
+            });
+        }
+        if let Some((position, &token)) = self.prompt.iter().enumerate().find(|(_, t)| **t as usize >= vocab) {
+            return Err(InvalidRequest::TokenOutOfVocab { token, position, vocab_size: vocab });
+        }
+        let in_vocab = |field, token: i64| {
+            if token < 0 || token as usize >= vocab {
+                Err(InvalidRequest::ParamTokenOutOfVocab { field, token, vocab_size: vocab })
+            } else {
+                Ok(())
+            }
+        };
+        if let Some(end_id) = self.end_id
+            && end_id != -1
+        {
+            in_vocab("end_id", end_id.into())?;
+        }
+        if let Some(pad_id) = self.pad_id {
+            in_vocab("pad_id", pad_id.into())?;
+        }
+        for (field, words) in [("stop_words", &self.stop_words), ("bad_words", &self.bad_words)] {
+            for word in words {
+                if word.is_empty() {
+                    return Err(InvalidRequest::EmptyWord { field });
+                }
+                for &t in word {
+                    in_vocab(field, t.into())?;
+                }
+            }
+        }
+        let beam = self.sampling.beam_width;
+        if beam == 0 || beam as usize > engine.max_beam_width {
+            return Err(InvalidRequest::BeamWidth { requested: beam, max: engine.max_beam_width as u32 });
+        }
+        if !(0.0..=1.0).contains(&self.priority) {
+            return Err(InvalidRequest::Parameter {
+                field: "priority",
+                value: self.priority.to_string(),
+                rule: "must be in [0, 1]",
+            });
+        }
+        if self.allotted_time.is_some_and(|d| d.is_zero()) {
+            return Err(InvalidRequest::Parameter {
+                field: "allotted_time",
+                value: "0".into(),
+                rule: "must be positive",
+            });
+        }
+        self.sampling.validate()
+    }
+
+    pub(crate) fn to_ffi(&self) -> sys::RequestSpec {
+        let s = &self.sampling;
+        let oi = |v: Option<i32>| sys::OptI32 { set: v.is_some(), value: v.unwrap_or(0) };
+        let ou = |v: Option<u32>| oi(v.map(|v| i32::try_from(v).unwrap_or(i32::MAX)));
+        let of = |v: Option<f32>| sys::OptF32 { set: v.is_some(), value: v.unwrap_or(0.0) };
+        let words = |w: &[Vec<u32>]| {
+            w.iter().map(|ids| sys::TokenSeq { ids: ids.iter().map(|&t| t as i32).collect() }).collect()
+        };
+        sys::RequestSpec {
+            input_token_ids: self.prompt.iter().map(|&t| t as i32).collect(),
+            max_tokens: i32::try_from(self.max_tokens).unwrap_or(i32::MAX),
+            streaming: self.streaming,
+            sampling: sys::SamplingSpec {
+                beam_width: s.beam_width as i32,
+                top_k: ou(s.top_k),
+                top_p: of(s.top_p),
+                top_p_min: of(s.top_p_min),
+                top_p_reset_ids: oi(s.top_p_reset_ids),
+                top_p_decay: of(s.top_p_decay),
+                seed: sys::OptU64 { set: s.seed.is_some(), value: s.seed.unwrap_or(0) },
+                temperature: of(s.temperature),
+                min_tokens: ou(s.min_tokens),
+                beam_search_diversity_rate: of(s.beam_search_diversity_rate),
+                repetition_penalty: of(s.repetition_penalty),
+                presence_penalty: of(s.presence_penalty),
+                frequency_penalty: of(s.frequency_penalty),
+                length_penalty: of(s.length_penalty),
+                early_stopping: oi(s.early_stopping),
+                no_repeat_ngram_size: ou(s.no_repeat_ngram_size),
+                num_return_sequences: ou(s.num_return_sequences),
+                min_p: of(s.min_p),
+            },
+            return_log_probs: self.return_log_probs,
+            // Outputs carry generated tokens only; the caller already has the prompt.
+            exclude_input_from_output: true,
+            return_perf_metrics: self.return_perf_metrics,
+            end_id: oi(self.end_id),
+            pad_id: oi(self.pad_id),
+            stop_words: words(&self.stop_words),
+            bad_words: words(&self.bad_words),
+            client_id: sys::OptU64::default(),
+            priority: self.priority,
+            // Delta mode: each streamed chunk carries only its new tokens.
+            return_all_generated_tokens: false,
+            allotted_time_ms: self.allotted_time.map_or(0, |d| (d.as_millis() as u64).max(1)),
+        }
+    }
+}
