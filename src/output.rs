@@ -242,9 +242,18 @@ impl Accumulator {
             self.first_token_at = Some(received_at);
         }
         sequence.token_ids.extend_from_slice(&new_tokens);
-        if let Some(lp) = &new_log_probs {
-            sequence.log_probs.get_or_insert_with(Vec::new).extend_from_slice(lp);
-        }
+        // Log probs come per new token in delta mode, but a result may also carry the whole
+        // sequence's; tell the two apart by length so neither duplicates nor drops values.
+        let new_log_probs = new_log_probs.map(|lp| {
+            let total = sequence.token_ids.len();
+            let kept = sequence.log_probs.get_or_insert_with(Vec::new);
+            if lp.len() == total && lp.len() != new_tokens.len() {
+                *kept = lp;
+            } else {
+                kept.extend_from_slice(&lp);
+            }
+            kept[kept.len().saturating_sub(new_tokens.len())..].to_vec()
+        });
         if let Some(&cum) = item.cum_log_probs.first() {
             sequence.cum_log_prob = Some(cum);
         }
