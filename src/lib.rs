@@ -1,1 +1,3 @@
 //! TensorRT-LLM's C++ Executor in Rust.
+
+pub mod bench;
