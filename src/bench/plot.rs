@@ -360,6 +360,20 @@ fn ranges(series: &[Series]) -> Option<(Range<f64>, Range<f64>)> {
     Some((x0..x1, y0..(y1 + (y1 - y0) * 0.05)))
 }
 
+/// Axis tick text: whole numbers above 10 (with k/M for large values), two decimals below.
+fn compact(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 fn draw_panel<X>(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     panel: &Panel<'_>,
@@ -381,6 +395,9 @@ where
         .configure_mesh()
         .x_desc(panel.x_desc)
         .y_desc(panel.y_desc)
+        .label_style(("sans-serif", 14))
+        .x_label_formatter(&|v| compact(*v))
+        .y_label_formatter(&|v| compact(*v))
         .draw()
         .map_err(draw_err)?;
     for (i, s) in panel.series.iter().enumerate() {
@@ -406,6 +423,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_are_compact() {
+        assert_eq!(compact(2_500_000.0), "2.5M");
+        assert_eq!(compact(32_768.0), "33k");
+        assert_eq!(compact(1024.0), "1024");
+        assert_eq!(compact(0.456), "0.46");
+    }
 
     #[test]
     fn empty_inputs_are_no_data() {

@@ -104,7 +104,8 @@ impl Slos {
     pub fn is_met_by(&self, record: &RequestRecord) -> bool {
         let within = |limit_ms: Option<f64>, value_s: Option<f64>| match (limit_ms, value_s) {
             (None, _) => true,
-            (Some(limit), Some(v)) => v * 1000.0 <= limit,
+            // Compared in seconds, as vLLM does, so boundary cases agree with it.
+            (Some(limit), Some(v)) => v <= limit / 1000.0,
             (Some(_), None) => false,
         };
         within(self.ttft_ms, record.ttft_s())

@@ -119,7 +119,7 @@ pub struct FailedRequest {
     pub prompt_len: u64,
     /// Send time, seconds since the run start.
     pub start_time: f64,
-    /// Send to failure (or to the last token received), seconds.
+    /// Send to the failure, seconds.
     pub latency: f64,
     /// Time to first token, seconds; 0 when no token arrived.
     pub ttft: f64,
@@ -142,7 +142,7 @@ pub struct DetailedArrays {
     pub ttfts: Vec<f64>,
     /// Per-chunk gaps, seconds.
     pub itls: Vec<Vec<f64>>,
-    /// E2E latency, seconds.
+    /// E2E latency, seconds (for failures: send to the error).
     pub latencies: Vec<f64>,
     /// Send times, seconds since the run start (vLLM writes raw `perf_counter` values).
     pub start_times: Vec<f64>,
@@ -351,7 +351,7 @@ impl SummaryBuilder {
                 error: r.error.clone().unwrap_or_default(),
                 prompt_len: r.prompt_tokens,
                 start_time: r.send_s,
-                latency: r.e2el_s().unwrap_or(0.0),
+                latency: failure_latency_s(r),
                 ttft: r.ttft_s().unwrap_or(0.0),
                 output_tokens: r.output_tokens,
                 itl: r.itl_s(),
@@ -393,6 +393,14 @@ fn to_ms(seconds: f64) -> f64 {
     seconds * 1000.0
 }
 
+/// How long a failed request ran: send to the error (to its last token if no end was stamped).
+fn failure_latency_s(r: &RequestRecord) -> f64 {
+    r.end_s
+        .map(|e| e - r.send_s)
+        .or_else(|| r.e2el_s())
+        .unwrap_or(0.0)
+}
+
 fn detailed_arrays(measured: &[&RequestRecord]) -> DetailedArrays {
     let mut d = DetailedArrays::default();
     for r in measured {
@@ -401,7 +409,11 @@ fn detailed_arrays(measured: &[&RequestRecord]) -> DetailedArrays {
         d.output_lens.push(if ok { r.output_tokens } else { 0 });
         d.ttfts.push(r.ttft_s().unwrap_or(0.0));
         d.itls.push(r.itl_s());
-        d.latencies.push(r.e2el_s().unwrap_or(0.0));
+        d.latencies.push(if ok {
+            r.e2el_s().unwrap_or(0.0)
+        } else {
+            failure_latency_s(r)
+        });
         d.start_times.push(r.send_s);
         d.queue_times.push(r.client_queue_s);
         d.errors.push(r.error.clone().unwrap_or_default());
