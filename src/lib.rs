@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bench;
 mod clock;
 mod config;
 mod engine;

@@ -1,0 +1,73 @@
+//! Benchmark metrics: per-request records, vLLM-compatible summaries, result files, plots, comparison.
+//!
+//! This module holds the pure parts of the benchmark runner; it does not talk to the executor.
+//! The runner stamps each request on one monotonic clock ([`RunClock`]) into a
+//! [`RequestRecord`], then calls:
+//!
+//! - [`Summary::builder`] → [`Summary`]: every `vllm bench serve` result key with the same
+//!   meaning (TTFT, TPOT, ITL, E2EL statistics with numpy-style percentiles, throughput over
+//!   the measured window, goodput against [`Slos`]), plus per-token ITL, client queue time,
+//!   dispatch delay, executor-side (`server`) statistics and open-ended sections;
+//! - [`ResultFiles`] to write `<stem>.json`, `<stem>.requests.jsonl`/`.csv` and
+//!   `<stem>.iters.jsonl`; [`SweepRow`], [`sweep_csv`] and [`console_table`] for sweeps;
+//! - [`plot_ttft_vs_inflight_tokens`], [`plot_latency_vs_throughput`] and [`plot_time_series`]
+//!   for SVG charts; [`compare`] for `bench compare A.json B.json`.
+//!
+//! Conventions: times in records are `f64` seconds since the run start; statistics in
+//! summaries are milliseconds; warmup requests are recorded but excluded from every statistic;
+//! only successful measured requests enter latency statistics.
+//!
+//! ```rust
+//! use trtllm::bench::{console_table, Phase, RequestRecord, RunInfo, Summary, SweepRow};
+//!
+//! let mut records = Vec::new();
+//! for i in 0..8 {
+//!     let send = i as f64 * 0.05;
+//!     let mut r = RequestRecord::new(i, if i < 2 { Phase::Warmup } else { Phase::Measure }, send);
+//!     r.prompt_tokens = 128;
+//!     for k in 0..16 {
+//!         r.record_chunk(send + 0.02 + k as f64 * 0.01, 1);
+//!     }
+//!     r.finish(send + 0.17, 16, Some("length".into()));
+//!     records.push(r);
+//! }
+//! let run = RunInfo { max_concurrency: Some(4), ..RunInfo::default() };
+//! let summary = Summary::builder(run).build(&records).unwrap();
+//! assert_eq!(summary.throughput.completed, 6);
+//! assert!((summary.tpot.mean().unwrap() - 10.0).abs() < 1e-6);
+//! let table = console_table(&[SweepRow::from_summary(&summary).with_shape(128, 16)]);
+//! assert!(table.contains("c=4"));
+//! ```
+
+mod compare;
+mod csv;
+mod output;
+mod plot;
+mod record;
+mod slo;
+mod stats;
+mod summary;
+mod sweep;
+mod throughput;
+mod timeseries;
+
+pub use compare::{CompareError, compare, compare_files};
+pub use output::{
+    OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
+};
+pub use plot::{
+    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput,
+    plot_time_series, plot_ttft_vs_inflight_tokens, write_svg,
+};
+pub use record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
+pub use slo::{SloError, Slos};
+pub use stats::{
+    DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile,
+    percentile_key, percentile_label, percentile_nearest_rank, std_dev, validate_percentile,
+};
+pub use summary::{
+    DetailedArrays, FailedRequest, RunInfo, ServerStats, Summary, SummaryBuilder, SummaryError,
+};
+pub use sweep::{SweepRow, console_table, sweep_csv};
+pub use throughput::{Throughput, measured_window, peak_concurrency, peak_output_tokens_per_s};
+pub use timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};

@@ -1,0 +1,479 @@
+//! SVG charts of benchmark results: TTFT under input-token pressure, latency vs throughput, time series.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
+use plotters::prelude::*;
+
+use super::output::{OutputError, write_file};
+use super::sweep::SweepRow;
+use super::timeseries::TimeSample;
+
+/// Errors from drawing or writing a chart.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlotError {
+    /// Nothing finite to draw.
+    #[error("no data to plot for {0}")]
+    NoData(&'static str),
+    /// The drawing backend failed.
+    #[error("drawing failed: {0}")]
+    Draw(String),
+    /// Writing the SVG file failed.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+fn draw_err(e: impl std::fmt::Display) -> PlotError {
+    PlotError::Draw(e.to_string())
+}
+
+/// One sweep point for the TTFT-pressure chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PressurePoint {
+    /// Configured prompt length: one line per value.
+    pub input_len: u64,
+    /// Concurrency of the point.
+    pub concurrency: u64,
+    /// Actual mean prompt tokens of the point.
+    pub prompt_tokens: f64,
+    /// 95th-percentile TTFT, ms.
+    pub p95_ttft_ms: f64,
+}
+
+impl PressurePoint {
+    /// In-flight input tokens: concurrency × actual prompt tokens (the x coordinate).
+    pub fn inflight_tokens(&self) -> f64 {
+        self.concurrency as f64 * self.prompt_tokens
+    }
+
+    /// Points from sweep rows that have a concurrency and a p95 TTFT; the line is the
+    /// configured input length, else the rounded actual prompt length.
+    pub fn from_rows(rows: &[SweepRow]) -> Vec<Self> {
+        rows.iter()
+            .filter_map(|r| {
+                Some(PressurePoint {
+                    input_len: r.input_len.unwrap_or(r.mean_prompt_tokens.round() as u64),
+                    concurrency: r.concurrency?,
+                    prompt_tokens: r.mean_prompt_tokens,
+                    p95_ttft_ms: r.p95_ttft_ms?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Which latency the latency-vs-throughput chart shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatencyMetric {
+    /// Median time per output token.
+    P50Tpot,
+    /// Median time to first token.
+    P50Ttft,
+}
+
+impl LatencyMetric {
+    fn label(self) -> &'static str {
+        match self {
+            LatencyMetric::P50Tpot => "p50 TPOT (ms)",
+            LatencyMetric::P50Ttft => "p50 TTFT (ms)",
+        }
+    }
+}
+
+/// One sweep point for the latency-vs-throughput chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyThroughputPoint {
+    /// Line label (e.g. the shape `in=512 out=128`).
+    pub series: String,
+    /// Concurrency, orders the points along a line.
+    pub concurrency: u64,
+    /// Output tokens per second (x).
+    pub output_throughput: f64,
+    /// Latency in ms (y).
+    pub latency_ms: f64,
+}
+
+impl LatencyThroughputPoint {
+    /// Points from sweep rows with a concurrency and the chosen latency; one line per
+    /// input/output shape.
+    pub fn from_rows(rows: &[SweepRow], metric: LatencyMetric) -> Vec<Self> {
+        rows.iter()
+            .filter_map(|r| {
+                let latency = match metric {
+                    LatencyMetric::P50Tpot => r.p50_tpot_ms,
+                    LatencyMetric::P50Ttft => r.p50_ttft_ms,
+                }?;
+                let shape = |configured: Option<u64>, actual: f64| {
+                    configured.unwrap_or(actual.round() as u64)
+                };
+                Some(LatencyThroughputPoint {
+                    series: format!(
+                        "in={} out={}",
+                        shape(r.input_len, r.mean_prompt_tokens),
+                        shape(r.output_len, r.mean_output_tokens)
+                    ),
+                    concurrency: r.concurrency?,
+                    output_throughput: r.output_throughput,
+                    latency_ms: latency,
+                })
+            })
+            .collect()
+    }
+}
+
+struct Series {
+    label: String,
+    points: Vec<(f64, f64)>,
+}
+
+struct Panel<'a> {
+    title: &'a str,
+    x_desc: &'a str,
+    y_desc: &'a str,
+    series: &'a [Series],
+    legend: bool,
+}
+
+const SIZE: (u32, u32) = (900, 560);
+
+/// p95 TTFT against in-flight input tokens (concurrency × actual prompt tokens, log scale), one
+/// line per prompt length, as an SVG document.
+///
+/// ```rust
+/// use trtllm::bench::{plot_ttft_vs_inflight_tokens, PressurePoint};
+///
+/// let points: Vec<PressurePoint> = [1u64, 4, 16]
+///     .iter()
+///     .map(|&c| PressurePoint {
+///         input_len: 512,
+///         concurrency: c,
+///         prompt_tokens: 512.0,
+///         p95_ttft_ms: 20.0 * c as f64,
+///     })
+///     .collect();
+/// let svg = plot_ttft_vs_inflight_tokens(&points).unwrap();
+/// assert!(svg.contains("<svg") && svg.contains("in=512"));
+/// ```
+pub fn plot_ttft_vs_inflight_tokens(points: &[PressurePoint]) -> Result<String, PlotError> {
+    let mut lines: BTreeMap<u64, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in points {
+        let xy = (p.inflight_tokens(), p.p95_ttft_ms);
+        if xy.0 > 0.0 && xy.0.is_finite() && xy.1.is_finite() {
+            lines.entry(p.input_len).or_default().push(xy);
+        }
+    }
+    let series: Vec<Series> = lines
+        .into_iter()
+        .map(|(len, mut pts)| {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                label: format!("in={len}"),
+                points: pts,
+            }
+        })
+        .collect();
+    let (x, y) = ranges(&series).ok_or(PlotError::NoData("TTFT vs in-flight tokens"))?;
+    let x = (x.start / 1.25)..(x.end * 1.25);
+    render(SIZE, |root| {
+        draw_panel(
+            root,
+            &Panel {
+                title: "p95 TTFT vs in-flight input tokens",
+                x_desc: "in-flight input tokens (concurrency x prompt tokens)",
+                y_desc: "p95 TTFT (ms)",
+                series: &series,
+                legend: true,
+            },
+            x.log_scale(),
+            y,
+        )
+    })
+}
+
+/// Latency (p50 TPOT or TTFT) against output tokens per second, one line per shape with points
+/// ordered by concurrency, as an SVG document.
+///
+/// ```rust
+/// use trtllm::bench::{plot_latency_vs_throughput, LatencyMetric, LatencyThroughputPoint};
+///
+/// let points: Vec<LatencyThroughputPoint> = [1u64, 2, 4]
+///     .iter()
+///     .map(|&c| LatencyThroughputPoint {
+///         series: "in=128 out=128".into(),
+///         concurrency: c,
+///         output_throughput: 100.0 * c as f64,
+///         latency_ms: 10.0 + c as f64,
+///     })
+///     .collect();
+/// let svg = plot_latency_vs_throughput(&points, LatencyMetric::P50Tpot).unwrap();
+/// assert!(svg.contains("p50 TPOT (ms)"));
+/// ```
+pub fn plot_latency_vs_throughput(
+    points: &[LatencyThroughputPoint],
+    metric: LatencyMetric,
+) -> Result<String, PlotError> {
+    let mut lines: BTreeMap<&str, Vec<(u64, f64, f64)>> = BTreeMap::new();
+    for p in points {
+        if p.output_throughput.is_finite() && p.latency_ms.is_finite() {
+            lines.entry(p.series.as_str()).or_default().push((
+                p.concurrency,
+                p.output_throughput,
+                p.latency_ms,
+            ));
+        }
+    }
+    let series: Vec<Series> = lines
+        .into_iter()
+        .map(|(label, mut pts)| {
+            pts.sort_by_key(|p| p.0);
+            Series {
+                label: label.to_owned(),
+                points: pts.into_iter().map(|(_, x, y)| (x, y)).collect(),
+            }
+        })
+        .collect();
+    let (x, y) = ranges(&series).ok_or(PlotError::NoData("latency vs throughput"))?;
+    let title = format!("{} vs output throughput", metric.label());
+    render(SIZE, |root| {
+        draw_panel(
+            root,
+            &Panel {
+                title: &title,
+                x_desc: "output tokens/s",
+                y_desc: metric.label(),
+                series: &series,
+                legend: true,
+            },
+            x,
+            y,
+        )
+    })
+}
+
+/// Four stacked panels over run time: mean TTFT, output token rate, active requests and KV-cache
+/// use (panels without data are left empty), as an SVG document.
+///
+/// ```rust
+/// use trtllm::bench::{plot_time_series, TimeSample};
+///
+/// let samples: Vec<TimeSample> = (0..5)
+///     .map(|k| TimeSample {
+///         start_s: k as f64 * 5.0,
+///         end_s: (k + 1) as f64 * 5.0,
+///         mean_ttft_ms: Some(40.0 + k as f64),
+///         output_tokens_per_s: 900.0,
+///         active_requests: 8.0,
+///         kv_utilization: Some(0.1 * k as f64),
+///     })
+///     .collect();
+/// let svg = plot_time_series(&samples).unwrap();
+/// assert!(svg.contains("KV cache use (%)"));
+/// ```
+pub fn plot_time_series(samples: &[TimeSample]) -> Result<String, PlotError> {
+    type Pick = fn(&TimeSample) -> Option<f64>;
+    let panels: [(&str, Pick); 4] = [
+        ("TTFT (ms)", |s| s.mean_ttft_ms),
+        ("output tokens/s", |s| Some(s.output_tokens_per_s)),
+        ("active requests", |s| Some(s.active_requests)),
+        ("KV cache use (%)", |s| s.kv_utilization.map(|u| u * 100.0)),
+    ];
+    let series: Vec<Series> = panels
+        .iter()
+        .map(|(label, pick)| Series {
+            label: (*label).to_owned(),
+            points: samples
+                .iter()
+                .filter_map(|s| Some((s.mid_s(), pick(s)?)))
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .collect(),
+        })
+        .collect();
+    let time = ranges(&series).ok_or(PlotError::NoData("time series"))?.0;
+    render((SIZE.0, 1000), |root| {
+        for (area, s) in root.split_evenly((4, 1)).iter().zip(&series) {
+            let y = ranges(std::slice::from_ref(s)).map_or(0.0..1.0, |r| r.1);
+            draw_panel(
+                area,
+                &Panel {
+                    title: &s.label,
+                    x_desc: "time since start (s)",
+                    y_desc: &s.label,
+                    series: std::slice::from_ref(s),
+                    legend: false,
+                },
+                time.clone(),
+                y,
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes an SVG document to `path` (creating parent directories).
+pub fn write_svg(path: &Path, svg: &str) -> Result<(), PlotError> {
+    Ok(write_file(path, svg.as_bytes())?)
+}
+
+/// Draws into an in-memory SVG of `size` and returns the document.
+fn render(
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError>,
+) -> Result<String, PlotError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        draw(&root)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg)
+}
+
+/// X and y ranges covering every point of every series: y starts at 0 for non-negative data;
+/// degenerate spans are widened so a single point still has an axis.
+fn ranges(series: &[Series]) -> Option<(Range<f64>, Range<f64>)> {
+    let all = series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    let mut any = false;
+    for &(x, y) in all {
+        any = true;
+        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+    }
+    if !any {
+        return None;
+    }
+    let widen = |lo: f64, hi: f64| {
+        if hi > lo {
+            (lo, hi)
+        } else {
+            let pad = lo.abs().max(1.0) * 0.5;
+            (lo - pad, hi + pad)
+        }
+    };
+    let (x0, x1) = widen(x0, x1);
+    let y0 = if y0 >= 0.0 { 0.0 } else { y0 };
+    let (y0, y1) = widen(y0, y1);
+    Some((x0..x1, y0..(y1 + (y1 - y0) * 0.05)))
+}
+
+/// Axis tick text: whole numbers above 10 (with k/M for large values), two decimals below.
+fn compact(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn draw_panel<X>(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    panel: &Panel<'_>,
+    x: X,
+    y: Range<f64>,
+) -> Result<(), PlotError>
+where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(panel.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, y)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_desc(panel.x_desc)
+        .y_desc(panel.y_desc)
+        .label_style(("sans-serif", 14))
+        .x_label_formatter(&|v| compact(*v))
+        .y_label_formatter(&|v| compact(*v))
+        .draw()
+        .map_err(draw_err)?;
+    for (i, s) in panel.series.iter().enumerate() {
+        let style = Palette99::pick(i).stroke_width(2);
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), style).point_size(3))
+            .map_err(draw_err)?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+    }
+    if panel.legend {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(draw_err)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_labels_are_compact() {
+        assert_eq!(compact(2_500_000.0), "2.5M");
+        assert_eq!(compact(32_768.0), "33k");
+        assert_eq!(compact(1024.0), "1024");
+        assert_eq!(compact(0.456), "0.46");
+    }
+
+    #[test]
+    fn empty_inputs_are_no_data() {
+        assert!(matches!(
+            plot_ttft_vs_inflight_tokens(&[]),
+            Err(PlotError::NoData(_))
+        ));
+        assert!(matches!(
+            plot_latency_vs_throughput(&[], LatencyMetric::P50Ttft),
+            Err(PlotError::NoData(_))
+        ));
+        assert!(matches!(plot_time_series(&[]), Err(PlotError::NoData(_))));
+    }
+
+    #[test]
+    fn single_point_still_renders() {
+        let p = PressurePoint {
+            input_len: 64,
+            concurrency: 1,
+            prompt_tokens: 64.0,
+            p95_ttft_ms: 3.0,
+        };
+        let svg = plot_ttft_vs_inflight_tokens(&[p]).unwrap();
+        assert!(svg.contains("in=64"));
+    }
+
+    #[test]
+    fn rows_become_points() {
+        let row = SweepRow {
+            concurrency: Some(4),
+            mean_prompt_tokens: 511.6,
+            mean_output_tokens: 128.0,
+            p95_ttft_ms: Some(10.0),
+            p50_tpot_ms: Some(2.0),
+            output_throughput: 300.0,
+            ..SweepRow::default()
+        };
+        let p = PressurePoint::from_rows(std::slice::from_ref(&row));
+        assert_eq!(p[0].input_len, 512);
+        assert!((p[0].inflight_tokens() - 4.0 * 511.6).abs() < 1e-9);
+        let l =
+            LatencyThroughputPoint::from_rows(&[row.with_shape(500, 100)], LatencyMetric::P50Tpot);
+        assert_eq!(l[0].series, "in=500 out=100");
+        assert_eq!(l[0].latency_ms, 2.0);
+    }
+}

@@ -1,0 +1,435 @@
+//! One row per benchmark request: raw timestamps on the run clock and the metrics derived from them.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// Which part of a run a request belongs to.
+///
+/// Warmup requests are recorded (so the request files show them) but never enter statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Sent before measurement to warm the engine; excluded from every statistic.
+    Warmup,
+    /// Part of the measured load.
+    Measure,
+}
+
+impl Phase {
+    /// The lowercase name used in the JSONL and CSV files (`"warmup"` or `"measure"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Measure => "measure",
+        }
+    }
+}
+
+/// One streamed response that carried at least one token.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TokenChunk {
+    /// Receive time, seconds since the run start.
+    pub t_s: f64,
+    /// Number of new tokens in this response (more than one under speculative decoding).
+    pub tokens: u32,
+}
+
+/// Executor-side timestamps from `RequestPerfMetrics`, converted to seconds since the run start.
+///
+/// Each field is optional because the executor leaves a stamp unset when the event never
+/// happened (for example no first token on a request cancelled while queued).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerTimes {
+    /// When the executor took the request off its input queue (`arrivalTime`).
+    pub arrival_s: Option<f64>,
+    /// When the scheduler first scheduled the request (`firstScheduledTime`).
+    pub first_scheduled_s: Option<f64>,
+    /// When the executor produced the first token (`firstTokenTime`).
+    pub first_token_s: Option<f64>,
+    /// When the executor produced the last token (`lastTokenTime`).
+    pub last_token_s: Option<f64>,
+}
+
+/// Everything measured about one request.
+///
+/// All times are `f64` seconds since the run start on one monotonic clock (see [`RunClock`]);
+/// plain numbers keep the JSONL/CSV rows readable and let server-side stamps, converted to the
+/// same origin, be subtracted directly. Derived values are methods and are `None` when the
+/// stamps they need are missing.
+///
+/// A request is *successful* when [`error`](Self::error) is `None`.
+///
+/// ```rust
+/// use trtllm::bench::{Phase, RequestRecord};
+///
+/// let mut r = RequestRecord::new(0, Phase::Measure, 1.0);
+/// r.record_chunk(1.2, 1); // first token after 200 ms
+/// r.record_chunk(1.3, 2); // two tokens 100 ms later
+/// r.finish(1.3, 3, Some("length".into()));
+/// assert!((r.ttft_s().unwrap() - 0.2).abs() < 1e-12);
+/// assert!((r.e2el_s().unwrap() - 0.3).abs() < 1e-12);
+/// assert!((r.tpot_s().unwrap() - 0.05).abs() < 1e-12); // (0.3 - 0.2) / (3 - 1)
+/// assert_eq!(r.itl_s().len(), 1); // one gap between two chunks
+/// assert_eq!(r.itl_per_token_s().len(), 2); // that gap split over its two tokens
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Position of the request in the run (warmup and measured requests share one sequence).
+    pub index: u64,
+    /// Warmup or measured.
+    pub phase: Phase,
+    /// When the load generator meant to send it (open-loop rate mode); `None` in closed loop.
+    #[serde(default)]
+    pub scheduled_send_s: Option<f64>,
+    /// Just before `enqueueRequest` (or the RPC).
+    pub send_s: f64,
+    /// First response that carried at least one token.
+    #[serde(default)]
+    pub first_token_s: Option<f64>,
+    /// Every response that carried tokens, in arrival order; the first one is the first token.
+    #[serde(default)]
+    pub chunks: Vec<TokenChunk>,
+    /// The final response (or the error), whichever ended the request.
+    #[serde(default)]
+    pub end_s: Option<f64>,
+    /// Token ids actually enqueued.
+    pub prompt_tokens: u64,
+    /// Tokens the executor returned (its own count, never re-tokenized text).
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Prompt tokens served from reused KV-cache blocks.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Executor finish reason in lowercase (`"length"`, `"end_id"`, `"stop_words"`,
+    /// `"timed_out"`, `"cancelled"`, ...), if the request finished.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    /// Error message; `Some` marks the request as failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Time the request waited in the runner for a concurrency slot, seconds.
+    #[serde(default)]
+    pub client_queue_s: f64,
+    /// Executor-side stamps when `returnPerfMetrics` was on.
+    #[serde(default)]
+    pub server: Option<ServerTimes>,
+}
+
+impl RequestRecord {
+    /// A record for a request sent at `send_s` (seconds since the run start) with nothing received
+    /// yet.
+    pub fn new(index: u64, phase: Phase, send_s: f64) -> Self {
+        Self {
+            index,
+            phase,
+            scheduled_send_s: None,
+            send_s,
+            first_token_s: None,
+            chunks: Vec::new(),
+            end_s: None,
+            prompt_tokens: 0,
+            output_tokens: 0,
+            cached_tokens: 0,
+            finish_reason: None,
+            error: None,
+            client_queue_s: 0.0,
+            server: None,
+        }
+    }
+
+    /// Records a streamed response received at `t_s` carrying `tokens` new tokens.
+    ///
+    /// Responses without tokens are ignored here (they do not start TTFT nor make an ITL gap);
+    /// the final one still ends the request through [`finish`](Self::finish).
+    pub fn record_chunk(&mut self, t_s: f64, tokens: u32) {
+        if tokens == 0 {
+            return;
+        }
+        if self.first_token_s.is_none() {
+            self.first_token_s = Some(t_s);
+        }
+        self.chunks.push(TokenChunk { t_s, tokens });
+    }
+
+    /// Marks the request finished at `end_s` with the executor's token count and finish reason.
+    pub fn finish(&mut self, end_s: f64, output_tokens: u64, finish_reason: Option<String>) {
+        self.end_s = Some(end_s);
+        self.output_tokens = output_tokens;
+        self.finish_reason = finish_reason;
+    }
+
+    /// Marks the request failed at `end_s` with an error message.
+    pub fn fail(&mut self, end_s: f64, error: impl Into<String>) {
+        self.end_s = Some(end_s);
+        self.error = Some(error.into());
+    }
+
+    /// True when no error was recorded.
+    pub fn is_success(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// True for measured (non-warmup) requests.
+    pub fn is_measured(&self) -> bool {
+        self.phase == Phase::Measure
+    }
+
+    /// Tokens received over all chunks.
+    pub fn chunk_tokens(&self) -> u64 {
+        self.chunks.iter().map(|c| u64::from(c.tokens)).sum()
+    }
+
+    /// Receive time of the last token: the last chunk, else the first-token stamp.
+    pub fn last_token_s(&self) -> Option<f64> {
+        self.chunks.last().map(|c| c.t_s).or(self.first_token_s)
+    }
+
+    /// Time to first token: first token − send.
+    pub fn ttft_s(&self) -> Option<f64> {
+        self.first_token_s.map(|t| t - self.send_s)
+    }
+
+    /// End-to-end latency: last token received − send; for a request that received no token,
+    /// end − send.
+    pub fn e2el_s(&self) -> Option<f64> {
+        self.last_token_s().or(self.end_s).map(|t| t - self.send_s)
+    }
+
+    /// Time per output token after the first: (E2EL − TTFT) / (output_tokens − 1), only when the
+    /// executor returned more than one token.
+    pub fn tpot_s(&self) -> Option<f64> {
+        if self.output_tokens <= 1 {
+            return None;
+        }
+        let (e2el, ttft) = (self.e2el_s()?, self.ttft_s()?);
+        Some((e2el - ttft) / (self.output_tokens - 1) as f64)
+    }
+
+    /// Gaps between consecutive token-carrying responses (vLLM's per-chunk ITL).
+    pub fn itl_s(&self) -> Vec<f64> {
+        self.chunks
+            .windows(2)
+            .map(|w| w[1].t_s - w[0].t_s)
+            .collect()
+    }
+
+    /// Inter-token latency attributed per token: each chunk gap divided by the tokens of the
+    /// chunk that closed it, once per token.
+    ///
+    /// Extra tokens that arrived together with the first token get a gap of zero, so a request
+    /// yields `tokens − 1` values that sum to `last token − first token`; their mean equals the
+    /// request's TPOT when the executor's count matches the streamed tokens.
+    pub fn itl_per_token_s(&self) -> Vec<f64> {
+        let mut out = Vec::new();
+        let Some(first) = self.chunks.first() else {
+            return out;
+        };
+        out.extend(std::iter::repeat_n(
+            0.0,
+            first.tokens.saturating_sub(1) as usize,
+        ));
+        for w in self.chunks.windows(2) {
+            let per_token = (w[1].t_s - w[0].t_s) / f64::from(w[1].tokens);
+            out.extend(std::iter::repeat_n(per_token, w[1].tokens as usize));
+        }
+        out
+    }
+
+    /// Actual send − scheduled send (open-loop rate mode only).
+    pub fn dispatch_delay_s(&self) -> Option<f64> {
+        self.scheduled_send_s.map(|s| self.send_s - s)
+    }
+
+    /// Executor queue time: firstScheduledTime − arrivalTime.
+    pub fn server_queue_s(&self) -> Option<f64> {
+        let s = self.server?;
+        Some(s.first_scheduled_s? - s.arrival_s?)
+    }
+
+    /// Executor TTFT: firstTokenTime − arrivalTime (excludes the executor's input-queue wait).
+    pub fn server_ttft_s(&self) -> Option<f64> {
+        let s = self.server?;
+        Some(s.first_token_s? - s.arrival_s?)
+    }
+
+    /// Executor prefill time: firstTokenTime − firstScheduledTime.
+    pub fn server_prefill_s(&self) -> Option<f64> {
+        let s = self.server?;
+        Some(s.first_token_s? - s.first_scheduled_s?)
+    }
+
+    /// Executor TPOT: (lastTokenTime − firstTokenTime) / (output_tokens − 1), only with more than
+    /// one output token.
+    pub fn server_tpot_s(&self) -> Option<f64> {
+        if self.output_tokens <= 1 {
+            return None;
+        }
+        let s = self.server?;
+        Some((s.last_token_s? - s.first_token_s?) / (self.output_tokens - 1) as f64)
+    }
+
+    /// What the transport and runner add to TTFT: client TTFT − executor TTFT.
+    pub fn runner_overhead_s(&self) -> Option<f64> {
+        Some(self.ttft_s()? - self.server_ttft_s()?)
+    }
+}
+
+/// The run's time origin: converts [`Instant`]s into the `f64` second offsets records use.
+///
+/// ```rust
+/// use std::time::{Duration, Instant};
+/// use trtllm::bench::RunClock;
+///
+/// let t0 = Instant::now();
+/// let clock = RunClock::from_instant(t0);
+/// assert!((clock.offset_s(t0 + Duration::from_millis(1500)) - 1.5).abs() < 1e-9);
+/// assert!(clock.offset_s(t0) == 0.0);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct RunClock {
+    start: Instant,
+}
+
+impl RunClock {
+    /// A clock whose origin is now.
+    pub fn start() -> Self {
+        Self {
+            start: Instant::now(),
+        }
+    }
+
+    /// A clock with the given origin.
+    pub fn from_instant(start: Instant) -> Self {
+        Self { start }
+    }
+
+    /// The origin.
+    pub fn origin(&self) -> Instant {
+        self.start
+    }
+
+    /// Seconds from the origin to `t`; negative when `t` precedes the origin.
+    pub fn offset_s(&self, t: Instant) -> f64 {
+        match t.checked_duration_since(self.start) {
+            Some(d) => d.as_secs_f64(),
+            None => -(self.start - t).as_secs_f64(),
+        }
+    }
+
+    /// Seconds from the origin to now.
+    pub fn now_s(&self) -> f64 {
+        self.offset_s(Instant::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn zero_token_chunks_do_not_start_ttft() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+        r.record_chunk(0.1, 0);
+        r.record_chunk(0.3, 1);
+        assert_eq!(r.first_token_s, Some(0.3));
+        assert_eq!(r.chunks.len(), 1);
+    }
+
+    #[test]
+    fn single_token_request_has_no_tpot() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+        r.record_chunk(0.5, 1);
+        r.finish(0.5, 1, None);
+        assert_eq!(r.tpot_s(), None);
+        assert!(r.itl_s().is_empty());
+        assert!(close(r.e2el_s().unwrap(), 0.5));
+    }
+
+    #[test]
+    fn e2el_uses_last_token_not_a_later_empty_final() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 1.0);
+        r.record_chunk(1.1, 1);
+        r.record_chunk(1.2, 1);
+        r.finish(1.9, 2, Some("length".into()));
+        assert!(close(r.e2el_s().unwrap(), 0.2));
+    }
+
+    #[test]
+    fn failed_before_any_token_measures_to_the_error() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 1.0);
+        r.fail(1.25, "prompt too long");
+        assert!(!r.is_success());
+        assert_eq!(r.ttft_s(), None);
+        assert!(close(r.e2el_s().unwrap(), 0.25));
+    }
+
+    #[test]
+    fn per_token_itl_splits_multi_token_chunks() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+        r.record_chunk(0.1, 2); // first token plus one riding along
+        r.record_chunk(0.4, 3); // 0.3 s gap over 3 tokens
+        r.record_chunk(0.5, 1);
+        r.finish(0.5, 6, None);
+        let per_token = r.itl_per_token_s();
+        let expected = [0.0, 0.1, 0.1, 0.1, 0.1];
+        assert_eq!(per_token.len(), expected.len());
+        for (a, b) in per_token.iter().zip(expected) {
+            assert!(close(*a, b), "{per_token:?}");
+        }
+        let chunk_gaps = r.itl_s();
+        assert_eq!(chunk_gaps.len(), 2);
+        assert!(close(chunk_gaps[0], 0.3) && close(chunk_gaps[1], 0.1));
+        let mean = per_token.iter().sum::<f64>() / per_token.len() as f64;
+        assert!(close(mean, r.tpot_s().unwrap()));
+    }
+
+    #[test]
+    fn server_side_values_and_overhead() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 10.0);
+        r.record_chunk(10.5, 1);
+        r.record_chunk(10.9, 1);
+        r.finish(10.9, 5, None);
+        r.server = Some(ServerTimes {
+            arrival_s: Some(10.1),
+            first_scheduled_s: Some(10.15),
+            first_token_s: Some(10.45),
+            last_token_s: Some(10.85),
+        });
+        assert!(close(r.server_queue_s().unwrap(), 0.05));
+        assert!(close(r.server_ttft_s().unwrap(), 0.35));
+        assert!(close(r.server_prefill_s().unwrap(), 0.30));
+        assert!(close(r.server_tpot_s().unwrap(), 0.1));
+        assert!(close(r.runner_overhead_s().unwrap(), 0.15));
+    }
+
+    #[test]
+    fn dispatch_delay_only_with_schedule() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 2.003);
+        assert_eq!(r.dispatch_delay_s(), None);
+        r.scheduled_send_s = Some(2.0);
+        assert!(close(r.dispatch_delay_s().unwrap(), 0.003));
+    }
+
+    #[test]
+    fn run_clock_offsets_before_origin_are_negative() {
+        let t0 = Instant::now();
+        let clock = RunClock::from_instant(t0 + std::time::Duration::from_secs(1));
+        assert!(close(clock.offset_s(t0), -1.0));
+    }
+
+    #[test]
+    fn record_round_trips_through_json() {
+        let mut r = RequestRecord::new(3, Phase::Warmup, 0.25);
+        r.record_chunk(0.5, 2);
+        r.fail(0.7, "boom, \"quoted\"");
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"phase\":\"warmup\""));
+        let back: RequestRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+    }
+}
