@@ -33,7 +33,7 @@ impl Backend {
 impl std::fmt::Display for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.is_simulated() {
-            write!(f, "simulated (imitating tensorrt-llm {})", self.version)
+            write!(f, "simulated executor {}", self.version)
         } else {
             write!(f, "tensorrt-llm {}", self.version)
         }

@@ -1,0 +1,58 @@
+//! Command-line parsing and dispatch: one file per subcommand.
+
+mod inspect;
+mod version;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// `--version` names the backend too: which executor a binary runs matters as much as its version.
+static LONG_VERSION: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{} ({})", env!("CARGO_PKG_VERSION"), trtllm::Backend::current()));
+
+/// TensorRT-LLM's C++ Executor from Rust: serve, benchmark, generate and inspect engines.
+#[derive(Debug, Parser)]
+#[command(name = "trtllm", version = LONG_VERSION.as_str(), about)]
+pub struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "TRTLLM_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the crate version and which executor this binary was built against.
+    Version,
+    /// Print an engine directory's configuration as JSON.
+    Inspect(inspect::Args),
+}
+
+/// Logs go to stderr, filtered by `RUST_LOG` (default `info`).
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Version => version::run(),
+        Command::Inspect(args) => inspect::run(args),
+    }
+}
