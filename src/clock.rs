@@ -33,7 +33,7 @@ impl SteadyClock {
     }
 
     /// Converts steady-clock nanoseconds to an `Instant`; `None` for an unset (zero) time point.
-    pub(crate) fn to_instant(&self, nanos: i64) -> Option<Instant> {
+    pub(crate) fn instant_at(self, nanos: i64) -> Option<Instant> {
         if nanos <= 0 {
             return None;
         }

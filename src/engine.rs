@@ -76,10 +76,8 @@ impl EngineConfig {
             });
         }
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::EngineConfig {
-            path: path.clone(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::EngineConfig { path: path.clone(), message: format!("cannot read: {e}") })?;
         let json: Value = serde_json::from_str(&text)
             .map_err(|e| Error::EngineConfig { path: path.clone(), message: format!("not valid JSON: {e}") })?;
         Self::from_json(dir, &path, &json)

@@ -47,12 +47,12 @@ impl PerfMetrics {
     pub(crate) fn from_ffi(m: &sys::PerfMetricsItem, clock: &SteadyClock) -> Self {
         let iter = |v: i64| u64::try_from(v).ok();
         PerfMetrics {
-            arrival: clock.to_instant(m.arrival_ns),
-            first_scheduled: clock.to_instant(m.first_scheduled_ns),
-            first_token: clock.to_instant(m.first_token_ns),
-            last_token: clock.to_instant(m.last_token_ns),
-            kv_transfer_start: clock.to_instant(m.kv_transfer_start_ns),
-            kv_transfer_end: clock.to_instant(m.kv_transfer_end_ns),
+            arrival: clock.instant_at(m.arrival_ns),
+            first_scheduled: clock.instant_at(m.first_scheduled_ns),
+            first_token: clock.instant_at(m.first_token_ns),
+            last_token: clock.instant_at(m.last_token_ns),
+            kv_transfer_start: clock.instant_at(m.kv_transfer_start_ns),
+            kv_transfer_end: clock.instant_at(m.kv_transfer_end_ns),
             kv_cache_size: m.kv_cache_size,
             num_total_allocated_blocks: m.num_total_allocated_blocks,
             num_new_allocated_blocks: m.num_new_allocated_blocks,
@@ -67,17 +67,17 @@ impl PerfMetrics {
 
     /// Executor-side time to first token: first token − arrival (excludes queueing before arrival).
     pub fn ttft(&self) -> Option<Duration> {
-        Some(self.first_token?.checked_duration_since(self.arrival?)?)
+        self.first_token?.checked_duration_since(self.arrival?)
     }
 
     /// Executor-side queue time: first scheduled − arrival.
     pub fn queue_time(&self) -> Option<Duration> {
-        Some(self.first_scheduled?.checked_duration_since(self.arrival?)?)
+        self.first_scheduled?.checked_duration_since(self.arrival?)
     }
 
     /// Executor-side prefill time: first token − first scheduled.
     pub fn prefill_time(&self) -> Option<Duration> {
-        Some(self.first_token?.checked_duration_since(self.first_scheduled?)?)
+        self.first_token?.checked_duration_since(self.first_scheduled?)
     }
 
     /// Number of KV blocks reused: the prompt tokens served from cache are at most this × tokens per block.
@@ -199,7 +199,13 @@ pub(crate) struct Accumulator {
 }
 
 impl Accumulator {
-    pub(crate) fn new(request_id: u64, prompt_tokens: u32, sequences: u32, streaming: bool, enqueued_at: Instant) -> Self {
+    pub(crate) fn new(
+        request_id: u64,
+        prompt_tokens: u32,
+        sequences: u32,
+        streaming: bool,
+        enqueued_at: Instant,
+    ) -> Self {
         let sequences = (0..sequences.max(1))
             .map(|index| SequenceOutput {
                 index,

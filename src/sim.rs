@@ -179,10 +179,8 @@ impl SimulatedEngine {
         let io = |source| Error::EngineDir { path: dir.to_path_buf(), source };
         std::fs::create_dir_all(dir).map_err(io)?;
         for (name, doc) in [("config.json", self.config_json()), ("simulation.json", self.simulation_json())] {
-            let text = serde_json::to_string_pretty(&doc).map_err(|e| Error::EngineConfig {
-                path: dir.join(name),
-                message: e.to_string(),
-            })?;
+            let text = serde_json::to_string_pretty(&doc)
+                .map_err(|e| Error::EngineConfig { path: dir.join(name), message: e.to_string() })?;
             std::fs::write(dir.join(name), text).map_err(io)?;
         }
         Ok(())

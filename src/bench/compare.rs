@@ -46,13 +46,8 @@ const LATENCIES: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
 /// Headline metric keys present in either object, in display order: counts and rates, then
 /// mean, median and every `pNN` percentile (ascending) of TTFT, TPOT, ITL and E2EL.
 fn headline_keys(a: &Value, b: &Value) -> Vec<String> {
-    let present =
-        |k: &str| a.get(k).is_some_and(Value::is_number) || b.get(k).is_some_and(Value::is_number);
-    let mut keys: Vec<String> = COUNTS
-        .iter()
-        .filter(|k| present(k))
-        .map(|k| k.to_string())
-        .collect();
+    let present = |k: &str| a.get(k).is_some_and(Value::is_number) || b.get(k).is_some_and(Value::is_number);
+    let mut keys: Vec<String> = COUNTS.iter().filter(|k| present(k)).map(|k| k.to_string()).collect();
     for metric in LATENCIES {
         for stat in ["mean", "median"] {
             let key = format!("{stat}_{metric}_ms");
@@ -66,11 +61,7 @@ fn headline_keys(a: &Value, b: &Value) -> Vec<String> {
             .filter_map(|v| v.as_object())
             .flat_map(|m| m.keys())
             .filter_map(|k| {
-                let p: f64 = k
-                    .strip_prefix('p')?
-                    .strip_suffix(suffix.as_str())?
-                    .parse()
-                    .ok()?;
+                let p: f64 = k.strip_prefix('p')?.strip_suffix(suffix.as_str())?.parse().ok()?;
                 Some((p, k.clone()))
             })
             .filter(|(_, k)| present(k))
@@ -84,9 +75,7 @@ fn headline_keys(a: &Value, b: &Value) -> Vec<String> {
 
 fn fmt_value(v: Option<&Value>) -> String {
     match v {
-        Some(Value::Number(n)) if n.is_f64() => {
-            n.as_f64().map_or_else(|| "-".into(), |x| format!("{x:.2}"))
-        }
+        Some(Value::Number(n)) if n.is_f64() => n.as_f64().map_or_else(|| "-".into(), |x| format!("{x:.2}")),
         Some(Value::Number(n)) => n.to_string(),
         _ => "-".into(),
     }
@@ -111,11 +100,7 @@ fn identity(v: &Value) -> String {
     if let Some(date) = text("date") {
         parts.push(date.to_owned());
     }
-    if parts.is_empty() {
-        "-".into()
-    } else {
-        parts.join(" | ")
-    }
+    if parts.is_empty() { "-".into() } else { parts.join(" | ") }
 }
 
 /// Headline metrics of two result objects side by side with the ratio B/A (`-` when a value is
@@ -157,19 +142,10 @@ pub fn compare(a: &Value, b: &Value) -> String {
 }
 
 fn read_object(path: &Path) -> Result<Value, CompareError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CompareError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    let value: Value = serde_json::from_str(&text).map_err(|source| CompareError::Json {
-        path: path.to_owned(),
-        source,
-    })?;
-    if value.is_object() {
-        Ok(value)
-    } else {
-        Err(CompareError::NotAnObject(path.to_owned()))
-    }
+    let text = std::fs::read_to_string(path).map_err(|source| CompareError::Io { path: path.to_owned(), source })?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|source| CompareError::Json { path: path.to_owned(), source })?;
+    if value.is_object() { Ok(value) } else { Err(CompareError::NotAnObject(path.to_owned())) }
 }
 
 /// Reads two result files and [`compare`]s them.
@@ -184,19 +160,11 @@ mod tests {
 
     #[test]
     fn percentiles_sorted_numerically_and_missing_shown() {
-        let a =
-            json!({"p99.9_ttft_ms": 5.0, "p50_ttft_ms": 1.0, "p9_ttft_ms": 2.0, "completed": 10});
+        let a = json!({"p99.9_ttft_ms": 5.0, "p50_ttft_ms": 1.0, "p9_ttft_ms": 2.0, "completed": 10});
         let b = json!({"p50_ttft_ms": 0.0, "completed": 0});
         let text = compare(&a, &b);
-        let order: Vec<&str> = text
-            .lines()
-            .skip(3)
-            .map(|l| l.split_whitespace().next().unwrap())
-            .collect();
-        assert_eq!(
-            order,
-            ["completed", "p9_ttft_ms", "p50_ttft_ms", "p99.9_ttft_ms"]
-        );
+        let order: Vec<&str> = text.lines().skip(3).map(|l| l.split_whitespace().next().unwrap()).collect();
+        assert_eq!(order, ["completed", "p9_ttft_ms", "p50_ttft_ms", "p99.9_ttft_ms"]);
         let p999 = text.lines().find(|l| l.starts_with("p99.9")).unwrap();
         assert!(p999.ends_with('-'), "{p999}");
         let completed = text.lines().find(|l| l.starts_with("completed")).unwrap();
@@ -206,10 +174,7 @@ mod tests {
     #[test]
     fn zero_baseline_has_no_ratio() {
         let text = compare(&json!({"failed": 0}), &json!({"failed": 3}));
-        assert!(
-            text.lines()
-                .any(|l| l.starts_with("failed") && l.ends_with('-'))
-        );
+        assert!(text.lines().any(|l| l.starts_with("failed") && l.ends_with('-')));
     }
 
     #[test]
@@ -222,17 +187,8 @@ mod tests {
         std::fs::write(&list, "[1]").unwrap();
         std::fs::write(&broken, "{").unwrap();
         assert!(compare_files(&good, &good).unwrap().contains("completed"));
-        assert!(matches!(
-            compare_files(&good, &list),
-            Err(CompareError::NotAnObject(_))
-        ));
-        assert!(matches!(
-            compare_files(&broken, &good),
-            Err(CompareError::Json { .. })
-        ));
-        assert!(matches!(
-            compare_files(&dir.path().join("missing.json"), &good),
-            Err(CompareError::Io { .. })
-        ));
+        assert!(matches!(compare_files(&good, &list), Err(CompareError::NotAnObject(_))));
+        assert!(matches!(compare_files(&broken, &good), Err(CompareError::Json { .. })));
+        assert!(matches!(compare_files(&dir.path().join("missing.json"), &good), Err(CompareError::Io { .. })));
     }
 }

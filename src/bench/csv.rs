@@ -5,13 +5,8 @@ use std::borrow::Cow;
 /// Quotes `field` when it contains a comma, a double quote, CR or LF, or starts or ends with a
 /// space (some readers trim unquoted fields); inner quotes are doubled.
 pub(crate) fn escape(field: &str) -> Cow<'_, str> {
-    let needs_quotes =
-        field.contains([',', '"', '\r', '\n']) || field.starts_with(' ') || field.ends_with(' ');
-    if needs_quotes {
-        Cow::Owned(format!("\"{}\"", field.replace('"', "\"\"")))
-    } else {
-        Cow::Borrowed(field)
-    }
+    let needs_quotes = field.contains([',', '"', '\r', '\n']) || field.starts_with(' ') || field.ends_with(' ');
+    if needs_quotes { Cow::Owned(format!("\"{}\"", field.replace('"', "\"\""))) } else { Cow::Borrowed(field) }
 }
 
 /// Appends one record terminated by CRLF.
@@ -31,9 +26,7 @@ where
 
 /// An optional number as a CSV field: empty when absent or not finite.
 pub(crate) fn opt_num(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite())
-        .map(|x| x.to_string())
-        .unwrap_or_default()
+    v.filter(|x| x.is_finite()).map(|x| x.to_string()).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -52,22 +52,18 @@ mod throughput;
 mod timeseries;
 
 pub use compare::{CompareError, compare, compare_files};
-pub use output::{
-    OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
-};
+pub use output::{OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv};
 pub use plot::{
-    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput,
-    plot_time_series, plot_ttft_vs_inflight_tokens, write_svg,
+    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput, plot_time_series,
+    plot_ttft_vs_inflight_tokens, write_svg,
 };
 pub use record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
 pub use slo::{SloError, Slos};
 pub use stats::{
-    DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile,
-    percentile_key, percentile_label, percentile_nearest_rank, std_dev, validate_percentile,
+    DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile, percentile_key,
+    percentile_label, percentile_nearest_rank, std_dev, validate_percentile,
 };
-pub use summary::{
-    DetailedArrays, FailedRequest, RunInfo, ServerStats, Summary, SummaryBuilder, SummaryError,
-};
+pub use summary::{DetailedArrays, FailedRequest, RunInfo, ServerStats, Summary, SummaryBuilder, SummaryError};
 pub use sweep::{SweepRow, console_table, sweep_csv};
 pub use throughput::{Throughput, measured_window, peak_concurrency, peak_output_tokens_per_s};
 pub use timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};

@@ -84,9 +84,8 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
     let ms = |v: Option<f64>| opt_num(v.map(|s| s * 1000.0));
     for r in records {
         let server = r.server.unwrap_or_default();
-        let join = |f: &dyn Fn(&super::record::TokenChunk) -> String| {
-            r.chunks.iter().map(f).collect::<Vec<_>>().join(";")
-        };
+        let join =
+            |f: &dyn Fn(&super::record::TokenChunk) -> String| r.chunks.iter().map(f).collect::<Vec<_>>().join(";");
         push_row(
             &mut out,
             [
@@ -134,8 +133,7 @@ pub fn requests_jsonl(records: &[RequestRecord]) -> Result<String, OutputError> 
 fn jsonl<T: serde::Serialize>(rows: &[T], what: &'static str) -> Result<String, OutputError> {
     let mut out = String::new();
     for row in rows {
-        let line =
-            serde_json::to_string(row).map_err(|source| OutputError::Json { what, source })?;
+        let line = serde_json::to_string(row).map_err(|source| OutputError::Json { what, source })?;
         out.push_str(&line);
         out.push('\n');
     }
@@ -203,10 +201,7 @@ impl ResultFiles {
     pub fn write_summary(&self, summary: &Summary) -> Result<PathBuf, OutputError> {
         let path = self.summary_path();
         let mut text =
-            serde_json::to_string_pretty(summary).map_err(|source| OutputError::Json {
-                what: "summary",
-                source,
-            })?;
+            serde_json::to_string_pretty(summary).map_err(|source| OutputError::Json { what: "summary", source })?;
         text.push('\n');
         write_file(&path, text.as_bytes())?;
         Ok(path)
@@ -215,10 +210,7 @@ impl ResultFiles {
     /// Writes `<stem>.requests.jsonl` and `<stem>.requests.csv` (warmup rows included, marked
     /// by `phase`).
     pub fn write_requests(&self, records: &[RequestRecord]) -> Result<(), OutputError> {
-        write_file(
-            &self.requests_jsonl_path(),
-            requests_jsonl(records)?.as_bytes(),
-        )?;
+        write_file(&self.requests_jsonl_path(), requests_jsonl(records)?.as_bytes())?;
         write_file(&self.requests_csv_path(), requests_csv(records).as_bytes())
     }
 
@@ -238,10 +230,7 @@ pub fn write_sweep_csv(path: &Path, rows: &[SweepRow]) -> Result<(), OutputError
 
 /// Writes `bytes` to `path`, creating missing parent directories.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    let io_err = |source| OutputError::Io {
-        path: path.to_owned(),
-        source,
-    };
+    let io_err = |source| OutputError::Io { path: path.to_owned(), source };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(io_err)?;
     }
@@ -260,14 +249,8 @@ mod tests {
     fn suffixes_append_to_the_stem() {
         let f = ResultFiles::new("out/run.v1");
         assert_eq!(f.summary_path(), PathBuf::from("out/run.v1.json"));
-        assert_eq!(
-            f.requests_jsonl_path(),
-            PathBuf::from("out/run.v1.requests.jsonl")
-        );
-        assert_eq!(
-            f.iters_jsonl_path(),
-            PathBuf::from("out/run.v1.iters.jsonl")
-        );
+        assert_eq!(f.requests_jsonl_path(), PathBuf::from("out/run.v1.requests.jsonl"));
+        assert_eq!(f.iters_jsonl_path(), PathBuf::from("out/run.v1.iters.jsonl"));
     }
 
     #[test]

@@ -107,9 +107,7 @@ impl LatencyThroughputPoint {
                     LatencyMetric::P50Tpot => r.p50_tpot_ms,
                     LatencyMetric::P50Ttft => r.p50_ttft_ms,
                 }?;
-                let shape = |configured: Option<u64>, actual: f64| {
-                    configured.unwrap_or(actual.round() as u64)
-                };
+                let shape = |configured: Option<u64>, actual: f64| configured.unwrap_or(actual.round() as u64);
                 Some(LatencyThroughputPoint {
                     series: format!(
                         "in={} out={}",
@@ -170,10 +168,7 @@ pub fn plot_ttft_vs_inflight_tokens(points: &[PressurePoint]) -> Result<String, 
         .into_iter()
         .map(|(len, mut pts)| {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                label: format!("in={len}"),
-                points: pts,
-            }
+            Series { label: format!("in={len}"), points: pts }
         })
         .collect();
     let (x, y) = ranges(&series).ok_or(PlotError::NoData("TTFT vs in-flight tokens"))?;
@@ -219,21 +214,14 @@ pub fn plot_latency_vs_throughput(
     let mut lines: BTreeMap<&str, Vec<(u64, f64, f64)>> = BTreeMap::new();
     for p in points {
         if p.output_throughput.is_finite() && p.latency_ms.is_finite() {
-            lines.entry(p.series.as_str()).or_default().push((
-                p.concurrency,
-                p.output_throughput,
-                p.latency_ms,
-            ));
+            lines.entry(p.series.as_str()).or_default().push((p.concurrency, p.output_throughput, p.latency_ms));
         }
     }
     let series: Vec<Series> = lines
         .into_iter()
         .map(|(label, mut pts)| {
             pts.sort_by_key(|p| p.0);
-            Series {
-                label: label.to_owned(),
-                points: pts.into_iter().map(|(_, x, y)| (x, y)).collect(),
-            }
+            Series { label: label.to_owned(), points: pts.into_iter().map(|(_, x, y)| (x, y)).collect() }
         })
         .collect();
     let (x, y) = ranges(&series).ok_or(PlotError::NoData("latency vs throughput"))?;
@@ -241,13 +229,7 @@ pub fn plot_latency_vs_throughput(
     render(SIZE, |root| {
         draw_panel(
             root,
-            &Panel {
-                title: &title,
-                x_desc: "output tokens/s",
-                y_desc: metric.label(),
-                series: &series,
-                legend: true,
-            },
+            &Panel { title: &title, x_desc: "output tokens/s", y_desc: metric.label(), series: &series, legend: true },
             x,
             y,
         )
@@ -434,25 +416,14 @@ mod tests {
 
     #[test]
     fn empty_inputs_are_no_data() {
-        assert!(matches!(
-            plot_ttft_vs_inflight_tokens(&[]),
-            Err(PlotError::NoData(_))
-        ));
-        assert!(matches!(
-            plot_latency_vs_throughput(&[], LatencyMetric::P50Ttft),
-            Err(PlotError::NoData(_))
-        ));
+        assert!(matches!(plot_ttft_vs_inflight_tokens(&[]), Err(PlotError::NoData(_))));
+        assert!(matches!(plot_latency_vs_throughput(&[], LatencyMetric::P50Ttft), Err(PlotError::NoData(_))));
         assert!(matches!(plot_time_series(&[]), Err(PlotError::NoData(_))));
     }
 
     #[test]
     fn single_point_still_renders() {
-        let p = PressurePoint {
-            input_len: 64,
-            concurrency: 1,
-            prompt_tokens: 64.0,
-            p95_ttft_ms: 3.0,
-        };
+        let p = PressurePoint { input_len: 64, concurrency: 1, prompt_tokens: 64.0, p95_ttft_ms: 3.0 };
         let svg = plot_ttft_vs_inflight_tokens(&[p]).unwrap();
         assert!(svg.contains("in=64"));
     }
@@ -471,8 +442,7 @@ mod tests {
         let p = PressurePoint::from_rows(std::slice::from_ref(&row));
         assert_eq!(p[0].input_len, 512);
         assert!((p[0].inflight_tokens() - 4.0 * 511.6).abs() < 1e-9);
-        let l =
-            LatencyThroughputPoint::from_rows(&[row.with_shape(500, 100)], LatencyMetric::P50Tpot);
+        let l = LatencyThroughputPoint::from_rows(&[row.with_shape(500, 100)], LatencyMetric::P50Tpot);
         assert_eq!(l[0].series, "in=500 out=100");
         assert_eq!(l[0].latency_ms, 2.0);
     }

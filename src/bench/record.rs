@@ -208,10 +208,7 @@ impl RequestRecord {
 
     /// Gaps between consecutive token-carrying responses (vLLM's per-chunk ITL).
     pub fn itl_s(&self) -> Vec<f64> {
-        self.chunks
-            .windows(2)
-            .map(|w| w[1].t_s - w[0].t_s)
-            .collect()
+        self.chunks.windows(2).map(|w| w[1].t_s - w[0].t_s).collect()
     }
 
     /// Inter-token latency attributed per token: each chunk gap divided by the tokens of the
@@ -225,10 +222,7 @@ impl RequestRecord {
         let Some(first) = self.chunks.first() else {
             return out;
         };
-        out.extend(std::iter::repeat_n(
-            0.0,
-            first.tokens.saturating_sub(1) as usize,
-        ));
+        out.extend(std::iter::repeat_n(0.0, first.tokens.saturating_sub(1) as usize));
         for w in self.chunks.windows(2) {
             let per_token = (w[1].t_s - w[0].t_s) / f64::from(w[1].tokens);
             out.extend(std::iter::repeat_n(per_token, w[1].tokens as usize));
@@ -294,9 +288,7 @@ pub struct RunClock {
 impl RunClock {
     /// A clock whose origin is now.
     pub fn start() -> Self {
-        Self {
-            start: Instant::now(),
-        }
+        Self { start: Instant::now() }
     }
 
     /// A clock with the given origin.

@@ -19,9 +19,7 @@ pub enum SloError {
     #[error("unknown SLO metric {0:?}: expected one of ttft, tpot, e2el")]
     UnknownMetric(String),
     /// A value that is not a non-negative finite number of milliseconds.
-    #[error(
-        "invalid SLO value {value:?} for {metric}: expected a non-negative number of milliseconds"
-    )]
+    #[error("invalid SLO value {value:?} for {metric}: expected a non-negative number of milliseconds")]
     InvalidValue {
         /// The metric the value was given for.
         metric: String,
@@ -64,13 +62,8 @@ impl Slos {
     pub fn parse(text: &str) -> Result<Self, SloError> {
         let mut slos = Slos::default();
         let mut any = false;
-        for pair in text
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .filter(|s| !s.is_empty())
-        {
-            let (name, value) = pair
-                .split_once(':')
-                .ok_or_else(|| SloError::MissingColon(pair.to_owned()))?;
+        for pair in text.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
+            let (name, value) = pair.split_once(':').ok_or_else(|| SloError::MissingColon(pair.to_owned()))?;
             let name = name.trim().to_ascii_lowercase();
             let slot = match name.as_str() {
                 "ttft" => &mut slos.ttft_ms,
@@ -83,10 +76,7 @@ impl Slos {
                 .parse()
                 .ok()
                 .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| SloError::InvalidValue {
-                    metric: name.clone(),
-                    value: value.to_owned(),
-                })?;
+                .ok_or_else(|| SloError::InvalidValue { metric: name.clone(), value: value.to_owned() })?;
             if slot.replace(ms).is_some() {
                 return Err(SloError::Duplicate(name));
             }
@@ -125,14 +115,10 @@ impl FromStr for Slos {
 impl fmt::Display for Slos {
     /// Writes the canonical `ttft:MS,tpot:MS,e2el:MS` form (only the limits that are set).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = [
-            ("ttft", self.ttft_ms),
-            ("tpot", self.tpot_ms),
-            ("e2el", self.e2el_ms),
-        ]
-        .iter()
-        .filter_map(|(n, v)| v.map(|v| format!("{n}:{v}")))
-        .collect();
+        let parts: Vec<String> = [("ttft", self.ttft_ms), ("tpot", self.tpot_ms), ("e2el", self.e2el_ms)]
+            .iter()
+            .filter_map(|(n, v)| v.map(|v| format!("{n}:{v}")))
+            .collect();
         f.write_str(&parts.join(","))
     }
 }
@@ -154,26 +140,11 @@ mod tests {
     #[test]
     fn rejects_bad_input_with_clear_errors() {
         assert!(matches!(Slos::parse(" , "), Err(SloError::Empty)));
-        assert!(matches!(
-            Slos::parse("ttft1000"),
-            Err(SloError::MissingColon(_))
-        ));
-        assert!(matches!(
-            Slos::parse("itl:10"),
-            Err(SloError::UnknownMetric(_))
-        ));
-        assert!(matches!(
-            Slos::parse("tpot:-1"),
-            Err(SloError::InvalidValue { .. })
-        ));
-        assert!(matches!(
-            Slos::parse("tpot:fast"),
-            Err(SloError::InvalidValue { .. })
-        ));
-        assert!(matches!(
-            Slos::parse("tpot:1,tpot:2"),
-            Err(SloError::Duplicate(_))
-        ));
+        assert!(matches!(Slos::parse("ttft1000"), Err(SloError::MissingColon(_))));
+        assert!(matches!(Slos::parse("itl:10"), Err(SloError::UnknownMetric(_))));
+        assert!(matches!(Slos::parse("tpot:-1"), Err(SloError::InvalidValue { .. })));
+        assert!(matches!(Slos::parse("tpot:fast"), Err(SloError::InvalidValue { .. })));
+        assert!(matches!(Slos::parse("tpot:1,tpot:2"), Err(SloError::Duplicate(_))));
         let msg = Slos::parse("itl:10").unwrap_err().to_string();
         assert!(msg.contains("ttft, tpot, e2el"), "{msg}");
     }

@@ -27,11 +27,7 @@ pub enum StatsError {
 
 /// Checks that `p` lies in 0..=100.
 pub fn validate_percentile(p: f64) -> Result<f64, StatsError> {
-    if (0.0..=100.0).contains(&p) {
-        Ok(p)
-    } else {
-        Err(StatsError::OutOfRange(p))
-    }
+    if (0.0..=100.0).contains(&p) { Ok(p) } else { Err(StatsError::OutOfRange(p)) }
 }
 
 /// Parses a comma-separated percentile list such as `"50,90,99.9"`.
@@ -46,9 +42,7 @@ pub fn validate_percentile(p: f64) -> Result<f64, StatsError> {
 pub fn parse_percentiles(text: &str) -> Result<Vec<f64>, StatsError> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let p: f64 = part
-            .parse()
-            .map_err(|_| StatsError::NotANumber(part.to_owned()))?;
+        let p: f64 = part.parse().map_err(|_| StatsError::NotANumber(part.to_owned()))?;
         out.push(validate_percentile(p)?);
     }
     if out.is_empty() {
@@ -67,11 +61,7 @@ pub fn parse_percentiles(text: &str) -> Result<Vec<f64>, StatsError> {
 /// assert_eq!(percentile_key(99.9, "ttft"), "p99.9_ttft_ms");
 /// ```
 pub fn percentile_label(p: f64) -> String {
-    if p.fract() == 0.0 {
-        format!("{}", p as i64)
-    } else {
-        format!("{p}")
-    }
+    if p.fract() == 0.0 { format!("{}", p as i64) } else { format!("{p}") }
 }
 
 /// The vLLM-style key of a percentile of a millisecond metric: `p99_ttft_ms`.
@@ -81,11 +71,7 @@ pub fn percentile_key(p: f64, metric: &str) -> String {
 
 /// Arithmetic mean; `None` for no samples.
 pub fn mean(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
-        None
-    } else {
-        Some(values.iter().sum::<f64>() / values.len() as f64)
-    }
+    if values.is_empty() { None } else { Some(values.iter().sum::<f64>() / values.len() as f64) }
 }
 
 /// Population standard deviation (ddof = 0, like `np.std`); `None` for no samples.
@@ -134,11 +120,7 @@ pub fn percentile_nearest_rank(values: &[f64], p: f64) -> Option<f64> {
 /// end otherwise, which keeps results monotone and exact at both ends.
 fn lerp(a: f64, b: f64, t: f64) -> f64 {
     let diff = b - a;
-    if t >= 0.5 {
-        b - diff * (1.0 - t)
-    } else {
-        a + diff * t
-    }
+    if t >= 0.5 { b - diff * (1.0 - t) } else { a + diff * t }
 }
 
 /// Sorted samples of one metric with the percentile list to report.
@@ -167,10 +149,7 @@ impl Distribution {
     pub fn from_samples(mut samples: Vec<f64>, percentiles: &[f64]) -> Self {
         samples.retain(|v| v.is_finite());
         samples.sort_by(f64::total_cmp);
-        Self {
-            sorted: samples,
-            percentiles: percentiles.to_vec(),
-        }
+        Self { sorted: samples, percentiles: percentiles.to_vec() }
     }
 
     /// Number of samples.
@@ -205,11 +184,7 @@ impl Distribution {
             return None;
         }
         let mid = n / 2;
-        Some(if n % 2 == 1 {
-            self.sorted[mid]
-        } else {
-            (self.sorted[mid - 1] + self.sorted[mid]) / 2.0
-        })
+        Some(if n % 2 == 1 { self.sorted[mid] } else { (self.sorted[mid - 1] + self.sorted[mid]) / 2.0 })
     }
 
     /// Smallest sample.
@@ -248,10 +223,7 @@ impl Distribution {
 
     /// The configured percentiles with their (linear) values; empty without samples.
     pub fn reported_percentiles(&self) -> Vec<(f64, f64)> {
-        self.percentiles
-            .iter()
-            .filter_map(|&p| self.percentile(p).map(|v| (p, v)))
-            .collect()
+        self.percentiles.iter().filter_map(|&p| self.percentile(p).map(|v| (p, v))).collect()
     }
 
     /// The configured percentile list.
@@ -362,32 +334,17 @@ mod tests {
     fn empty_distribution_writes_zeros_like_vllm() {
         let mut map = Map::new();
         Distribution::from_samples(vec![], &[50.0, 99.9]).write_ms_keys(&mut map, "tpot");
-        for key in [
-            "mean_tpot_ms",
-            "median_tpot_ms",
-            "std_tpot_ms",
-            "p50_tpot_ms",
-            "p99.9_tpot_ms",
-        ] {
+        for key in ["mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p50_tpot_ms", "p99.9_tpot_ms"] {
             assert_eq!(map[key], 0.0, "{key}");
         }
     }
 
     #[test]
     fn percentile_lists_parse_and_reject() {
-        assert_eq!(
-            parse_percentiles("50,90,95,99").unwrap(),
-            DEFAULT_PERCENTILES.to_vec()
-        );
+        assert_eq!(parse_percentiles("50,90,95,99").unwrap(), DEFAULT_PERCENTILES.to_vec());
         assert!(matches!(parse_percentiles(""), Err(StatsError::Empty)));
-        assert!(matches!(
-            parse_percentiles("p99"),
-            Err(StatsError::NotANumber(_))
-        ));
-        assert!(matches!(
-            parse_percentiles("-1"),
-            Err(StatsError::OutOfRange(_))
-        ));
+        assert!(matches!(parse_percentiles("p99"), Err(StatsError::NotANumber(_))));
+        assert!(matches!(parse_percentiles("-1"), Err(StatsError::OutOfRange(_))));
     }
 
     #[test]

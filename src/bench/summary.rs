@@ -101,8 +101,7 @@ impl ServerStats {
         self.ttft.write_ms_keys(&mut map, "ttft");
         self.prefill.write_ms_keys(&mut map, "prefill");
         self.tpot.write_ms_keys(&mut map, "tpot");
-        self.runner_overhead
-            .write_ms_keys(&mut map, "runner_overhead");
+        self.runner_overhead.write_ms_keys(&mut map, "runner_overhead");
         Value::Object(map)
     }
 }
@@ -312,11 +311,7 @@ impl SummaryBuilder {
         }
         let ps = &self.percentiles;
         let measured: Vec<&RequestRecord> = records.iter().filter(|r| r.is_measured()).collect();
-        let ok: Vec<&RequestRecord> = measured
-            .iter()
-            .copied()
-            .filter(|r| r.is_success())
-            .collect();
+        let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.is_success()).collect();
         let ms = |f: &dyn Fn(&RequestRecord) -> Option<f64>| -> Distribution {
             Distribution::from_samples(ok.iter().filter_map(|r| f(r)).map(to_ms).collect(), ps)
         };
@@ -324,14 +319,10 @@ impl SummaryBuilder {
             Distribution::from_samples(ok.iter().flat_map(|r| f(r)).map(to_ms).collect(), ps)
         };
 
-        let with_server: Vec<&RequestRecord> =
-            ok.iter().copied().filter(|r| r.server.is_some()).collect();
+        let with_server: Vec<&RequestRecord> = ok.iter().copied().filter(|r| r.server.is_some()).collect();
         let server = (!with_server.is_empty()).then(|| {
             let dist = |f: fn(&RequestRecord) -> Option<f64>| {
-                Distribution::from_samples(
-                    with_server.iter().filter_map(|r| f(r)).map(to_ms).collect(),
-                    ps,
-                )
+                Distribution::from_samples(with_server.iter().filter_map(|r| f(r)).map(to_ms).collect(), ps)
             };
             ServerStats {
                 requests: with_server.len() as u64,
@@ -395,10 +386,7 @@ fn to_ms(seconds: f64) -> f64 {
 
 /// How long a failed request ran: send to the error (to its last token if no end was stamped).
 fn failure_latency_s(r: &RequestRecord) -> f64 {
-    r.end_s
-        .map(|e| e - r.send_s)
-        .or_else(|| r.e2el_s())
-        .unwrap_or(0.0)
+    r.end_s.map(|e| e - r.send_s).or_else(|| r.e2el_s()).unwrap_or(0.0)
 }
 
 fn detailed_arrays(measured: &[&RequestRecord]) -> DetailedArrays {
@@ -409,11 +397,7 @@ fn detailed_arrays(measured: &[&RequestRecord]) -> DetailedArrays {
         d.output_lens.push(if ok { r.output_tokens } else { 0 });
         d.ttfts.push(r.ttft_s().unwrap_or(0.0));
         d.itls.push(r.itl_s());
-        d.latencies.push(if ok {
-            r.e2el_s().unwrap_or(0.0)
-        } else {
-            failure_latency_s(r)
-        });
+        d.latencies.push(if ok { r.e2el_s().unwrap_or(0.0) } else { failure_latency_s(r) });
         d.start_times.push(r.send_s);
         d.queue_times.push(r.client_queue_s);
         d.errors.push(r.error.clone().unwrap_or_default());
@@ -435,18 +419,12 @@ impl Summary {
 
     /// Mean prompt tokens of the successful measured requests (0 without any).
     pub fn mean_prompt_tokens(&self) -> f64 {
-        per_completed(
-            self.throughput.total_input_tokens,
-            self.throughput.completed,
-        )
+        per_completed(self.throughput.total_input_tokens, self.throughput.completed)
     }
 
     /// Mean output tokens of the successful measured requests (0 without any).
     pub fn mean_output_tokens(&self) -> f64 {
-        per_completed(
-            self.throughput.total_output_tokens,
-            self.throughput.completed,
-        )
+        per_completed(self.throughput.total_output_tokens, self.throughput.completed)
     }
 
     /// The result object as `(key, value)` pairs in file order.
@@ -463,14 +441,7 @@ impl Summary {
         put("tokenizer_id", json!(run.tokenizer_id));
         put("num_prompts", json!(run.num_prompts));
         put("max_model_len", json!(run.max_model_len));
-        put(
-            "request_rate",
-            if run.request_rate.is_finite() {
-                json!(run.request_rate)
-            } else {
-                json!("inf")
-            },
-        );
+        put("request_rate", if run.request_rate.is_finite() { json!(run.request_rate) } else { json!("inf") });
         put("burstiness", json!(run.burstiness));
         put("max_concurrency", json!(run.max_concurrency));
         put("duration", json!(t.duration_s));
@@ -531,11 +502,7 @@ impl Summary {
 }
 
 fn per_completed(total: u64, completed: u64) -> f64 {
-    if completed == 0 {
-        0.0
-    } else {
-        total as f64 / completed as f64
-    }
+    if completed == 0 { 0.0 } else { total as f64 / completed as f64 }
 }
 
 impl Serialize for Summary {
@@ -582,24 +549,16 @@ mod tests {
 
     #[test]
     fn sections_must_be_objects() {
-        let err = Summary::builder(RunInfo::default())
-            .kv(json!([1, 2]))
-            .build(&[])
-            .unwrap_err();
+        let err = Summary::builder(RunInfo::default()).kv(json!([1, 2])).build(&[]).unwrap_err();
         assert!(matches!(err, SummaryError::NotAnObject("kv")));
-        let err = Summary::builder(RunInfo::default())
-            .percentiles(&[50.0, 120.0])
-            .build(&[])
-            .unwrap_err();
+        let err = Summary::builder(RunInfo::default()).percentiles(&[50.0, 120.0]).build(&[]).unwrap_err();
         assert!(matches!(err, SummaryError::Percentile(_)));
     }
 
     #[test]
     fn server_block_only_with_server_times() {
         let mut a = ok(0, 0.0, 0.2, &[0.1, 0.1]);
-        let s = Summary::builder(RunInfo::default())
-            .build(std::slice::from_ref(&a))
-            .unwrap();
+        let s = Summary::builder(RunInfo::default()).build(std::slice::from_ref(&a)).unwrap();
         assert!(s.to_json().get("server").is_none());
         a.server = Some(ServerTimes {
             arrival_s: Some(0.05),
@@ -607,11 +566,7 @@ mod tests {
             first_token_s: Some(0.15),
             last_token_s: Some(0.35),
         });
-        let json = Summary::builder(RunInfo::default())
-            .percentiles(&[99.0])
-            .build(&[a])
-            .unwrap()
-            .to_json();
+        let json = Summary::builder(RunInfo::default()).percentiles(&[99.0]).build(&[a]).unwrap().to_json();
         let server = &json["server"];
         assert_eq!(server["requests"], 1);
         assert!((server["mean_queue_ms"].as_f64().unwrap() - 10.0).abs() < 1e-9);
@@ -623,10 +578,7 @@ mod tests {
 
     #[test]
     fn finite_rate_is_a_number() {
-        let run = RunInfo {
-            request_rate: 2.5,
-            ..RunInfo::default()
-        };
+        let run = RunInfo { request_rate: 2.5, ..RunInfo::default() };
         let json = Summary::builder(run).build(&[]).unwrap().to_json();
         assert_eq!(json["request_rate"], 2.5);
         assert_eq!(json["request_goodput"], Value::Null);

@@ -210,9 +210,8 @@ pub fn console_table(rows: &[SweepRow]) -> String {
         "failed",
     ];
     let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.2}"));
-    let len = |configured: Option<u64>, actual: f64| {
-        configured.map_or_else(|| format!("{actual:.0}"), |v| v.to_string())
-    };
+    let len =
+        |configured: Option<u64>, actual: f64| configured.map_or_else(|| format!("{actual:.0}"), |v| v.to_string());
     let body: Vec<[String; 11]> = rows
         .iter()
         .map(|r| {
@@ -242,13 +241,7 @@ pub fn console_table(rows: &[SweepRow]) -> String {
         let text: Vec<String> = cells
             .zip(widths)
             .enumerate()
-            .map(|(i, (c, w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
+            .map(|(i, (c, w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") })
             .collect();
         out.push_str(text.join("  ").trim_end());
         out.push('\n');
@@ -279,16 +272,8 @@ mod tests {
     #[test]
     fn table_columns_line_up() {
         let rows = [
-            SweepRow {
-                concurrency: Some(1),
-                ..SweepRow::default()
-            },
-            SweepRow {
-                concurrency: Some(256),
-                p99_itl_ms: Some(12345.678),
-                failed: 3,
-                ..SweepRow::default()
-            },
+            SweepRow { concurrency: Some(1), ..SweepRow::default() },
+            SweepRow { concurrency: Some(256), p99_itl_ms: Some(12345.678), failed: 3, ..SweepRow::default() },
         ];
         let table = console_table(&rows);
         let lines: Vec<&str> = table.lines().collect();

@@ -171,20 +171,11 @@ pub struct Throughput {
 impl Throughput {
     /// Computes every figure from the records; `slos` enables goodput.
     pub fn compute(records: &[RequestRecord], slos: Option<&Slos>) -> Self {
-        let duration_s = measured_window(records)
-            .map(|(s, e)| (e - s).max(0.0))
-            .unwrap_or(0.0);
+        let duration_s = measured_window(records).map(|(s, e)| (e - s).max(0.0)).unwrap_or(0.0);
         let rate = |count: f64| {
-            if duration_s > 0.0 {
-                count / duration_s
-            } else {
-                0.0
-            }
+            if duration_s > 0.0 { count / duration_s } else { 0.0 }
         };
-        let mut t = Throughput {
-            duration_s,
-            ..Throughput::default()
-        };
+        let mut t = Throughput { duration_s, ..Throughput::default() };
         let mut good = 0_u64;
         for r in records.iter().filter(|r| r.is_measured()) {
             if !r.is_success() {

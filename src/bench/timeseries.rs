@@ -13,9 +13,7 @@ pub enum TimeSeriesError {
     #[error("sampling interval must be a positive number of seconds, got {0}")]
     InvalidInterval(f64),
     /// The run is so long for the interval that the series would exceed [`MAX_SAMPLES`].
-    #[error(
-        "{samples} samples needed at this interval (limit {MAX_SAMPLES}); use a larger interval"
-    )]
+    #[error("{samples} samples needed at this interval (limit {MAX_SAMPLES}); use a larger interval")]
     TooManySamples {
         /// Samples the run would need.
         samples: u64,
@@ -64,10 +62,7 @@ impl TimeSample {
 /// assert_eq!(s[1].output_tokens_per_s, 4.0);
 /// assert_eq!(s[1].active_requests, 1.0);
 /// ```
-pub fn time_series(
-    records: &[RequestRecord],
-    interval_s: f64,
-) -> Result<Vec<TimeSample>, TimeSeriesError> {
+pub fn time_series(records: &[RequestRecord], interval_s: f64) -> Result<Vec<TimeSample>, TimeSeriesError> {
     if !(interval_s.is_finite() && interval_s > 0.0) {
         return Err(TimeSeriesError::InvalidInterval(interval_s));
     }
@@ -78,9 +73,7 @@ pub fn time_series(
     let last = records.iter().map(end_of).fold(origin, f64::max);
     let needed = ((last - origin) / interval_s).ceil().max(1.0);
     if needed > MAX_SAMPLES as f64 {
-        return Err(TimeSeriesError::TooManySamples {
-            samples: needed as u64,
-        });
+        return Err(TimeSeriesError::TooManySamples { samples: needed as u64 });
     }
     let n = needed as usize;
     let mut samples: Vec<TimeSample> = (0..n)
@@ -131,11 +124,8 @@ pub fn time_series(
 /// ```
 pub fn fill_kv_utilization(samples: &mut [TimeSample], points: &[(f64, f64)]) {
     for sample in samples.iter_mut() {
-        let peak = points
-            .iter()
-            .filter(|(t, _)| *t >= sample.start_s && *t < sample.end_s)
-            .map(|&(_, u)| u)
-            .reduce(f64::max);
+        let peak =
+            points.iter().filter(|(t, _)| *t >= sample.start_s && *t < sample.end_s).map(|&(_, u)| u).reduce(f64::max);
         if peak.is_some() {
             sample.kv_utilization = peak;
         }
@@ -150,17 +140,11 @@ mod tests {
     #[test]
     fn rejects_bad_intervals() {
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(matches!(
-                time_series(&[], bad),
-                Err(TimeSeriesError::InvalidInterval(_))
-            ));
+            assert!(matches!(time_series(&[], bad), Err(TimeSeriesError::InvalidInterval(_))));
         }
         let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
         r.finish(1e9, 1, None);
-        assert!(matches!(
-            time_series(&[r], 1.0),
-            Err(TimeSeriesError::TooManySamples { .. })
-        ));
+        assert!(matches!(time_series(&[r], 1.0), Err(TimeSeriesError::TooManySamples { .. })));
     }
 
     #[test]
