@@ -4,6 +4,9 @@
 //! [`trtllm`] holds the service (client and server) and its messages, [`smg::grpc::common`]
 //! the tokenizer, KV-event and load-report messages shared by all gateway engines.
 //!
+//! The comments in `proto/` become the rustdoc of the generated items, so the crate's
+//! `missing_docs` lint also checks that every message, field and RPC there is documented.
+//!
 //! ```rust
 //! use prost::Message;
 //! use trtllm::proto::trtllm::{GenerateResponse, GenerateStreamChunk, generate_response};
@@ -21,7 +24,6 @@
 //! ```
 
 /// Messages and the `TrtllmService` client/server of protobuf package `trtllm`.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod trtllm {
     tonic::include_proto!("trtllm");
 }
@@ -32,7 +34,6 @@ pub mod smg {
     pub mod grpc {
         /// Messages of protobuf package `smg.grpc.common`: tokenizer download, KV-cache
         /// events and engine load reports.
-        #[allow(missing_docs, clippy::all, clippy::pedantic)]
         pub mod common {
             tonic::include_proto!("smg.grpc.common");
         }
