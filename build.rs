@@ -1,9 +1,12 @@
 //! Build script: compiles the C++ shim against TensorRT-LLM when `TRTLLM_ROOT` points at an install,
-//! and against the simulated executor in cpp/sim otherwise.
+//! and against the simulated executor in cpp/sim otherwise; compiles the gRPC protocol files in proto/.
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "build/proto.rs"]
+mod proto;
 
 fn main() {
     for var in [
@@ -32,6 +35,10 @@ fn main() {
         None => configure_simulated(&mut build, &manifest),
     }
     build.compile("trtllm_shim");
+
+    if let Err(e) = proto::compile_protos() {
+        panic!("compiling proto/: {e}");
+    }
 }
 
 /// Compile against the real headers and link the prebuilt TensorRT-LLM libraries (never build them).

@@ -28,6 +28,7 @@ mod error;
 mod executor;
 mod ffi;
 mod output;
+pub mod proto;
 mod request;
 mod router;
 pub mod sim;
