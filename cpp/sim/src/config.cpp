@@ -1,6 +1,7 @@
 // The simulated executor's value classes: SamplingConfig, OutputConfig, Request, Response and the
-// ExecutorConfig family. They hold what they are given; argument checks mirror TensorRT-LLM's
-// (SamplingConfig rejects out-of-range values by throwing, Request defers validation to the executor).
+// ExecutorConfig family. They hold what they are given; SamplingConfig rejects out-of-range values by throwing,
+// as TensorRT-LLM's does. Request never throws: the executor reports an empty prompt or maxTokens < 1 as an
+// error Response (TensorRT-LLM's Request constructor throws for those two instead).
 #include "tensorrt_llm/executor/executor.h"
 
 #include <stdexcept>
@@ -341,7 +342,6 @@ void Request::setClientId(IdType clientId)
 
 void Request::setPriority(PriorityType priority)
 {
-    check(priority >= 0.f && priority <= 1.f, "priority >= 0 && priority <= 1");
     mPriority = priority;
 }
 

@@ -79,81 +79,95 @@ void Executor::Impl::executionLoop()
 {
     while (true)
     {
-        IterationInput input;
         std::vector<Response> responses;
-        if (!waitForWork(input, responses))
+        try
         {
-            break;
-        }
-        auto const iterStart = sim::Clock::now();
-        IterationCounters counters;
-        SequenceList finished;
-        terminateActive(input.cancelledActive, iterStart, responses, finished);
-        activate(input.fetched, iterStart, counters, responses);
-
-        auto const& faults = mSim.faults;
-        if (faults.failAllFromIteration && mIteration >= *faults.failAllFromIteration)
-        {
-            failRequests(kForwardError + std::string("simulated forward failure at iteration ")
-                    + std::to_string(mIteration) + " (simulation.json faults.fail_all_from_iteration)",
-                [](sim::Sequence const&) { return true; }, responses);
-        }
-        if (faults.failPromptToken)
-        {
-            TokenIdType const token = *faults.failPromptToken;
-            failRequests(kForwardError + std::string("simulated failure of a request whose prompt contains token ")
-                    + std::to_string(token) + " (simulation.json faults.fail_prompt_token)",
-                [token](sim::Sequence const& sequence)
-                {
-                    auto const& prompt = sequence.request->prompt;
-                    return !sequence.everScheduled && std::find(prompt.begin(), prompt.end(), token) != prompt.end();
-                },
-                responses);
-        }
-        // Terminations and rejections do not wait for the forward pass.
-        publish(responses);
-        if (mActive.empty())
-        {
-            continue;
-        }
-
-        std::vector<sim::Sequence*> order;
-        for (auto const& sequence : mActive)
-        {
-            order.push_back(sequence.get());
-        }
-        auto const numActive = static_cast<SizeType32>(order.size());
-        sim::BatchPlan const plan = mScheduler.schedule(order);
-        for (sim::Sequence* sequence : plan.scheduled)
-        {
-            if (!sequence->everScheduled)
+            IterationInput input;
+            if (!waitForWork(input, responses))
             {
-                sequence->everScheduled = true;
-                sequence->perf.timingMetrics.firstScheduledTime = iterStart;
+                break;
             }
+            runIteration(input, responses);
         }
-
-        // The simulated forward pass: the iteration's time, scaled to wall-clock time.
-        double sleepMs = mSim.iterationMs * mSim.timeScale;
-        if (faults.stallIteration && *faults.stallIteration == mIteration)
+        catch (std::exception const& e)
         {
-            sleepMs += faults.stallMs;
+            // As in TensorRT-LLM, an error inside an iteration fails the active requests, not the executor.
+            failRequests(kForwardError + std::string(e.what()), [](sim::Sequence const&) { return true; }, responses);
+            publish(responses);
         }
-        if (sleepMs > 0.0)
-        {
-            std::this_thread::sleep_until(iterStart
-                + std::chrono::duration_cast<sim::Clock::duration>(std::chrono::duration<double, std::milli>(sleepMs)));
-        }
-        auto const iterEnd = sim::Clock::now();
-        for (sim::Sequence* sequence : plan.scheduled)
-        {
-            advance(*sequence, iterEnd);
-        }
-        collectResults(responses, finished);
-        recordStats(plan, counters, numActive, millisecondsBetween(iterStart, iterEnd), finished);
-        publish(responses);
-        ++mIteration;
     }
+}
+
+void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& responses)
+{
+    auto const iterStart = sim::Clock::now();
+    IterationCounters counters;
+    SequenceList finished;
+    terminateActive(input.cancelledActive, iterStart, responses, finished);
+    activate(input.fetched, iterStart, counters, responses);
+
+    auto const& faults = mSim.faults;
+    if (faults.failAllFromIteration && mIteration >= *faults.failAllFromIteration)
+    {
+        failRequests(kForwardError + std::string("simulated forward failure at iteration ") + std::to_string(mIteration)
+                + " (simulation.json faults.fail_all_from_iteration)",
+            [](sim::Sequence const&) { return true; }, responses);
+    }
+    if (faults.failPromptToken)
+    {
+        TokenIdType const token = *faults.failPromptToken;
+        failRequests(kForwardError + std::string("simulated failure of a request whose prompt contains token ")
+                + std::to_string(token) + " (simulation.json faults.fail_prompt_token)",
+            [token](sim::Sequence const& sequence)
+            {
+                auto const& prompt = sequence.request->prompt;
+                return !sequence.everScheduled && std::find(prompt.begin(), prompt.end(), token) != prompt.end();
+            },
+            responses);
+    }
+    // Terminations and rejections do not wait for the forward pass.
+    publish(responses);
+    if (mActive.empty())
+    {
+        return;
+    }
+
+    std::vector<sim::Sequence*> order;
+    for (auto const& sequence : mActive)
+    {
+        order.push_back(sequence.get());
+    }
+    auto const numActive = static_cast<SizeType32>(order.size());
+    sim::BatchPlan const plan = mScheduler.schedule(order);
+    for (sim::Sequence* sequence : plan.scheduled)
+    {
+        if (!sequence->everScheduled)
+        {
+            sequence->everScheduled = true;
+            sequence->perf.timingMetrics.firstScheduledTime = iterStart;
+        }
+    }
+
+    // The simulated forward pass: the iteration's time, scaled to wall-clock time.
+    double sleepMs = mSim.iterationMs * mSim.timeScale;
+    if (faults.stallIteration && *faults.stallIteration == mIteration)
+    {
+        sleepMs += faults.stallMs;
+    }
+    if (sleepMs > 0.0)
+    {
+        std::this_thread::sleep_until(iterStart
+            + std::chrono::duration_cast<sim::Clock::duration>(std::chrono::duration<double, std::milli>(sleepMs)));
+    }
+    auto const iterEnd = sim::Clock::now();
+    for (sim::Sequence* sequence : plan.scheduled)
+    {
+        advance(*sequence, iterEnd);
+    }
+    collectResults(responses, finished);
+    recordStats(plan, counters, numActive, millisecondsBetween(iterStart, iterEnd), finished);
+    publish(responses);
+    ++mIteration;
 }
 
 bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& responses)
@@ -540,7 +554,7 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
     SizeType32 numQueued = 0;
     {
         std::lock_guard<std::mutex> lock(mQueueMutex);
-        numQueued = mQueuedSequences;
+        numQueued = static_cast<SizeType32>(mQueue.size());
         if (mRequestStats.enabled())
         {
             for (auto const& queued : mQueue)

@@ -108,6 +108,7 @@ private:
     // Execution loop (execution_loop.cpp)
     using SequenceList = std::vector<std::unique_ptr<sim::Sequence>>;
     void executionLoop();
+    void runIteration(IterationInput& input, std::vector<Response>& responses);
     /// Blocks until there is work; takes cancellations and new requests. False once stopping with nothing left.
     bool waitForWork(IterationInput& input, std::vector<Response>& responses);
     void terminateQueued(sim::TimePoint now, std::vector<Response>& responses);

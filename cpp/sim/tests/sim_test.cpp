@@ -223,6 +223,13 @@ ResponsesById collect(tle::Executor& executor, std::vector<tle::IdType> const& i
     return out;
 }
 
+/// The last response of a list that must not be empty.
+tle::Response const& lastOf(std::vector<tle::Response> const& responses)
+{
+    REQUIRE(!responses.empty());
+    return responses.back();
+}
+
 /// The single final Result of a non-streaming request.
 tle::Result finalResult(tle::Executor& executor, tle::IdType id)
 {
@@ -474,7 +481,7 @@ void testStreamingDeltaAndCumulative()
     {
         auto const& result = responses[i].getResult();
         CHECK_EQ(result.outputTokenIds.at(0).size(), std::size_t{1});
-        streamed.insert(streamed.end(), result.outputTokenIds[0].begin(), result.outputTokenIds[0].end());
+        streamed.insert(streamed.end(), result.outputTokenIds.at(0).begin(), result.outputTokenIds.at(0).end());
         bool const last = i + 1 == responses.size();
         CHECK_EQ(result.isFinal, last);
         CHECK(result.finishReasons.at(0) == (last ? tle::FinishReason::kLENGTH : tle::FinishReason::kNOT_FINISHED));
@@ -608,7 +615,7 @@ void testCancelEndsWithZeroTokens()
     executor->cancelRequest(running);
     executor->cancelRequest(queued);
     auto responses = collect(*executor, {running, queued});
-    auto const& runningFinal = responses[running].back().getResult();
+    auto const& runningFinal = lastOf(responses[running]).getResult();
     CHECK(runningFinal.isFinal);
     CHECK(runningFinal.outputTokenIds.at(0).empty());
     CHECK(runningFinal.finishReasons.at(0) == tle::FinishReason::kCANCELLED);
@@ -617,6 +624,18 @@ void testCancelEndsWithZeroTokens()
     auto const& queuedFinal = responses[queued][0].getResult();
     CHECK(queuedFinal.isFinal && queuedFinal.outputTokenIds.at(0).empty());
     CHECK(queuedFinal.finishReasons.at(0) == tle::FinishReason::kCANCELLED);
+
+    // Cancelling drops what was generated: a cumulative stream ends with an empty final, not the tokens so far.
+    auto other = makeExecutor();
+    tle::Request cumulative(prompt(8), 400, true);
+    cumulative.setReturnAllGeneratedTokens(true);
+    auto const cumulativeId = other->enqueueRequest(cumulative);
+    auto const firstTwo = other->awaitResponses(cumulativeId, 2000ms);
+    REQUIRE(!firstTwo.empty() && !firstTwo[0].getResult().outputTokenIds.at(0).empty());
+    other->cancelRequest(cumulativeId);
+    auto const cumulativeFinal = lastOf(collect(*other, {cumulativeId})[cumulativeId]).getResult();
+    CHECK(cumulativeFinal.finishReasons.at(0) == tle::FinishReason::kCANCELLED);
+    CHECK(cumulativeFinal.outputTokenIds.at(0).empty());
 
     // Cancelling a finished or never-issued id is a no-op.
     executor->cancelRequest(running);
@@ -631,20 +650,37 @@ void testAllottedTimeEndsWithTimedOut()
     EngineSpec spec;
     spec.maxBatchSize = 1;
     auto executor = makeExecutor(spec);
+    auto const start = Clock::now();
     tle::Request slow(prompt(8), 1000, true);
-    slow.setAllottedTimeMs(std::chrono::milliseconds(40));
+    slow.setAllottedTimeMs(std::chrono::milliseconds(150));
     auto const active = executor->enqueueRequest(slow);
-    // With one slot busy, this one times out while still queued.
+    // With the only slot busy, this one times out while still queued, long before the active one.
     tle::Request waiting(prompt(8), 5);
     waiting.setAllottedTimeMs(std::chrono::milliseconds(20));
     auto const queued = executor->enqueueRequest(waiting);
-    auto responses = collect(*executor, {active, queued});
-    auto const& activeFinal = responses[active].back().getResult();
+    ResponsesById responses;
+    std::map<tle::IdType, Clock::duration> finalAfter;
+    while (finalAfter.size() < 2 && Clock::now() - start < 5s)
+    {
+        for (auto& response : executor->awaitResponses(5ms))
+        {
+            if (isTerminal(response))
+            {
+                finalAfter[response.getRequestId()] = Clock::now() - start;
+            }
+            responses[response.getRequestId()].push_back(std::move(response));
+        }
+    }
+    REQUIRE(finalAfter.size() == 2);
+    CHECK(finalAfter[queued] >= 20ms);
+    CHECK(finalAfter[queued] < 120ms);
+    CHECK(finalAfter[active] >= 150ms);
+    auto const& activeFinal = lastOf(responses[active]).getResult();
     CHECK(activeFinal.isFinal);
     CHECK(activeFinal.outputTokenIds.at(0).empty());
     CHECK(activeFinal.finishReasons.at(0) == tle::FinishReason::kTIMED_OUT);
-    CHECK(responses[active].size() > 1);
-    CHECK(responses[active].size() < 200);
+    CHECK(responses[active].size() > 10);
+    CHECK(responses[active].size() < 500);
     REQUIRE(responses[queued].size() == 1);
     auto const& queuedFinal = responses[queued][0].getResult();
     CHECK(queuedFinal.finishReasons.at(0) == tle::FinishReason::kTIMED_OUT);
@@ -1256,7 +1292,7 @@ void testFaultFailingRequests()
     auto all = collect(*failing, streaming);
     // Iterations 0, 1 and 2 ran and streamed a token each; iteration 3 failed every active request.
     REQUIRE(all[streaming[0]].size() == 4);
-    CHECK(all[streaming[0]].back().hasError());
+    CHECK(lastOf(all[streaming[0]]).hasError());
     REQUIRE(all[streaming[1]].size() == 1);
     CHECK(all[streaming[1]][0].hasError());
     // A later request fails too.
