@@ -1,0 +1,190 @@
+// Loads and checks an engine directory's config.json (see engine_config.h).
+#include "engine_config.h"
+
+#include "json.h"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace tensorrt_llm::executor::sim
+{
+
+namespace
+{
+
+constexpr std::int64_t kMaxSize32 = std::numeric_limits<SizeType32>::max();
+
+SizeType32 readSize(JsonFields const& fields, std::string_view key, SizeType32 fallback, std::int64_t min = 1)
+{
+    return static_cast<SizeType32>(fields.integer(key, min, kMaxSize32).value_or(fallback));
+}
+
+SizeType32 requireSize(JsonFields const& fields, std::string_view key)
+{
+    auto const value = fields.integer(key, 1, kMaxSize32);
+    if (!value)
+    {
+        fields.fail(key, "is required");
+    }
+    return static_cast<SizeType32>(*value);
+}
+
+} // namespace
+
+std::string readTextFile(std::filesystem::path const& path)
+{
+    std::ifstream stream(path, std::ios::binary);
+    if (!stream)
+    {
+        throw std::runtime_error("cannot open " + path.string());
+    }
+    std::ostringstream contents;
+    contents << stream.rdbuf();
+    if (stream.bad())
+    {
+        throw std::runtime_error("cannot read " + path.string());
+    }
+    return contents.str();
+}
+
+SizeType32 EngineConfig::vocabSizePadded() const
+{
+    return (vocabSize + tpSize - 1) / tpSize * tpSize;
+}
+
+SizeType32 EngineConfig::dtypeBytes() const
+{
+    if (dtype == "float32")
+    {
+        return 4;
+    }
+    if (dtype == "int8" || dtype == "fp8")
+    {
+        return 1;
+    }
+    return 2;
+}
+
+double EngineConfig::approxParameterCount() const
+{
+    double const hidden = hiddenSize;
+    double const qWidth = static_cast<double>(numAttentionHeads) * headSize;
+    double const kvWidth = static_cast<double>(numKvHeads) * headSize;
+    // Q and O projections, K and V projections, and a gated MLP (three matrices), per layer.
+    double const perLayer = 2.0 * hidden * qWidth + 2.0 * hidden * kvWidth + 3.0 * hidden * intermediateSize;
+    // Input embedding and output head.
+    double const embeddings = 2.0 * static_cast<double>(vocabSizePadded()) * hidden;
+    return perLayer * numLayers + embeddings;
+}
+
+double EngineConfig::kvBytesPerToken() const
+{
+    SizeType32 kvBytes = dtypeBytes();
+    if (kvCacheQuantAlgo && (*kvCacheQuantAlgo == "FP8" || *kvCacheQuantAlgo == "INT8"))
+    {
+        kvBytes = 1;
+    }
+    // K and V for every layer and KV head, split across the tensor- and pipeline-parallel ranks.
+    return 2.0 * numLayers * numKvHeads * headSize * kvBytes / (static_cast<double>(tpSize) * ppSize);
+}
+
+EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
+{
+    Json document;
+    try
+    {
+        document = Json::parse(text);
+    }
+    catch (std::exception const& e)
+    {
+        throw std::runtime_error(file + ": " + e.what());
+    }
+    JsonFields const root(document, file, "");
+
+    EngineConfig config;
+    config.version = root.string("version").value_or("");
+
+    auto const pretrained = root.object("pretrained_config");
+    if (!pretrained)
+    {
+        root.fail("pretrained_config", "is required (is this a TensorRT-LLM engine directory?)");
+    }
+    config.architecture = pretrained->string("architecture").value_or("");
+    config.dtype = pretrained->string("dtype").value_or(config.dtype);
+    config.vocabSize = requireSize(*pretrained, "vocab_size");
+    config.hiddenSize = requireSize(*pretrained, "hidden_size");
+    config.numLayers = requireSize(*pretrained, "num_hidden_layers");
+    config.numAttentionHeads = requireSize(*pretrained, "num_attention_heads");
+    config.numKvHeads = readSize(*pretrained, "num_key_value_heads", config.numAttentionHeads);
+    config.headSize = readSize(*pretrained, "head_size", config.hiddenSize / config.numAttentionHeads);
+    config.intermediateSize = readSize(*pretrained, "intermediate_size", 4 * config.hiddenSize);
+    if (auto const maxPos = pretrained->integer("max_position_embeddings", 1, kMaxSize32))
+    {
+        config.maxPositionEmbeddings = static_cast<SizeType32>(*maxPos);
+    }
+    if (auto const quantization = pretrained->object("quantization"))
+    {
+        config.quantAlgo = quantization->string("quant_algo");
+        config.kvCacheQuantAlgo = quantization->string("kv_cache_quant_algo");
+    }
+    if (auto const mapping = pretrained->object("mapping"))
+    {
+        config.tpSize = readSize(*mapping, "tp_size", 1);
+        config.ppSize = readSize(*mapping, "pp_size", 1);
+        config.cpSize = readSize(*mapping, "cp_size", 1);
+        config.worldSize = readSize(*mapping, "world_size", config.tpSize * config.ppSize * config.cpSize);
+        if (config.worldSize != config.tpSize * config.ppSize * config.cpSize)
+        {
+            mapping->fail("world_size", "(" + std::to_string(config.worldSize) + ") must equal tp_size * pp_size * cp_size ("
+                    + std::to_string(config.tpSize * config.ppSize * config.cpSize) + ")");
+        }
+    }
+
+    auto const build = root.object("build_config");
+    if (!build)
+    {
+        root.fail("build_config", "is required (is this a TensorRT-LLM engine directory?)");
+    }
+    config.maxInputLen = readSize(*build, "max_input_len", config.maxInputLen);
+    config.maxSeqLen
+        = readSize(*build, "max_seq_len", config.maxPositionEmbeddings.value_or(std::max(config.maxSeqLen, config.maxInputLen + 1)));
+    config.maxBatchSize = readSize(*build, "max_batch_size", config.maxBatchSize);
+    config.maxBeamWidth = readSize(*build, "max_beam_width", config.maxBeamWidth);
+    config.maxNumTokens = readSize(*build, "max_num_tokens", config.maxNumTokens);
+    config.gatherContextLogits = build->boolean("gather_context_logits").value_or(false);
+    if (config.maxInputLen > config.maxSeqLen)
+    {
+        build->fail("max_input_len", "(" + std::to_string(config.maxInputLen) + ") must not exceed max_seq_len ("
+                + std::to_string(config.maxSeqLen) + ")");
+    }
+    if (auto const plugins = build->object("plugin_config"))
+    {
+        config.tokensPerBlock = readSize(*plugins, "tokens_per_block", config.tokensPerBlock);
+        config.pagedKvCache = plugins->boolean("paged_kv_cache").value_or(config.pagedKvCache);
+        config.usePagedContextFmha = plugins->boolean("use_paged_context_fmha").value_or(config.usePagedContextFmha);
+        config.contextFmha = plugins->boolean("context_fmha").value_or(config.contextFmha);
+        config.removeInputPadding = plugins->boolean("remove_input_padding").value_or(config.removeInputPadding);
+    }
+    return config;
+}
+
+EngineConfig EngineConfig::load(std::filesystem::path const& engineDir)
+{
+    std::error_code error;
+    if (!std::filesystem::is_directory(engineDir, error))
+    {
+        throw std::runtime_error("Engine directory " + engineDir.string() + " does not exist or is not a directory");
+    }
+    auto const configPath = engineDir / "config.json";
+    if (!std::filesystem::is_regular_file(configPath, error))
+    {
+        throw std::runtime_error("Engine config " + configPath.string() + " not found: the engine directory must hold "
+                                 "the config.json written by trtllm-build");
+    }
+    return parse(readTextFile(configPath), configPath.string());
+}
+
+} // namespace tensorrt_llm::executor::sim

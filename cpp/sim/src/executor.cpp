@@ -1,0 +1,418 @@
+// The public Executor (a thin forwarder to Executor::Impl) and the Impl's client-facing methods: construction,
+// enqueue, await, cancel, stats and shutdown. The execution loop itself is in execution_loop.cpp.
+#include "executor_impl.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tensorrt_llm::executor
+{
+
+char const* version() noexcept
+{
+    return kSimulatorVersion;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Executor::Impl — construction and teardown
+
+namespace
+{
+
+/// Sequences a request turns into: numReturnSequences independent ones with beam width 1, else one.
+SizeType32 sequencesOf(Request const& request)
+{
+    auto const sampling = request.getSamplingConfig();
+    return sampling.getBeamWidth() > 1 ? 1 : std::max<SizeType32>(1, sampling.getNumReturnSequences().value_or(1));
+}
+
+} // namespace
+
+Executor::Impl::Settings Executor::Impl::deriveSettings(
+    sim::EngineConfig const& engine, sim::SimConfig const& simConfig, ModelType modelType, ExecutorConfig const& config)
+{
+    if (modelType != ModelType::kDECODER_ONLY)
+    {
+        throw std::runtime_error("The simulated executor supports only ModelType::kDECODER_ONLY");
+    }
+    if (config.getBatchingType() == BatchingType::kSTATIC)
+    {
+        throw std::runtime_error(
+            "BatchingType::kSTATIC is no longer supported; use CapacitySchedulerPolicy::kSTATIC_BATCH instead");
+    }
+    Settings settings;
+    settings.maxBeamWidth = config.getMaxBeamWidth();
+    if (settings.maxBeamWidth < 1 || settings.maxBeamWidth > engine.maxBeamWidth)
+    {
+        throw std::runtime_error("ExecutorConfig maxBeamWidth (" + std::to_string(settings.maxBeamWidth)
+            + ") must be between 1 and the engine's max_beam_width (" + std::to_string(engine.maxBeamWidth) + ")");
+    }
+    // Runtime caps never exceed what the engine was built for.
+    auto const cap = [](std::optional<SizeType32> requested, SizeType32 engineLimit, char const* name)
+    {
+        if (requested && *requested < 1)
+        {
+            throw std::runtime_error(std::string("ExecutorConfig ") + name + " (" + std::to_string(*requested)
+                + ") must be positive");
+        }
+        return std::min(requested.value_or(engineLimit), engineLimit);
+    };
+    settings.maxBatchSize = cap(config.getMaxBatchSize(), engine.maxBatchSize, "maxBatchSize");
+    settings.maxNumTokens = cap(config.getMaxNumTokens(), engine.maxNumTokens, "maxNumTokens");
+    settings.maxNumActiveRequests = settings.maxBatchSize;
+    settings.maxQueueSize = config.getMaxQueueSize();
+    settings.gatherGenerationLogits = config.getGatherGenerationLogits();
+
+    std::int64_t capacity = simConfig.kvCacheMaxTokens;
+    if (auto const maxTokens = config.getKvCacheConfig().getMaxTokens())
+    {
+        capacity = std::min<std::int64_t>(capacity, *maxTokens);
+    }
+    std::int64_t const blocks = capacity / engine.tokensPerBlock;
+    if (blocks < 1 || blocks > std::numeric_limits<SizeType32>::max())
+    {
+        throw std::runtime_error("KV-cache capacity of " + std::to_string(capacity) + " tokens does not make a usable "
+            "number of blocks of " + std::to_string(engine.tokensPerBlock) + " tokens");
+    }
+    settings.kvCacheTokens = blocks * engine.tokensPerBlock;
+
+    auto const scheduler = config.getSchedulerConfig();
+    settings.scheduler.policy = scheduler.getCapacitySchedulerPolicy();
+    settings.scheduler.chunkingPolicy
+        = scheduler.getContextChunkingPolicy().value_or(ContextChunkingPolicy::kFIRST_COME_FIRST_SERVED);
+    // As in TensorRT-LLM, chunked context silently turns off without a paged KV cache and paged context FMHA.
+    settings.scheduler.chunkedContext
+        = config.getEnableChunkedContext() && engine.pagedKvCache && engine.usePagedContextFmha;
+    settings.scheduler.maxBatchSize = settings.maxBatchSize;
+    settings.scheduler.maxNumTokens = settings.maxNumTokens;
+    settings.memory = sim::estimateMemory(engine, settings.kvCacheTokens);
+    return settings;
+}
+
+Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
+    : mEngine(sim::EngineConfig::load(modelPath))
+    , mSim(sim::SimConfig::load(modelPath))
+    , mSettings(deriveSettings(mEngine, mSim, modelType, executorConfig))
+    , mIterationStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getIterStatsMaxIterations())))
+    , mRequestStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getRequestStatsMaxIterations())))
+    , mPool(static_cast<SizeType32>(mSettings.kvCacheTokens / mEngine.tokensPerBlock), mEngine.tokensPerBlock)
+    , mScheduler(mSettings.scheduler, mPool)
+    , mTokens(mEngine.vocabSizePadded(), mSim.seed)
+{
+    maybeInjectFault(sim::FaultMethod::kConstructor);
+    mThread = std::thread([this]() { executionLoop(); });
+}
+
+Executor::Impl::~Impl()
+{
+    stopAndJoin();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Executor::Impl — guards
+
+void Executor::Impl::throwIfShutdown(char const* message) const
+{
+    if (mShutdownCalled.load())
+    {
+        throw std::runtime_error(message);
+    }
+}
+
+void Executor::Impl::maybeInjectFault(sim::FaultMethod method)
+{
+    auto const& faults = mSim.faults;
+    if (!faults.throwIn || *faults.throwIn != method)
+    {
+        return;
+    }
+    std::uint64_t const call = mFaultCalls.at(static_cast<std::size_t>(method)).fetch_add(1) + 1;
+    if (call <= faults.throwAfterCalls)
+    {
+        return;
+    }
+    if (faults.throwNonStd)
+    {
+        throw static_cast<int>(call);
+    }
+    throw std::runtime_error(std::string("Simulated fault in ") + sim::faultMethodName(method) + " (call "
+        + std::to_string(call) + ", simulation.json faults.throw_in)");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Executor::Impl — client API
+
+std::vector<IdType> Executor::Impl::enqueueRequests(std::vector<Request> const& requests)
+{
+    throwIfShutdown("Shutdown called, cannot enqueue requests");
+    maybeInjectFault(sim::FaultMethod::kEnqueueRequest);
+    auto const now = sim::Clock::now();
+    std::vector<IdType> ids;
+    ids.reserve(requests.size());
+    {
+        std::lock_guard<std::mutex> lock(mQueueMutex);
+        if (mStopRequested)
+        {
+            throw std::runtime_error("Shutdown called, cannot enqueue requests");
+        }
+        SizeType32 incoming = 0;
+        for (auto const& request : requests)
+        {
+            incoming += sequencesOf(request);
+        }
+        if (mSettings.maxQueueSize && *mSettings.maxQueueSize > 0
+            && mQueuedSequences + incoming > *mSettings.maxQueueSize)
+        {
+            throw std::runtime_error("Maximum queue size of " + std::to_string(*mSettings.maxQueueSize)
+                + " has been reached, please try again later");
+        }
+        for (auto const& request : requests)
+        {
+            QueuedRequest queued{mNextId++, {}, request, now, sequencesOf(request)};
+            for (SizeType32 child = 1; child < queued.numSequences; ++child)
+            {
+                queued.childIds.push_back(mNextId++);
+            }
+            ids.push_back(queued.id);
+            // Higher priority first; first come first served among equals.
+            auto const position = std::find_if(mQueue.begin(), mQueue.end(),
+                [&](QueuedRequest const& other) { return other.request.getPriority() < request.getPriority(); });
+            mQueue.insert(position, std::move(queued));
+        }
+        mQueuedSequences += incoming;
+    }
+    mQueueCv.notify_one();
+    return ids;
+}
+
+std::vector<Response> Executor::Impl::awaitResponses(std::optional<std::chrono::milliseconds> const& timeout)
+{
+    throwIfShutdown("Shutdown called");
+    maybeInjectFault(sim::FaultMethod::kAwaitResponses);
+    std::unique_lock<std::mutex> lock(mResponsesMutex);
+    auto const ready = [this]() { return !mReady.empty() || mShutdownCalled.load(); };
+    if (timeout)
+    {
+        mResponsesCv.wait_for(lock, std::max(*timeout, std::chrono::milliseconds(0)), ready);
+    }
+    else
+    {
+        mResponsesCv.wait(lock, ready);
+    }
+    std::vector<Response> out;
+    out.swap(mReady);
+    for (auto const& response : out)
+    {
+        if (response.hasError() || response.getResult().isFinal)
+        {
+            mTerminatedIds.insert(response.getRequestId());
+        }
+    }
+    return out;
+}
+
+std::vector<Response> Executor::Impl::awaitResponses(
+    IdType requestId, std::optional<std::chrono::milliseconds> const& timeout)
+{
+    throwIfShutdown("Shutdown called");
+    maybeInjectFault(sim::FaultMethod::kAwaitResponses);
+    std::unique_lock<std::mutex> lock(mResponsesMutex);
+    if (mTerminatedIds.count(requestId) > 0)
+    {
+        return {Response(requestId, "ReqId " + std::to_string(requestId) + " has already been processed and was terminated.")};
+    }
+    auto const matches = [requestId](Response const& response) { return response.getRequestId() == requestId; };
+    auto const ready
+        = [&]() { return std::any_of(mReady.begin(), mReady.end(), matches) || mShutdownCalled.load(); };
+    if (timeout)
+    {
+        mResponsesCv.wait_for(lock, std::max(*timeout, std::chrono::milliseconds(0)), ready);
+    }
+    else
+    {
+        mResponsesCv.wait(lock, ready);
+    }
+    std::vector<Response> out;
+    std::vector<Response> rest;
+    for (auto& response : mReady)
+    {
+        (matches(response) ? out : rest).push_back(std::move(response));
+    }
+    mReady.swap(rest);
+    for (auto const& response : out)
+    {
+        if (response.hasError() || response.getResult().isFinal)
+        {
+            mTerminatedIds.insert(requestId);
+        }
+    }
+    return out;
+}
+
+SizeType32 Executor::Impl::getNumResponsesReady(std::optional<IdType> const& requestId) const
+{
+    throwIfShutdown("Shutdown called");
+    std::lock_guard<std::mutex> lock(mResponsesMutex);
+    if (!requestId)
+    {
+        return static_cast<SizeType32>(mReady.size());
+    }
+    return static_cast<SizeType32>(std::count_if(mReady.begin(), mReady.end(),
+        [&](Response const& response) { return response.getRequestId() == *requestId; }));
+}
+
+void Executor::Impl::cancelRequest(IdType requestId)
+{
+    throwIfShutdown("Shutdown called");
+    maybeInjectFault(sim::FaultMethod::kCancelRequest);
+    {
+        std::lock_guard<std::mutex> lock(mResponsesMutex);
+        if (mTerminatedIds.count(requestId) > 0)
+        {
+            return;
+        }
+    }
+    {
+        std::lock_guard<std::mutex> lock(mQueueMutex);
+        mCancelled.insert(requestId);
+    }
+    mQueueCv.notify_one();
+}
+
+void Executor::Impl::shutdown()
+{
+    if (!mShutdownCalled.load())
+    {
+        maybeInjectFault(sim::FaultMethod::kShutdown);
+    }
+    stopAndJoin();
+}
+
+void Executor::Impl::stopAndJoin()
+{
+    // Concurrent callers all return only once the loop has drained and stopped.
+    std::lock_guard<std::mutex> shutdownLock(mShutdownMutex);
+    mShutdownCalled.store(true);
+    {
+        std::lock_guard<std::mutex> lock(mQueueMutex);
+        mStopRequested = true;
+    }
+    mQueueCv.notify_one();
+    {
+        // Wake awaitResponses callers; taking the lock orders this after their predicate check.
+        std::lock_guard<std::mutex> lock(mResponsesMutex);
+    }
+    mResponsesCv.notify_all();
+    if (mThread.joinable())
+    {
+        mThread.join();
+    }
+}
+
+std::deque<IterationStats> Executor::Impl::getLatestIterationStats()
+{
+    throwIfShutdown("Shutdown called");
+    maybeInjectFault(sim::FaultMethod::kGetLatestIterationStats);
+    return mIterationStats.take();
+}
+
+std::deque<RequestStatsPerIteration> Executor::Impl::getLatestRequestStats()
+{
+    throwIfShutdown("Shutdown called");
+    maybeInjectFault(sim::FaultMethod::kGetLatestRequestStats);
+    return mRequestStats.take();
+}
+
+bool Executor::Impl::canEnqueueRequests() const
+{
+    return !mShutdownCalled.load();
+}
+
+bool Executor::Impl::isParticipant() const
+{
+    // A single simulated process runs the whole model.
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Executor — forwards to Impl
+
+namespace
+{
+
+template <typename ImplPtr>
+auto& implOf(ImplPtr const& impl)
+{
+    if (!impl)
+    {
+        throw std::runtime_error("Executor has been moved from");
+    }
+    return *impl;
+}
+
+} // namespace
+
+Executor::Executor(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
+    : mImpl(std::make_unique<Impl>(modelPath, modelType, executorConfig))
+{
+}
+
+Executor::~Executor() = default;
+
+IdType Executor::enqueueRequest(Request const& request)
+{
+    return implOf(mImpl).enqueueRequests({request}).at(0);
+}
+
+std::vector<IdType> Executor::enqueueRequests(std::vector<Request> const& requests)
+{
+    return implOf(mImpl).enqueueRequests(requests);
+}
+
+std::vector<Response> Executor::awaitResponses(std::optional<std::chrono::milliseconds> const& timeout)
+{
+    return implOf(mImpl).awaitResponses(timeout);
+}
+
+std::vector<Response> Executor::awaitResponses(
+    IdType const& requestId, std::optional<std::chrono::milliseconds> const& timeout)
+{
+    return implOf(mImpl).awaitResponses(requestId, timeout);
+}
+
+SizeType32 Executor::getNumResponsesReady(std::optional<IdType> const& requestId) const
+{
+    return implOf(mImpl).getNumResponsesReady(requestId);
+}
+
+void Executor::cancelRequest(IdType requestId)
+{
+    implOf(mImpl).cancelRequest(requestId);
+}
+
+void Executor::shutdown()
+{
+    implOf(mImpl).shutdown();
+}
+
+std::deque<IterationStats> Executor::getLatestIterationStats()
+{
+    return implOf(mImpl).getLatestIterationStats();
+}
+
+std::deque<RequestStatsPerIteration> Executor::getLatestRequestStats()
+{
+    return implOf(mImpl).getLatestRequestStats();
+}
+
+bool Executor::canEnqueueRequests() const
+{
+    return mImpl && mImpl->canEnqueueRequests();
+}
+
+bool Executor::isParticipant() const
+{
+    return mImpl && mImpl->isParticipant();
+}
+
+} // namespace tensorrt_llm::executor

@@ -1,0 +1,173 @@
+// Executor::Impl: the simulated executor. Client threads enqueue, cancel, await and read stats through the
+// public methods; one background thread runs the execution loop (fetch, schedule, simulate a forward pass,
+// emit responses and stats), mirroring TensorRT-LLM's executorImpl.
+//
+// Locking: mQueueMutex guards the request queue, the cancel set and the stop flag (and wakes the loop);
+// mResponsesMutex guards ready responses and drained ids (and wakes awaitResponses); the stats buffers have
+// their own locks. Everything else (active sequences, KV cache, scheduler) belongs to the loop thread alone.
+#pragma once
+
+#include "tensorrt_llm/executor/executor.h"
+
+#include "engine_config.h"
+#include "kv_cache.h"
+#include "scheduler.h"
+#include "sequence.h"
+#include "sim_config.h"
+#include "stats.h"
+#include "token_generator.h"
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace tensorrt_llm::executor
+{
+
+/// The version string the simulator reports: the TensorRT-LLM release whose behaviour it imitates, tagged.
+inline constexpr char kSimulatorVersion[] = "1.2.0-sim";
+
+class Executor::Impl
+{
+public:
+    Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig);
+    ~Impl();
+
+    Impl(Impl const&) = delete;
+    Impl& operator=(Impl const&) = delete;
+
+    std::vector<IdType> enqueueRequests(std::vector<Request> const& requests);
+    std::vector<Response> awaitResponses(std::optional<std::chrono::milliseconds> const& timeout);
+    std::vector<Response> awaitResponses(IdType requestId, std::optional<std::chrono::milliseconds> const& timeout);
+    SizeType32 getNumResponsesReady(std::optional<IdType> const& requestId) const;
+    void cancelRequest(IdType requestId);
+    void shutdown();
+    std::deque<IterationStats> getLatestIterationStats();
+    std::deque<RequestStatsPerIteration> getLatestRequestStats();
+    bool canEnqueueRequests() const;
+    bool isParticipant() const;
+
+private:
+    /// A request waiting in the queue, with the ids reserved for it (children for numReturnSequences > 1).
+    struct QueuedRequest
+    {
+        IdType id;
+        std::vector<IdType> childIds;
+        Request request;
+        sim::TimePoint enqueueTime;
+        SizeType32 numSequences;
+    };
+
+    /// What the loop took from the shared state at the start of an iteration.
+    struct IterationInput
+    {
+        std::vector<QueuedRequest> fetched;
+        std::unordered_set<IdType> cancelledActive;
+    };
+
+    /// Counters of one iteration, for its IterationStats.
+    struct IterationCounters
+    {
+        double queueLatencyMs{0.0};
+        SizeType32 newActive{0};
+    };
+
+    /// Limits derived from the engine, simulation.json and ExecutorConfig at construction.
+    struct Settings
+    {
+        SizeType32 maxBeamWidth{1};
+        SizeType32 maxBatchSize{1};
+        SizeType32 maxNumTokens{1};
+        SizeType32 maxNumActiveRequests{1};
+        std::optional<SizeType32> maxQueueSize;
+        bool gatherGenerationLogits{false};
+        /// KV-cache capacity in tokens, a whole number of blocks.
+        std::int64_t kvCacheTokens{0};
+        sim::SchedulerLimits scheduler;
+        sim::MemoryFigures memory{};
+    };
+
+    static Settings deriveSettings(sim::EngineConfig const& engine, sim::SimConfig const& simConfig,
+        ModelType modelType, ExecutorConfig const& config);
+
+    /// shutdown() without the fault hook (the destructor uses it: a thread must never outlive its executor).
+    void stopAndJoin();
+
+    // Public-method guards
+    void throwIfShutdown(char const* message) const;
+    void maybeInjectFault(sim::FaultMethod method);
+
+    // Execution loop (execution_loop.cpp)
+    using SequenceList = std::vector<std::unique_ptr<sim::Sequence>>;
+    void executionLoop();
+    void runIteration(IterationInput& input, std::vector<Response>& responses);
+    /// Blocks until there is work; takes cancellations and new requests. False once stopping with nothing left.
+    bool waitForWork(IterationInput& input, std::vector<Response>& responses);
+    void terminateQueued(sim::TimePoint now, std::vector<Response>& responses);
+    void fetchRequests(IterationInput& input);
+    void terminateActive(std::unordered_set<IdType> const& cancelled, sim::TimePoint now,
+        std::vector<Response>& responses, SequenceList& finished);
+    void activate(std::vector<QueuedRequest>& fetched, sim::TimePoint now, IterationCounters& counters,
+        std::vector<Response>& responses);
+    /// Fills `state` from the request; returns the reason the executor rejects it, if it does.
+    std::optional<std::string> validate(QueuedRequest const& queued, sim::RequestState& state) const;
+    /// Ends every active request selected by `select` with one error Response each.
+    template <typename Select>
+    void failRequests(std::string const& message, Select const& select, std::vector<Response>& responses);
+    void advance(sim::Sequence& sequence, sim::TimePoint iterEnd);
+    void collectResults(std::vector<Response>& responses, SequenceList& finished);
+    void recordStats(sim::BatchPlan const& plan, IterationCounters const& counters, SizeType32 numActive,
+        double iterLatencyMs, SequenceList const& finished);
+    void publish(std::vector<Response>& responses);
+    void insertActive(std::unique_ptr<sim::Sequence> sequence);
+    /// Moves finished sequences out of mActive (releasing their blocks) into `finished`.
+    void retireFinished(SequenceList& finished);
+
+    // Configuration (immutable after construction)
+    sim::EngineConfig mEngine;
+    sim::SimConfig mSim;
+    Settings mSettings;
+    std::array<std::atomic<std::uint64_t>, 7> mFaultCalls{};
+
+    // Request queue, cancellations, stop flag (mQueueMutex)
+    std::mutex mQueueMutex;
+    std::condition_variable mQueueCv;
+    std::deque<QueuedRequest> mQueue;
+    SizeType32 mQueuedSequences{0};
+    IdType mNextId{1};
+    std::unordered_set<IdType> mCancelled;
+    bool mStopRequested{false};
+
+    // Ready responses (mResponsesMutex)
+    mutable std::mutex mResponsesMutex;
+    std::condition_variable mResponsesCv;
+    std::vector<Response> mReady;
+    std::unordered_set<IdType> mTerminatedIds;
+
+    // Statistics
+    sim::StatsBuffer<IterationStats> mIterationStats;
+    sim::StatsBuffer<RequestStatsPerIteration> mRequestStats;
+
+    std::atomic<bool> mShutdownCalled{false};
+    std::mutex mShutdownMutex;
+
+    // Loop-thread state
+    sim::KvCachePool mPool;
+    sim::Scheduler mScheduler;
+    sim::TokenGenerator mTokens;
+    std::vector<std::unique_ptr<sim::Sequence>> mActive;
+    IterationType mIteration{0};
+    std::uint64_t mArrivalCounter{0};
+
+    std::thread mThread;
+};
+
+} // namespace tensorrt_llm::executor

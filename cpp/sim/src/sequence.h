@@ -1,0 +1,117 @@
+// The executor's in-flight state of a request: the validated parameters shared by all of its sequences
+// (RequestState) and the progress of each sequence (Sequence), plus building Results from that state the
+// way TensorRT-LLM's LlmRequest::createResult does.
+#pragma once
+
+#include "tensorrt_llm/executor/executor.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace tensorrt_llm::executor::sim
+{
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+
+/// A request after validation, shared by its sequences (several when numReturnSequences > 1).
+struct RequestState
+{
+    IdType id{0};
+    std::optional<IdType> clientId;
+    TimePoint enqueueTime;
+    std::optional<TimePoint> deadline;
+    PriorityType priority{Request::kDefaultPriority};
+
+    VecTokens prompt;
+    /// maxTokens after clamping to the engine's max_seq_len.
+    SizeType32 maxNewTokens{0};
+    bool streaming{false};
+    bool returnAllGeneratedTokens{false};
+    bool excludeInputFromOutput{false};
+    bool returnLogProbs{false};
+    bool returnPerfMetrics{false};
+    /// -1 disables stopping on an end token.
+    TokenIdType endId{-1};
+    SizeType32 minTokens{1};
+    std::vector<VecTokens> stopWords;
+    std::vector<VecTokens> badWords;
+    std::optional<RandomSeedType> seed;
+    /// Hash of the prompt, the base of every generated token id.
+    std::uint64_t promptHash{0};
+    SizeType32 beamWidth{1};
+    SizeType32 numReturnBeams{1};
+    SizeType32 numSequences{1};
+
+    /// isSequenceFinal of each sequence, for the request-level isFinal.
+    std::vector<bool> sequenceFinal;
+};
+
+enum class SequenceState
+{
+    kContext,
+    kGeneration,
+    kFinished,
+};
+
+/// One sequence being served: its prefill progress, generated tokens and KV blocks.
+struct Sequence
+{
+    std::shared_ptr<RequestState> request;
+    /// The sequence's own id (the request id for sequence 0, a child id otherwise).
+    IdType id{0};
+    SizeType32 sequenceIndex{0};
+    /// Position in fetch order, to keep equal priorities first-come first-served.
+    std::uint64_t arrivalOrder{0};
+
+    SequenceState state{SequenceState::kContext};
+    /// Tokens the context phase must process: the prompt, or prompt + generated after being paused.
+    SizeType32 contextLength{0};
+    SizeType32 contextPosition{0};
+    /// Generated tokens (and their log-probabilities) per beam.
+    std::vector<VecTokens> generated;
+    std::vector<VecLogProbs> logProbs;
+    /// Generated tokens of beam 0 already sent to the client (streaming).
+    std::size_t sentTokens{0};
+    std::vector<FinishReason> finishReasons;
+    /// Decoding steps that produced a token.
+    SizeType32 decodingIter{0};
+
+    // KV cache
+    bool holdsBlocks{false};
+    SizeType32 reservedBlocks{0};
+    SizeType32 allocatedBlocks{0};
+    SizeType32 allocTotalBlocks{0};
+    SizeType32 missedBlocks{0};
+
+    // This iteration's schedule
+    bool scheduled{false};
+    bool paused{false};
+    SizeType32 chunkTokens{0};
+
+    bool everScheduled{false};
+    RequestPerfMetrics perf;
+
+    [[nodiscard]] SizeType32 numGenerated() const { return static_cast<SizeType32>(generated.at(0).size()); }
+    [[nodiscard]] bool isFinished() const { return state == SequenceState::kFinished; }
+    /// Tokens that will sit in the KV cache once this iteration's work is done.
+    [[nodiscard]] SizeType32 tokensAfterStep() const;
+    /// Tokens the whole request can occupy: prompt plus every new token it may generate.
+    [[nodiscard]] SizeType32 maxTotalTokens() const;
+
+    /// Ends the sequence with `reason` for every beam.
+    void finish(FinishReason reason);
+    /// Ends the sequence and drops its generated tokens (cancellation and timeout do this).
+    void terminate(FinishReason reason);
+};
+
+/// The Result to send for `sequence` now, or nullopt when nothing is due (a non-streaming request before
+/// its end, or a streaming one without new tokens). Updates the sequence's sent-token mark.
+std::optional<Result> makeResult(Sequence& sequence);
+
+/// True when `sequence` precedes `other` in scheduling order: higher priority first, then arrival order.
+bool schedulesBefore(Sequence const& sequence, Sequence const& other);
+
+} // namespace tensorrt_llm::executor::sim

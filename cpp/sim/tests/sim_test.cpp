@@ -1,0 +1,1472 @@
+// Tests of the simulated TensorRT-LLM executor: a self-contained program (no framework) that writes tiny engine
+// directories to a temporary directory, drives tensorrt_llm::executor::Executor through its public API and
+// checks the behaviour the crate relies on. Prints "N passed, N failed" and exits non-zero on any failure.
+//
+// Build: c++ -std=c++17 -O1 -pthread -I cpp/sim/include cpp/sim/src/*.cpp cpp/sim/tests/sim_test.cpp
+#include "tensorrt_llm/executor/executor.h"
+
+#include "../src/engine_config.h"
+#include "../src/json.h"
+#include "../src/sim_config.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace tle = tensorrt_llm::executor;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------------------------------
+// A minimal test harness
+
+namespace
+{
+
+struct TestFailure : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
+int gChecksFailedInTest = 0;
+
+void reportFailure(char const* file, int line, std::string const& what)
+{
+    ++gChecksFailedInTest;
+    std::printf("    FAILED %s:%d: %s\n", file, line, what.c_str());
+}
+
+#define CHECK(condition)                                                                                                \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        if (!(condition))                                                                                              \
+        {                                                                                                              \
+            reportFailure(__FILE__, __LINE__, #condition);                                                             \
+        }                                                                                                              \
+    } while (false)
+
+#define CHECK_EQ(actual, expected)                                                                                     \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        auto const& actualValue_ = (actual);                                                                           \
+        auto const& expectedValue_ = (expected);                                                                       \
+        if (!(actualValue_ == expectedValue_))                                                                         \
+        {                                                                                                              \
+            std::ostringstream message_;                                                                               \
+            message_ << #actual << " == " << #expected << " (got " << actualValue_ << ", want " << expectedValue_      \
+                     << ")";                                                                                           \
+            reportFailure(__FILE__, __LINE__, message_.str());                                                         \
+        }                                                                                                              \
+    } while (false)
+
+/// Aborts the current test (for preconditions whose failure makes the rest meaningless).
+#define REQUIRE(condition)                                                                                             \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        if (!(condition))                                                                                              \
+        {                                                                                                              \
+            reportFailure(__FILE__, __LINE__, #condition);                                                             \
+            throw TestFailure("requirement failed");                                                                   \
+        }                                                                                                              \
+    } while (false)
+
+/// Runs `body` and checks that it throws an exception of type E whose what() contains `needle`.
+template <typename E = std::runtime_error>
+bool throwsWith(std::function<void()> const& body, std::string const& needle)
+{
+    try
+    {
+        body();
+    }
+    catch (E const& e)
+    {
+        if (std::string(e.what()).find(needle) != std::string::npos)
+        {
+            return true;
+        }
+        std::printf("    (exception text was: %s)\n", e.what());
+        return false;
+    }
+    catch (...)
+    {
+        std::printf("    (an exception of another type was thrown)\n");
+        return false;
+    }
+    std::printf("    (nothing was thrown)\n");
+    return false;
+}
+
+bool contains(std::string const& text, std::string const& needle)
+{
+    return text.find(needle) != std::string::npos;
+}
+
+
+// ---------------------------------------------------------------------------------------------------------------
+// Engine directories
+
+fs::path gTempRoot;
+
+struct EngineSpec
+{
+    int vocabSize = 1000;
+    int maxInputLen = 256;
+    int maxSeqLen = 512;
+    int maxBatchSize = 8;
+    int maxBeamWidth = 1;
+    int maxNumTokens = 1024;
+    int tokensPerBlock = 16;
+    bool pagedContextFmha = true;
+    /// simulation.json contents; empty writes no file.
+    std::string simulation = R"({"iteration_ms": 2, "time_scale": 1.0})";
+};
+
+void writeFile(fs::path const& path, std::string const& text)
+{
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+fs::path makeEngine(EngineSpec const& spec)
+{
+    static int counter = 0;
+    fs::path const dir = gTempRoot / ("engine-" + std::to_string(counter++));
+    fs::create_directories(dir);
+    std::ostringstream config;
+    config << R"({
+  "version": "1.2.0",
+  "pretrained_config": {
+    "architecture": "LlamaForCausalLM", "dtype": "float16", "vocab_size": )"
+           << spec.vocabSize << R"(,
+    "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_size": 64, "intermediate_size": 512, "max_position_embeddings": 4096,
+    "mapping": {"world_size": 1, "tp_size": 1, "pp_size": 1},
+    "quantization": {"quant_algo": null, "kv_cache_quant_algo": null}
+  },
+  "build_config": {
+    "max_input_len": )"
+           << spec.maxInputLen << R"(, "max_seq_len": )" << spec.maxSeqLen << R"(, "max_batch_size": )"
+           << spec.maxBatchSize << R"(,
+    "max_beam_width": )"
+           << spec.maxBeamWidth << R"(, "max_num_tokens": )" << spec.maxNumTokens << R"(,
+    "plugin_config": {"tokens_per_block": )"
+           << spec.tokensPerBlock << R"(, "paged_kv_cache": true, "use_paged_context_fmha": )"
+           << (spec.pagedContextFmha ? "true" : "false") << R"(, "remove_input_padding": true}
+  }
+})";
+    writeFile(dir / "config.json", config.str());
+    if (!spec.simulation.empty())
+    {
+        writeFile(dir / "simulation.json", spec.simulation);
+    }
+    return dir;
+}
+
+std::unique_ptr<tle::Executor> makeExecutor(
+    EngineSpec const& spec = EngineSpec{}, tle::ExecutorConfig const& config = tle::ExecutorConfig())
+{
+    return std::make_unique<tle::Executor>(makeEngine(spec), tle::ModelType::kDECODER_ONLY, config);
+}
+
+tle::VecTokens prompt(int length, int first = 1)
+{
+    tle::VecTokens tokens(static_cast<std::size_t>(length));
+    std::iota(tokens.begin(), tokens.end(), first);
+    return tokens;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Collecting responses
+
+using ResponsesById = std::map<tle::IdType, std::vector<tle::Response>>;
+
+bool isTerminal(tle::Response const& response)
+{
+    return response.hasError() || response.getResult().isFinal;
+}
+
+/// Awaits until every id in `ids` got its terminal response (or `limit` passes) and returns all responses.
+ResponsesById collect(tle::Executor& executor, std::vector<tle::IdType> const& ids, std::chrono::milliseconds limit = 5s)
+{
+    ResponsesById out;
+    std::set<tle::IdType> pending(ids.begin(), ids.end());
+    auto const deadline = Clock::now() + limit;
+    while (!pending.empty() && Clock::now() < deadline)
+    {
+        for (auto& response : executor.awaitResponses(20ms))
+        {
+            if (isTerminal(response))
+            {
+                pending.erase(response.getRequestId());
+            }
+            out[response.getRequestId()].push_back(std::move(response));
+        }
+    }
+    if (!pending.empty())
+    {
+        reportFailure(__FILE__, __LINE__, "timed out waiting for " + std::to_string(pending.size()) + " requests");
+    }
+    return out;
+}
+
+/// The last response of a list that must not be empty.
+tle::Response const& lastOf(std::vector<tle::Response> const& responses)
+{
+    REQUIRE(!responses.empty());
+    return responses.back();
+}
+
+/// The single final Result of a non-streaming request.
+tle::Result finalResult(tle::Executor& executor, tle::IdType id)
+{
+    auto responses = collect(executor, {id})[id];
+    REQUIRE(responses.size() == 1);
+    REQUIRE(!responses[0].hasError());
+    return responses[0].getResult();
+}
+
+tle::VecTokens generateOnce(tle::Executor& executor, tle::Request request)
+{
+    tle::OutputConfig output;
+    output.excludeInputFromOutput = true;
+    request.setOutputConfig(output);
+    auto const result = finalResult(executor, executor.enqueueRequest(request));
+    return result.outputTokenIds.at(0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// JSON
+
+void testJsonParsesAllValueKinds()
+{
+    using tle::sim::Json;
+    auto const doc = Json::parse(R"( {"a": [1, -2.5, 3e2, true, false, null],
+        "s": "q\"\\\/\b\f\n\r\t \u00e9 \ud83d\ude00", "big": 9007199254740993, "a": "last"} )");
+    REQUIRE(doc.isObject());
+    CHECK_EQ(doc.find("a")->asString(), std::string("last"));
+    CHECK_EQ(doc.asObject().size(), std::size_t{4});
+    auto const& array = doc.asObject().at(0).second.asArray();
+    REQUIRE(array.size() == 6);
+    CHECK_EQ(array[0].asInteger(), 1);
+    CHECK_EQ(array[1].asDouble(), -2.5);
+    CHECK(!array[1].isInteger());
+    CHECK_EQ(array[2].asDouble(), 300.0);
+    CHECK(array[3].asBool() && !array[4].asBool() && array[5].isNull());
+    CHECK_EQ(doc.find("s")->asString(), std::string("q\"\\/\b\f\n\r\t \xC3\xA9 \xF0\x9F\x98\x80"));
+    // Integers keep all 64 bits (a double would round this one).
+    CHECK_EQ(doc.find("big")->asInteger(), std::int64_t{9007199254740993});
+    CHECK(doc.find("missing") == nullptr);
+    CHECK(throwsWith([&]() { (void) doc.find("s")->asInteger(); }, "expected an integer"));
+}
+
+void testJsonRejectsMalformedInputWithOffset()
+{
+    using tle::sim::Json;
+    CHECK(throwsWith([]() { Json::parse(R"({"a": 1,})"); }, "at byte 8"));
+    CHECK(throwsWith([]() { Json::parse(R"({"a" 1})"); }, "expected ':'"));
+    CHECK(throwsWith([]() { Json::parse(R"(["abc)"); }, "unterminated string"));
+    CHECK(throwsWith([]() { Json::parse(R"(["\ud800x"])"); }, "surrogate"));
+    CHECK(throwsWith([]() { Json::parse(R"(["\udc00"])"); }, "surrogate"));
+    CHECK(throwsWith([]() { Json::parse(R"([01])"); }, "leading zeros"));
+    CHECK(throwsWith([]() { Json::parse(R"(["\q"])"); }, "invalid escape"));
+    CHECK(throwsWith([]() { Json::parse(R"({} x)"); }, "unexpected content"));
+    CHECK(throwsWith([]() { Json::parse(""); }, "unexpected end of input"));
+    CHECK(throwsWith([]() { Json::parse("[1e999]"); }, "out of range"));
+    CHECK(throwsWith([]() { Json::parse("[\"a\nb\"]"); }, "control character"));
+    CHECK(throwsWith([]() { Json::parse(std::string(1000, '[')); }, "nesting"));
+    CHECK(throwsWith([]() { Json::parse("nul"); }, "invalid literal"));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Engine directory and simulation.json
+
+void testMissingEngineDirectoryNamesThePath()
+{
+    fs::path const missing = gTempRoot / "no-such-engine";
+    CHECK(throwsWith(
+        [&]() { tle::Executor executor(missing, tle::ModelType::kDECODER_ONLY, tle::ExecutorConfig()); },
+        missing.string()));
+    fs::path const empty = gTempRoot / "empty-engine";
+    fs::create_directories(empty);
+    CHECK(throwsWith([&]() { tle::Executor executor(empty, tle::ModelType::kDECODER_ONLY, tle::ExecutorConfig()); },
+        (empty / "config.json").string()));
+}
+
+void testEngineConfigErrorsNameTheField()
+{
+    using tle::sim::EngineConfig;
+    CHECK(throwsWith([]() { EngineConfig::parse("{", "config.json"); }, "config.json: JSON parse error at byte 1"));
+    CHECK(throwsWith([]() { EngineConfig::parse(R"({"build_config": {}})", "config.json"); }, "pretrained_config"));
+    CHECK(throwsWith(
+        []()
+        {
+            EngineConfig::parse(R"({"pretrained_config": {"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+                "num_attention_heads": 2}, "build_config": {"max_batch_size": "eight"}})",
+                "config.json");
+        },
+        "build_config.max_batch_size must be an integer"));
+    auto const config = EngineConfig::parse(R"({"version": "1.2.0", "pretrained_config": {"vocab_size": 100,
+        "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "mapping": {"tp_size": 2}},
+        "build_config": {"max_input_len": 10, "max_seq_len": 20, "plugin_config": {"tokens_per_block": 8}}})",
+        "config.json");
+    CHECK_EQ(config.version, std::string("1.2.0"));
+    CHECK_EQ(config.numKvHeads, 4);
+    CHECK_EQ(config.headSize, 16);
+    CHECK_EQ(config.tpSize, 2);
+    CHECK_EQ(config.worldSize, 2);
+    CHECK_EQ(config.maxInputLen, 10);
+    CHECK_EQ(config.maxSeqLen, 20);
+    CHECK_EQ(config.tokensPerBlock, 8);
+    CHECK_EQ(config.maxBeamWidth, 1);
+}
+
+void testSimulationJsonIsOptionalAndChecked()
+{
+    EngineSpec spec;
+    spec.simulation = "";
+    auto executor = makeExecutor(spec);
+    CHECK(executor->canEnqueueRequests());
+    executor.reset();
+
+    auto const defaults = tle::sim::SimConfig::parse("{}", "simulation.json");
+    CHECK_EQ(defaults.iterationMs, 20.0);
+    CHECK_EQ(defaults.timeScale, 1.0);
+    CHECK_EQ(defaults.kvCacheMaxTokens, std::int64_t{65536});
+    auto const full = tle::sim::SimConfig::parse(R"({"gpu": "h100-sxm", "iteration_ms": 5.5, "time_scale": 0,
+        "kv_cache_max_tokens": 4096, "seed": 7, "faults": {"throw_in": "cancelRequest", "throw_after_calls": 2,
+        "throw_non_std": true, "fail_prompt_token": 13, "fail_all_from_iteration": 100, "stall_iteration": 5,
+        "stall_ms": 300}})",
+        "simulation.json");
+    CHECK_EQ(full.gpu, std::string("h100-sxm"));
+    CHECK_EQ(full.iterationMs, 5.5);
+    CHECK_EQ(full.seed, std::uint64_t{7});
+    CHECK(full.faults.throwIn == tle::sim::FaultMethod::kCancelRequest);
+    CHECK_EQ(full.faults.throwAfterCalls, std::uint64_t{2});
+    CHECK(full.faults.throwNonStd);
+    CHECK(full.faults.failPromptToken == 13);
+    CHECK(full.faults.stallIteration == tle::IterationType{5});
+
+    spec.simulation = R"({"iteration_msec": 2})";
+    CHECK(throwsWith([&]() { makeExecutor(spec); }, "iteration_msec is not a known setting"));
+    spec.simulation = R"({"faults": {"throw_in": "enqueue"}})";
+    CHECK(throwsWith([&]() { makeExecutor(spec); }, "faults.throw_in names an unknown method"));
+    spec.simulation = R"({"time_scale": -1})";
+    CHECK(throwsWith([&]() { makeExecutor(spec); }, "time_scale must be at least 0"));
+}
+
+void testVersion()
+{
+    std::string const version = tle::version();
+    CHECK(version.rfind("1.2.0", 0) == 0);
+    CHECK(contains(version, "sim"));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Ids, await, output shape
+
+void testRequestIdsStartAtOneAndIncrease()
+{
+    auto executor = makeExecutor();
+    CHECK_EQ(executor->enqueueRequest(tle::Request(prompt(4), 2)), tle::IdType{1});
+    std::vector<tle::Request> batch{tle::Request(prompt(4), 2), tle::Request(prompt(5), 2), tle::Request(prompt(6), 2)};
+    auto const ids = executor->enqueueRequests(batch);
+    CHECK(ids == (std::vector<tle::IdType>{2, 3, 4}));
+    CHECK_EQ(executor->enqueueRequest(tle::Request(prompt(4), 2)), tle::IdType{5});
+    auto const responses = collect(*executor, {1, 2, 3, 4, 5});
+    CHECK_EQ(responses.size(), std::size_t{5});
+}
+
+void testAwaitDrainsTimesOutAndWakesPromptly()
+{
+    auto executor = makeExecutor();
+    auto const start = Clock::now();
+    CHECK(executor->awaitResponses(60ms).empty());
+    CHECK(Clock::now() - start >= 55ms);
+
+    // A waiter blocked with a long timeout wakes as soon as a response is appended.
+    std::atomic<bool> woke{false};
+    Clock::time_point wokeAt;
+    std::vector<tle::Response> got;
+    std::thread waiter(
+        [&]()
+        {
+            got = executor->awaitResponses(5000ms);
+            wokeAt = Clock::now();
+            woke = true;
+        });
+    std::this_thread::sleep_for(30ms);
+    auto const enqueuedAt = Clock::now();
+    auto const id = executor->enqueueRequest(tle::Request(prompt(4), 1));
+    waiter.join();
+    CHECK(woke.load());
+    CHECK(wokeAt - enqueuedAt < 1000ms);
+    REQUIRE(got.size() == 1);
+    CHECK_EQ(got[0].getRequestId(), id);
+
+    // Without a timeout it blocks until responses are ready, then drains all of them at once.
+    auto const ids = executor->enqueueRequests({tle::Request(prompt(4), 1), tle::Request(prompt(5), 1)});
+    std::this_thread::sleep_for(50ms);
+    auto const all = executor->awaitResponses();
+    CHECK_EQ(all.size(), std::size_t{2});
+    CHECK_EQ(executor->getNumResponsesReady(), 0);
+    (void) ids;
+}
+
+void testNonStreamingOutputIsPromptPlusGenerated()
+{
+    auto executor = makeExecutor();
+    auto const input = prompt(10, 100);
+    auto const result = finalResult(*executor, executor->enqueueRequest(tle::Request(input, 8)));
+    CHECK(result.isFinal);
+    CHECK(result.isSequenceFinal);
+    REQUIRE(result.outputTokenIds.size() == 1);
+    auto const& tokens = result.outputTokenIds[0];
+    REQUIRE(tokens.size() == 18);
+    CHECK(tle::VecTokens(tokens.begin(), tokens.begin() + 10) == input);
+    CHECK(std::all_of(tokens.begin(), tokens.end(), [](int t) { return t >= 0 && t < 1000; }));
+    CHECK(result.finishReasons == std::vector<tle::FinishReason>{tle::FinishReason::kLENGTH});
+    CHECK_EQ(result.decodingIter, 8);
+    CHECK(!result.requestPerfMetrics.has_value());
+    CHECK(!result.logProbs.has_value());
+
+    // excludeInputFromOutput drops the prompt; the generated tokens are the same (deterministic).
+    auto const generated = generateOnce(*executor, tle::Request(input, 8));
+    CHECK(generated == tle::VecTokens(tokens.begin() + 10, tokens.end()));
+    // The same request on another executor with the same seed gives the same tokens...
+    auto other = makeExecutor();
+    CHECK(generateOnce(*other, tle::Request(input, 8)) == generated);
+    // ...a different sampling seed or simulation seed gives different ones.
+    tle::Request seeded(input, 8);
+    seeded.setSamplingConfig(tle::SamplingConfig(1, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+        std::nullopt, tle::RandomSeedType{42}));
+    CHECK(generateOnce(*executor, seeded) != generated);
+    EngineSpec reseeded;
+    reseeded.simulation = R"({"iteration_ms": 2, "seed": 9})";
+    auto third = makeExecutor(reseeded);
+    CHECK(generateOnce(*third, tle::Request(input, 8)) != generated);
+    // clientId is echoed.
+    tle::Request withClient(input, 2);
+    withClient.setClientId(777);
+    auto const id = executor->enqueueRequest(withClient);
+    auto responses = collect(*executor, {id})[id];
+    REQUIRE(responses.size() == 1);
+    CHECK(responses[0].getClientId() == std::optional<tle::IdType>(777));
+}
+
+void testStreamingDeltaAndCumulative()
+{
+    auto executor = makeExecutor();
+    auto const input = prompt(12, 7);
+    auto const reference = generateOnce(*executor, tle::Request(input, 6));
+
+    auto const id = executor->enqueueRequest(tle::Request(input, 6, true));
+    auto const responses = collect(*executor, {id})[id];
+    REQUIRE(responses.size() == 6);
+    tle::VecTokens streamed;
+    for (std::size_t i = 0; i < responses.size(); ++i)
+    {
+        auto const& result = responses[i].getResult();
+        CHECK_EQ(result.outputTokenIds.at(0).size(), std::size_t{1});
+        streamed.insert(streamed.end(), result.outputTokenIds.at(0).begin(), result.outputTokenIds.at(0).end());
+        bool const last = i + 1 == responses.size();
+        CHECK_EQ(result.isFinal, last);
+        CHECK(result.finishReasons.at(0) == (last ? tle::FinishReason::kLENGTH : tle::FinishReason::kNOT_FINISHED));
+        CHECK_EQ(result.decodingIter, static_cast<int>(i + 1));
+    }
+    CHECK(streamed == reference);
+
+    tle::Request cumulative(input, 6, true);
+    cumulative.setReturnAllGeneratedTokens(true);
+    auto const cumulativeId = executor->enqueueRequest(cumulative);
+    auto const all = collect(*executor, {cumulativeId})[cumulativeId];
+    REQUIRE(all.size() == 6);
+    for (std::size_t i = 0; i < all.size(); ++i)
+    {
+        CHECK(all[i].getResult().outputTokenIds.at(0)
+            == tle::VecTokens(reference.begin(), reference.begin() + static_cast<std::ptrdiff_t>(i + 1)));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Finish reasons and sampling controls
+
+/// The first position >= `from` whose token does not occur earlier in `tokens`.
+std::size_t firstFreshPosition(tle::VecTokens const& tokens, std::size_t from)
+{
+    for (std::size_t i = from; i < tokens.size(); ++i)
+    {
+        if (std::find(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(i), tokens[i])
+            == tokens.begin() + static_cast<std::ptrdiff_t>(i))
+        {
+            return i;
+        }
+    }
+    return tokens.size();
+}
+
+void testEndIdStopsWithoutTheEndToken()
+{
+    auto executor = makeExecutor();
+    auto const input = prompt(8, 3);
+    auto const reference = generateOnce(*executor, tle::Request(input, 20));
+    std::size_t const k = firstFreshPosition(reference, 3);
+    REQUIRE(k < reference.size());
+
+    tle::Request request(input, 20);
+    request.setEndId(reference[k]);
+    tle::OutputConfig output;
+    output.excludeInputFromOutput = true;
+    request.setOutputConfig(output);
+    auto const result = finalResult(*executor, executor->enqueueRequest(request));
+    CHECK(result.outputTokenIds.at(0) == tle::VecTokens(reference.begin(), reference.begin() + static_cast<std::ptrdiff_t>(k)));
+    CHECK(result.finishReasons.at(0) == tle::FinishReason::kEND_ID);
+
+    // minTokens beyond that position: the end token is never produced before minTokens tokens.
+    tle::Request atLeast(input, 20);
+    atLeast.setEndId(reference[k]);
+    atLeast.setOutputConfig(output);
+    tle::SamplingConfig sampling;
+    sampling.setMinTokens(static_cast<int>(k) + 3);
+    atLeast.setSamplingConfig(sampling);
+    auto const longer = finalResult(*executor, executor->enqueueRequest(atLeast));
+    auto const& tokens = longer.outputTokenIds.at(0);
+    CHECK(tokens.size() >= k + 3);
+    CHECK(std::find(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(std::min(tokens.size(), k + 3)),
+              reference[k])
+        == tokens.begin() + static_cast<std::ptrdiff_t>(std::min(tokens.size(), k + 3)));
+
+    // endId -1 never stops early.
+    tle::Request never(input, 20);
+    never.setEndId(-1);
+    CHECK_EQ(generateOnce(*executor, never).size(), std::size_t{20});
+}
+
+void testStopWordsIncludeTheStopTokens()
+{
+    auto executor = makeExecutor();
+    auto const input = prompt(8, 40);
+    auto const reference = generateOnce(*executor, tle::Request(input, 20));
+    std::size_t const k = firstFreshPosition(reference, 4);
+    REQUIRE(k < reference.size());
+    tle::Request request(input, 20);
+    request.setStopWords({{7777}, {reference[k - 1], reference[k]}});
+    tle::OutputConfig output;
+    output.excludeInputFromOutput = true;
+    request.setOutputConfig(output);
+    auto const result = finalResult(*executor, executor->enqueueRequest(request));
+    auto const& tokens = result.outputTokenIds.at(0);
+    CHECK(tokens.size() <= k + 1);
+    CHECK(tokens.size() >= 2 && tokens[tokens.size() - 2] == reference[k - 1] && tokens.back() == reference[k]);
+    CHECK(result.finishReasons.at(0) == tle::FinishReason::kSTOP_WORDS);
+}
+
+void testBadWordsAreNeverEmitted()
+{
+    auto executor = makeExecutor();
+    auto const input = prompt(8, 60);
+    auto const reference = generateOnce(*executor, tle::Request(input, 20));
+    tle::Request request(input, 20);
+    request.setBadWords({{reference[0]}, {reference[3]}});
+    auto const tokens = generateOnce(*executor, request);
+    CHECK_EQ(tokens.size(), std::size_t{20});
+    CHECK(std::find(tokens.begin(), tokens.end(), reference[0]) == tokens.end());
+    CHECK(std::find(tokens.begin(), tokens.end(), reference[3]) == tokens.end());
+}
+
+void testMaxTokensIsClampedToMaxSeqLen()
+{
+    EngineSpec spec;
+    spec.maxInputLen = 32;
+    spec.maxSeqLen = 40;
+    auto executor = makeExecutor(spec);
+    auto const tokens = generateOnce(*executor, tle::Request(prompt(30), 100));
+    CHECK_EQ(tokens.size(), std::size_t{10});
+}
+
+void testCancelEndsWithZeroTokens()
+{
+    EngineSpec spec;
+    spec.maxBatchSize = 1;
+    auto executor = makeExecutor(spec);
+    auto const running = executor->enqueueRequest(tle::Request(prompt(8), 400, true));
+    tle::OutputConfig exclude;
+    exclude.excludeInputFromOutput = true;
+    tle::Request queuedRequest(prompt(8), 400);
+    queuedRequest.setOutputConfig(exclude);
+    auto const queued = executor->enqueueRequest(queuedRequest);
+
+    // Wait for the first streamed token, then cancel both (one active, one still queued).
+    auto first = executor->awaitResponses(running, 2000ms);
+    REQUIRE(!first.empty() && !first[0].hasError());
+    executor->cancelRequest(running);
+    executor->cancelRequest(queued);
+    auto responses = collect(*executor, {running, queued});
+    auto const& runningFinal = lastOf(responses[running]).getResult();
+    CHECK(runningFinal.isFinal);
+    CHECK(runningFinal.outputTokenIds.at(0).empty());
+    CHECK(runningFinal.finishReasons.at(0) == tle::FinishReason::kCANCELLED);
+    CHECK(responses[running].size() < 100);
+    REQUIRE(responses[queued].size() == 1);
+    auto const& queuedFinal = responses[queued][0].getResult();
+    CHECK(queuedFinal.isFinal && queuedFinal.outputTokenIds.at(0).empty());
+    CHECK(queuedFinal.finishReasons.at(0) == tle::FinishReason::kCANCELLED);
+
+    // Cancelling drops what was generated: a cumulative stream ends with an empty final, not the tokens so far.
+    auto other = makeExecutor();
+    tle::Request cumulative(prompt(8), 400, true);
+    cumulative.setReturnAllGeneratedTokens(true);
+    auto const cumulativeId = other->enqueueRequest(cumulative);
+    auto const firstTwo = other->awaitResponses(cumulativeId, 2000ms);
+    REQUIRE(!firstTwo.empty() && !firstTwo[0].getResult().outputTokenIds.at(0).empty());
+    other->cancelRequest(cumulativeId);
+    auto const cumulativeFinal = lastOf(collect(*other, {cumulativeId})[cumulativeId]).getResult();
+    CHECK(cumulativeFinal.finishReasons.at(0) == tle::FinishReason::kCANCELLED);
+    CHECK(cumulativeFinal.outputTokenIds.at(0).empty());
+
+    // Cancelling a finished or never-issued id is a no-op.
+    executor->cancelRequest(running);
+    executor->cancelRequest(999999);
+    std::this_thread::sleep_for(20ms);
+    CHECK(executor->awaitResponses(20ms).empty());
+    CHECK(executor->canEnqueueRequests());
+}
+
+void testAllottedTimeEndsWithTimedOut()
+{
+    EngineSpec spec;
+    spec.maxBatchSize = 1;
+    auto executor = makeExecutor(spec);
+    auto const start = Clock::now();
+    tle::Request slow(prompt(8), 1000, true);
+    slow.setAllottedTimeMs(std::chrono::milliseconds(150));
+    auto const active = executor->enqueueRequest(slow);
+    // With the only slot busy, this one times out while still queued, long before the active one.
+    tle::Request waiting(prompt(8), 5);
+    waiting.setAllottedTimeMs(std::chrono::milliseconds(20));
+    auto const queued = executor->enqueueRequest(waiting);
+    ResponsesById responses;
+    std::map<tle::IdType, Clock::duration> finalAfter;
+    while (finalAfter.size() < 2 && Clock::now() - start < 5s)
+    {
+        for (auto& response : executor->awaitResponses(5ms))
+        {
+            if (isTerminal(response))
+            {
+                finalAfter[response.getRequestId()] = Clock::now() - start;
+            }
+            responses[response.getRequestId()].push_back(std::move(response));
+        }
+    }
+    REQUIRE(finalAfter.size() == 2);
+    CHECK(finalAfter[queued] >= 20ms);
+    CHECK(finalAfter[queued] < 120ms);
+    CHECK(finalAfter[active] >= 150ms);
+    auto const& activeFinal = lastOf(responses[active]).getResult();
+    CHECK(activeFinal.isFinal);
+    CHECK(activeFinal.outputTokenIds.at(0).empty());
+    CHECK(activeFinal.finishReasons.at(0) == tle::FinishReason::kTIMED_OUT);
+    CHECK(responses[active].size() > 10);
+    CHECK(responses[active].size() < 500);
+    REQUIRE(responses[queued].size() == 1);
+    auto const& queuedFinal = responses[queued][0].getResult();
+    CHECK(queuedFinal.finishReasons.at(0) == tle::FinishReason::kTIMED_OUT);
+    // Non-streaming: the prompt only, no generated tokens.
+    CHECK(queuedFinal.outputTokenIds.at(0) == prompt(8));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Validation and errors
+
+std::string errorOf(tle::Executor& executor, tle::Request const& request)
+{
+    auto const id = executor.enqueueRequest(request);
+    auto responses = collect(executor, {id})[id];
+    REQUIRE(responses.size() == 1);
+    REQUIRE(responses[0].hasError());
+    bool threw = false;
+    try
+    {
+        (void) responses[0].getResult();
+    }
+    catch (std::exception const&)
+    {
+        threw = true;
+    }
+    CHECK(threw);
+    return responses[0].getErrorMsg();
+}
+
+void testInvalidRequestsGetErrorResponses()
+{
+    EngineSpec spec;
+    spec.maxInputLen = 16;
+    spec.maxSeqLen = 64;
+    spec.vocabSize = 100;
+    auto executor = makeExecutor(spec);
+    std::string const prefix = "Encountered an error when fetching new request: ";
+
+    auto const tooLong = errorOf(*executor, tle::Request(prompt(20), 4));
+    CHECK_EQ(tooLong,
+        prefix
+            + "Prompt length (20) exceeds maximum input length (16). Set log level to info and check TRTGptModel logs "
+              "for how maximum input length is set");
+    CHECK(contains(errorOf(*executor, tle::Request({}, 4)), prefix));
+    tle::Request badEnd(prompt(4), 4);
+    badEnd.setEndId(100);
+    CHECK_EQ(errorOf(*executor, badEnd), prefix + "EndId (100) is not within acceptable range [-1, 100).");
+    CHECK(contains(errorOf(*executor, tle::Request({1, 2, 100}, 4)), "Token id (100) at prompt position 2"));
+    CHECK(contains(errorOf(*executor, tle::Request({1, -5}, 4)), "Token id (-5)"));
+    CHECK(contains(errorOf(*executor, tle::Request(prompt(4), 0)), "maxTokens (0) must be greater than 0"));
+    tle::Request beams(prompt(4), 4);
+    beams.setSamplingConfig(tle::SamplingConfig(2));
+    CHECK(contains(errorOf(*executor, beams), "beam width (2) exceeds the maximum beam width (1)"));
+    tle::Request logits(prompt(4), 4);
+    logits.setOutputConfig(tle::OutputConfig(false, false, true));
+    CHECK(contains(errorOf(*executor, logits), "gather_generation_logits"));
+
+    // The executor keeps serving after rejections.
+    CHECK_EQ(generateOnce(*executor, tle::Request(prompt(4), 3)).size(), std::size_t{3});
+
+    // Configuration errors throw at construction.
+    tle::ExecutorConfig wideBeams;
+    wideBeams.setMaxBeamWidth(4);
+    CHECK(throwsWith([&]() { makeExecutor(spec, wideBeams); }, "max_beam_width"));
+    tle::ExecutorConfig staticBatching;
+    staticBatching.setBatchingType(tle::BatchingType::kSTATIC);
+    CHECK(throwsWith([&]() { makeExecutor(spec, staticBatching); }, "kSTATIC"));
+    CHECK(throwsWith([]() { tle::SamplingConfig(0); }, "beamWidth"));
+    CHECK(throwsWith([]() { tle::Response(1, std::string()); }, "Error message should not be empty"));
+    CHECK(throwsWith([]() { (void) tle::Response(1, tle::Result{}).getErrorMsg(); }, "without error"));
+}
+
+void testPromptOverMaxNumTokensWithoutChunking()
+{
+    EngineSpec spec;
+    spec.maxNumTokens = 64;
+    tle::ExecutorConfig config;
+    config.setEnableChunkedContext(false);
+    auto executor = makeExecutor(spec, config);
+    CHECK(contains(errorOf(*executor, tle::Request(prompt(100), 4)), "maximum number of tokens per iteration (64)"));
+    // The engine lacking paged context FMHA turns chunking off silently, with the same effect.
+    spec.pagedContextFmha = false;
+    auto noFmha = makeExecutor(spec);
+    CHECK(contains(errorOf(*noFmha, tle::Request(prompt(100), 4)), "chunked context is disabled"));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Multiple sequences, log-probs, perf metrics
+
+void testNumReturnSequences()
+{
+    auto executor = makeExecutor();
+    tle::Request request(prompt(6), 5);
+    tle::SamplingConfig sampling;
+    sampling.setNumReturnSequences(3);
+    request.setSamplingConfig(sampling);
+    tle::OutputConfig output;
+    output.excludeInputFromOutput = true;
+    request.setOutputConfig(output);
+    auto const id = executor->enqueueRequest(request);
+    // Children take ids too, as in TensorRT-LLM.
+    CHECK_EQ(executor->enqueueRequest(tle::Request(prompt(2), 1)), id + 3);
+    auto responses = collect(*executor, {id, id + 3})[id];
+    REQUIRE(responses.size() == 3);
+    std::set<int> indices;
+    std::set<tle::VecTokens> distinct;
+    int finals = 0;
+    for (std::size_t i = 0; i < responses.size(); ++i)
+    {
+        auto const& result = responses[i].getResult();
+        CHECK_EQ(responses[i].getRequestId(), id);
+        CHECK(result.isSequenceFinal);
+        indices.insert(result.sequenceIndex);
+        distinct.insert(result.outputTokenIds.at(0));
+        CHECK_EQ(result.outputTokenIds.at(0).size(), std::size_t{5});
+        finals += result.isFinal ? 1 : 0;
+        CHECK_EQ(result.isFinal, i + 1 == responses.size());
+    }
+    CHECK_EQ(finals, 1);
+    CHECK(indices == (std::set<int>{0, 1, 2}));
+    CHECK_EQ(distinct.size(), std::size_t{3});
+}
+
+void testLogProbs()
+{
+    auto executor = makeExecutor();
+    tle::Request request(prompt(6), 7);
+    request.setOutputConfig(tle::OutputConfig(true));
+    auto const result = finalResult(*executor, executor->enqueueRequest(request));
+    REQUIRE(result.logProbs.has_value() && result.cumLogProbs.has_value());
+    auto const& values = result.logProbs->at(0);
+    CHECK_EQ(values.size(), std::size_t{7});
+    CHECK(std::all_of(values.begin(), values.end(), [](float v) { return v <= 0.f; }));
+    float const sum = std::accumulate(values.begin(), values.end(), 0.f);
+    CHECK(std::abs(result.cumLogProbs->at(0) - sum) < 1e-4f);
+}
+
+void testPerfMetricsUseSteadyClockAtDequeue()
+{
+    auto executor = makeExecutor();
+    tle::OutputConfig output;
+    output.returnPerfMetrics = true;
+    tle::Request request(prompt(20), 4, true);
+    request.setOutputConfig(output);
+    auto const beforeEnqueue = Clock::now();
+    auto const id = executor->enqueueRequest(request);
+    auto responses = collect(*executor, {id})[id];
+    REQUIRE(responses.size() == 4);
+    for (auto const& response : responses)
+    {
+        CHECK(response.getResult().requestPerfMetrics.has_value());
+    }
+    auto const metrics = *responses.back().getResult().requestPerfMetrics;
+    auto const& t = metrics.timingMetrics;
+    CHECK(t.arrivalTime >= beforeEnqueue);
+    CHECK(t.firstScheduledTime >= t.arrivalTime);
+    CHECK(t.firstTokenTime > t.firstScheduledTime);
+    CHECK(t.lastTokenTime > t.firstTokenTime);
+    CHECK(t.lastTokenTime <= Clock::now());
+    // Four tokens, one iteration each at 2 ms: the decode span is about three iterations.
+    CHECK(t.lastTokenTime - t.firstTokenTime >= 5ms);
+    REQUIRE(metrics.firstIter && metrics.lastIter && metrics.iter);
+    CHECK_EQ(*metrics.lastIter - *metrics.firstIter, tle::IterationType{3});
+    CHECK_EQ(*metrics.iter, *metrics.lastIter);
+    CHECK_EQ(metrics.kvCacheMetrics.numTotalAllocatedBlocks, 2); // 20 + 4 tokens in blocks of 16
+    CHECK_EQ(metrics.kvCacheMetrics.numMissedBlocks, 2);
+    // The first streamed Result already carries the first-token stamp; the last stamp comes with the final.
+    auto const firstMetrics = *responses.front().getResult().requestPerfMetrics;
+    CHECK(firstMetrics.timingMetrics.firstTokenTime == t.firstTokenTime);
+    CHECK(!firstMetrics.lastIter.has_value());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Queue limit, shutdown, per-id await
+
+void testMaxQueueSizeThrows()
+{
+    EngineSpec spec;
+    spec.maxBatchSize = 1;
+    tle::ExecutorConfig config;
+    config.setMaxQueueSize(2);
+    auto executor = makeExecutor(spec, config);
+    std::vector<tle::Request> three(3, tle::Request(prompt(4), 2));
+    CHECK(throwsWith([&]() { (void) executor->enqueueRequests(three); },
+        "Maximum queue size of 2 has been reached, please try again later"));
+
+    // One active request (the only batch slot) plus two queued fill the queue; a third queued one overflows.
+    auto const running = executor->enqueueRequest(tle::Request(prompt(4), 400, true));
+    REQUIRE(!executor->awaitResponses(running, 2000ms).empty());
+    auto const queued = executor->enqueueRequests({tle::Request(prompt(4), 2), tle::Request(prompt(4), 2)});
+    CHECK(throwsWith([&]() { (void) executor->enqueueRequest(tle::Request(prompt(4), 2)); },
+        "Maximum queue size of 2 has been reached, please try again later"));
+    executor->cancelRequest(running);
+    auto const responses = collect(*executor, {running, queued[0], queued[1]});
+    CHECK_EQ(responses.size(), std::size_t{3});
+}
+
+void testShutdownDrainsAndThenEverythingThrows()
+{
+    auto executor = makeExecutor();
+    auto const start = Clock::now();
+    auto const id = executor->enqueueRequest(tle::Request(prompt(4), 25));
+    (void) id;
+    executor->shutdown();
+    // It waited for the in-flight request: 25 iterations of 2 ms.
+    CHECK(Clock::now() - start >= 40ms);
+    CHECK(!executor->canEnqueueRequests());
+    CHECK(executor->isParticipant());
+    executor->shutdown(); // idempotent
+    CHECK(throwsWith([&]() { (void) executor->enqueueRequest(tle::Request(prompt(4), 2)); }, "Shutdown called"));
+    CHECK(throwsWith([&]() { (void) executor->enqueueRequests({tle::Request(prompt(4), 2)}); }, "Shutdown called"));
+    CHECK(throwsWith([&]() { (void) executor->awaitResponses(1ms); }, "Shutdown called"));
+    CHECK(throwsWith([&]() { (void) executor->awaitResponses(tle::IdType{1}, 1ms); }, "Shutdown called"));
+    CHECK(throwsWith([&]() { (void) executor->getNumResponsesReady(); }, "Shutdown called"));
+    CHECK(throwsWith([&]() { executor->cancelRequest(1); }, "Shutdown called"));
+    CHECK(throwsWith([&]() { (void) executor->getLatestIterationStats(); }, "Shutdown called"));
+    CHECK(throwsWith([&]() { (void) executor->getLatestRequestStats(); }, "Shutdown called"));
+
+    // The destructor shuts down an executor with work in flight without hanging.
+    auto busy = makeExecutor();
+    (void) busy->enqueueRequest(tle::Request(prompt(4), 5));
+    busy.reset();
+}
+
+void testPerIdAwaitAndResponseCounts()
+{
+    auto executor = makeExecutor();
+    auto const id = executor->enqueueRequest(tle::Request(prompt(4), 3, true));
+    auto const deadline = Clock::now() + 2s;
+    while (executor->getNumResponsesReady(id) < 3 && Clock::now() < deadline)
+    {
+        std::this_thread::sleep_for(2ms);
+    }
+    CHECK_EQ(executor->getNumResponsesReady(id), 3);
+    CHECK_EQ(executor->getNumResponsesReady(id + 1), 0);
+    CHECK_EQ(executor->getNumResponsesReady(), 3);
+    auto const responses = executor->awaitResponses(id, 100ms);
+    CHECK_EQ(responses.size(), std::size_t{3});
+    auto const again = executor->awaitResponses(id, 100ms);
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].hasError());
+    CHECK_EQ(again[0].getErrorMsg(), "ReqId " + std::to_string(id) + " has already been processed and was terminated.");
+    // An id that is not finished yet simply times out empty.
+    CHECK(executor->awaitResponses(id + 100, 10ms).empty());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Statistics
+
+bool looksLikeTimestamp(std::string const& text)
+{
+    // "%m-%d-%Y %H:%M:%S.uuuuuu"
+    if (text.size() != 26)
+    {
+        return false;
+    }
+    std::string const shape = "dd-dd-dddd dd:dd:dd.dddddd";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+    {
+        bool const digit = text[i] >= '0' && text[i] <= '9';
+        if ((shape[i] == 'd') != digit || (shape[i] != 'd' && shape[i] != text[i]))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+void testIterationStats()
+{
+    tle::ExecutorConfig config;
+    config.setIterStatsMaxIterations(3);
+    auto executor = makeExecutor(EngineSpec{}, config);
+    auto const id = executor->enqueueRequest(tle::Request(prompt(20), 5));
+    (void) finalResult(*executor, id);
+    std::this_thread::sleep_for(10ms);
+    auto const stats = executor->getLatestIterationStats();
+    // Five iterations ran (prompt + first token, then four tokens); only the latest three are kept.
+    REQUIRE(stats.size() == 3);
+    CHECK(executor->getLatestIterationStats().empty());
+    for (std::size_t i = 0; i < stats.size(); ++i)
+    {
+        auto const& s = stats[i];
+        CHECK_EQ(s.iter, tle::IterationType{2 + i});
+        CHECK(looksLikeTimestamp(s.timestamp));
+        CHECK(s.iterLatencyMS >= 1.5);
+        CHECK_EQ(s.numActiveRequests, 1);
+        CHECK_EQ(s.numQueuedRequests, 0);
+        CHECK_EQ(s.maxNumActiveRequests, 8);
+        CHECK_EQ(s.maxBatchSizeStatic, 8);
+        CHECK_EQ(s.maxNumTokensRuntime, 1024);
+        CHECK(s.gpuMemUsage > 0);
+        REQUIRE(s.kvCacheStats && s.inflightBatchingStats);
+        CHECK_EQ(s.kvCacheStats->maxNumBlocks, 65536 / 16);
+        CHECK_EQ(s.kvCacheStats->tokensPerBlock, 16);
+        CHECK_EQ(s.kvCacheStats->reusedBlocks, 0);
+        CHECK_EQ(s.inflightBatchingStats->numGenRequests, 1);
+        CHECK_EQ(s.inflightBatchingStats->numContextRequests, 0);
+        CHECK(!s.staticBatchingStats.has_value());
+    }
+    CHECK_EQ(stats.back().numCompletedRequests, 1);
+    CHECK_EQ(stats.back().kvCacheStats->usedNumBlocks, 0);
+    CHECK_EQ(stats.back().kvCacheStats->allocTotalBlocks, 2);
+    CHECK_EQ(stats.front().kvCacheStats->usedNumBlocks + stats.front().kvCacheStats->freeNumBlocks, 65536 / 16);
+
+    // The first iteration of a request: it is new, its prompt is the context work, and its queue time counts.
+    auto const second = executor->enqueueRequests({tle::Request(prompt(20), 2), tle::Request(prompt(10), 2)});
+    (void) collect(*executor, second);
+    std::this_thread::sleep_for(10ms);
+    auto const more = executor->getLatestIterationStats();
+    REQUIRE(more.size() == 2);
+    auto const& first = more.front();
+    CHECK_EQ(first.numNewActiveRequests, 2);
+    CHECK(first.newActiveRequestsQueueLatencyMS >= 0.0);
+    CHECK_EQ(first.inflightBatchingStats->numContextRequests, 2);
+    CHECK_EQ(first.inflightBatchingStats->numCtxTokens, 30);
+    CHECK_EQ(first.inflightBatchingStats->numScheduledRequests, 2);
+    CHECK_EQ(more.back().numCompletedRequests, 2);
+    // Request stats are off by default.
+    CHECK(executor->getLatestRequestStats().empty());
+}
+
+void testRequestStatsWhenEnabled()
+{
+    EngineSpec spec;
+    spec.maxBatchSize = 1;
+    tle::ExecutorConfig config;
+    config.setRequestStatsMaxIterations(100);
+    auto executor = makeExecutor(spec, config);
+    auto const ids = executor->enqueueRequests({tle::Request(prompt(8), 3), tle::Request(prompt(8), 2)});
+    (void) collect(*executor, ids);
+    std::this_thread::sleep_for(10ms);
+    auto const stats = executor->getLatestRequestStats();
+    REQUIRE(stats.size() == 5);
+    auto const find = [](tle::RequestStatsPerIteration const& it, tle::IdType id) -> tle::RequestStats const*
+    {
+        for (auto const& s : it.requestStats)
+        {
+            if (s.id == id)
+            {
+                return &s;
+            }
+        }
+        return nullptr;
+    };
+    auto const* firstQueued = find(stats[0], ids[1]);
+    REQUIRE(firstQueued);
+    CHECK(firstQueued->stage == tle::RequestStage::kQUEUED);
+    auto const* firstActive = find(stats[0], ids[0]);
+    REQUIRE(firstActive);
+    CHECK(firstActive->stage == tle::RequestStage::kGENERATION_IN_PROGRESS);
+    CHECK(firstActive->scheduled);
+    CHECK_EQ(firstActive->contextPrefillPosition, 8);
+    auto const* done = find(stats[2], ids[0]);
+    REQUIRE(done);
+    CHECK(done->stage == tle::RequestStage::kGENERATION_COMPLETE);
+    CHECK_EQ(done->numGeneratedTokens, 3);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scheduling
+
+std::vector<tle::IdType> finalOrder(tle::Executor& executor, std::vector<tle::IdType> const& ids)
+{
+    std::vector<tle::IdType> order;
+    std::set<tle::IdType> pending(ids.begin(), ids.end());
+    auto const deadline = Clock::now() + 5s;
+    while (!pending.empty() && Clock::now() < deadline)
+    {
+        for (auto const& response : executor.awaitResponses(20ms))
+        {
+            if (isTerminal(response))
+            {
+                order.push_back(response.getRequestId());
+                pending.erase(response.getRequestId());
+            }
+        }
+    }
+    return order;
+}
+
+void testPriorityOrderWithinTheQueue()
+{
+    EngineSpec spec;
+    spec.maxBatchSize = 1;
+    auto executor = makeExecutor(spec);
+    tle::Request low(prompt(4), 3);
+    low.setPriority(0.2f);
+    tle::Request high(prompt(4), 3);
+    high.setPriority(0.9f);
+    tle::Request normal(prompt(4), 3);
+    tle::Request normal2(prompt(5), 3);
+    auto const ids = executor->enqueueRequests({low, normal, high, normal2});
+    // Higher priority first; equal priorities first come first served.
+    CHECK(finalOrder(*executor, ids) == (std::vector<tle::IdType>{ids[2], ids[1], ids[3], ids[0]}));
+}
+
+void testBatchSizeAndTokenBudget()
+{
+    EngineSpec spec;
+    spec.maxNumTokens = 32;
+    tle::ExecutorConfig config;
+    config.setMaxBatchSize(2);
+    auto executor = makeExecutor(spec, config);
+    // A 100-token prompt in a 32-token budget: chunks of 32, 32, 32, 4 (first token with the last chunk).
+    auto const id = executor->enqueueRequest(tle::Request(prompt(100), 2));
+    auto const result = finalResult(*executor, id);
+    CHECK_EQ(result.outputTokenIds.at(0).size(), std::size_t{102});
+    std::this_thread::sleep_for(10ms);
+    auto stats = executor->getLatestIterationStats();
+    REQUIRE(stats.size() == 5);
+    std::vector<int> chunks;
+    for (auto const& s : stats)
+    {
+        chunks.push_back(s.inflightBatchingStats->numCtxTokens);
+    }
+    CHECK(chunks == (std::vector<int>{32, 32, 32, 4, 0}));
+
+    // Four requests with at most two active: never more than two scheduled, two waiting in the queue.
+    std::vector<tle::Request> four(4, tle::Request(prompt(8), 4));
+    auto const ids = executor->enqueueRequests(four);
+    (void) collect(*executor, ids);
+    std::this_thread::sleep_for(10ms);
+    stats = executor->getLatestIterationStats();
+    int maxActive = 0;
+    int maxQueued = 0;
+    for (auto const& s : stats)
+    {
+        maxActive = std::max(maxActive, s.numActiveRequests);
+        maxQueued = std::max(maxQueued, s.numQueuedRequests);
+        CHECK(s.inflightBatchingStats->numScheduledRequests <= 2);
+        CHECK(s.inflightBatchingStats->numCtxTokens + s.inflightBatchingStats->numGenRequests <= 32);
+    }
+    CHECK_EQ(maxActive, 2);
+    CHECK_EQ(maxQueued, 2);
+    CHECK_EQ(stats.front().maxBatchSizeRuntime, 2);
+    CHECK_EQ(stats.front().maxNumTokensRuntime, 32);
+}
+
+/// An engine with a KV cache of 8 blocks of 16 tokens.
+EngineSpec smallCacheEngine()
+{
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 1, "kv_cache_max_tokens": 128})";
+    return spec;
+}
+
+void testGuaranteedNoEvictReservesWholeRequests()
+{
+    auto executor = makeExecutor(smallCacheEngine());
+    // Each request needs 16 + 48 tokens = 4 blocks: only two fit at a time.
+    std::vector<tle::Request> three(3, tle::Request(prompt(16), 48));
+    auto const ids = executor->enqueueRequests(three);
+    auto const responses = collect(*executor, ids);
+    for (auto const id : ids)
+    {
+        REQUIRE(responses.at(id).size() == 1);
+        CHECK_EQ(responses.at(id)[0].getResult().outputTokenIds.at(0).size(), std::size_t{64});
+    }
+    std::this_thread::sleep_for(10ms);
+    int maxScheduled = 0;
+    for (auto const& s : executor->getLatestIterationStats())
+    {
+        maxScheduled = std::max(maxScheduled, s.inflightBatchingStats->numScheduledRequests);
+        CHECK(s.kvCacheStats->usedNumBlocks <= 8);
+        CHECK_EQ(s.inflightBatchingStats->numPausedRequests, 0);
+    }
+    CHECK_EQ(maxScheduled, 2);
+    // A request that can never fit is rejected instead of waiting forever.
+    CHECK(contains(errorOf(*executor, tle::Request(prompt(100), 100)), "KV-cache blocks"));
+}
+
+void testMaxUtilizationPausesAndStillCompletes()
+{
+    tle::ExecutorConfig config;
+    config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kMAX_UTILIZATION));
+    auto executor = makeExecutor(smallCacheEngine(), config);
+    auto reference = makeExecutor(smallCacheEngine());
+    tle::VecTokens const expected = generateOnce(*reference, tle::Request(prompt(16), 48));
+
+    std::vector<tle::Request> three(3, tle::Request(prompt(16), 48));
+    auto const ids = executor->enqueueRequests(three);
+    auto const responses = collect(*executor, ids);
+    for (auto const id : ids)
+    {
+        REQUIRE(responses.at(id).size() == 1);
+        auto const& result = responses.at(id)[0].getResult();
+        CHECK(result.finishReasons.at(0) == tle::FinishReason::kLENGTH);
+        // Pausing recomputes, it does not change the tokens.
+        CHECK(tle::VecTokens(result.outputTokenIds.at(0).begin() + 16, result.outputTokenIds.at(0).end()) == expected);
+    }
+    std::this_thread::sleep_for(10ms);
+    int maxScheduled = 0;
+    int paused = 0;
+    for (auto const& s : executor->getLatestIterationStats())
+    {
+        maxScheduled = std::max(maxScheduled, s.inflightBatchingStats->numScheduledRequests);
+        paused += s.inflightBatchingStats->numPausedRequests;
+        CHECK(s.kvCacheStats->usedNumBlocks <= 8);
+    }
+    CHECK_EQ(maxScheduled, 3); // all three start greedily
+    CHECK(paused > 0);         // and some are paused when the blocks run out
+}
+
+void testStaticBatchWaitsForTheBatchToFinish()
+{
+    tle::ExecutorConfig config;
+    config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kSTATIC_BATCH));
+    auto executor = makeExecutor(EngineSpec{}, config);
+    auto const first = executor->enqueueRequest(tle::Request(prompt(4), 15, true));
+    REQUIRE(!executor->awaitResponses(first, 2000ms).empty());
+    auto const second = executor->enqueueRequest(tle::Request(prompt(4), 2, true));
+    // The second request's first token can only come after the first request's final Result.
+    std::vector<std::pair<tle::IdType, bool>> events;
+    auto const deadline = Clock::now() + 3s;
+    bool secondDone = false;
+    while (!secondDone && Clock::now() < deadline)
+    {
+        for (auto const& response : executor->awaitResponses(20ms))
+        {
+            REQUIRE(!response.hasError());
+            events.emplace_back(response.getRequestId(), response.getResult().isFinal);
+            secondDone = secondDone || (response.getRequestId() == second && response.getResult().isFinal);
+        }
+    }
+    REQUIRE(secondDone);
+    auto const firstFinal = std::find(events.begin(), events.end(), std::make_pair(first, true));
+    auto const secondFirst = std::find_if(events.begin(), events.end(), [&](auto const& e) { return e.first == second; });
+    CHECK(firstFinal != events.end());
+    CHECK(firstFinal < secondFirst);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Fault hooks
+
+void testFaultThrowInMethod()
+{
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 2, "faults": {"throw_in": "enqueueRequest", "throw_after_calls": 1}})";
+    auto executor = makeExecutor(spec);
+    CHECK_EQ(executor->enqueueRequest(tle::Request(prompt(4), 1)), tle::IdType{1});
+    CHECK(throwsWith([&]() { (void) executor->enqueueRequest(tle::Request(prompt(4), 1)); }, "Simulated fault"));
+    CHECK(throwsWith([&]() { (void) executor->enqueueRequests({tle::Request(prompt(4), 1)}); }, "Simulated fault"));
+    // Other methods are unaffected.
+    CHECK_EQ(collect(*executor, {1}).size(), std::size_t{1});
+
+    spec.simulation = R"({"iteration_ms": 2, "faults": {"throw_in": "getLatestIterationStats", "throw_non_std": true}})";
+    auto nonStd = makeExecutor(spec);
+    bool caughtInt = false;
+    try
+    {
+        (void) nonStd->getLatestIterationStats();
+    }
+    catch (std::exception const&)
+    {
+    }
+    catch (int)
+    {
+        caughtInt = true;
+    }
+    CHECK(caughtInt);
+
+    spec.simulation = R"({"faults": {"throw_in": "constructor"}})";
+    CHECK(throwsWith([&]() { makeExecutor(spec); }, "Simulated fault in constructor"));
+
+    spec.simulation = R"({"iteration_ms": 2, "faults": {"throw_in": "shutdown"}})";
+    auto failingShutdown = makeExecutor(spec);
+    CHECK(throwsWith([&]() { failingShutdown->shutdown(); }, "Simulated fault in shutdown"));
+    CHECK(failingShutdown->canEnqueueRequests());
+    failingShutdown.reset(); // the destructor still shuts down cleanly
+
+    for (auto const* method : {"awaitResponses", "cancelRequest", "getLatestRequestStats"})
+    {
+        spec.simulation = std::string(R"({"faults": {"throw_in": ")") + method + R"("}})";
+        auto faulty = makeExecutor(spec);
+        std::function<void()> call;
+        if (std::string(method) == "awaitResponses")
+        {
+            call = [&]() { (void) faulty->awaitResponses(1ms); };
+        }
+        else if (std::string(method) == "cancelRequest")
+        {
+            call = [&]() { faulty->cancelRequest(1); };
+        }
+        else
+        {
+            call = [&]() { (void) faulty->getLatestRequestStats(); };
+        }
+        CHECK(throwsWith(call, std::string("Simulated fault in ") + method));
+    }
+}
+
+void testFaultFailingRequests()
+{
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 2, "faults": {"fail_prompt_token": 13}})";
+    auto executor = makeExecutor(spec);
+    auto const ids = executor->enqueueRequests({tle::Request({5, 13, 7}, 4), tle::Request({5, 6, 7}, 4)});
+    auto responses = collect(*executor, ids);
+    REQUIRE(responses[ids[0]].size() == 1);
+    CHECK(responses[ids[0]][0].hasError());
+    CHECK(contains(responses[ids[0]][0].getErrorMsg(), "Encountered an error in forwardAsync function"));
+    REQUIRE(responses[ids[1]].size() == 1);
+    CHECK(!responses[ids[1]][0].hasError());
+
+    spec.simulation = R"({"iteration_ms": 2, "faults": {"fail_all_from_iteration": 3}})";
+    auto failing = makeExecutor(spec);
+    auto const streaming = failing->enqueueRequests({tle::Request(prompt(4), 50, true), tle::Request(prompt(5), 50)});
+    auto all = collect(*failing, streaming);
+    // Iterations 0, 1 and 2 ran and streamed a token each; iteration 3 failed every active request.
+    REQUIRE(all[streaming[0]].size() == 4);
+    CHECK(lastOf(all[streaming[0]]).hasError());
+    REQUIRE(all[streaming[1]].size() == 1);
+    CHECK(all[streaming[1]][0].hasError());
+    // A later request fails too.
+    auto const later = failing->enqueueRequest(tle::Request(prompt(4), 2));
+    auto laterResponses = collect(*failing, {later})[later];
+    REQUIRE(laterResponses.size() == 1);
+    CHECK(laterResponses[0].hasError());
+}
+
+void testFaultStall()
+{
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 2, "faults": {"stall_iteration": 1, "stall_ms": 150}})";
+    auto executor = makeExecutor(spec);
+    auto const start = Clock::now();
+    auto const id = executor->enqueueRequest(tle::Request(prompt(4), 3, true));
+    auto responses = collect(*executor, {id})[id];
+    CHECK_EQ(responses.size(), std::size_t{3});
+    CHECK(Clock::now() - start >= 150ms);
+    std::this_thread::sleep_for(10ms);
+    auto const stats = executor->getLatestIterationStats();
+    REQUIRE(stats.size() == 3);
+    CHECK(stats[1].iterLatencyMS >= 150.0);
+    CHECK(stats[0].iterLatencyMS < 100.0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Concurrency
+
+void testConcurrentClients()
+{
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 1})";
+    auto executor = makeExecutor(spec);
+    constexpr int kThreads = 4;
+    constexpr int kPerThread = 12;
+    std::vector<std::vector<tle::IdType>> issued(kThreads);
+    std::atomic<bool> stop{false};
+    std::atomic<int> statsSeen{0};
+    std::thread statsThread(
+        [&]()
+        {
+            while (!stop)
+            {
+                statsSeen += static_cast<int>(executor->getLatestIterationStats().size());
+                (void) executor->getLatestRequestStats();
+                std::this_thread::sleep_for(3ms);
+            }
+        });
+    std::vector<std::thread> producers;
+    for (int t = 0; t < kThreads; ++t)
+    {
+        producers.emplace_back(
+            [&, t]()
+            {
+                for (int i = 0; i < kPerThread; ++i)
+                {
+                    auto const id = executor->enqueueRequest(tle::Request(prompt(3 + i % 5, t * 50 + 1), 3, i % 2 == 0));
+                    issued[static_cast<std::size_t>(t)].push_back(id);
+                    if (i % 5 == 4)
+                    {
+                        executor->cancelRequest(id);
+                    }
+                }
+            });
+    }
+    for (auto& producer : producers)
+    {
+        producer.join();
+    }
+    std::vector<tle::IdType> all;
+    for (auto const& ids : issued)
+    {
+        CHECK(std::is_sorted(ids.begin(), ids.end()));
+        all.insert(all.end(), ids.begin(), ids.end());
+    }
+    std::set<tle::IdType> const unique(all.begin(), all.end());
+    CHECK_EQ(unique.size(), all.size());
+    CHECK_EQ(*unique.begin(), tle::IdType{1});
+    CHECK_EQ(*unique.rbegin(), tle::IdType{kThreads * kPerThread});
+    auto const responses = collect(*executor, all);
+    CHECK_EQ(responses.size(), all.size());
+    stop = true;
+    statsThread.join();
+    CHECK(statsSeen.load() > 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+struct TestCase
+{
+    char const* name;
+    void (*run)();
+};
+
+} // namespace
+
+int main()
+{
+    gTempRoot = fs::temp_directory_path() / ("trtllm-sim-test-" + std::to_string(::getpid()));
+    fs::create_directories(gTempRoot);
+
+    TestCase const tests[] = {
+        {"json parses all value kinds", testJsonParsesAllValueKinds},
+        {"json rejects malformed input with offset", testJsonRejectsMalformedInputWithOffset},
+        {"missing engine directory names the path", testMissingEngineDirectoryNamesThePath},
+        {"engine config errors name the field", testEngineConfigErrorsNameTheField},
+        {"simulation.json is optional and checked", testSimulationJsonIsOptionalAndChecked},
+        {"version", testVersion},
+        {"request ids start at 1 and increase", testRequestIdsStartAtOneAndIncrease},
+        {"await drains, times out and wakes promptly", testAwaitDrainsTimesOutAndWakesPromptly},
+        {"non-streaming output is prompt plus generated", testNonStreamingOutputIsPromptPlusGenerated},
+        {"streaming delta and cumulative", testStreamingDeltaAndCumulative},
+        {"end id stops without the end token", testEndIdStopsWithoutTheEndToken},
+        {"stop words include the stop tokens", testStopWordsIncludeTheStopTokens},
+        {"bad words are never emitted", testBadWordsAreNeverEmitted},
+        {"maxTokens is clamped to max_seq_len", testMaxTokensIsClampedToMaxSeqLen},
+        {"cancel ends with zero tokens", testCancelEndsWithZeroTokens},
+        {"allotted time ends with timed out", testAllottedTimeEndsWithTimedOut},
+        {"invalid requests get error responses", testInvalidRequestsGetErrorResponses},
+        {"prompt over max_num_tokens without chunking", testPromptOverMaxNumTokensWithoutChunking},
+        {"numReturnSequences", testNumReturnSequences},
+        {"log probs", testLogProbs},
+        {"perf metrics use steady_clock at dequeue", testPerfMetricsUseSteadyClockAtDequeue},
+        {"maxQueueSize throws", testMaxQueueSizeThrows},
+        {"shutdown drains and then everything throws", testShutdownDrainsAndThenEverythingThrows},
+        {"per-id await and response counts", testPerIdAwaitAndResponseCounts},
+        {"iteration stats", testIterationStats},
+        {"request stats when enabled", testRequestStatsWhenEnabled},
+        {"priority order within the queue", testPriorityOrderWithinTheQueue},
+        {"batch size and token budget", testBatchSizeAndTokenBudget},
+        {"guaranteed-no-evict reserves whole requests", testGuaranteedNoEvictReservesWholeRequests},
+        {"max-utilization pauses and still completes", testMaxUtilizationPausesAndStillCompletes},
+        {"static batch waits for the batch to finish", testStaticBatchWaitsForTheBatchToFinish},
+        {"fault: throw in a method", testFaultThrowInMethod},
+        {"fault: failing requests", testFaultFailingRequests},
+        {"fault: stall", testFaultStall},
+        {"concurrent clients", testConcurrentClients},
+    };
+
+    int passed = 0;
+    int failed = 0;
+    auto const suiteStart = Clock::now();
+    for (auto const& test : tests)
+    {
+        gChecksFailedInTest = 0;
+        auto const start = Clock::now();
+        bool ok = true;
+        try
+        {
+            test.run();
+        }
+        catch (TestFailure const&)
+        {
+            ok = false;
+        }
+        catch (std::exception const& e)
+        {
+            std::printf("    unexpected exception: %s\n", e.what());
+            ok = false;
+        }
+        catch (...)
+        {
+            std::printf("    unexpected non-standard exception\n");
+            ok = false;
+        }
+        ok = ok && gChecksFailedInTest == 0;
+        auto const ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+        std::printf("%s %s (%lld ms)\n", ok ? "ok  " : "FAIL", test.name, static_cast<long long>(ms));
+        (ok ? passed : failed) += 1;
+    }
+    auto const totalMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - suiteStart).count();
+    std::error_code ignored;
+    fs::remove_all(gTempRoot, ignored);
+    std::printf("%d passed, %d failed (%lld ms)\n", passed, failed, static_cast<long long>(totalMs));
+    return failed == 0 ? 0 : 1;
+}
