@@ -94,6 +94,7 @@ void Executor::Impl::executionLoop()
             // As in TensorRT-LLM, an error inside an iteration fails the active requests, not the executor.
             failRequests(kForwardError + std::string(e.what()), [](sim::Sequence const&) { return true; }, responses);
             publish(responses);
+            recordStats(sim::BatchPlan{}, IterationCounters{}, 0, 0.0, SequenceList{});
         }
     }
 }
@@ -101,22 +102,24 @@ void Executor::Impl::executionLoop()
 void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& responses)
 {
     auto const iterStart = sim::Clock::now();
+    bool const wasActive = !mActive.empty();
     IterationCounters counters;
     SequenceList finished;
     terminateActive(input.cancelledActive, iterStart, responses, finished);
     activate(input.fetched, iterStart, counters, responses);
 
     auto const& faults = mSim.faults;
+    std::size_t failed = 0;
     if (faults.failAllFromIteration && mIteration >= *faults.failAllFromIteration)
     {
-        failRequests(kForwardError + std::string("simulated forward failure at iteration ") + std::to_string(mIteration)
+        failed += failRequests(kForwardError + std::string("simulated forward failure at iteration ") + std::to_string(mIteration)
                 + " (simulation.json faults.fail_all_from_iteration)",
             [](sim::Sequence const&) { return true; }, responses);
     }
     if (faults.failPromptToken)
     {
         TokenIdType const token = *faults.failPromptToken;
-        failRequests(kForwardError + std::string("simulated failure of a request whose prompt contains token ")
+        failed += failRequests(kForwardError + std::string("simulated failure of a request whose prompt contains token ")
                 + std::to_string(token) + " (simulation.json faults.fail_prompt_token)",
             [token](sim::Sequence const& sequence)
             {
@@ -129,6 +132,11 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     publish(responses);
     if (mActive.empty())
     {
+        if (wasActive || failed > 0)
+        {
+            // The last active requests ended without another forward pass: report the now idle executor.
+            recordStats(sim::BatchPlan{}, counters, 0, 0.0, finished);
+        }
         return;
     }
 
@@ -168,6 +176,12 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     recordStats(plan, counters, numActive, millisecondsBetween(iterStart, iterEnd), finished);
     publish(responses);
     ++mIteration;
+    if (mActive.empty())
+    {
+        // Like TensorRT-LLM, when the active list empties, one more entry shows the idle executor (nothing active,
+        // nothing scheduled). It carries the next iteration's number, which the next forward pass reuses.
+        recordStats(sim::BatchPlan{}, IterationCounters{}, 0, 0.0, SequenceList{});
+    }
 }
 
 bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& responses)
@@ -418,7 +432,8 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
 }
 
 template <typename Select>
-void Executor::Impl::failRequests(std::string const& message, Select const& select, std::vector<Response>& responses)
+std::size_t Executor::Impl::failRequests(
+    std::string const& message, Select const& select, std::vector<Response>& responses)
 {
     std::unordered_set<IdType> failed;
     for (auto const& sequence : mActive)
@@ -430,7 +445,7 @@ void Executor::Impl::failRequests(std::string const& message, Select const& sele
     }
     if (failed.empty())
     {
-        return;
+        return 0;
     }
     // An error Response is terminal: all of the request's sequences leave without Results.
     for (auto it = mActive.begin(); it != mActive.end();)
@@ -445,6 +460,7 @@ void Executor::Impl::failRequests(std::string const& message, Select const& sele
             ++it;
         }
     }
+    return failed.size();
 }
 
 void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)

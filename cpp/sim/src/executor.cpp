@@ -19,6 +19,14 @@ char const* version() noexcept
 namespace
 {
 
+/// Longest wait honoured, so that "wait forever" values cannot overflow the clock arithmetic.
+constexpr std::chrono::milliseconds kMaxWait = std::chrono::hours(24 * 365);
+
+std::chrono::milliseconds clampWait(std::chrono::milliseconds timeout)
+{
+    return std::clamp(timeout, std::chrono::milliseconds(0), kMaxWait);
+}
+
 /// Sequences a request turns into: numReturnSequences independent ones with beam width 1, else one.
 SizeType32 sequencesOf(Request const& request)
 {
@@ -193,7 +201,7 @@ std::vector<Response> Executor::Impl::awaitResponses(std::optional<std::chrono::
     auto const ready = [this]() { return !mReady.empty() || mShutdownCalled.load(); };
     if (timeout)
     {
-        mResponsesCv.wait_for(lock, std::max(*timeout, std::chrono::milliseconds(0)), ready);
+        mResponsesCv.wait_for(lock, clampWait(*timeout), ready);
     }
     else
     {
@@ -226,7 +234,7 @@ std::vector<Response> Executor::Impl::awaitResponses(
         = [&]() { return std::any_of(mReady.begin(), mReady.end(), matches) || mShutdownCalled.load(); };
     if (timeout)
     {
-        mResponsesCv.wait_for(lock, std::max(*timeout, std::chrono::milliseconds(0)), ready);
+        mResponsesCv.wait_for(lock, clampWait(*timeout), ready);
     }
     else
     {

@@ -624,6 +624,13 @@ void testCancelEndsWithZeroTokens()
     auto const& queuedFinal = responses[queued][0].getResult();
     CHECK(queuedFinal.isFinal && queuedFinal.outputTokenIds.at(0).empty());
     CHECK(queuedFinal.finishReasons.at(0) == tle::FinishReason::kCANCELLED);
+    // The statistics show the executor idle again, without waiting for another request.
+    std::this_thread::sleep_for(10ms);
+    auto const stats = executor->getLatestIterationStats();
+    REQUIRE(!stats.empty());
+    CHECK_EQ(stats.back().numActiveRequests, 0);
+    CHECK_EQ(stats.back().numQueuedRequests, 0);
+    CHECK_EQ(stats.back().numCompletedRequests, 1);
 
     // Cancelling drops what was generated: a cumulative stream ends with an empty final, not the tokens so far.
     auto other = makeExecutor();
@@ -952,15 +959,19 @@ bool looksLikeTimestamp(std::string const& text)
 void testIterationStats()
 {
     tle::ExecutorConfig config;
-    config.setIterStatsMaxIterations(3);
+    config.setIterStatsMaxIterations(4);
     auto executor = makeExecutor(EngineSpec{}, config);
     auto const id = executor->enqueueRequest(tle::Request(prompt(20), 5));
     (void) finalResult(*executor, id);
     std::this_thread::sleep_for(10ms);
-    auto const stats = executor->getLatestIterationStats();
-    // Five iterations ran (prompt + first token, then four tokens); only the latest three are kept.
-    REQUIRE(stats.size() == 3);
+    auto allStats = executor->getLatestIterationStats();
+    // Five iterations ran (prompt + first token, then four tokens) and one more entry shows the executor idle;
+    // only the latest four entries are kept.
+    REQUIRE(allStats.size() == 4);
     CHECK(executor->getLatestIterationStats().empty());
+    auto const idle = allStats.back();
+    allStats.pop_back();
+    auto const& stats = allStats;
     for (std::size_t i = 0; i < stats.size(); ++i)
     {
         auto const& s = stats[i];
@@ -985,20 +996,28 @@ void testIterationStats()
     CHECK_EQ(stats.back().kvCacheStats->usedNumBlocks, 0);
     CHECK_EQ(stats.back().kvCacheStats->allocTotalBlocks, 2);
     CHECK_EQ(stats.front().kvCacheStats->usedNumBlocks + stats.front().kvCacheStats->freeNumBlocks, 65536 / 16);
+    // The idle entry: nothing active or scheduled, numbered like the next iteration.
+    CHECK_EQ(idle.iter, tle::IterationType{5});
+    CHECK_EQ(idle.numActiveRequests, 0);
+    CHECK_EQ(idle.numCompletedRequests, 0);
+    REQUIRE(idle.inflightBatchingStats && idle.kvCacheStats);
+    CHECK_EQ(idle.inflightBatchingStats->numScheduledRequests, 0);
+    CHECK_EQ(idle.kvCacheStats->freeNumBlocks, 65536 / 16);
 
     // The first iteration of a request: it is new, its prompt is the context work, and its queue time counts.
     auto const second = executor->enqueueRequests({tle::Request(prompt(20), 2), tle::Request(prompt(10), 2)});
     (void) collect(*executor, second);
     std::this_thread::sleep_for(10ms);
     auto const more = executor->getLatestIterationStats();
-    REQUIRE(more.size() == 2);
+    REQUIRE(more.size() == 3);
     auto const& first = more.front();
     CHECK_EQ(first.numNewActiveRequests, 2);
     CHECK(first.newActiveRequestsQueueLatencyMS >= 0.0);
     CHECK_EQ(first.inflightBatchingStats->numContextRequests, 2);
     CHECK_EQ(first.inflightBatchingStats->numCtxTokens, 30);
     CHECK_EQ(first.inflightBatchingStats->numScheduledRequests, 2);
-    CHECK_EQ(more.back().numCompletedRequests, 2);
+    CHECK_EQ(more[1].numCompletedRequests, 2);
+    CHECK_EQ(more.back().numActiveRequests, 0);
     // Request stats are off by default.
     CHECK(executor->getLatestRequestStats().empty());
 }
@@ -1014,7 +1033,11 @@ void testRequestStatsWhenEnabled()
     (void) collect(*executor, ids);
     std::this_thread::sleep_for(10ms);
     auto const stats = executor->getLatestRequestStats();
-    REQUIRE(stats.size() == 5);
+    // Three iterations, an idle entry (the second request is still queued), two iterations, an idle entry.
+    REQUIRE(stats.size() == 7);
+    CHECK(stats.back().requestStats.empty());
+    REQUIRE(stats[3].requestStats.size() == 1);
+    CHECK(stats[3].requestStats[0].stage == tle::RequestStage::kQUEUED);
     auto const find = [](tle::RequestStatsPerIteration const& it, tle::IdType id) -> tle::RequestStats const*
     {
         for (auto const& s : it.requestStats)
@@ -1091,13 +1114,14 @@ void testBatchSizeAndTokenBudget()
     CHECK_EQ(result.outputTokenIds.at(0).size(), std::size_t{102});
     std::this_thread::sleep_for(10ms);
     auto stats = executor->getLatestIterationStats();
-    REQUIRE(stats.size() == 5);
+    REQUIRE(stats.size() == 6);
     std::vector<int> chunks;
     for (auto const& s : stats)
     {
         chunks.push_back(s.inflightBatchingStats->numCtxTokens);
     }
-    CHECK(chunks == (std::vector<int>{32, 32, 32, 4, 0}));
+    // The last entry is the idle one.
+    CHECK(chunks == (std::vector<int>{32, 32, 32, 4, 0, 0}));
 
     // Four requests with at most two active: never more than two scheduled, two waiting in the queue.
     std::vector<tle::Request> four(4, tle::Request(prompt(8), 4));
@@ -1118,6 +1142,59 @@ void testBatchSizeAndTokenBudget()
     CHECK_EQ(maxQueued, 2);
     CHECK_EQ(stats.front().maxBatchSizeRuntime, 2);
     CHECK_EQ(stats.front().maxNumTokensRuntime, 32);
+}
+
+void testContextChunkingPolicies()
+{
+    EngineSpec spec;
+    spec.maxNumTokens = 32;
+    for (auto const policy : {tle::ContextChunkingPolicy::kFIRST_COME_FIRST_SERVED, tle::ContextChunkingPolicy::kEQUAL_PROGRESS})
+    {
+        tle::ExecutorConfig config;
+        config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kGUARANTEED_NO_EVICT, policy));
+        auto executor = makeExecutor(spec, config);
+        auto const ids = executor->enqueueRequests({tle::Request(prompt(64), 1), tle::Request(prompt(64), 1)});
+        auto const responses = collect(*executor, ids);
+        CHECK_EQ(responses.size(), std::size_t{2});
+        std::this_thread::sleep_for(10ms);
+        auto const stats = executor->getLatestIterationStats();
+        // 128 prompt tokens through a 32-token budget take four iterations either way (then the idle entry)...
+        REQUIRE(stats.size() == 5);
+        for (std::size_t i = 0; i < 4; ++i)
+        {
+            CHECK_EQ(stats[i].inflightBatchingStats->numCtxTokens, 32);
+        }
+        // ...but first-come-first-served finishes one prompt before starting the other, while equal progress
+        // advances both together.
+        bool const equal = policy == tle::ContextChunkingPolicy::kEQUAL_PROGRESS;
+        CHECK_EQ(stats[0].inflightBatchingStats->numContextRequests, equal ? 2 : 1);
+    }
+}
+
+void testBeamSearchReturnsEveryBeam()
+{
+    EngineSpec spec;
+    spec.maxBeamWidth = 2;
+    tle::ExecutorConfig config;
+    config.setMaxBeamWidth(2);
+    auto executor = makeExecutor(spec, config);
+    tle::Request request(prompt(6), 4);
+    request.setSamplingConfig(tle::SamplingConfig(2));
+    auto const result = finalResult(*executor, executor->enqueueRequest(request));
+    REQUIRE(result.outputTokenIds.size() == 2);
+    CHECK_EQ(result.outputTokenIds[0].size(), std::size_t{10});
+    CHECK_EQ(result.outputTokenIds[1].size(), std::size_t{10});
+    CHECK(result.outputTokenIds[0] != result.outputTokenIds[1]);
+    CHECK(result.finishReasons == (std::vector<tle::FinishReason>{tle::FinishReason::kLENGTH, tle::FinishReason::kLENGTH}));
+
+    // Streaming beam search returns whole beams each time, as TensorRT-LLM forces returnAllGeneratedTokens.
+    tle::Request streaming(prompt(6), 3, true);
+    streaming.setSamplingConfig(tle::SamplingConfig(2));
+    auto const id = executor->enqueueRequest(streaming);
+    auto const responses = collect(*executor, {id})[id];
+    REQUIRE(responses.size() == 3);
+    CHECK_EQ(responses[1].getResult().outputTokenIds.at(1).size(), std::size_t{2});
+    CHECK_EQ(responses[2].getResult().outputTokenIds.at(0).size(), std::size_t{3});
 }
 
 /// An engine with a KV cache of 8 blocks of 16 tokens.
@@ -1314,7 +1391,7 @@ void testFaultStall()
     CHECK(Clock::now() - start >= 150ms);
     std::this_thread::sleep_for(10ms);
     auto const stats = executor->getLatestIterationStats();
-    REQUIRE(stats.size() == 3);
+    REQUIRE(stats.size() == 4);
     CHECK(stats[1].iterLatencyMS >= 150.0);
     CHECK(stats[0].iterLatencyMS < 100.0);
 }
@@ -1424,6 +1501,8 @@ int main()
         {"request stats when enabled", testRequestStatsWhenEnabled},
         {"priority order within the queue", testPriorityOrderWithinTheQueue},
         {"batch size and token budget", testBatchSizeAndTokenBudget},
+        {"context chunking policies", testContextChunkingPolicies},
+        {"beam search returns every beam", testBeamSearchReturnsEveryBeam},
         {"guaranteed-no-evict reserves whole requests", testGuaranteedNoEvictReservesWholeRequests},
         {"max-utilization pauses and still completes", testMaxUtilizationPausesAndStillCompletes},
         {"static batch waits for the batch to finish", testStaticBatchWaitsForTheBatchToFinish},
