@@ -209,8 +209,8 @@ void SamplingConfig::setMinP(std::optional<FloatType> const& minP)
 // ---------------------------------------------------------------------------------------------------------------
 // OutputConfig
 
-OutputConfig::OutputConfig(bool logProbs, bool contextLogits, bool generationLogits, bool excludeInput,
-    bool encoderOutput, bool perfMetrics)
+OutputConfig::OutputConfig(
+    bool logProbs, bool contextLogits, bool generationLogits, bool excludeInput, bool encoderOutput, bool perfMetrics)
     : returnLogProbs(logProbs)
     , returnContextLogits(contextLogits)
     , returnGenerationLogits(generationLogits)
@@ -792,7 +792,8 @@ void ExecutorConfig::setMaxQueueSize(std::optional<SizeType32> const& maxQueueSi
     mMaxQueueSize = maxQueueSize;
 }
 
-void ExecutorConfig::setExtendedRuntimePerfKnobConfig(ExtendedRuntimePerfKnobConfig const& extendedRuntimePerfKnobConfig)
+void ExecutorConfig::setExtendedRuntimePerfKnobConfig(
+    ExtendedRuntimePerfKnobConfig const& extendedRuntimePerfKnobConfig)
 {
     mExtendedRuntimePerfKnobConfig = extendedRuntimePerfKnobConfig;
 }

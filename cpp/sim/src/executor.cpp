@@ -53,15 +53,16 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(
     if (settings.maxBeamWidth < 1 || settings.maxBeamWidth > engine.maxBeamWidth)
     {
         throw std::runtime_error("ExecutorConfig maxBeamWidth (" + std::to_string(settings.maxBeamWidth)
-            + ") must be between 1 and the engine's max_beam_width (" + std::to_string(engine.maxBeamWidth) + ")");
+                                 + ") must be between 1 and the engine's max_beam_width ("
+                                 + std::to_string(engine.maxBeamWidth) + ")");
     }
     // Runtime caps never exceed what the engine was built for.
     auto const cap = [](std::optional<SizeType32> requested, SizeType32 engineLimit, char const* name)
     {
         if (requested && *requested < 1)
         {
-            throw std::runtime_error(std::string("ExecutorConfig ") + name + " (" + std::to_string(*requested)
-                + ") must be positive");
+            throw std::runtime_error(
+                std::string("ExecutorConfig ") + name + " (" + std::to_string(*requested) + ") must be positive");
         }
         return std::min(requested.value_or(engineLimit), engineLimit);
     };
@@ -79,8 +80,10 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(
     std::int64_t const blocks = capacity / engine.tokensPerBlock;
     if (blocks < 1 || blocks > std::numeric_limits<SizeType32>::max())
     {
-        throw std::runtime_error("KV-cache capacity of " + std::to_string(capacity) + " tokens does not make a usable "
-            "number of blocks of " + std::to_string(engine.tokensPerBlock) + " tokens");
+        throw std::runtime_error("KV-cache capacity of " + std::to_string(capacity)
+                                 + " tokens does not make a usable "
+                                   "number of blocks of "
+                                 + std::to_string(engine.tokensPerBlock) + " tokens");
     }
     settings.kvCacheTokens = blocks * engine.tokensPerBlock;
 
@@ -144,7 +147,7 @@ void Executor::Impl::maybeInjectFault(sim::FaultMethod method)
         throw static_cast<int>(call);
     }
     throw std::runtime_error(std::string("Simulated fault in ") + sim::faultMethodName(method) + " (call "
-        + std::to_string(call) + ", simulation.json faults.throw_in)");
+                             + std::to_string(call) + ", simulation.json faults.throw_in)");
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -172,7 +175,7 @@ std::vector<IdType> Executor::Impl::enqueueRequests(std::vector<Request> const& 
             && mQueuedSequences + incoming > *mSettings.maxQueueSize)
         {
             throw std::runtime_error("Maximum queue size of " + std::to_string(*mSettings.maxQueueSize)
-                + " has been reached, please try again later");
+                                     + " has been reached, please try again later");
         }
         for (auto const& request : requests)
         {
@@ -227,11 +230,11 @@ std::vector<Response> Executor::Impl::awaitResponses(
     std::unique_lock<std::mutex> lock(mResponsesMutex);
     if (mTerminatedIds.count(requestId) > 0)
     {
-        return {Response(requestId, "ReqId " + std::to_string(requestId) + " has already been processed and was terminated.")};
+        return {Response(
+            requestId, "ReqId " + std::to_string(requestId) + " has already been processed and was terminated.")};
     }
     auto const matches = [requestId](Response const& response) { return response.getRequestId() == requestId; };
-    auto const ready
-        = [&]() { return std::any_of(mReady.begin(), mReady.end(), matches) || mShutdownCalled.load(); };
+    auto const ready = [&]() { return std::any_of(mReady.begin(), mReady.end(), matches) || mShutdownCalled.load(); };
     if (timeout)
     {
         mResponsesCv.wait_for(lock, clampWait(*timeout), ready);
@@ -265,8 +268,8 @@ SizeType32 Executor::Impl::getNumResponsesReady(std::optional<IdType> const& req
     {
         return static_cast<SizeType32>(mReady.size());
     }
-    return static_cast<SizeType32>(std::count_if(mReady.begin(), mReady.end(),
-        [&](Response const& response) { return response.getRequestId() == *requestId; }));
+    return static_cast<SizeType32>(std::count_if(
+        mReady.begin(), mReady.end(), [&](Response const& response) { return response.getRequestId() == *requestId; }));
 }
 
 void Executor::Impl::cancelRequest(IdType requestId)

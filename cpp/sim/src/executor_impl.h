@@ -109,6 +109,8 @@ private:
     using SequenceList = std::vector<std::unique_ptr<sim::Sequence>>;
     void executionLoop();
     void runIteration(IterationInput& input, std::vector<Response>& responses);
+    /// Fails every active request after an unexpected error in an iteration.
+    void failEverything(std::string const& message, std::vector<Response>& responses) noexcept;
     /// Blocks until there is work; takes cancellations and new requests. False once stopping with nothing left.
     bool waitForWork(IterationInput& input, std::vector<Response>& responses);
     void terminateQueued(sim::TimePoint now, std::vector<Response>& responses);
