@@ -209,14 +209,14 @@ void SamplingConfig::setMinP(std::optional<FloatType> const& minP)
 // ---------------------------------------------------------------------------------------------------------------
 // OutputConfig
 
-OutputConfig::OutputConfig(bool returnLogProbs, bool returnContextLogits, bool returnGenerationLogits,
-    bool excludeInputFromOutput, bool returnEncoderOutput, bool returnPerfMetrics)
-    : returnLogProbs(returnLogProbs)
-    , returnContextLogits(returnContextLogits)
-    , returnGenerationLogits(returnGenerationLogits)
-    , excludeInputFromOutput(excludeInputFromOutput)
-    , returnEncoderOutput(returnEncoderOutput)
-    , returnPerfMetrics(returnPerfMetrics)
+OutputConfig::OutputConfig(
+    bool logProbs, bool contextLogits, bool generationLogits, bool excludeInput, bool encoderOutput, bool perfMetrics)
+    : returnLogProbs(logProbs)
+    , returnContextLogits(contextLogits)
+    , returnGenerationLogits(generationLogits)
+    , excludeInputFromOutput(excludeInput)
+    , returnEncoderOutput(encoderOutput)
+    , returnPerfMetrics(perfMetrics)
 {
 }
 
@@ -792,7 +792,8 @@ void ExecutorConfig::setMaxQueueSize(std::optional<SizeType32> const& maxQueueSi
     mMaxQueueSize = maxQueueSize;
 }
 
-void ExecutorConfig::setExtendedRuntimePerfKnobConfig(ExtendedRuntimePerfKnobConfig const& extendedRuntimePerfKnobConfig)
+void ExecutorConfig::setExtendedRuntimePerfKnobConfig(
+    ExtendedRuntimePerfKnobConfig const& extendedRuntimePerfKnobConfig)
 {
     mExtendedRuntimePerfKnobConfig = extendedRuntimePerfKnobConfig;
 }

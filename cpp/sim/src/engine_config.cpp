@@ -138,8 +138,9 @@ EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
         config.worldSize = readSize(*mapping, "world_size", config.tpSize * config.ppSize * config.cpSize);
         if (config.worldSize != config.tpSize * config.ppSize * config.cpSize)
         {
-            mapping->fail("world_size", "(" + std::to_string(config.worldSize) + ") must equal tp_size * pp_size * cp_size ("
-                    + std::to_string(config.tpSize * config.ppSize * config.cpSize) + ")");
+            mapping->fail("world_size", "(" + std::to_string(config.worldSize)
+                                            + ") must equal tp_size * pp_size * cp_size ("
+                                            + std::to_string(config.tpSize * config.ppSize * config.cpSize) + ")");
         }
     }
 
@@ -149,8 +150,8 @@ EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
         root.fail("build_config", "is required (is this a TensorRT-LLM engine directory?)");
     }
     config.maxInputLen = readSize(*build, "max_input_len", config.maxInputLen);
-    config.maxSeqLen
-        = readSize(*build, "max_seq_len", config.maxPositionEmbeddings.value_or(std::max(config.maxSeqLen, config.maxInputLen + 1)));
+    config.maxSeqLen = readSize(*build, "max_seq_len",
+        config.maxPositionEmbeddings.value_or(std::max(config.maxSeqLen, config.maxInputLen + 1)));
     config.maxBatchSize = readSize(*build, "max_batch_size", config.maxBatchSize);
     config.maxBeamWidth = readSize(*build, "max_beam_width", config.maxBeamWidth);
     config.maxNumTokens = readSize(*build, "max_num_tokens", config.maxNumTokens);
@@ -158,7 +159,7 @@ EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
     if (config.maxInputLen > config.maxSeqLen)
     {
         build->fail("max_input_len", "(" + std::to_string(config.maxInputLen) + ") must not exceed max_seq_len ("
-                + std::to_string(config.maxSeqLen) + ")");
+                                         + std::to_string(config.maxSeqLen) + ")");
     }
     if (auto const plugins = build->object("plugin_config"))
     {
@@ -181,8 +182,9 @@ EngineConfig EngineConfig::load(std::filesystem::path const& engineDir)
     auto const configPath = engineDir / "config.json";
     if (!std::filesystem::is_regular_file(configPath, error))
     {
-        throw std::runtime_error("Engine config " + configPath.string() + " not found: the engine directory must hold "
-                                 "the config.json written by trtllm-build");
+        throw std::runtime_error("Engine config " + configPath.string()
+                                 + " not found: the engine directory must hold "
+                                   "the config.json written by trtllm-build");
     }
     return parse(readTextFile(configPath), configPath.string());
 }

@@ -91,33 +91,55 @@ void Executor::Impl::executionLoop()
         }
         catch (std::exception const& e)
         {
-            // As in TensorRT-LLM, an error inside an iteration fails the active requests, not the executor.
-            failRequests(kForwardError + std::string(e.what()), [](sim::Sequence const&) { return true; }, responses);
-            publish(responses);
+            failEverything(kForwardError + std::string(e.what()), responses);
         }
+        catch (...)
+        {
+            failEverything(kForwardError + std::string("unknown exception"), responses);
+        }
+    }
+}
+
+void Executor::Impl::failEverything(std::string const& message, std::vector<Response>& responses) noexcept
+{
+    // As in TensorRT-LLM, an error inside an iteration fails the active requests, not the executor. Should even
+    // that fail (memory exhausted), the loop carries on rather than take the process down.
+    try
+    {
+        failRequests(message, [](sim::Sequence const&) { return true; }, responses);
+        publish(responses);
+        recordStats(sim::BatchPlan{}, IterationCounters{}, 0, 0.0, SequenceList{});
+    }
+    catch (...)
+    {
     }
 }
 
 void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& responses)
 {
     auto const iterStart = sim::Clock::now();
+    bool const wasActive = !mActive.empty();
     IterationCounters counters;
     SequenceList finished;
     terminateActive(input.cancelledActive, iterStart, responses, finished);
     activate(input.fetched, iterStart, counters, responses);
 
     auto const& faults = mSim.faults;
+    std::size_t failed = 0;
     if (faults.failAllFromIteration && mIteration >= *faults.failAllFromIteration)
     {
-        failRequests(kForwardError + std::string("simulated forward failure at iteration ") + std::to_string(mIteration)
-                + " (simulation.json faults.fail_all_from_iteration)",
-            [](sim::Sequence const&) { return true; }, responses);
+        std::string const message = kForwardError + std::string("simulated forward failure at iteration ")
+                                    + std::to_string(mIteration) + " (simulation.json faults.fail_all_from_iteration)";
+        failed += failRequests(message, [](sim::Sequence const&) { return true; }, responses);
     }
     if (faults.failPromptToken)
     {
         TokenIdType const token = *faults.failPromptToken;
-        failRequests(kForwardError + std::string("simulated failure of a request whose prompt contains token ")
-                + std::to_string(token) + " (simulation.json faults.fail_prompt_token)",
+        std::string const message = kForwardError + std::string("simulated failure of a request whose prompt ")
+                                    + "contains token " + std::to_string(token)
+                                    + " (simulation.json faults.fail_prompt_token)";
+        failed += failRequests(
+            message,
             [token](sim::Sequence const& sequence)
             {
                 auto const& prompt = sequence.request->prompt;
@@ -129,6 +151,11 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     publish(responses);
     if (mActive.empty())
     {
+        if (wasActive || failed > 0)
+        {
+            // The last active requests ended without another forward pass: report the now idle executor.
+            recordStats(sim::BatchPlan{}, counters, 0, 0.0, finished);
+        }
         return;
     }
 
@@ -156,7 +183,8 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     }
     if (sleepMs > 0.0)
     {
-        std::this_thread::sleep_until(iterStart
+        std::this_thread::sleep_until(
+            iterStart
             + std::chrono::duration_cast<sim::Clock::duration>(std::chrono::duration<double, std::milli>(sleepMs)));
     }
     auto const iterEnd = sim::Clock::now();
@@ -168,6 +196,12 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     recordStats(plan, counters, numActive, millisecondsBetween(iterStart, iterEnd), finished);
     publish(responses);
     ++mIteration;
+    if (mActive.empty())
+    {
+        // Like TensorRT-LLM, when the active list empties, one more entry shows the idle executor (nothing active,
+        // nothing scheduled). It carries the next iteration's number, which the next forward pass reuses.
+        recordStats(sim::BatchPlan{}, IterationCounters{}, 0, 0.0, SequenceList{});
+    }
 }
 
 bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& responses)
@@ -353,8 +387,8 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
     if (state.beamWidth > mSettings.maxBeamWidth)
     {
         return "Requested beam width (" + std::to_string(state.beamWidth) + ") exceeds the maximum beam width ("
-            + std::to_string(mSettings.maxBeamWidth) + ") the executor was configured with (engine max_beam_width "
-            + std::to_string(mEngine.maxBeamWidth) + ").";
+               + std::to_string(mSettings.maxBeamWidth) + ") the executor was configured with (engine max_beam_width "
+               + std::to_string(mEngine.maxBeamWidth) + ").";
     }
     if (promptLength == 0)
     {
@@ -362,21 +396,21 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
     }
     if (state.endId < -1 || state.endId >= vocab)
     {
-        return "EndId (" + std::to_string(state.endId) + ") is not within acceptable range [-1, " + std::to_string(vocab)
-            + ").";
+        return "EndId (" + std::to_string(state.endId) + ") is not within acceptable range [-1, "
+               + std::to_string(vocab) + ").";
     }
     if (promptLength > mEngine.maxInputLen)
     {
         return "Prompt length (" + std::to_string(promptLength) + ") exceeds maximum input length ("
-            + std::to_string(mEngine.maxInputLen)
-            + "). Set log level to info and check TRTGptModel logs for how maximum input length is set";
+               + std::to_string(mEngine.maxInputLen)
+               + "). Set log level to info and check TRTGptModel logs for how maximum input length is set";
     }
     for (std::size_t i = 0; i < state.prompt.size(); ++i)
     {
         if (state.prompt[i] < 0 || state.prompt[i] >= vocab)
         {
             return "Token id (" + std::to_string(state.prompt[i]) + ") at prompt position " + std::to_string(i)
-                + " is out of the vocabulary range [0, " + std::to_string(vocab) + ").";
+                   + " is out of the vocabulary range [0, " + std::to_string(vocab) + ").";
         }
     }
     if (state.maxNewTokens < 1)
@@ -385,9 +419,9 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
     }
     if (!mSettings.scheduler.chunkedContext && promptLength > mSettings.maxNumTokens)
     {
-        return "Prompt length (" + std::to_string(promptLength) + ") exceeds the maximum number of tokens per iteration ("
-            + std::to_string(mSettings.maxNumTokens)
-            + ") and chunked context is disabled; enable chunked context or lower the prompt length.";
+        return "Prompt length (" + std::to_string(promptLength)
+               + ") exceeds the maximum number of tokens per iteration (" + std::to_string(mSettings.maxNumTokens)
+               + ") and chunked context is disabled; enable chunked context or lower the prompt length.";
     }
     if (output.returnGenerationLogits && !mSettings.gatherGenerationLogits)
     {
@@ -410,15 +444,16 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
     if (neededBlocks > mPool.totalBlocks())
     {
         return "The request needs " + std::to_string(neededBlocks) + " KV-cache blocks (prompt "
-            + std::to_string(promptLength) + " + maxTokens " + std::to_string(state.maxNewTokens)
-            + " tokens) but the KV cache holds only " + std::to_string(mPool.totalBlocks()) + " blocks of "
-            + std::to_string(mPool.tokensPerBlock()) + " tokens.";
+               + std::to_string(promptLength) + " + maxTokens " + std::to_string(state.maxNewTokens)
+               + " tokens) but the KV cache holds only " + std::to_string(mPool.totalBlocks()) + " blocks of "
+               + std::to_string(mPool.tokensPerBlock()) + " tokens.";
     }
     return std::nullopt;
 }
 
 template <typename Select>
-void Executor::Impl::failRequests(std::string const& message, Select const& select, std::vector<Response>& responses)
+std::size_t Executor::Impl::failRequests(
+    std::string const& message, Select const& select, std::vector<Response>& responses)
 {
     std::unordered_set<IdType> failed;
     for (auto const& sequence : mActive)
@@ -430,7 +465,7 @@ void Executor::Impl::failRequests(std::string const& message, Select const& sele
     }
     if (failed.empty())
     {
-        return;
+        return 0;
     }
     // An error Response is terminal: all of the request's sequences leave without Results.
     for (auto it = mActive.begin(); it != mActive.end();)
@@ -445,6 +480,7 @@ void Executor::Impl::failRequests(std::string const& message, Select const& sele
             ++it;
         }
     }
+    return failed.size();
 }
 
 void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)
@@ -621,9 +657,9 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
         {
             RequestStats stats{};
             stats.id = sequence.id;
-            stats.stage = sequence.isFinished()                          ? RequestStage::kGENERATION_COMPLETE
-                : sequence.state == sim::SequenceState::kContext        ? RequestStage::kCONTEXT_IN_PROGRESS
-                                                                         : RequestStage::kGENERATION_IN_PROGRESS;
+            stats.stage = sequence.isFinished()                            ? RequestStage::kGENERATION_COMPLETE
+                          : sequence.state == sim::SequenceState::kContext ? RequestStage::kCONTEXT_IN_PROGRESS
+                                                                           : RequestStage::kGENERATION_IN_PROGRESS;
             stats.contextPrefillPosition = sequence.contextPosition;
             stats.numGeneratedTokens = sequence.numGenerated();
             stats.avgNumDecodedTokensPerIter = sequence.decodingIter > 0 ? 1.f : 0.f;

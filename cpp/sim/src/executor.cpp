@@ -19,6 +19,14 @@ char const* version() noexcept
 namespace
 {
 
+/// Longest wait honoured, so that "wait forever" values cannot overflow the clock arithmetic.
+constexpr std::chrono::milliseconds kMaxWait = std::chrono::hours(24 * 365);
+
+std::chrono::milliseconds clampWait(std::chrono::milliseconds timeout)
+{
+    return std::clamp(timeout, std::chrono::milliseconds(0), kMaxWait);
+}
+
 /// Sequences a request turns into: numReturnSequences independent ones with beam width 1, else one.
 SizeType32 sequencesOf(Request const& request)
 {
@@ -45,15 +53,16 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(
     if (settings.maxBeamWidth < 1 || settings.maxBeamWidth > engine.maxBeamWidth)
     {
         throw std::runtime_error("ExecutorConfig maxBeamWidth (" + std::to_string(settings.maxBeamWidth)
-            + ") must be between 1 and the engine's max_beam_width (" + std::to_string(engine.maxBeamWidth) + ")");
+                                 + ") must be between 1 and the engine's max_beam_width ("
+                                 + std::to_string(engine.maxBeamWidth) + ")");
     }
     // Runtime caps never exceed what the engine was built for.
     auto const cap = [](std::optional<SizeType32> requested, SizeType32 engineLimit, char const* name)
     {
         if (requested && *requested < 1)
         {
-            throw std::runtime_error(std::string("ExecutorConfig ") + name + " (" + std::to_string(*requested)
-                + ") must be positive");
+            throw std::runtime_error(
+                std::string("ExecutorConfig ") + name + " (" + std::to_string(*requested) + ") must be positive");
         }
         return std::min(requested.value_or(engineLimit), engineLimit);
     };
@@ -71,8 +80,10 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(
     std::int64_t const blocks = capacity / engine.tokensPerBlock;
     if (blocks < 1 || blocks > std::numeric_limits<SizeType32>::max())
     {
-        throw std::runtime_error("KV-cache capacity of " + std::to_string(capacity) + " tokens does not make a usable "
-            "number of blocks of " + std::to_string(engine.tokensPerBlock) + " tokens");
+        throw std::runtime_error("KV-cache capacity of " + std::to_string(capacity)
+                                 + " tokens does not make a usable "
+                                   "number of blocks of "
+                                 + std::to_string(engine.tokensPerBlock) + " tokens");
     }
     settings.kvCacheTokens = blocks * engine.tokensPerBlock;
 
@@ -136,7 +147,7 @@ void Executor::Impl::maybeInjectFault(sim::FaultMethod method)
         throw static_cast<int>(call);
     }
     throw std::runtime_error(std::string("Simulated fault in ") + sim::faultMethodName(method) + " (call "
-        + std::to_string(call) + ", simulation.json faults.throw_in)");
+                             + std::to_string(call) + ", simulation.json faults.throw_in)");
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -164,7 +175,7 @@ std::vector<IdType> Executor::Impl::enqueueRequests(std::vector<Request> const& 
             && mQueuedSequences + incoming > *mSettings.maxQueueSize)
         {
             throw std::runtime_error("Maximum queue size of " + std::to_string(*mSettings.maxQueueSize)
-                + " has been reached, please try again later");
+                                     + " has been reached, please try again later");
         }
         for (auto const& request : requests)
         {
@@ -193,7 +204,7 @@ std::vector<Response> Executor::Impl::awaitResponses(std::optional<std::chrono::
     auto const ready = [this]() { return !mReady.empty() || mShutdownCalled.load(); };
     if (timeout)
     {
-        mResponsesCv.wait_for(lock, std::max(*timeout, std::chrono::milliseconds(0)), ready);
+        mResponsesCv.wait_for(lock, clampWait(*timeout), ready);
     }
     else
     {
@@ -219,14 +230,14 @@ std::vector<Response> Executor::Impl::awaitResponses(
     std::unique_lock<std::mutex> lock(mResponsesMutex);
     if (mTerminatedIds.count(requestId) > 0)
     {
-        return {Response(requestId, "ReqId " + std::to_string(requestId) + " has already been processed and was terminated.")};
+        return {Response(
+            requestId, "ReqId " + std::to_string(requestId) + " has already been processed and was terminated.")};
     }
     auto const matches = [requestId](Response const& response) { return response.getRequestId() == requestId; };
-    auto const ready
-        = [&]() { return std::any_of(mReady.begin(), mReady.end(), matches) || mShutdownCalled.load(); };
+    auto const ready = [&]() { return std::any_of(mReady.begin(), mReady.end(), matches) || mShutdownCalled.load(); };
     if (timeout)
     {
-        mResponsesCv.wait_for(lock, std::max(*timeout, std::chrono::milliseconds(0)), ready);
+        mResponsesCv.wait_for(lock, clampWait(*timeout), ready);
     }
     else
     {
@@ -257,8 +268,8 @@ SizeType32 Executor::Impl::getNumResponsesReady(std::optional<IdType> const& req
     {
         return static_cast<SizeType32>(mReady.size());
     }
-    return static_cast<SizeType32>(std::count_if(mReady.begin(), mReady.end(),
-        [&](Response const& response) { return response.getRequestId() == *requestId; }));
+    return static_cast<SizeType32>(std::count_if(
+        mReady.begin(), mReady.end(), [&](Response const& response) { return response.getRequestId() == *requestId; }));
 }
 
 void Executor::Impl::cancelRequest(IdType requestId)

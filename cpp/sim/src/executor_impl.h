@@ -109,6 +109,8 @@ private:
     using SequenceList = std::vector<std::unique_ptr<sim::Sequence>>;
     void executionLoop();
     void runIteration(IterationInput& input, std::vector<Response>& responses);
+    /// Fails every active request after an unexpected error in an iteration.
+    void failEverything(std::string const& message, std::vector<Response>& responses) noexcept;
     /// Blocks until there is work; takes cancellations and new requests. False once stopping with nothing left.
     bool waitForWork(IterationInput& input, std::vector<Response>& responses);
     void terminateQueued(sim::TimePoint now, std::vector<Response>& responses);
@@ -119,9 +121,9 @@ private:
         std::vector<Response>& responses);
     /// Fills `state` from the request; returns the reason the executor rejects it, if it does.
     std::optional<std::string> validate(QueuedRequest const& queued, sim::RequestState& state) const;
-    /// Ends every active request selected by `select` with one error Response each.
+    /// Ends every active request selected by `select` with one error Response each; returns how many.
     template <typename Select>
-    void failRequests(std::string const& message, Select const& select, std::vector<Response>& responses);
+    std::size_t failRequests(std::string const& message, Select const& select, std::vector<Response>& responses);
     void advance(sim::Sequence& sequence, sim::TimePoint iterEnd);
     void collectResults(std::vector<Response>& responses, SequenceList& finished);
     void recordStats(sim::BatchPlan const& plan, IterationCounters const& counters, SizeType32 numActive,

@@ -536,7 +536,7 @@ JsonFields::JsonFields(Json const& value, std::string file, std::string path)
     if (!value.isObject())
     {
         throw std::runtime_error(mFile + ": " + (mPath.empty() ? std::string("the document") : mPath)
-            + " must be an object, got " + describeType(value.type()));
+                                 + " must be an object, got " + describeType(value.type()));
     }
 }
 
@@ -570,12 +570,14 @@ std::optional<std::int64_t> JsonFields::integer(std::string_view key, std::int64
     }
     if (!value->isInteger())
     {
-        fail(key, std::string("must be an integer, got ") + (value->isNumber() ? "a non-integral number" : describeType(value->type())));
+        fail(key, std::string("must be an integer, got ")
+                      + (value->isNumber() ? "a non-integral number" : describeType(value->type())));
     }
     std::int64_t const result = value->asInteger();
     if (result < min || result > max)
     {
-        fail(key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + std::to_string(result));
+        fail(key,
+            "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + std::to_string(result));
     }
     return result;
 }

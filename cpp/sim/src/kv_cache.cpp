@@ -33,7 +33,8 @@ void KvCachePool::growTo(Sequence& sequence, SizeType32 tokens)
     }
     SizeType32 const added = wanted - sequence.allocatedBlocks;
     // Prompt blocks are looked up for reuse first; with no reusable content every lookup misses.
-    SizeType32 const promptBlocks = blocksFor(static_cast<SizeType32>(sequence.request->prompt.size()), sequence.request->beamWidth);
+    SizeType32 const promptBlocks
+        = blocksFor(static_cast<SizeType32>(sequence.request->prompt.size()), sequence.request->beamWidth);
     SizeType32 const missed = std::max<SizeType32>(0, std::min(wanted, promptBlocks) - sequence.allocatedBlocks);
     sequence.allocatedBlocks = wanted;
     sequence.allocTotalBlocks += added;

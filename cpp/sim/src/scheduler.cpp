@@ -85,9 +85,10 @@ std::vector<Sequence*> Scheduler::selectMaxUtilization(std::vector<Sequence*> co
     // Blocks a sequence needs beyond what it holds to do its largest possible step this iteration.
     auto const extraBlocks = [this](Sequence const& sequence)
     {
-        SizeType32 const tokens = sequence.state == SequenceState::kContext
-            ? sequence.contextPosition + maxChunk(sequence)
-            : static_cast<SizeType32>(sequence.request->prompt.size()) + sequence.numGenerated();
+        SizeType32 const tokens
+            = sequence.state == SequenceState::kContext
+                  ? sequence.contextPosition + maxChunk(sequence)
+                  : static_cast<SizeType32>(sequence.request->prompt.size()) + sequence.numGenerated();
         return std::max<SizeType32>(0, mPool.blocksFor(tokens, sequence.request->beamWidth) - sequence.allocatedBlocks);
     };
 
@@ -211,7 +212,8 @@ void Scheduler::fitBudget(std::vector<Sequence*> const& candidates, BatchPlan& p
             progressed = false;
             for (Sequence* sequence : contexts)
             {
-                SizeType32 const remaining = sequence->contextLength - sequence->contextPosition - sequence->chunkTokens;
+                SizeType32 const remaining
+                    = sequence->contextLength - sequence->contextPosition - sequence->chunkTokens;
                 if (remaining <= 0 || budget <= 0 || (!sequence->scheduled && batchFull()))
                 {
                     continue;

@@ -108,7 +108,8 @@ std::optional<Result> makeResult(Sequence& sequence)
         result.logProbs = std::move(perToken);
     }
 
-    result.finishReasons.assign(sequence.finishReasons.begin(), sequence.finishReasons.begin() + static_cast<std::ptrdiff_t>(beams));
+    result.finishReasons.assign(
+        sequence.finishReasons.begin(), sequence.finishReasons.begin() + static_cast<std::ptrdiff_t>(beams));
     result.decodingIter = sequence.decodingIter;
     if (request.returnPerfMetrics)
     {

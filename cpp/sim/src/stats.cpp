@@ -10,7 +10,8 @@ namespace tensorrt_llm::executor::sim
 std::string formatTimestamp(std::chrono::system_clock::time_point time)
 {
     auto const seconds = std::chrono::system_clock::to_time_t(time);
-    auto const micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count() % 1000000;
+    auto const micros
+        = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count() % 1000000;
     std::tm local{};
     localtime_r(&seconds, &local);
     char date[32];

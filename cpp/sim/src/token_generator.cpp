@@ -30,9 +30,9 @@ bool endsWith(VecTokens const& prompt, VecTokens const& generated, TokenIdType n
     for (std::size_t i = 0; i < word.size(); ++i)
     {
         std::size_t const index = total - 1 - i;
-        TokenIdType const token = index == total - 1 ? next
-            : index >= prompt.size()                 ? generated[index - prompt.size()]
-                                                     : prompt[index];
+        TokenIdType const token = index == total - 1       ? next
+                                  : index >= prompt.size() ? generated[index - prompt.size()]
+                                                           : prompt[index];
         if (token != word[word.size() - 1 - i])
         {
             return false;
@@ -66,7 +66,8 @@ std::uint64_t TokenGenerator::stepHash(RequestState const& request, SizeType32 s
     std::uint64_t const seed = request.seed.value_or(0) + static_cast<std::uint64_t>(sequenceIndex);
     std::uint64_t hash = mix(request.promptHash ^ mix(seed));
     hash = mix(hash ^ mix(mSimulationSeed + 0x5EEDULL));
-    hash = mix(hash ^ (static_cast<std::uint64_t>(position) << 20U) ^ (static_cast<std::uint64_t>(beam) << 8U) ^ attempt);
+    hash = mix(
+        hash ^ (static_cast<std::uint64_t>(position) << 20U) ^ (static_cast<std::uint64_t>(beam) << 8U) ^ attempt);
     return hash;
 }
 
