@@ -1,1 +1,2 @@
 //! TensorRT-LLM's C++ Executor in Rust.
+pub mod text;
