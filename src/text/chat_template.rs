@@ -188,22 +188,22 @@ fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, Error> {
         },
     };
     let mut options = PyJsonOptions::with_indent(indent);
-    if let Some(separators) = kwargs.get::<Option<Value>>("separators")? {
-        if !separators.is_none() {
-            let pair: Vec<String> = separators
-                .try_iter()?
-                .map(|v| v.as_str().map(str::to_owned))
-                .collect::<Option<_>>()
-                .unwrap_or_default();
-            let [item, key] = <[String; 2]>::try_from(pair).map_err(|_| {
-                Error::new(
-                    ErrorKind::InvalidOperation,
-                    "tojson: separators must be two strings",
-                )
-            })?;
-            options.item_separator = item;
-            options.key_separator = key;
-        }
+    if let Some(separators) = kwargs.get::<Option<Value>>("separators")?
+        && !separators.is_none()
+    {
+        let pair: Vec<String> = separators
+            .try_iter()?
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        let [item, key] = <[String; 2]>::try_from(pair).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                "tojson: separators must be two strings",
+            )
+        })?;
+        options.item_separator = item;
+        options.key_separator = key;
     }
     options.ensure_ascii = kwargs.get::<Option<bool>>("ensure_ascii")?.unwrap_or(false);
     let sort_keys = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false);

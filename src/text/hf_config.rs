@@ -76,14 +76,13 @@ pub(crate) fn read_dir_config(dir: &Path) -> Result<DirConfig> {
 
     // Newer checkpoints keep the template in its own file, which takes precedence.
     let json_template_path = dir.join("chat_template.json");
-    if let Some(obj) = read_json_object(&json_template_path)? {
-        if let Some(value) = obj.get("chat_template") {
-            config.chat_template =
-                chat_template_from(value).map_err(|message| TextError::Config {
-                    path: json_template_path.clone(),
-                    message,
-                })?;
-        }
+    if let Some(obj) = read_json_object(&json_template_path)?
+        && let Some(value) = obj.get("chat_template")
+    {
+        config.chat_template = chat_template_from(value).map_err(|message| TextError::Config {
+            path: json_template_path.clone(),
+            message,
+        })?;
     }
     let jinja_path = dir.join("chat_template.jinja");
     if jinja_path.is_file() {

@@ -190,11 +190,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn dumps(value: &serde_json::Value, indent: Option<&str>) -> String {
+    fn dumps<T: Serialize>(value: &T, indent: Option<&str>) -> String {
         let options = PyJsonOptions::with_indent(indent.map(str::to_owned));
         match to_py_json(value, &options) {
             Ok(text) => text,
-            Err(err) => panic!("serializing {value}: {err}"),
+            Err(err) => panic!("serializing: {err}"),
         }
     }
 
@@ -210,7 +210,16 @@ mod tests {
 
     #[test]
     fn indented_output_matches_python_layout() {
-        let value = json!({"name": "f", "args": [1, {"k": []}]});
+        // A struct keeps field order (serde_json's own map would sort the keys).
+        #[derive(Serialize)]
+        struct Call {
+            name: &'static str,
+            args: serde_json::Value,
+        }
+        let value = Call {
+            name: "f",
+            args: json!([1, {"k": []}]),
+        };
         assert_eq!(
             dumps(&value, Some("  ")),
             "{\n  \"name\": \"f\",\n  \"args\": [\n    1,\n    {\n      \"k\": []\n    }\n  ]\n}"

@@ -139,12 +139,12 @@ impl Tokenizer {
             .encode_fast(text, add_special_tokens)
             .map_err(|e| TextError::Encode(e.to_string()))?;
         let mut ids = encoding.get_ids().to_vec();
-        if add_special_tokens && self.add_bos_token == Some(true) {
-            if let Some(bos) = self.bos_token_id() {
-                if ids.first() != Some(&bos) {
-                    ids.insert(0, bos);
-                }
-            }
+        if add_special_tokens
+            && self.add_bos_token == Some(true)
+            && let Some(bos) = self.bos_token_id()
+            && ids.first() != Some(&bos)
+        {
+            ids.insert(0, bos);
         }
         Ok(ids)
     }
