@@ -34,6 +34,7 @@ mod router;
 pub mod sim;
 mod stats;
 mod stream;
+pub mod text;
 mod version;
 
 pub use clock::executor_clock_now_ns;

@@ -3,3 +3,4 @@
 
 pub mod python;
 pub mod sim;
+pub mod text;
