@@ -53,6 +53,11 @@ pub struct EngineConfig {
     pub paged_context_fmha: bool,
     /// A model name for display: `pretrained_config.model_name` / `_name_or_path`, else the directory name.
     pub model_name: String,
+    /// The tokenizer directory this engine names, if any: a `tokenizer/` subdirectory holding
+    /// tokenizer.json, the engine directory itself when it holds tokenizer.json, or a top-level
+    /// `tokenizer_dir` in config.json (relative to the engine directory). `trtllm-build` writes
+    /// none of these; they let an engine directory carry its tokenizer.
+    pub tokenizer_dir: Option<PathBuf>,
 }
 
 impl EngineConfig {
@@ -119,6 +124,7 @@ impl EngineConfig {
                 .or_else(|| fields.opt_string(&[pretrained, "_name_or_path"]))
                 .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "engine".to_string()),
+            tokenizer_dir: tokenizer_dir(dir, fields.opt_string(&["tokenizer_dir"])),
         };
         if config.max_input_len > config.max_seq_len {
             return Err(Error::EngineConfig {
@@ -131,6 +137,13 @@ impl EngineConfig {
         }
         Ok(config)
     }
+}
+
+fn tokenizer_dir(dir: &Path, named: Option<String>) -> Option<PathBuf> {
+    if let Some(named) = named {
+        return Some(dir.join(named));
+    }
+    [dir.join("tokenizer"), dir.to_path_buf()].into_iter().find(|d| d.join("tokenizer.json").is_file())
 }
 
 /// Typed look-ups into a JSON document that name the missing or mistyped field in their errors.

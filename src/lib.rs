@@ -21,6 +21,7 @@
 //! ```
 
 pub mod bench;
+pub mod builtin;
 mod clock;
 mod config;
 mod engine;

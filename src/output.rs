@@ -218,6 +218,10 @@ impl Accumulator {
         Accumulator { request_id, prompt_tokens, streaming, enqueued_at, first_token_at: None, sequences }
     }
 
+    pub(crate) fn enqueued_at(&self) -> Instant {
+        self.enqueued_at
+    }
+
     /// Applies one successful result; pushes a chunk (if it carries tokens) and, if final, the final.
     pub(crate) fn apply(&mut self, routed: Routed, clock: &SteadyClock, out: &mut Vec<StreamEvent>) {
         let Routed { mut item, received_at } = routed;

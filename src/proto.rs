@@ -45,5 +45,4 @@ pub mod smg {
 /// ```rust
 /// assert!(!trtllm::proto::FILE_DESCRIPTOR_SET.is_empty());
 /// ```
-pub const FILE_DESCRIPTOR_SET: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/trtllm_descriptor.bin"));
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/trtllm_descriptor.bin"));

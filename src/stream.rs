@@ -68,6 +68,11 @@ impl GenerationStream {
         }
     }
 
+    /// When the request was handed to the executor (the start of client-side TTFT).
+    pub fn enqueued_at(&self) -> std::time::Instant {
+        self.accumulator.enqueued_at()
+    }
+
     /// Whether the terminal item has been yielded.
     pub fn is_terminated(&self) -> bool {
         self.terminated

@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
+mod generate;
 mod inspect;
 mod version;
 
@@ -37,11 +38,18 @@ enum Command {
     Version,
     /// Print an engine directory's configuration as JSON.
     Inspect(inspect::Args),
+    /// Generate text for a prompt or chat messages, streaming it to stdout.
+    Generate(generate::Args),
 }
 
-/// Logs go to stderr, filtered by `RUST_LOG` (default `info`).
-pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+/// Logs go to stderr, filtered by `RUST_LOG` (default `info` for long-running commands, `warn` for
+/// one-shot ones whose stdout and stderr are their output).
+pub fn init_logging(cli: &Cli) {
+    let default = match cli.command {
+        Command::Generate(_) | Command::Inspect(_) | Command::Version => "warn",
+    };
+    let format = cli.log_format;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -54,5 +62,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Version => version::run(),
         Command::Inspect(args) => inspect::run(args),
+        Command::Generate(args) => runtime()?.block_on(generate::run(args)),
     }
+}
+
+/// A multi-threaded runtime for the async commands.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }

@@ -31,10 +31,7 @@ pub struct ChatMessage {
 impl ChatMessage {
     /// A message with any role.
     pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            role: role.into(),
-            content: content.into(),
-        }
+        Self { role: role.into(), content: content.into() }
     }
 
     /// A `system` message.
@@ -66,9 +63,7 @@ enum ContentPart {
     Text { text: String },
 }
 
-fn content_from_string_or_parts<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<String, D::Error> {
+fn content_from_string_or_parts<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     let content = Option::<Content>::deserialize(deserializer).map_err(|_| {
         serde::de::Error::custom(
             "content must be a string, null, or a list of {\"type\": \"text\", \"text\": ...} parts",
@@ -77,11 +72,9 @@ fn content_from_string_or_parts<'de, D: Deserializer<'de>>(
     Ok(match content {
         None => String::new(),
         Some(Content::Text(text)) => text,
-        Some(Content::Parts(parts)) => parts
-            .into_iter()
-            .map(|ContentPart::Text { text }| text)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some(Content::Parts(parts)) => {
+            parts.into_iter().map(|ContentPart::Text { text }| text).collect::<Vec<_>>().join("\n")
+        }
     })
 }
 
@@ -91,16 +84,14 @@ mod tests {
 
     #[test]
     fn null_content_reads_as_empty() {
-        let msg: Result<ChatMessage, _> =
-            serde_json::from_str(r#"{"role": "assistant", "content": null}"#);
+        let msg: Result<ChatMessage, _> = serde_json::from_str(r#"{"role": "assistant", "content": null}"#);
         assert_eq!(msg.ok(), Some(ChatMessage::assistant("")));
     }
 
     #[test]
     fn non_text_parts_are_rejected() {
-        let msg: Result<ChatMessage, _> = serde_json::from_str(
-            r#"{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}"#,
-        );
+        let msg: Result<ChatMessage, _> =
+            serde_json::from_str(r#"{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}"#);
         let err = msg.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("content must be"), "{err}");
     }

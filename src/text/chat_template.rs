@@ -47,11 +47,7 @@ pub struct ChatTemplate {
 
 impl ChatTemplate {
     /// Compiles `source`; `bos_token` and `eos_token` are the strings the template may insert.
-    pub fn new(
-        source: impl Into<String>,
-        bos_token: Option<&str>,
-        eos_token: Option<&str>,
-    ) -> Result<Self> {
+    pub fn new(source: impl Into<String>, bos_token: Option<&str>, eos_token: Option<&str>) -> Result<Self> {
         let mut env = Environment::new();
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
@@ -65,8 +61,7 @@ impl ChatTemplate {
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", tojson);
-        env.add_template_owned(TEMPLATE_NAME, source.into())
-            .map_err(|e| TextError::TemplateSyntax(describe(&e)))?;
+        env.add_template_owned(TEMPLATE_NAME, source.into()).map_err(|e| TextError::TemplateSyntax(describe(&e)))?;
         Ok(Self {
             env: Arc::new(env),
             bos_token: bos_token.map(str::to_owned),
@@ -80,10 +75,7 @@ impl ChatTemplate {
     /// A `raise_exception` call in the template gives [`TextError::TemplateRaised`] carrying its
     /// message; other failures give [`TextError::TemplateRender`].
     pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String> {
-        let template = self
-            .env
-            .get_template(TEMPLATE_NAME)
-            .map_err(|e| TextError::TemplateRender(describe(&e)))?;
+        let template = self.env.get_template(TEMPLATE_NAME).map_err(|e| TextError::TemplateRender(describe(&e)))?;
         let optional = |token: &Option<String>| match token {
             Some(token) => Value::from(token.as_str()),
             None => Value::UNDEFINED,
@@ -94,12 +86,10 @@ impl ChatTemplate {
             bos_token => optional(&self.bos_token),
             eos_token => optional(&self.eos_token),
         };
-        template
-            .render(ctx)
-            .map_err(|err| match raised_message(&err) {
-                Some(message) => TextError::TemplateRaised(message),
-                None => TextError::TemplateRender(describe(&err)),
-            })
+        template.render(ctx).map_err(|err| match raised_message(&err) {
+            Some(message) => TextError::TemplateRaised(message),
+            None => TextError::TemplateRender(describe(&err)),
+        })
     }
 
     /// The `bos_token` given to the template.
@@ -115,11 +105,7 @@ impl ChatTemplate {
 
 impl fmt::Debug for ChatTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let source = self
-            .env
-            .get_template(TEMPLATE_NAME)
-            .map(|t| t.source().len())
-            .unwrap_or_default();
+        let source = self.env.get_template(TEMPLATE_NAME).map(|t| t.source().len()).unwrap_or_default();
         f.debug_struct("ChatTemplate")
             .field("source_len", &source)
             .field("bos_token", &self.bos_token)
@@ -135,8 +121,7 @@ impl fmt::Debug for ChatTemplate {
 struct RaisedException(String);
 
 fn raise_exception(message: String) -> std::result::Result<Value, Error> {
-    Err(Error::new(ErrorKind::InvalidOperation, message.clone())
-        .with_source(RaisedException(message)))
+    Err(Error::new(ErrorKind::InvalidOperation, message.clone()).with_source(RaisedException(message)))
 }
 
 fn raised_message(err: &Error) -> Option<String> {
@@ -161,12 +146,8 @@ fn describe(err: &Error) -> String {
 fn strftime_now(format: String) -> std::result::Result<String, Error> {
     let mut out = String::new();
     // An unknown `%` directive makes chrono's formatter fail; report it instead of panicking.
-    write!(out, "{}", chrono::Local::now().format(&format)).map_err(|_| {
-        Error::new(
-            ErrorKind::InvalidOperation,
-            format!("strftime_now: invalid format {format:?}"),
-        )
-    })?;
+    write!(out, "{}", chrono::Local::now().format(&format))
+        .map_err(|_| Error::new(ErrorKind::InvalidOperation, format!("strftime_now: invalid format {format:?}")))?;
     Ok(out)
 }
 
@@ -180,10 +161,7 @@ fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, Error> {
             (Some(s), _) => Some(s.to_owned()),
             (None, Ok(n)) => Some(" ".repeat(usize::try_from(n).unwrap_or(0))),
             _ => {
-                return Err(Error::new(
-                    ErrorKind::InvalidOperation,
-                    "tojson: indent must be an integer or a string",
-                ));
+                return Err(Error::new(ErrorKind::InvalidOperation, "tojson: indent must be an integer or a string"));
             }
         },
     };
@@ -191,17 +169,10 @@ fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, Error> {
     if let Some(separators) = kwargs.get::<Option<Value>>("separators")?
         && !separators.is_none()
     {
-        let pair: Vec<String> = separators
-            .try_iter()?
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<_>>()
-            .unwrap_or_default();
-        let [item, key] = <[String; 2]>::try_from(pair).map_err(|_| {
-            Error::new(
-                ErrorKind::InvalidOperation,
-                "tojson: separators must be two strings",
-            )
-        })?;
+        let pair: Vec<String> =
+            separators.try_iter()?.map(|v| v.as_str().map(str::to_owned)).collect::<Option<_>>().unwrap_or_default();
+        let [item, key] = <[String; 2]>::try_from(pair)
+            .map_err(|_| Error::new(ErrorKind::InvalidOperation, "tojson: separators must be two strings"))?;
         options.item_separator = item;
         options.key_separator = key;
     }
@@ -209,12 +180,8 @@ fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, Error> {
     let sort_keys = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false);
     kwargs.assert_all_used()?;
 
-    let json = if sort_keys {
-        to_py_json(&SortedKeys(&value), &options)
-    } else {
-        to_py_json(&value, &options)
-    }
-    .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
+    let json = if sort_keys { to_py_json(&SortedKeys(&value), &options) } else { to_py_json(&value, &options) }
+        .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
     Ok(Value::from_safe_string(json))
 }
 
@@ -222,10 +189,7 @@ fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, Error> {
 struct SortedKeys<'a>(&'a Value);
 
 impl serde::Serialize for SortedKeys<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let to_ser = |e: Error| serde::ser::Error::custom(e.to_string());
         match self.0.kind() {
             ValueKind::Map => {
@@ -268,22 +232,13 @@ mod tests {
             "{{ messages[0] | tojson }}|{{ {'b': 1, 'a': [1, 2]} | tojson(sort_keys=true) }}",
             &[ChatMessage::user("<b>&'x'</b>")],
         );
-        assert_eq!(
-            out.ok().as_deref(),
-            Some(r#"{"role": "user", "content": "<b>&'x'</b>"}|{"a": [1, 2], "b": 1}"#)
-        );
+        assert_eq!(out.ok().as_deref(), Some(r#"{"role": "user", "content": "<b>&'x'</b>"}|{"a": [1, 2], "b": 1}"#));
     }
 
     #[test]
     fn tojson_accepts_indent_and_separators() {
-        let out = render(
-            "{{ {'a': [1]} | tojson(indent=2) }}|{{ [1, 2] | tojson(separators=[',', ':']) }}",
-            &[],
-        );
-        assert_eq!(
-            out.ok().as_deref(),
-            Some("{\n  \"a\": [\n    1\n  ]\n}|[1,2]")
-        );
+        let out = render("{{ {'a': [1]} | tojson(indent=2) }}|{{ [1, 2] | tojson(separators=[',', ':']) }}", &[]);
+        assert_eq!(out.ok().as_deref(), Some("{\n  \"a\": [\n    1\n  ]\n}|[1,2]"));
     }
 
     #[test]
@@ -291,22 +246,14 @@ mod tests {
         let out = render(
             "{% for m in messages %}{% if m.content.startswith('skip') %}{% continue %}{% endif %}\
              {{ m.content.strip().upper() }};{% if loop.index >= 3 %}{% break %}{% endif %}{% endfor %}",
-            &[
-                ChatMessage::user(" a "),
-                ChatMessage::user("skip me"),
-                ChatMessage::user("b"),
-                ChatMessage::user("c"),
-            ],
+            &[ChatMessage::user(" a "), ChatMessage::user("skip me"), ChatMessage::user("b"), ChatMessage::user("c")],
         );
         assert_eq!(out.ok().as_deref(), Some("A;B;"));
     }
 
     #[test]
     fn missing_eos_token_is_undefined_and_renders_empty() {
-        let out = render(
-            "[{{ eos_token }}]{% if eos_token is defined %}!{% endif %}",
-            &[],
-        );
+        let out = render("[{{ eos_token }}]{% if eos_token is defined %}!{% endif %}", &[]);
         assert_eq!(out.ok().as_deref(), Some("[]"));
     }
 
@@ -322,10 +269,7 @@ mod tests {
     #[test]
     fn bad_strftime_format_is_a_render_error() {
         let err = render("{{ strftime_now('%Q%') }}", &[]).err();
-        assert!(
-            matches!(&err, Some(TextError::TemplateRender(m)) if m.contains("strftime_now")),
-            "{err:?}"
-        );
+        assert!(matches!(&err, Some(TextError::TemplateRender(m)) if m.contains("strftime_now")), "{err:?}");
     }
 
     #[test]

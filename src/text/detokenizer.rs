@@ -99,10 +99,7 @@ impl IncrementalDecoder {
     pub fn finish(&mut self) -> String {
         // `push` already decoded this exact window successfully, so decoding cannot fail here;
         // should a decoder still fail, an empty tail is the best remaining answer.
-        let tail = self
-            .decode(&self.ids)
-            .and_then(|full| self.text_after_prefix(&full))
-            .unwrap_or_default();
+        let tail = self.decode(&self.ids).and_then(|full| self.text_after_prefix(&full)).unwrap_or_default();
         self.ids.clear();
         self.prefix.clear();
         self.prefix_index = 0;
@@ -140,9 +137,7 @@ impl IncrementalDecoder {
     }
 
     fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.tokenizer
-            .decode(ids, self.skip_special_tokens)
-            .map_err(|e| TextError::Decode(e.to_string()))
+        self.tokenizer.decode(ids, self.skip_special_tokens).map_err(|e| TextError::Decode(e.to_string()))
     }
 }
 

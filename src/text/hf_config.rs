@@ -44,11 +44,7 @@ pub(crate) struct DirConfig {
 /// Reads the optional configuration files of `dir`; missing files are fine, malformed ones are errors.
 pub(crate) fn read_dir_config(dir: &Path) -> Result<DirConfig> {
     let mut config = DirConfig {
-        files: KNOWN_FILES
-            .iter()
-            .map(|name| dir.join(name))
-            .filter(|path| path.is_file())
-            .collect(),
+        files: KNOWN_FILES.iter().map(|name| dir.join(name)).filter(|path| path.is_file()).collect(),
         ..DirConfig::default()
     };
 
@@ -67,10 +63,8 @@ pub(crate) fn read_dir_config(dir: &Path) -> Result<DirConfig> {
         config.add_bos_token = tc.get("add_bos_token").and_then(Value::as_bool);
         config.chat_template = match tc.get("chat_template") {
             None | Some(Value::Null) => None,
-            Some(value) => chat_template_from(value).map_err(|message| TextError::Config {
-                path: tokenizer_config_path.clone(),
-                message,
-            })?,
+            Some(value) => chat_template_from(value)
+                .map_err(|message| TextError::Config { path: tokenizer_config_path.clone(), message })?,
         };
     }
 
@@ -79,10 +73,8 @@ pub(crate) fn read_dir_config(dir: &Path) -> Result<DirConfig> {
     if let Some(obj) = read_json_object(&json_template_path)?
         && let Some(value) = obj.get("chat_template")
     {
-        config.chat_template = chat_template_from(value).map_err(|message| TextError::Config {
-            path: json_template_path.clone(),
-            message,
-        })?;
+        config.chat_template = chat_template_from(value)
+            .map_err(|message| TextError::Config { path: json_template_path.clone(), message })?;
     }
     let jinja_path = dir.join("chat_template.jinja");
     if jinja_path.is_file() {
@@ -93,20 +85,16 @@ pub(crate) fn read_dir_config(dir: &Path) -> Result<DirConfig> {
     if let Some(gc) = read_json_object(&generation_path)? {
         config.generation_eos_ids = match gc.get("eos_token_id") {
             None | Some(Value::Null) => Vec::new(),
-            Some(value) => token_ids_from(value).map_err(|message| TextError::Config {
-                path: generation_path.clone(),
-                message,
-            })?,
+            Some(value) => {
+                token_ids_from(value).map_err(|message| TextError::Config { path: generation_path.clone(), message })?
+            }
         };
     }
     Ok(config)
 }
 
 fn read_to_string(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|source| TextError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    fs::read_to_string(path).map_err(|source| TextError::Io { path: path.to_path_buf(), source })
 }
 
 /// Reads `path` as a JSON object; `Ok(None)` when the file does not exist.
@@ -117,25 +105,14 @@ fn read_json_object(path: &Path) -> Result<Option<serde_json::Map<String, Value>
     let text = read_to_string(path)?;
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(_) => Err(TextError::Config {
-            path: path.to_path_buf(),
-            message: "expected a JSON object".to_owned(),
-        }),
-        Err(err) => Err(TextError::Config {
-            path: path.to_path_buf(),
-            message: err.to_string(),
-        }),
+        Ok(_) => Err(TextError::Config { path: path.to_path_buf(), message: "expected a JSON object".to_owned() }),
+        Err(err) => Err(TextError::Config { path: path.to_path_buf(), message: err.to_string() }),
     }
 }
 
 fn special_tokens_from(map: &serde_json::Map<String, Value>) -> SpecialTokens {
     let get = |key: &str| map.get(key).and_then(special_token_content);
-    SpecialTokens {
-        bos: get("bos_token"),
-        eos: get("eos_token"),
-        pad: get("pad_token"),
-        unk: get("unk_token"),
-    }
+    SpecialTokens { bos: get("bos_token"), eos: get("eos_token"), pad: get("pad_token"), unk: get("unk_token") }
 }
 
 /// A special token is either a plain string or an AddedToken object `{"content": ..., ...}`.
@@ -159,10 +136,7 @@ fn chat_template_from(value: &Value) -> std::result::Result<Option<String>, Stri
                     (Some("default"), Some(template)) => return Ok(Some(template.to_owned())),
                     (Some(_), Some(_)) => {}
                     _ => {
-                        return Err(
-                            "chat_template list entries need string `name` and `template`"
-                                .to_owned(),
-                        );
+                        return Err("chat_template list entries need string `name` and `template`".to_owned());
                     }
                 }
             }
@@ -175,9 +149,7 @@ fn chat_template_from(value: &Value) -> std::result::Result<Option<String>, Stri
 
 fn token_ids_from(value: &Value) -> std::result::Result<Vec<u32>, String> {
     let one = |v: &Value| {
-        v.as_u64()
-            .and_then(|id| u32::try_from(id).ok())
-            .ok_or_else(|| format!("eos_token_id {v} is not a token id"))
+        v.as_u64().and_then(|id| u32::try_from(id).ok()).ok_or_else(|| format!("eos_token_id {v} is not a token id"))
     };
     match value {
         Value::Array(items) => items.iter().map(one).collect(),
@@ -197,9 +169,7 @@ mod tests {
             "eos_token": "</s>",
             "pad_token": null,
         });
-        let Value::Object(map) = map else {
-            unreachable!("json! object literal")
-        };
+        let Value::Object(map) = map else { unreachable!("json! object literal") };
         let special = special_tokens_from(&map);
         assert_eq!(special.bos.as_deref(), Some("<s>"));
         assert_eq!(special.eos.as_deref(), Some("</s>"));

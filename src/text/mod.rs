@@ -71,8 +71,6 @@ pub use chat_message::ChatMessage;
 pub use chat_template::ChatTemplate;
 pub use detokenizer::IncrementalDecoder;
 pub use error::{Result, TextError};
-pub use stop::{
-    StopMatcher, StopMatcherBuilder, StopStep, TokenStopSequences, token_stop_sequences,
-};
+pub use stop::{StopMatcher, StopMatcherBuilder, StopStep, TokenStopSequences, token_stop_sequences};
 pub use token_ids::{token_ids_from_i32, token_ids_to_i32};
 pub use tokenizer::Tokenizer;

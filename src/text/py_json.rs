@@ -27,26 +27,14 @@ impl PyJsonOptions {
     /// Python's defaults for the given indent: `(", ", ": ")` without indent, `(",", ": ")` with.
     pub(crate) fn with_indent(indent: Option<String>) -> Self {
         let item_separator = if indent.is_some() { "," } else { ", " };
-        Self {
-            indent,
-            item_separator: item_separator.to_owned(),
-            key_separator: ": ".to_owned(),
-            ensure_ascii: false,
-        }
+        Self { indent, item_separator: item_separator.to_owned(), key_separator: ": ".to_owned(), ensure_ascii: false }
     }
 }
 
 /// Serializes `value` the way Python's `json.dumps` would with `options`.
-pub(crate) fn to_py_json<T: Serialize + ?Sized>(
-    value: &T,
-    options: &PyJsonOptions,
-) -> serde_json::Result<String> {
+pub(crate) fn to_py_json<T: Serialize + ?Sized>(value: &T, options: &PyJsonOptions) -> serde_json::Result<String> {
     let mut out = Vec::new();
-    let formatter = PyFormatter {
-        options,
-        depth: 0,
-        has_value: false,
-    };
+    let formatter = PyFormatter { options, depth: 0, has_value: false };
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
     value.serialize(&mut serializer)?;
     // serde_json writes only valid UTF-8 (strings come from `str`, escapes are ASCII).
@@ -78,11 +66,7 @@ impl PyFormatter<'_> {
         self.newline_indent(writer)
     }
 
-    fn end_container<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        close: &[u8],
-    ) -> io::Result<()> {
+    fn end_container<W: ?Sized + io::Write>(&mut self, writer: &mut W, close: &[u8]) -> io::Result<()> {
         self.depth -= 1;
         if self.has_value {
             self.newline_indent(writer)?;
@@ -102,11 +86,7 @@ impl Formatter for PyFormatter<'_> {
         self.end_container(writer, b"]")
     }
 
-    fn begin_array_value<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
+    fn begin_array_value<W: ?Sized + io::Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
         self.begin_item(writer, first)
     }
 
@@ -125,11 +105,7 @@ impl Formatter for PyFormatter<'_> {
         self.end_container(writer, b"}")
     }
 
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
+    fn begin_object_key<W: ?Sized + io::Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
         self.begin_item(writer, first)
     }
 
@@ -142,11 +118,7 @@ impl Formatter for PyFormatter<'_> {
         Ok(())
     }
 
-    fn write_string_fragment<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
+    fn write_string_fragment<W: ?Sized + io::Write>(&mut self, writer: &mut W, fragment: &str) -> io::Result<()> {
         if !self.options.ensure_ascii {
             return writer.write_all(fragment.as_bytes());
         }
@@ -164,11 +136,7 @@ impl Formatter for PyFormatter<'_> {
         Ok(())
     }
 
-    fn write_char_escape<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        char_escape: CharEscape,
-    ) -> io::Result<()> {
+    fn write_char_escape<W: ?Sized + io::Write>(&mut self, writer: &mut W, char_escape: CharEscape) -> io::Result<()> {
         // Same short escapes as serde_json and Python; other control characters as \u00XX.
         let escaped: &[u8] = match char_escape {
             CharEscape::Quote => b"\\\"",
@@ -202,10 +170,7 @@ mod tests {
     fn one_line_output_uses_python_separators_and_no_html_escapes() {
         let value = json!({"a": [1, 2.5, null, true], "b": "<x> & 'y' \"z\"\n", "c": {}});
         // What Python's json.dumps(value, ensure_ascii=False) prints.
-        assert_eq!(
-            dumps(&value, None),
-            r#"{"a": [1, 2.5, null, true], "b": "<x> & 'y' \"z\"\n", "c": {}}"#
-        );
+        assert_eq!(dumps(&value, None), r#"{"a": [1, 2.5, null, true], "b": "<x> & 'y' \"z\"\n", "c": {}}"#);
     }
 
     #[test]
@@ -216,10 +181,7 @@ mod tests {
             name: &'static str,
             args: serde_json::Value,
         }
-        let value = Call {
-            name: "f",
-            args: json!([1, {"k": []}]),
-        };
+        let value = Call { name: "f", args: json!([1, {"k": []}]) };
         assert_eq!(
             dumps(&value, Some("  ")),
             "{\n  \"name\": \"f\",\n  \"args\": [\n    1,\n    {\n      \"k\": []\n    }\n  ]\n}"

@@ -45,10 +45,7 @@ pub struct TokenStopSequences {
 /// assert_eq!(split.text_only, vec![String::new()]); // nothing to match as tokens
 /// # Ok::<(), trtllm::text::TextError>(())
 /// ```
-pub fn token_stop_sequences<S: AsRef<str>>(
-    tokenizer: &Tokenizer,
-    stop_strings: &[S],
-) -> Result<TokenStopSequences> {
+pub fn token_stop_sequences<S: AsRef<str>>(tokenizer: &Tokenizer, stop_strings: &[S]) -> Result<TokenStopSequences> {
     let mut split = TokenStopSequences::default();
     for stop in stop_strings {
         let stop = stop.as_ref();
@@ -159,11 +156,7 @@ impl StopMatcher {
             let cut = if self.include_stop_string { end } else { start };
             let mut text = std::mem::take(&mut self.held);
             text.truncate(cut);
-            return StopStep::Stop {
-                text,
-                index,
-                stop_string: self.stop_strings[index].clone(),
-            };
+            return StopStep::Stop { text, index, stop_string: self.stop_strings[index].clone() };
         }
         let keep_from = self.held.len() - self.partial_match_len();
         let held = self.held.split_off(keep_from);
@@ -184,9 +177,7 @@ impl StopMatcher {
                 let end = start + stop.len();
                 let better = match best {
                     None => true,
-                    Some((_, best_start, best_end)) => {
-                        end < best_end || (end == best_end && start < best_start)
-                    }
+                    Some((_, best_start, best_end)) => end < best_end || (end == best_end && start < best_start),
                 };
                 if better {
                     best = Some((index, start, end));
@@ -200,23 +191,14 @@ impl StopMatcher {
     fn partial_match_len(&self) -> usize {
         // Candidate starts are char boundaries, longest tail first; stop strings are `str`, so a
         // tail that starts mid-character could never be a prefix of one anyway.
-        let longest_prefix = self
-            .stop_strings
-            .iter()
-            .map(|s| s.len().saturating_sub(1))
-            .max()
-            .unwrap_or(0);
+        let longest_prefix = self.stop_strings.iter().map(|s| s.len().saturating_sub(1)).max().unwrap_or(0);
         let min_start = self.held.len().saturating_sub(longest_prefix);
         self.held
             .char_indices()
             .map(|(i, _)| i)
             .filter(|&i| i >= min_start)
             .map(|i| &self.held[i..])
-            .find(|tail| {
-                self.stop_strings
-                    .iter()
-                    .any(|s| s.len() > tail.len() && s.starts_with(tail))
-            })
+            .find(|tail| self.stop_strings.iter().any(|s| s.len() > tail.len() && s.starts_with(tail)))
             .map_or(0, str::len)
     }
 }
@@ -235,8 +217,7 @@ impl StopMatcherBuilder {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.stop_strings
-            .extend(stop_strings.into_iter().map(Into::into));
+        self.stop_strings.extend(stop_strings.into_iter().map(Into::into));
         self
     }
 
@@ -265,11 +246,7 @@ mod tests {
     use super::*;
 
     fn matcher(stops: &[&str], include: bool) -> StopMatcher {
-        match StopMatcher::builder()
-            .stop_strings(stops.iter().copied())
-            .include_stop_string(include)
-            .build()
-        {
+        match StopMatcher::builder().stop_strings(stops.iter().copied()).include_stop_string(include).build() {
             Ok(m) => m,
             Err(err) => panic!("building matcher: {err}"),
         }
@@ -287,10 +264,7 @@ mod tests {
     #[test]
     fn empty_stop_string_is_rejected() {
         let err = StopMatcher::new(["ok", ""]).err();
-        assert!(
-            matches!(err, Some(TextError::EmptyStopString { index: 1 })),
-            "{err:?}"
-        );
+        assert!(matches!(err, Some(TextError::EmptyStopString { index: 1 })), "{err:?}");
     }
 
     #[test]

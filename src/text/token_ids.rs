@@ -12,9 +12,7 @@ use super::error::{Result, TextError};
 /// # Ok::<(), TextError>(())
 /// ```
 pub fn token_ids_from_i32(ids: &[i32]) -> Result<Vec<u32>> {
-    ids.iter()
-        .map(|&id| u32::try_from(id).map_err(|_| TextError::NegativeTokenId(id)))
-        .collect()
+    ids.iter().map(|&id| u32::try_from(id).map_err(|_| TextError::NegativeTokenId(id))).collect()
 }
 
 /// Converts tokenizer ids (`u32`) into executor token ids (`i32`), rejecting ids above `i32::MAX`.
@@ -27,7 +25,5 @@ pub fn token_ids_from_i32(ids: &[i32]) -> Result<Vec<u32>> {
 /// # Ok::<(), TextError>(())
 /// ```
 pub fn token_ids_to_i32(ids: &[u32]) -> Result<Vec<i32>> {
-    ids.iter()
-        .map(|&id| i32::try_from(id).map_err(|_| TextError::TokenIdTooLarge(id)))
-        .collect()
+    ids.iter().map(|&id| i32::try_from(id).map_err(|_| TextError::TokenIdTooLarge(id))).collect()
 }

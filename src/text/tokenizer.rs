@@ -55,15 +55,10 @@ impl Tokenizer {
         let dir = dir.as_ref();
         let json_path = dir.join("tokenizer.json");
         if !json_path.is_file() {
-            return Err(TextError::MissingTokenizerJson {
-                dir: dir.to_path_buf(),
-            });
+            return Err(TextError::MissingTokenizerJson { dir: dir.to_path_buf() });
         }
-        let inner =
-            tokenizers::Tokenizer::from_file(&json_path).map_err(|e| TextError::TokenizerLoad {
-                path: json_path.clone(),
-                message: e.to_string(),
-            })?;
+        let inner = tokenizers::Tokenizer::from_file(&json_path)
+            .map_err(|e| TextError::TokenizerLoad { path: json_path.clone(), message: e.to_string() })?;
         let config = hf_config::read_dir_config(dir)?;
 
         let mut tokenizer = Self::from_tokenizer(inner);
@@ -72,11 +67,7 @@ impl Tokenizer {
         tokenizer.files = config.files;
         // The tokenizer's own eos token first, then generation_config's (which often lists more,
         // e.g. an end-of-turn token), without repeats.
-        let config_eos = tokenizer
-            .special
-            .eos
-            .as_deref()
-            .and_then(|eos| tokenizer.inner.token_to_id(eos));
+        let config_eos = tokenizer.special.eos.as_deref().and_then(|eos| tokenizer.inner.token_to_id(eos));
         let mut eos_ids = Vec::new();
         for id in config_eos.into_iter().chain(config.generation_eos_ids) {
             if !eos_ids.contains(&id) {
@@ -85,11 +76,7 @@ impl Tokenizer {
         }
         tokenizer.eos_token_ids = eos_ids;
         if let Some(source) = config.chat_template {
-            match ChatTemplate::new(
-                source,
-                tokenizer.special.bos.as_deref(),
-                tokenizer.special.eos.as_deref(),
-            ) {
+            match ChatTemplate::new(source, tokenizer.special.bos.as_deref(), tokenizer.special.eos.as_deref()) {
                 Ok(template) => tokenizer.chat_template = Some(template),
                 Err(err) => {
                     tracing::warn!(dir = %dir.display(), error = %err, "ignoring chat template");
@@ -134,10 +121,8 @@ impl Tokenizer {
     /// bos token, it is prepended. Render chat templates and encode the result with
     /// `add_special_tokens = false`: templates write their own bos token.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
-        let encoding = self
-            .inner
-            .encode_fast(text, add_special_tokens)
-            .map_err(|e| TextError::Encode(e.to_string()))?;
+        let encoding =
+            self.inner.encode_fast(text, add_special_tokens).map_err(|e| TextError::Encode(e.to_string()))?;
         let mut ids = encoding.get_ids().to_vec();
         if add_special_tokens
             && self.add_bos_token == Some(true)
@@ -153,9 +138,7 @@ impl Tokenizer {
     ///
     /// For streamed output use [`incremental_decoder`](Self::incremental_decoder) instead.
     pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
-        self.inner
-            .decode(ids, skip_special_tokens)
-            .map_err(|e| TextError::Decode(e.to_string()))
+        self.inner.decode(ids, skip_special_tokens).map_err(|e| TextError::Decode(e.to_string()))
     }
 
     /// Starts an incremental decoder for one stream of generated tokens.

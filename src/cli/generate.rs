@@ -1,0 +1,232 @@
+//! `trtllm generate`: a prompt or chat messages in, streamed text out, a one-line summary on stderr.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use futures::StreamExt;
+use serde_json::json;
+use trtllm::text::{ChatMessage, IncrementalDecoder, StopMatcher, StopStep, Tokenizer};
+use trtllm::{AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams, StreamEvent};
+
+/// Arguments of `trtllm generate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The prompt text; `-` reads it from stdin. Omit it when giving --messages.
+    prompt: Option<String>,
+    /// Chat messages as a JSON array of {"role", "content"}, or @FILE to read them from a file.
+    #[arg(long, conflicts_with = "prompt")]
+    messages: Option<String>,
+    /// Wrap a plain prompt as one user message and apply the chat template.
+    #[arg(long)]
+    chat: bool,
+    /// A system message (with --chat or --messages).
+    #[arg(long)]
+    system: Option<String>,
+    /// The engine directory; without it the built-in simulated engine is used.
+    #[arg(long, env = "TRTLLM_ENGINE_DIR")]
+    engine_dir: Option<PathBuf>,
+    /// The tokenizer directory (default: the one the engine directory names).
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
+    /// Maximum new tokens.
+    #[arg(long, default_value_t = 128)]
+    max_tokens: u32,
+    /// Sampling temperature.
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// Top-k sampling.
+    #[arg(long)]
+    top_k: Option<u32>,
+    /// Top-p sampling.
+    #[arg(long)]
+    top_p: Option<f32>,
+    /// Random seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Minimum new tokens before an end token may stop generation.
+    #[arg(long)]
+    min_tokens: Option<u32>,
+    /// Keep generating past the end token (up to --max-tokens).
+    #[arg(long)]
+    ignore_eos: bool,
+    /// Stop when this text is generated (repeatable); it is not printed unless --include-stop.
+    #[arg(long = "stop")]
+    stops: Vec<String>,
+    /// Print the matched stop string too.
+    #[arg(long)]
+    include_stop: bool,
+    /// Print one JSON object (text, token ids, counts, timings) instead of streaming text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let scratch = tempfile::tempdir().context("creating a scratch directory")?;
+    let engine_dir = match &args.engine_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            eprintln!("no --engine-dir: using the {}", trtllm::builtin::BUILTIN_DESCRIPTION);
+            trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path())?
+        }
+    };
+    let engine = trtllm::EngineConfig::from_dir(&engine_dir)?;
+    let tokenizer_dir = args.tokenizer.clone().or(engine.tokenizer_dir.clone()).with_context(|| {
+        format!(
+            "{} names no tokenizer: pass --tokenizer DIR (a Hugging Face tokenizer directory)",
+            engine_dir.display()
+        )
+    })?;
+    let tokenizer = Tokenizer::from_dir(&tokenizer_dir)
+        .with_context(|| format!("loading the tokenizer in {}", tokenizer_dir.display()))?;
+    let prompt_ids = prompt_ids(&args, &tokenizer)?;
+
+    let mut request = GenerationRequest::new(prompt_ids.clone(), args.max_tokens).with_sampling(SamplingParams {
+        temperature: args.temperature,
+        top_k: args.top_k,
+        top_p: args.top_p,
+        seed: args.seed,
+        min_tokens: args.min_tokens,
+        ..Default::default()
+    });
+    match (args.ignore_eos, tokenizer.eos_token_ids().first()) {
+        (true, _) => request = request.with_end_id(-1),
+        (false, Some(&eos)) => request = request.with_end_id(eos as i32),
+        (false, None) => {}
+    }
+    let mut stop = StopMatcher::builder().stop_strings(&args.stops).include_stop_string(args.include_stop).build()?;
+
+    let executor = AsyncExecutor::load(&engine_dir, ExecutorConfig::default()).await?;
+    let mut stream = executor.generate(request)?;
+    let enqueued_at = stream.enqueued_at();
+    let mut decoder: IncrementalDecoder = tokenizer.incremental_decoder(true);
+    let mut out = std::io::stdout().lock();
+    let mut text = String::new();
+    let mut ids: Vec<u32> = Vec::new();
+    let mut matched_stop = None;
+    let mut first_chunk_at = None;
+    let mut outcome = None;
+    while let Some(event) = stream.next().await {
+        match event? {
+            StreamEvent::Chunk(chunk) => {
+                first_chunk_at.get_or_insert(chunk.received_at);
+                ids.extend_from_slice(&chunk.token_ids);
+                let step = stop.push(&decoder.push(&chunk.token_ids)?);
+                emit(&mut out, &mut text, step.text(), args.json)?;
+                if let StopStep::Stop { stop_string: matched, .. } = step {
+                    // The text matched a stop string: dropping the stream cancels the request.
+                    matched_stop = Some(matched);
+                    break;
+                }
+            }
+            StreamEvent::Final(done) => {
+                outcome = Some(done);
+            }
+        }
+    }
+    if matched_stop.is_none() {
+        let tail = decoder.finish();
+        let step = stop.push(&tail);
+        emit(&mut out, &mut text, step.text(), args.json)?;
+        if let StopStep::Stop { stop_string: matched, .. } = step {
+            matched_stop = Some(matched);
+        } else {
+            let rest = stop.finish();
+            emit(&mut out, &mut text, &rest, args.json)?;
+        }
+    }
+    let finish_reason = match (&matched_stop, &outcome) {
+        (Some(_), _) => "stop".to_string(),
+        (None, Some(done)) => done.finish_reason.as_openai_str().to_string(),
+        (None, None) => bail!("the stream ended without a final result"),
+    };
+    let ttft = first_chunk_at.map(|f| f.saturating_duration_since(enqueued_at));
+    let (tpot, completion_tokens) = match &outcome {
+        Some(done) => (done.tpot(), done.completion_tokens),
+        None => (None, ids.len() as u32),
+    };
+    drop(stream);
+    executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
+
+    let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
+    if args.json {
+        let doc = json!({
+            "text": text,
+            "token_ids": ids,
+            "prompt_tokens": prompt_ids.len(),
+            "completion_tokens": completion_tokens,
+            "finish_reason": finish_reason,
+            "matched_stop": matched_stop,
+            "ttft_ms": ms(ttft),
+            "tpot_ms": ms(tpot),
+            "executor_finish_reason": outcome.as_ref().map(|d| d.finish_reason.to_string()),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        writeln!(out)?;
+        let fmt = |d: Option<f64>| d.map_or("n/a".to_string(), |v| format!("{v:.1} ms"));
+        eprintln!(
+            "prompt tokens {}, completion tokens {}, TTFT {}, TPOT {}, finish reason {}{}",
+            prompt_ids.len(),
+            completion_tokens,
+            fmt(ms(ttft)),
+            fmt(ms(tpot)),
+            finish_reason,
+            matched_stop.map(|s| format!(" (matched {s:?})")).unwrap_or_default()
+        );
+    }
+    let failed = outcome.is_some_and(|d| d.finish_reason == FinishReason::TimedOut);
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Streams text to stdout as it comes (or only collects it under --json).
+fn emit(out: &mut impl Write, text: &mut String, delta: &str, json: bool) -> std::io::Result<()> {
+    text.push_str(delta);
+    if !json && !delta.is_empty() {
+        out.write_all(delta.as_bytes())?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// The prompt token ids: raw text, or chat messages rendered with the tokenizer's chat template.
+fn prompt_ids(args: &Args, tokenizer: &Tokenizer) -> anyhow::Result<Vec<u32>> {
+    let mut messages: Option<Vec<ChatMessage>> = match &args.messages {
+        Some(spec) => {
+            let text = match spec.strip_prefix('@') {
+                Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
+                None => spec.clone(),
+            };
+            Some(serde_json::from_str(&text).context("--messages must be a JSON array of {\"role\", \"content\"}")?)
+        }
+        None => None,
+    };
+    let prompt = match args.prompt.as_deref() {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).context("reading the prompt from stdin")?;
+            Some(text)
+        }
+        other => other.map(str::to_string),
+    };
+    if messages.is_none() && args.chat {
+        let text = prompt.clone().context("--chat needs a prompt")?;
+        messages = Some(vec![ChatMessage::user(text)]);
+    }
+    let Some(mut messages) = messages else {
+        let text = prompt.context("give a prompt (or - for stdin) or --messages")?;
+        if args.system.is_some() {
+            bail!("--system needs --chat or --messages");
+        }
+        return Ok(tokenizer.encode(&text, true)?);
+    };
+    if let Some(system) = &args.system {
+        messages.insert(0, ChatMessage::system(system.clone()));
+    }
+    let template = tokenizer.chat_template().context("the tokenizer has no chat template")?;
+    let rendered = template.render(&messages, true)?;
+    // The template writes its own special tokens; don't add them twice.
+    Ok(tokenizer.encode(&rendered, false)?)
+}
