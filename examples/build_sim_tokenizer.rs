@@ -26,7 +26,7 @@ const CHAT_TEMPLATE: &str = "{%- for message in messages %}{{- '<|im_start|>' + 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut corpus = Vec::new();
-    collect(&root, &root, &mut corpus)?;
+    collect(&root, &mut corpus)?;
     corpus.sort();
     println!("training on {} lines", corpus.len());
 
@@ -81,13 +81,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Markdown lines and Rust doc-comment lines of the repository, skipping build output.
-fn collect(root: &Path, dir: &Path, corpus: &mut Vec<String>) -> std::io::Result<()> {
+fn collect(dir: &Path, corpus: &mut Vec<String>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if path.is_dir() {
             if !name.starts_with('.') && !["target", "assets", "bench-results"].contains(&name) {
-                collect(root, &path, corpus)?;
+                collect(&path, corpus)?;
             }
             continue;
         }
