@@ -36,6 +36,7 @@ pub mod sim;
 mod stats;
 mod stream;
 pub mod text;
+mod text_stream;
 mod version;
 
 pub use clock::executor_clock_now_ns;
@@ -50,4 +51,5 @@ pub use stats::{
     StaticBatchingStats,
 };
 pub use stream::{AsyncExecutor, BlockingIter, GenerationStream};
+pub use text_stream::{TextEvent, TextStream};
 pub use version::{Backend, SUPPORTED_LINES};

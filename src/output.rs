@@ -218,6 +218,10 @@ impl Accumulator {
         Accumulator { request_id, prompt_tokens, streaming, enqueued_at, first_token_at: None, sequences }
     }
 
+    pub(crate) fn num_sequences(&self) -> usize {
+        self.sequences.len()
+    }
+
     pub(crate) fn enqueued_at(&self) -> Instant {
         self.enqueued_at
     }

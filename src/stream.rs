@@ -73,6 +73,11 @@ impl GenerationStream {
         self.accumulator.enqueued_at()
     }
 
+    /// Sequences the request produces (`num_return_sequences`, or 1).
+    pub fn num_sequences(&self) -> usize {
+        self.accumulator.num_sequences()
+    }
+
     /// Whether the terminal item has been yielded.
     pub fn is_terminated(&self) -> bool {
         self.terminated

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::json;
-use trtllm::text::{ChatMessage, IncrementalDecoder, StopMatcher, StopStep, Tokenizer};
-use trtllm::{AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams, StreamEvent};
+use trtllm::text::{ChatMessage, Tokenizer};
+use trtllm::{AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams, TextEvent, TextStream};
 
 /// Arguments of `trtllm generate`.
 #[derive(Debug, clap::Args)]
@@ -96,72 +96,41 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         (false, Some(&eos)) => request = request.with_end_id(eos as i32),
         (false, None) => {}
     }
-    let mut stop = StopMatcher::builder().stop_strings(&args.stops).include_stop_string(args.include_stop).build()?;
-
     let executor = AsyncExecutor::load(&engine_dir, ExecutorConfig::default()).await?;
-    let mut stream = executor.generate(request)?;
-    let enqueued_at = stream.enqueued_at();
-    let mut decoder: IncrementalDecoder = tokenizer.incremental_decoder(true);
+    let inner = executor.generate(request)?;
+    let enqueued_at = inner.enqueued_at();
+    let mut stream = TextStream::new(inner, tokenizer, args.stops.clone(), args.include_stop, true)?;
     let mut out = std::io::stdout().lock();
-    let mut text = String::new();
-    let mut ids: Vec<u32> = Vec::new();
-    let mut matched_stop = None;
     let mut first_chunk_at = None;
     let mut outcome = None;
     while let Some(event) = stream.next().await {
         match event? {
-            StreamEvent::Chunk(chunk) => {
+            TextEvent::Chunk { chunk, text } => {
                 first_chunk_at.get_or_insert(chunk.received_at);
-                ids.extend_from_slice(&chunk.token_ids);
-                let step = stop.push(&decoder.push(&chunk.token_ids)?);
-                emit(&mut out, &mut text, step.text(), args.json)?;
-                if let StopStep::Stop { stop_string: matched, .. } = step {
-                    // The text matched a stop string: dropping the stream cancels the request.
-                    matched_stop = Some(matched);
-                    break;
+                if !args.json && !text.is_empty() {
+                    out.write_all(text.as_bytes())?;
+                    out.flush()?;
                 }
             }
-            StreamEvent::Final(done) => {
-                outcome = Some(done);
-            }
+            TextEvent::Final { output, texts, matched_stop } => outcome = Some((output, texts, matched_stop)),
         }
     }
-    if matched_stop.is_none() {
-        let tail = decoder.finish();
-        let step = stop.push(&tail);
-        emit(&mut out, &mut text, step.text(), args.json)?;
-        if let StopStep::Stop { stop_string: matched, .. } = step {
-            matched_stop = Some(matched);
-        } else {
-            let rest = stop.finish();
-            emit(&mut out, &mut text, &rest, args.json)?;
-        }
-    }
-    let finish_reason = match (&matched_stop, &outcome) {
-        (Some(_), _) => "stop".to_string(),
-        (None, Some(done)) => done.finish_reason.as_openai_str().to_string(),
-        (None, None) => bail!("the stream ended without a final result"),
-    };
+    let (done, texts, matched_stop) = outcome.context("the stream ended without a final result")?;
     let ttft = first_chunk_at.map(|f| f.saturating_duration_since(enqueued_at));
-    let (tpot, completion_tokens) = match &outcome {
-        Some(done) => (done.tpot(), done.completion_tokens),
-        None => (None, ids.len() as u32),
-    };
-    drop(stream);
     executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
 
     let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
+    let finish_reason = done.finish_reason.as_openai_str();
     if args.json {
         let doc = json!({
-            "text": text,
-            "token_ids": ids,
+            "text": texts.first().cloned().unwrap_or_default(),
+            "token_ids": done.token_ids(),
             "prompt_tokens": prompt_ids.len(),
-            "completion_tokens": completion_tokens,
+            "completion_tokens": done.completion_tokens,
             "finish_reason": finish_reason,
             "matched_stop": matched_stop,
             "ttft_ms": ms(ttft),
-            "tpot_ms": ms(tpot),
-            "executor_finish_reason": outcome.as_ref().map(|d| d.finish_reason.to_string()),
+            "tpot_ms": ms(done.tpot()),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
@@ -170,25 +139,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!(
             "prompt tokens {}, completion tokens {}, TTFT {}, TPOT {}, finish reason {}{}",
             prompt_ids.len(),
-            completion_tokens,
+            done.completion_tokens,
             fmt(ms(ttft)),
-            fmt(ms(tpot)),
+            fmt(ms(done.tpot())),
             finish_reason,
             matched_stop.map(|s| format!(" (matched {s:?})")).unwrap_or_default()
         );
     }
-    let failed = outcome.is_some_and(|d| d.finish_reason == FinishReason::TimedOut);
+    let failed = done.finish_reason == FinishReason::TimedOut;
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
-}
-
-/// Streams text to stdout as it comes (or only collects it under --json).
-fn emit(out: &mut impl Write, text: &mut String, delta: &str, json: bool) -> std::io::Result<()> {
-    text.push_str(delta);
-    if !json && !delta.is_empty() {
-        out.write_all(delta.as_bytes())?;
-        out.flush()?;
-    }
-    Ok(())
 }
 
 /// The prompt token ids: raw text, or chat messages rendered with the tokenizer's chat template.
