@@ -26,7 +26,7 @@ pub enum TextEvent {
     Final {
         /// The executor's final output. When a stop string matched, its token ids are cut to the
         /// tokens delivered before the match and its finish reason is `StopWords`.
-        output: FinalOutput,
+        output: Box<FinalOutput>,
         /// The complete text of each sequence (equal to a full decode of its tokens, cut at the
         /// stop string when one matched).
         texts: Vec<String>,
@@ -168,7 +168,7 @@ impl TextStream {
         }
         let texts = self.sequences.iter().map(|s| s.text.clone()).collect();
         let matched_stop = self.sequences.first().and_then(|s| s.matched.clone());
-        TextEvent::Final { output, texts, matched_stop }
+        TextEvent::Final { output: Box::new(output), texts, matched_stop }
     }
 }
 

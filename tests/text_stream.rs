@@ -52,7 +52,7 @@ async fn run(
                 output,
                 texts,
                 matched_stop,
-            } => last = Some((output, texts[0].clone(), matched_stop)),
+            } => last = Some((*output, texts[0].clone(), matched_stop)),
         }
     }
     let (output, text, matched) = last.expect("a final");
