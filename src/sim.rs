@@ -198,8 +198,8 @@ macro_rules! engine_setters {
         impl SimulatedEngineBuilder {
             $(
                 $(#[$doc])*
-                pub fn $name(mut self, value: impl Into<$ty>) -> Self {
-                    self.engine.$name = value.into();
+                pub fn $name(mut self, value: $ty) -> Self {
+                    self.engine.$name = value;
                     self
                 }
             )*
@@ -207,11 +207,27 @@ macro_rules! engine_setters {
     };
 }
 
-engine_setters! {
+impl SimulatedEngineBuilder {
     /// Model name.
-    model_name: String;
+    pub fn model_name(mut self, value: impl Into<String>) -> Self {
+        self.engine.model_name = value.into();
+        self
+    }
+
     /// Version recorded in config.json.
-    version: String;
+    pub fn version(mut self, value: impl Into<String>) -> Self {
+        self.engine.version = value.into();
+        self
+    }
+
+    /// GPU preset name.
+    pub fn gpu(mut self, value: impl Into<String>) -> Self {
+        self.engine.gpu = value.into();
+        self
+    }
+}
+
+engine_setters! {
     /// Vocabulary size.
     vocab_size: usize;
     /// Hidden size.
@@ -234,8 +250,6 @@ engine_setters! {
     max_num_tokens: usize;
     /// tokens_per_block.
     tokens_per_block: usize;
-    /// GPU preset name.
-    gpu: String;
     /// Milliseconds per iteration.
     iteration_ms: f64;
     /// Wall-clock scale.

@@ -37,11 +37,7 @@ fn a_malformed_config_names_the_problem() {
 
 #[test]
 fn engine_limits_are_read_before_enqueue() {
-    let dir = engine_dir(|b| {
-        b.max_input_len(100usize)
-            .max_seq_len(300usize)
-            .max_batch_size(7usize)
-    });
+    let dir = engine_dir(|b| b.max_input_len(100).max_seq_len(300).max_batch_size(7));
     let engine = EngineConfig::from_dir(dir.path()).unwrap();
     assert_eq!(
         (
@@ -77,7 +73,7 @@ fn a_version_mismatch_is_refused_unless_overridden() {
 
 #[test]
 fn config_over_engine_limits_is_refused() {
-    let dir = engine_dir(|b| b.max_batch_size(8usize));
+    let dir = engine_dir(|b| b.max_batch_size(8));
     let err = Executor::load(dir.path(), config().max_batch_size(9).build().unwrap()).unwrap_err();
     assert!(matches!(err, Error::InvalidConfig(_)));
     assert!(

@@ -215,7 +215,7 @@ fn a_forward_failure_errors_every_active_request() {
 
 #[test]
 fn queue_full_is_an_error_and_the_queue_recovers() {
-    let dir = engine_dir(|b| b.max_batch_size(1usize).iteration_ms(2.0));
+    let dir = engine_dir(|b| b.max_batch_size(1).iteration_ms(2.0));
     let cfg = config()
         .max_queue_size(2)
         .max_batch_size(1)

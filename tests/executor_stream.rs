@@ -277,7 +277,7 @@ async fn async_stream_yields_chunks_then_final() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_concurrent_streams_complete_with_the_right_counts() {
-    let dir = engine_dir(|b| b.max_batch_size(256usize).max_num_tokens(8192usize));
+    let dir = engine_dir(|b| b.max_batch_size(256).max_num_tokens(8192));
     let executor = AsyncExecutor::load(dir.path(), common::sim::config().build().unwrap())
         .await
         .unwrap();

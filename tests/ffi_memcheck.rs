@@ -102,7 +102,7 @@ fn exercise() -> Result<(), String> {
         ..Default::default()
     };
     SimulatedEngine::builder()
-        .vocab_size(1000usize)
+        .vocab_size(1000)
         .iteration_ms(1.0)
         .faults(faults)
         .build()

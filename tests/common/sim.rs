@@ -14,11 +14,11 @@ pub fn engine_dir(tune: impl FnOnce(SimulatedEngineBuilder) -> SimulatedEngineBu
     let dir = tempfile::tempdir().expect("temp dir");
     let builder = SimulatedEngine::builder()
         .model_name("test-model")
-        .vocab_size(1000usize)
-        .max_input_len(128usize)
-        .max_seq_len(512usize)
-        .max_batch_size(64usize)
-        .max_num_tokens(2048usize)
+        .vocab_size(1000)
+        .max_input_len(128)
+        .max_seq_len(512)
+        .max_batch_size(64)
+        .max_num_tokens(2048)
         .iteration_ms(1.0)
         .time_scale(1.0);
     tune(builder)
