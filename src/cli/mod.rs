@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
+mod bench;
 mod generate;
 mod inspect;
 mod version;
@@ -40,6 +41,8 @@ enum Command {
     Inspect(inspect::Args),
     /// Generate text for a prompt or chat messages, streaming it to stdout.
     Generate(generate::Args),
+    /// Profile latency in process (TTFT, TPOT, ITL from executor events) over a sweep.
+    Bench(bench::Args),
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (default `info` for long-running commands, `warn` for
@@ -47,6 +50,7 @@ enum Command {
 pub fn init_logging(cli: &Cli) {
     let default = match cli.command {
         Command::Generate(_) | Command::Inspect(_) | Command::Version => "warn",
+        Command::Bench(_) => "warn",
     };
     let format = cli.log_format;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into());
@@ -63,6 +67,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Version => version::run(),
         Command::Inspect(args) => inspect::run(args),
         Command::Generate(args) => runtime()?.block_on(generate::run(args)),
+        Command::Bench(args) => runtime()?.block_on(bench::run(args)),
     }
 }
 
