@@ -157,7 +157,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "backend": backend.to_string(), "engine_dir": engine_dir,
             }));
         if let Some(slos) = &slos {
-            builder = builder.slos(slos.clone());
+            builder = builder.slos(*slos);
         }
         let summary = builder.build(&run.records)?;
         let stem = output_dir.join(format!("c{}_in{}_out{}", point.concurrency, point.input_len, point.output_len));
