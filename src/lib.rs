@@ -32,6 +32,7 @@ mod output;
 pub mod proto;
 mod request;
 mod router;
+pub mod server;
 pub mod sim;
 mod stats;
 mod stream;

@@ -3,6 +3,7 @@
 mod bench;
 mod generate;
 mod inspect;
+mod serve;
 mod version;
 
 use std::process::ExitCode;
@@ -41,6 +42,8 @@ enum Command {
     Inspect(inspect::Args),
     /// Generate text for a prompt or chat messages, streaming it to stdout.
     Generate(generate::Args),
+    /// Serve trtllm.TrtllmService over gRPC (SMG gateway compatible) until SIGINT/SIGTERM.
+    Serve(serve::Args),
     /// Profile latency in process (TTFT, TPOT, ITL from executor events) over a sweep.
     Bench(bench::Args),
 }
@@ -51,6 +54,7 @@ pub fn init_logging(cli: &Cli) {
     let default = match cli.command {
         Command::Generate(_) | Command::Inspect(_) | Command::Version => "warn",
         Command::Bench(_) => "warn",
+        Command::Serve(_) => "info",
     };
     let format = cli.log_format;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into());
@@ -68,6 +72,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect(args) => inspect::run(args),
         Command::Generate(args) => runtime()?.block_on(generate::run(args)),
         Command::Bench(args) => runtime()?.block_on(bench::run(args)),
+        Command::Serve(args) => runtime()?.block_on(serve::run(args)),
     }
 }
 

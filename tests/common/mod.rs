@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 
 pub mod python;
+pub mod server;
 pub mod sim;
 pub mod text;

@@ -1,0 +1,208 @@
+//! Protocol messages to crate types and back, and crate errors to gRPC status codes.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tonic::{Code, Status};
+
+use crate::error::Error;
+use crate::output::{FinalOutput, PerfMetrics};
+use crate::proto::trtllm as pb;
+use crate::request::{GenerationRequest, SamplingParams};
+
+/// Maps a crate error onto the gRPC status a client should see.
+pub fn status(error: &Error) -> Status {
+    let code = match error {
+        Error::InvalidRequest(_) => Code::InvalidArgument,
+        Error::QueueFull(_) | Error::ConsumerTooSlow { .. } => Code::ResourceExhausted,
+        Error::ShutDown => Code::Unavailable,
+        Error::EngineDir { .. } | Error::EngineConfig { .. } | Error::InvalidConfig(_) => Code::FailedPrecondition,
+        Error::UnsupportedVersion(_) => Code::FailedPrecondition,
+        Error::Executor(_) | Error::StreamEnded => Code::Internal,
+    };
+    Status::new(code, error.to_string())
+}
+
+/// Fields of `GenerateRequest` this server does not implement: naming them beats ignoring them.
+pub fn reject_unsupported(request: &pb::GenerateRequest) -> Result<(), Status> {
+    let unsupported = [
+        ("guided_decoding", request.guided_decoding.is_some()),
+        ("embedding_bias", !request.embedding_bias.is_empty()),
+        ("lora_config", request.lora_config.is_some()),
+        ("prompt_tuning_config", request.prompt_tuning_config.is_some()),
+        ("multimodal_input", request.multimodal_input.is_some()),
+        ("kv_cache_retention", request.kv_cache_retention.is_some()),
+        ("disaggregated_params", request.disaggregated_params.is_some()),
+        ("lookahead_config", request.lookahead_config.is_some()),
+        ("cache_salt_id", request.cache_salt_id.is_some()),
+        ("tokenized.query_token_ids", request.tokenized.as_ref().is_some_and(|t| !t.query_token_ids.is_empty())),
+    ];
+    if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
+        return Err(Status::invalid_argument(format!("{field} is not supported by this server")));
+    }
+    if let Some(s) = &request.sampling_config {
+        if !s.beam_width_array.is_empty() {
+            return Err(Status::invalid_argument("sampling_config.beam_width_array is not supported by this server"));
+        }
+        if s.prompt_ignore_length.is_some() {
+            return Err(Status::invalid_argument(
+                "sampling_config.prompt_ignore_length is not supported by this server",
+            ));
+        }
+    }
+    if let Some(o) = &request.output_config {
+        let unsupported = [
+            ("output_config.prompt_logprobs", o.prompt_logprobs.is_some()),
+            ("output_config.return_context_logits", o.return_context_logits),
+            ("output_config.return_generation_logits", o.return_generation_logits),
+            ("output_config.return_encoder_output", o.return_encoder_output),
+        ];
+        if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
+            return Err(Status::invalid_argument(format!("{field} is not supported by this server")));
+        }
+    }
+    Ok(())
+}
+
+/// The sampling parameters of a request (`None` fields keep the executor's defaults).
+pub fn sampling(config: Option<&pb::SamplingConfig>) -> Result<SamplingParams, Status> {
+    let Some(s) = config else { return Ok(SamplingParams::default()) };
+    let non_negative = |field: &str, v: Option<i32>| -> Result<Option<u32>, Status> {
+        v.map(|v| {
+            u32::try_from(v)
+                .map_err(|_| Status::invalid_argument(format!("sampling_config.{field} = {v} must be >= 0")))
+        })
+        .transpose()
+    };
+    Ok(SamplingParams {
+        beam_width: if s.beam_width <= 0 { 1 } else { s.beam_width as u32 },
+        num_return_sequences: (s.num_return_sequences > 0).then_some(s.num_return_sequences),
+        top_k: non_negative("top_k", s.top_k)?,
+        top_p: s.top_p,
+        top_p_min: s.top_p_min,
+        top_p_reset_ids: s.top_p_reset_ids,
+        top_p_decay: s.top_p_decay,
+        seed: s.seed,
+        temperature: s.temperature,
+        min_tokens: s.min_tokens,
+        beam_search_diversity_rate: s.beam_search_diversity_rate,
+        repetition_penalty: s.repetition_penalty,
+        presence_penalty: s.presence_penalty,
+        frequency_penalty: s.frequency_penalty,
+        length_penalty: s.length_penalty,
+        early_stopping: s.early_stopping,
+        no_repeat_ngram_size: non_negative("no_repeat_ngram_size", s.no_repeat_ngram_size)?,
+        min_p: s.min_p,
+    })
+}
+
+/// The executor request for a protocol request (stop strings and bad strings are handled by the caller).
+pub fn generation_request(
+    request: &pb::GenerateRequest,
+    eos_token_id: Option<u32>,
+    bad_words: Vec<Vec<u32>>,
+) -> Result<GenerationRequest, Status> {
+    let prompt = request.tokenized.as_ref().map(|t| t.input_token_ids.clone()).unwrap_or_default();
+    if request.max_tokens == 0 {
+        return Err(Status::invalid_argument("max_tokens must be at least 1"));
+    }
+    let output = request.output_config.unwrap_or_default();
+    let mut generation = GenerationRequest::new(prompt, request.max_tokens)
+        .with_streaming(request.streaming)
+        .with_sampling(sampling(request.sampling_config.as_ref())?)
+        .with_log_probs(output.logprobs.is_some())
+        .with_perf_metrics(true)
+        .with_stop_words(request.stop_token_ids.iter().map(|&t| vec![t]).collect());
+    let mut bad = bad_words;
+    bad.extend(request.bad_token_ids.iter().map(|&t| vec![t]));
+    if !bad.is_empty() {
+        generation = generation.with_bad_words(bad);
+    }
+    match (request.ignore_eos, eos_token_id) {
+        (true, _) => generation = generation.with_end_id(-1),
+        (false, Some(eos)) => generation = generation.with_end_id(eos as i32),
+        (false, None) => {}
+    }
+    Ok(generation)
+}
+
+/// Converts `Instant`s to seconds since the Unix epoch through one anchor taken at startup.
+#[derive(Debug, Clone, Copy)]
+pub struct WallClock {
+    instant: Instant,
+    unix: Duration,
+}
+
+impl WallClock {
+    /// Takes the anchor now.
+    pub fn now() -> Self {
+        WallClock { instant: Instant::now(), unix: SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() }
+    }
+
+    /// Seconds since the Unix epoch of `t`; 0 when unknown.
+    pub fn seconds(&self, t: Option<Instant>) -> f64 {
+        let Some(t) = t else { return 0.0 };
+        let unix = match t.checked_duration_since(self.instant) {
+            Some(after) => self.unix + after,
+            None => self.unix.saturating_sub(self.instant - t),
+        };
+        unix.as_secs_f64()
+    }
+
+    /// The protocol's `PerfMetrics`.
+    pub fn perf_metrics(&self, perf: &PerfMetrics) -> pb::PerfMetrics {
+        pb::PerfMetrics {
+            arrival_time: self.seconds(perf.arrival),
+            first_scheduled_time: self.seconds(perf.first_scheduled),
+            first_token_time: self.seconds(perf.first_token),
+            last_token_time: self.seconds(perf.last_token),
+            kv_cache_transfer_start: self.seconds(perf.kv_transfer_start),
+            kv_cache_transfer_end: self.seconds(perf.kv_transfer_end),
+            kv_cache_size: i64::try_from(perf.kv_cache_size).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+/// Prompt tokens served from reused KV blocks.
+pub fn cached_tokens(done: &FinalOutput, tokens_per_block: usize) -> u32 {
+    let reused = done.perf.map_or(0, |p| p.reused_blocks() as usize * tokens_per_block);
+    reused.min(done.prompt_tokens as usize) as u32
+}
+
+/// Parses a `grpc-timeout` header value (`<digits><unit>`, unit one of H M S m u n).
+pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    let amount: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(amount.checked_mul(3600)?),
+        "M" => Duration::from_secs(amount.checked_mul(60)?),
+        "S" => Duration::from_secs(amount),
+        "m" => Duration::from_millis(amount),
+        "u" => Duration::from_micros(amount),
+        "n" => Duration::from_nanos(amount),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_parse() {
+        assert_eq!(parse_grpc_timeout("100m"), Some(Duration::from_millis(100)));
+        assert_eq!(parse_grpc_timeout("2S"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_grpc_timeout("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_grpc_timeout("x"), None);
+        assert_eq!(parse_grpc_timeout(""), None);
+        assert_eq!(parse_grpc_timeout("5q"), None);
+    }
+
+    #[test]
+    fn errors_map_to_the_right_codes() {
+        let invalid = Error::InvalidRequest(crate::InvalidRequest::EmptyPrompt);
+        assert_eq!(status(&invalid).code(), Code::InvalidArgument);
+        assert_eq!(status(&Error::QueueFull("full".into())).code(), Code::ResourceExhausted);
+        assert_eq!(status(&Error::ShutDown).code(), Code::Unavailable);
+        assert_eq!(status(&Error::Executor("boom".into())).code(), Code::Internal);
+    }
+}
