@@ -1,0 +1,36 @@
+//! Our server driven through the upstream Python stubs of `smg-grpc-proto` (installed from PyPI
+//! into a cached virtualenv; see tests/common/python.rs).
+
+mod common;
+
+use std::ffi::OsStr;
+
+use common::python::{python_script, python_with_smg_stubs, run_python};
+use common::server::TestServer;
+use trtllm::server::ServeOptions;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_python_stubs_drive_our_server() {
+    let Some(python) = python_with_smg_stubs() else {
+        return;
+    };
+    let server = TestServer::start(1.0, ServeOptions::default()).await;
+    let addr = server.addr.to_string();
+    let script = python_script("interop_client.py");
+    let output =
+        tokio::task::spawn_blocking(move || run_python(&python, &script, &[OsStr::new(&addr)]))
+            .await
+            .unwrap()
+            .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "interop client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.lines().filter(|l| l.starts_with("ok ")).count() >= 15,
+        "{stdout}"
+    );
+}
