@@ -553,3 +553,59 @@ async fn kv_event_subscription_reports_load() {
     assert!(load.load_only);
     assert_eq!(load.max_running_requests, 256);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_metrics_use_tritons_families_and_labels() {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics_addr = probe.local_addr().unwrap();
+    drop(probe);
+    let server = TestServer::start(
+        1.0,
+        ServeOptions {
+            metrics_addr: Some(metrics_addr),
+            ..Default::default()
+        },
+    )
+    .await;
+    let mut client = server.client().await;
+    collect(&mut client, request("m1", vec![1, 2, 3], 5, true))
+        .await
+        .unwrap();
+    let _ = collect(&mut client, request("m2", vec![], 5, true))
+        .await
+        .unwrap_err();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let body = http_get(metrics_addr, "/metrics").await;
+    for needle in [
+        "trtllm_requests_total{model=\"trtllm-builtin-sim\",version=\"",
+        "outcome=\"length\"} 1",
+        "outcome=\"invalidargument\"} 1",
+        "trtllm_tokens_total{",
+        "direction=\"output\"} 5",
+        "trtllm_time_to_first_token_seconds_bucket",
+        "nv_trt_llm_request_metrics{",
+        "request_type=\"active\"",
+        "nv_trt_llm_kv_cache_block_metrics{",
+        "kv_cache_block_type=\"tokens_per\"} 32",
+        "nv_trt_llm_inflight_batcher_metrics{",
+        "inflight_batcher_specific_metric=\"total_context_tokens\"",
+        "nv_trt_llm_runtime_memory_metrics{",
+        "memory_type=\"gpu\"",
+        "nv_trt_llm_general_metrics{",
+        "general_type=\"iteration_counter\"",
+    ] {
+        assert!(body.contains(needle), "metrics lack {needle}:\n{body}");
+    }
+}
+
+/// A minimal HTTP/1.1 GET over loopback.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+}

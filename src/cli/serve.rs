@@ -32,6 +32,9 @@ pub struct Args {
     /// Requests in flight at once before RESOURCE_EXHAUSTED.
     #[arg(long)]
     max_concurrent_requests: Option<usize>,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics on this port (loopback unless --host says otherwise).
+    #[arg(long)]
+    metrics_port: Option<u16>,
     /// Largest gRPC message, bytes.
     #[arg(long, default_value_t = 64 * 1024 * 1024)]
     max_message_size: usize,
@@ -111,6 +114,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_concurrent_requests: args.max_concurrent_requests,
         max_message_size: args.max_message_size,
         grace_period: Duration::from_secs_f64(args.grace_period_secs.max(0.0)),
+        metrics_addr: args.metrics_port.map(|port| SocketAddr::new(args.host, port)),
     };
     serve(executor, tokenizer, options, listener, shutdown_signal()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     tracing::info!("server stopped");

@@ -2,6 +2,7 @@
 //! `grpc.health.v1.Health` and server reflection, over one executor.
 
 mod convert;
+mod metrics;
 mod service;
 mod tokenizer_zip;
 
@@ -14,6 +15,7 @@ use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
 pub use convert::{WallClock, parse_grpc_timeout};
+pub use metrics::ServerMetrics;
 pub use service::{Service, ServiceState};
 pub use tokenizer_zip::zip_files;
 
@@ -34,6 +36,8 @@ pub struct ServeOptions {
     pub max_message_size: usize,
     /// How long in-flight requests may finish after a shutdown signal before they are cancelled.
     pub grace_period: Duration,
+    /// Where to serve Prometheus metrics (`GET /metrics`); `None` for no metrics endpoint.
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 impl Default for ServeOptions {
@@ -44,6 +48,7 @@ impl Default for ServeOptions {
             max_concurrent_requests: None,
             max_message_size: 64 * 1024 * 1024,
             grace_period: Duration::from_secs(30),
+            metrics_addr: None,
         }
     }
 }
@@ -76,7 +81,11 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let service = Service::new(executor.clone(), tokenizer, options.max_concurrent_requests);
+    let metrics = match options.metrics_addr {
+        Some(addr) => Some(start_metrics(&executor, addr).await?),
+        None => None,
+    };
+    let service = Service::new(executor.clone(), tokenizer, options.max_concurrent_requests, metrics);
     let state = service.state().clone();
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<TrtllmServiceServer<Service>>().await;
@@ -122,4 +131,48 @@ pub async fn serve(
         })
         .await?;
     Ok(())
+}
+
+/// Serves `GET /metrics` on `addr` and keeps the executor gauges current.
+async fn start_metrics(
+    executor: &AsyncExecutor,
+    addr: SocketAddr,
+) -> Result<Arc<ServerMetrics>, Box<dyn std::error::Error + Send + Sync>> {
+    let engine = executor.executor().engine();
+    let metrics = ServerMetrics::new(&engine.model_name, &engine.version);
+    let mut iterations = executor.executor().subscribe_iteration_stats();
+    let gauges = Arc::downgrade(&metrics);
+    tokio::spawn(async move {
+        loop {
+            match iterations.recv().await {
+                Ok(stats) => match gauges.upgrade() {
+                    Some(metrics) => metrics.record_iteration(&stats),
+                    None => return,
+                },
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "serving Prometheus metrics at /metrics");
+    let served = metrics.clone();
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let metrics = served.clone();
+            async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+                    metrics.encode(),
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "metrics endpoint stopped");
+        }
+    });
+    Ok(metrics)
 }

@@ -12,6 +12,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::convert::{self, WallClock};
+use super::metrics::ServerMetrics;
 use crate::output::{FinalOutput, TokenChunk};
 use crate::proto::smg::grpc::common as cpb;
 use crate::proto::trtllm as pb;
@@ -37,6 +38,7 @@ pub struct ServiceState {
     pub(crate) wall: WallClock,
     pub(crate) slots: Option<Arc<Semaphore>>,
     pub(crate) heartbeat: Duration,
+    pub(crate) metrics: Option<Arc<ServerMetrics>>,
     next_anonymous: AtomicU64,
 }
 
@@ -48,7 +50,12 @@ pub struct Service {
 
 impl Service {
     /// A service over `executor`; the tokenizer enables stop strings, bad strings and GetTokenizer.
-    pub fn new(executor: AsyncExecutor, tokenizer: Option<Tokenizer>, max_concurrent_requests: Option<usize>) -> Self {
+    pub fn new(
+        executor: AsyncExecutor,
+        tokenizer: Option<Tokenizer>,
+        max_concurrent_requests: Option<usize>,
+        metrics: Option<Arc<ServerMetrics>>,
+    ) -> Self {
         Service {
             state: Arc::new(ServiceState {
                 executor,
@@ -58,6 +65,7 @@ impl Service {
                 wall: WallClock::now(),
                 slots: max_concurrent_requests.map(|n| Arc::new(Semaphore::new(n))),
                 heartbeat: Duration::from_secs(1),
+                metrics,
                 next_anonymous: AtomicU64::new(1),
             }),
         }
@@ -66,6 +74,144 @@ impl Service {
     /// The shared state (shutdown flag, executor).
     pub fn state(&self) -> &Arc<ServiceState> {
         &self.state
+    }
+}
+
+impl Service {
+    async fn generate_inner(
+        &self,
+        request: Request<pb::GenerateRequest>,
+    ) -> Result<Response<ResponseStream<pb::GenerateResponse>>, Status> {
+        let state = self.state.clone();
+        if let Err(why) = state.healthy() {
+            return Err(Status::unavailable(why));
+        }
+        let deadline =
+            request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(convert::parse_grpc_timeout);
+        let request = request.into_inner();
+        convert::reject_unsupported(&request)?;
+        let permit = match &state.slots {
+            Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
+                Status::resource_exhausted("the server's max concurrent requests are in flight; retry later")
+            })?),
+            None => None,
+        };
+        let tokenizer = state.tokenizer.clone();
+        if tokenizer.is_none() && (!request.stop.is_empty() || !request.bad.is_empty()) {
+            return Err(Status::invalid_argument(
+                "stop and bad strings need a tokenizer: start the server with --tokenizer",
+            ));
+        }
+        let bad_words = match &tokenizer {
+            Some(t) => request
+                .bad
+                .iter()
+                .map(|s| t.encode(s, false).map_err(|e| Status::invalid_argument(format!("bad string {s:?}: {e}"))))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
+        let eos = tokenizer.as_ref().and_then(|t| t.eos_token_ids().first().copied());
+        let mut generation = convert::generation_request(&request, eos, bad_words)?;
+        if let Some(deadline) = deadline {
+            generation = generation.with_allotted_time(deadline.max(Duration::from_millis(1)));
+        }
+        let request_id = if request.request_id.is_empty() {
+            format!("trtllm-{}", state.next_anonymous.fetch_add(1, Ordering::Relaxed))
+        } else {
+            request.request_id.clone()
+        };
+        // Register the id, enqueue, and record the executor id under one lock: Abort never sees
+        // a half-registered request and duplicates are refused before any work starts.
+        let stream = {
+            let mut live = state.live.lock().map_err(|_| Status::internal("request table poisoned"))?;
+            if live.contains_key(&request_id) {
+                return Err(Status::already_exists(format!("request_id {request_id:?} is already in flight")));
+            }
+            let stream = state.executor.generate(generation).map_err(|e| convert::status(&e))?;
+            live.insert(request_id.clone(), stream.request_id());
+            stream
+        };
+        let guard = LiveGuard { state: state.clone(), request_id: request_id.clone() };
+        let tokens_per_block = state.executor.executor().engine().tokens_per_block;
+        let output_perf = request.output_config.is_some_and(|o| o.return_perf_metrics);
+        let stop_token_ids = request.stop_token_ids.clone();
+        let include_stop = request.include_stop_token_in_output;
+        let (tx, rx) = mpsc::channel(128);
+        let mut events: EventStream = match &tokenizer {
+            Some(t) if !request.stop.is_empty() => {
+                let text = TextStream::new(stream, t.clone(), request.stop.clone(), include_stop, true)
+                    .map_err(|e| convert::status(&e))?;
+                Box::pin(text.map(|item| {
+                    item.map(|event| match event {
+                        TextEvent::Chunk { chunk, .. } => (Some(chunk), None),
+                        TextEvent::Final { output, matched_stop, .. } => (None, Some((*output, matched_stop))),
+                    })
+                }))
+            }
+            _ => Box::pin(stream_events(stream)),
+        };
+        let wall = state.wall;
+        let timed = deadline.is_some();
+        let metrics = state.metrics.clone();
+        tokio::spawn(async move {
+            let _guard = guard;
+            let _permit = permit;
+            let ctx = CompleteContext {
+                request_id: &request_id,
+                stop_token_ids: &stop_token_ids,
+                include_stop_token: include_stop,
+                perf: output_perf,
+                tokens_per_block,
+                wall: &wall,
+            };
+            // A closed channel (client gone) ends the loop at once; dropping the executor stream
+            // then cancels the request.
+            loop {
+                let item = tokio::select! {
+                    item = events.next() => item,
+                    _ = tx.closed() => {
+                        tracing::info!(request_id = %request_id, "client went away; request cancelled");
+                        return;
+                    }
+                };
+                let Some(item) = item else { return };
+                let messages: Vec<Result<pb::GenerateResponse, Status>> = match item {
+                    Ok((Some(chunk), _)) => vec![Ok(chunk_message(&request_id, &chunk))],
+                    Ok((None, Some((done, matched)))) => {
+                        if let Some(metrics) = &metrics {
+                            metrics.record_final(&done);
+                        }
+                        if timed && done.finish_reason == FinishReason::TimedOut {
+                            vec![Err(Status::deadline_exceeded("the request's deadline passed before it finished"))]
+                        } else {
+                            tracing::info!(
+                                request_id = %request_id,
+                                prompt_tokens = done.prompt_tokens,
+                                completion_tokens = done.completion_tokens,
+                                ttft_ms = done.ttft().map(|d| d.as_secs_f64() * 1e3),
+                                finish_reason = %done.finish_reason,
+                                "request finished"
+                            );
+                            complete_messages(&ctx, &done, matched).into_iter().map(Ok).collect()
+                        }
+                    }
+                    Ok((None, None)) => Vec::new(),
+                    Err(e) => {
+                        let status = convert::status(&e);
+                        if let Some(metrics) = &metrics {
+                            metrics.record_error(status.code());
+                        }
+                        vec![Err(status)]
+                    }
+                };
+                for message in messages {
+                    if tx.send(message).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 }
 
@@ -185,128 +331,12 @@ impl TrtllmService for Service {
     type SubscribeKvEventsStream = ResponseStream<cpb::KvEventBatch>;
 
     async fn generate(&self, request: Request<pb::GenerateRequest>) -> Result<Response<Self::GenerateStream>, Status> {
-        let state = self.state.clone();
-        if let Err(why) = state.healthy() {
-            return Err(Status::unavailable(why));
+        let result = self.generate_inner(request).await;
+        if let (Err(status), Some(metrics)) = (&result, &self.state.metrics) {
+            metrics.record_error(status.code());
         }
-        let deadline =
-            request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(convert::parse_grpc_timeout);
-        let request = request.into_inner();
-        convert::reject_unsupported(&request)?;
-        let permit = match &state.slots {
-            Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
-                Status::resource_exhausted("the server's max concurrent requests are in flight; retry later")
-            })?),
-            None => None,
-        };
-        let tokenizer = state.tokenizer.clone();
-        if tokenizer.is_none() && (!request.stop.is_empty() || !request.bad.is_empty()) {
-            return Err(Status::invalid_argument(
-                "stop and bad strings need a tokenizer: start the server with --tokenizer",
-            ));
-        }
-        let bad_words = match &tokenizer {
-            Some(t) => request
-                .bad
-                .iter()
-                .map(|s| t.encode(s, false).map_err(|e| Status::invalid_argument(format!("bad string {s:?}: {e}"))))
-                .collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
-        };
-        let eos = tokenizer.as_ref().and_then(|t| t.eos_token_ids().first().copied());
-        let mut generation = convert::generation_request(&request, eos, bad_words)?;
-        if let Some(deadline) = deadline {
-            generation = generation.with_allotted_time(deadline.max(Duration::from_millis(1)));
-        }
-        let request_id = if request.request_id.is_empty() {
-            format!("trtllm-{}", state.next_anonymous.fetch_add(1, Ordering::Relaxed))
-        } else {
-            request.request_id.clone()
-        };
-        // Register the id, enqueue, and record the executor id under one lock: Abort never sees
-        // a half-registered request and duplicates are refused before any work starts.
-        let stream = {
-            let mut live = state.live.lock().map_err(|_| Status::internal("request table poisoned"))?;
-            if live.contains_key(&request_id) {
-                return Err(Status::already_exists(format!("request_id {request_id:?} is already in flight")));
-            }
-            let stream = state.executor.generate(generation).map_err(|e| convert::status(&e))?;
-            live.insert(request_id.clone(), stream.request_id());
-            stream
-        };
-        let guard = LiveGuard { state: state.clone(), request_id: request_id.clone() };
-        let tokens_per_block = state.executor.executor().engine().tokens_per_block;
-        let output_perf = request.output_config.is_some_and(|o| o.return_perf_metrics);
-        let stop_token_ids = request.stop_token_ids.clone();
-        let include_stop = request.include_stop_token_in_output;
-        let (tx, rx) = mpsc::channel(128);
-        let mut events: EventStream = match &tokenizer {
-            Some(t) if !request.stop.is_empty() => {
-                let text = TextStream::new(stream, t.clone(), request.stop.clone(), include_stop, true)
-                    .map_err(|e| convert::status(&e))?;
-                Box::pin(text.map(|item| {
-                    item.map(|event| match event {
-                        TextEvent::Chunk { chunk, .. } => (Some(chunk), None),
-                        TextEvent::Final { output, matched_stop, .. } => (None, Some((*output, matched_stop))),
-                    })
-                }))
-            }
-            _ => Box::pin(stream_events(stream)),
-        };
-        let wall = state.wall;
-        let timed = deadline.is_some();
-        tokio::spawn(async move {
-            let _guard = guard;
-            let _permit = permit;
-            let ctx = CompleteContext {
-                request_id: &request_id,
-                stop_token_ids: &stop_token_ids,
-                include_stop_token: include_stop,
-                perf: output_perf,
-                tokens_per_block,
-                wall: &wall,
-            };
-            // A closed channel (client gone) ends the loop at once; dropping the executor stream
-            // then cancels the request.
-            loop {
-                let item = tokio::select! {
-                    item = events.next() => item,
-                    _ = tx.closed() => {
-                        tracing::info!(request_id = %request_id, "client went away; request cancelled");
-                        return;
-                    }
-                };
-                let Some(item) = item else { return };
-                let messages: Vec<Result<pb::GenerateResponse, Status>> = match item {
-                    Ok((Some(chunk), _)) => vec![Ok(chunk_message(&request_id, &chunk))],
-                    Ok((None, Some((done, matched)))) => {
-                        if timed && done.finish_reason == FinishReason::TimedOut {
-                            vec![Err(Status::deadline_exceeded("the request's deadline passed before it finished"))]
-                        } else {
-                            tracing::info!(
-                                request_id = %request_id,
-                                prompt_tokens = done.prompt_tokens,
-                                completion_tokens = done.completion_tokens,
-                                ttft_ms = done.ttft().map(|d| d.as_secs_f64() * 1e3),
-                                finish_reason = %done.finish_reason,
-                                "request finished"
-                            );
-                            complete_messages(&ctx, &done, matched).into_iter().map(Ok).collect()
-                        }
-                    }
-                    Ok((None, None)) => Vec::new(),
-                    Err(e) => vec![Err(convert::status(&e))],
-                };
-                for message in messages {
-                    if tx.send(message).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        result
     }
-
     async fn embed(&self, _request: Request<pb::EmbedRequest>) -> Result<Response<pb::EmbedResponse>, Status> {
         Err(Status::unimplemented("Embed is not supported: TensorRT-LLM engines here are decoder-only generators"))
     }
