@@ -159,3 +159,86 @@ fn bad_bench_arguments_exit_with_code_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grpc_target_gives_the_same_token_counts() {
+    let server =
+        common::server::TestServer::start(1.0, trtllm::server::ServeOptions::default()).await;
+    let out = tempfile::tempdir().unwrap();
+    let target = format!("grpc://{}", server.addr);
+    let args = [
+        "--concurrency",
+        "4",
+        "--input-len",
+        "16",
+        "--output-len",
+        "8",
+        "--num-prompts",
+        "8",
+        "--warmup",
+        "1",
+    ];
+    let grpc = tokio::task::spawn_blocking({
+        let dir = out.path().join("grpc");
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_trtllm"))
+                .args([
+                    "bench",
+                    "--target",
+                    &target,
+                    "--output-dir",
+                    dir.to_str().unwrap(),
+                ])
+                .args(args)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        grpc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&grpc.stderr)
+    );
+    let local = Command::new(env!("CARGO_BIN_EXE_trtllm"))
+        .args([
+            "bench",
+            "--engine-dir",
+            server.dir.path().to_str().unwrap(),
+            "--output-dir",
+        ])
+        .arg(out.path().join("local"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        local.status.success(),
+        "{}",
+        String::from_utf8_lossy(&local.stderr)
+    );
+    let read = |sub: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(out.path().join(sub).join("c4_in16_out8.json")).unwrap(),
+        )
+        .unwrap()
+    };
+    let (grpc, local) = (read("grpc"), read("local"));
+    for key in [
+        "completed",
+        "failed",
+        "total_input_tokens",
+        "total_output_tokens",
+    ] {
+        assert_eq!(grpc[key], local[key], "{key}");
+    }
+    assert_eq!(grpc["total_output_tokens"], 64);
+    assert!(
+        grpc["server"]["mean_ttft_ms"].as_f64().unwrap() > 0.0,
+        "server times come through the protocol"
+    );
+    assert_eq!(
+        grpc["metadata"]["target"],
+        format!("grpc://{}", server.addr)
+    );
+}

@@ -59,7 +59,7 @@ pub use plot::{
     plot_ttft_vs_inflight_tokens, write_svg,
 };
 pub use record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
-pub use runner::{LoadPoint, PointRun, RandomWorkload, iter_summary, kv_summary, run_point};
+pub use runner::{BenchTarget, GrpcTarget, LoadPoint, PointRun, RandomWorkload, iter_summary, kv_summary, run_point};
 pub use slo::{SloError, Slos};
 pub use stats::{
     DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile, percentile_key,

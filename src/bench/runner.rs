@@ -1,7 +1,8 @@
-//! The in-process load generator: drives an executor with a workload and records every request.
+//! The load generator: drives an executor in process, or a server over gRPC, with a workload and
+//! records every request.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
 use rand::rngs::StdRng;
@@ -10,7 +11,53 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use super::record::{Phase, RequestRecord, RunClock, ServerTimes};
+use crate::proto::trtllm as pb;
+use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
 use crate::{AsyncExecutor, GenerationRequest, IterationStats, SamplingParams, StreamEvent};
+
+/// Where the load goes: the same workloads and records either way, so the transport's cost shows.
+#[derive(Debug, Clone)]
+pub enum BenchTarget {
+    /// An executor in this process: times come straight from executor events.
+    InProcess(AsyncExecutor),
+    /// A `trtllm.TrtllmService` server: times are taken as messages arrive.
+    Grpc(GrpcTarget),
+}
+
+/// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
+#[derive(Debug, Clone)]
+pub struct GrpcTarget {
+    client: TrtllmServiceClient<tonic::transport::Channel>,
+    anchor: (Instant, Duration),
+}
+
+impl GrpcTarget {
+    /// Connects to `url` (`http://host:port`).
+    pub async fn connect(url: String) -> Result<Self, tonic::transport::Error> {
+        let client = TrtllmServiceClient::connect(url).await?;
+        Ok(GrpcTarget {
+            client,
+            anchor: (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()),
+        })
+    }
+
+    /// The client, for info calls.
+    pub fn client(&self) -> TrtllmServiceClient<tonic::transport::Channel> {
+        self.client.clone()
+    }
+
+    fn instant(&self, unix_s: f64) -> Option<Instant> {
+        if unix_s <= 0.0 {
+            return None;
+        }
+        let (instant, unix) = self.anchor;
+        let unix_s = Duration::from_secs_f64(unix_s);
+        match unix_s.checked_sub(unix) {
+            Some(after) => instant.checked_add(after),
+            None => instant.checked_sub(unix - unix_s),
+        }
+    }
+}
 
 /// One point of a sweep: a closed-loop concurrency and a request shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +117,7 @@ pub struct PointRun {
 /// Runs one closed-loop point: warmup, then `num_prompts` requests with at most `concurrency`
 /// in flight; times are seconds since `clock`'s origin.
 pub async fn run_point(
-    executor: &AsyncExecutor,
+    target: &BenchTarget,
     workload: &RandomWorkload,
     point: &LoadPoint,
     clock: &RunClock,
@@ -78,25 +125,33 @@ pub async fn run_point(
 ) -> PointRun {
     let mut records = Vec::with_capacity(point.warmup + point.num_prompts);
     let warmup = workload.prompts(point, point.warmup, 1);
-    records.extend(drive(executor, workload, point, clock, warmup, Phase::Warmup, 0, &mut |_| {}).await);
-    // Iteration stats of the measured phase only.
-    executor.executor().refresh_stats();
-    let mut iterations_rx = executor.executor().subscribe_iteration_stats();
+    records.extend(drive(target, workload, point, clock, warmup, Phase::Warmup, 0, &mut |_| {}).await);
+    // Iteration stats of the measured phase only (in process; a server keeps its own).
+    let executor = match target {
+        BenchTarget::InProcess(executor) => Some(executor),
+        BenchTarget::Grpc(_) => None,
+    };
+    if let Some(executor) = executor {
+        executor.executor().refresh_stats();
+    }
+    let mut iterations_rx = executor.map(|e| e.executor().subscribe_iteration_stats());
     let prompts = workload.prompts(point, point.num_prompts, 2);
     records.extend(
-        drive(executor, workload, point, clock, prompts, Phase::Measure, point.warmup as u64, &mut progress).await,
+        drive(target, workload, point, clock, prompts, Phase::Measure, point.warmup as u64, &mut progress).await,
     );
-    executor.executor().refresh_stats();
     let mut iterations = Vec::new();
-    while let Ok(stats) = iterations_rx.try_recv() {
-        iterations.push((*stats).clone());
+    if let (Some(executor), Some(rx)) = (executor, iterations_rx.as_mut()) {
+        executor.executor().refresh_stats();
+        while let Ok(stats) = rx.try_recv() {
+            iterations.push((*stats).clone());
+        }
     }
     PointRun { records, iterations }
 }
 
 #[allow(clippy::too_many_arguments)]
 async fn drive(
-    executor: &AsyncExecutor,
+    target: &BenchTarget,
     workload: &RandomWorkload,
     point: &LoadPoint,
     clock: &RunClock,
@@ -116,11 +171,15 @@ async fn drive(
             .with_streaming(workload.streaming)
             .with_end_id(-1)
             .with_sampling(SamplingParams { min_tokens: Some(point.output_len as u32), ..Default::default() });
-        let executor = executor.clone();
+        let target = target.clone();
         let clock = *clock;
         tasks.push(tokio::spawn(async move {
             let _permit = permit;
-            let record = one_request(&executor, request, &clock, first_index + i as u64, phase).await;
+            let index = first_index + i as u64;
+            let record = match &target {
+                BenchTarget::InProcess(executor) => one_request(executor, request, &clock, index, phase).await,
+                BenchTarget::Grpc(grpc) => one_grpc_request(grpc, request, &clock, index, phase).await,
+            };
             (record, queued_s)
         }));
     }
@@ -186,6 +245,66 @@ async fn one_request(
             }
             Err(e) => record.fail(clock.now_s(), e.to_string()),
         }
+    }
+    record
+}
+
+async fn one_grpc_request(
+    target: &GrpcTarget,
+    request: GenerationRequest,
+    clock: &RunClock,
+    index: u64,
+    phase: Phase,
+) -> RequestRecord {
+    let prompt_tokens = request.prompt().len() as u64;
+    let message = pb::GenerateRequest {
+        request_id: format!("bench-{index}-{}", clock.now_s().to_bits()),
+        tokenized: Some(pb::TokenizedInput { input_token_ids: request.prompt().to_vec(), ..Default::default() }),
+        sampling_config: Some(pb::SamplingConfig { min_tokens: request.sampling().min_tokens, ..Default::default() }),
+        output_config: Some(pb::OutputConfig { return_perf_metrics: true, ..Default::default() }),
+        max_tokens: request.max_tokens(),
+        streaming: request.streaming(),
+        ignore_eos: true,
+        ..Default::default()
+    };
+    let mut client = target.client.clone();
+    let mut record = RequestRecord::new(index, phase, clock.now_s());
+    record.prompt_tokens = prompt_tokens;
+    let mut stream = match client.generate(message).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => {
+            record.fail(clock.now_s(), status.to_string());
+            return record;
+        }
+    };
+    while let Some(item) = stream.next().await {
+        let now = clock.now_s();
+        match item.map(|m| m.response) {
+            Ok(Some(pb::generate_response::Response::Chunk(chunk))) => {
+                record.record_chunk(now, chunk.token_ids.len() as u32)
+            }
+            Ok(Some(pb::generate_response::Response::Complete(done))) => {
+                if record.chunks.is_empty() && !done.output_token_ids.is_empty() {
+                    record.record_chunk(now, done.completion_tokens);
+                }
+                record.cached_tokens = u64::from(done.cached_tokens);
+                if let Some(perf) = done.perf_metrics {
+                    let at = |unix_s: f64| target.instant(unix_s).map(|t| clock.offset_s(t));
+                    record.server = Some(ServerTimes {
+                        arrival_s: at(perf.arrival_time),
+                        first_scheduled_s: at(perf.first_scheduled_time),
+                        first_token_s: at(perf.first_token_time),
+                        last_token_s: at(perf.last_token_time),
+                    });
+                }
+                record.finish(now, u64::from(done.completion_tokens), Some(done.finish_reason));
+            }
+            Ok(None) => {}
+            Err(status) => record.fail(now, status.to_string()),
+        }
+    }
+    if record.end_s.is_none() && record.error.is_none() {
+        record.fail(clock.now_s(), "stream ended without a complete message");
     }
     record
 }

@@ -7,9 +7,9 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use trtllm::bench::{
-    LatencyMetric, LatencyThroughputPoint, LoadPoint, PressurePoint, RandomWorkload, ResultFiles, RunClock, RunInfo,
-    Slos, Summary, SweepRow, console_table, iter_summary, kv_summary, parse_percentiles, plot_latency_vs_throughput,
-    plot_ttft_vs_inflight_tokens, run_point, write_svg, write_sweep_csv,
+    BenchTarget, GrpcTarget, LatencyMetric, LatencyThroughputPoint, LoadPoint, PressurePoint, RandomWorkload,
+    ResultFiles, RunClock, RunInfo, Slos, Summary, SweepRow, console_table, iter_summary, kv_summary,
+    parse_percentiles, plot_latency_vs_throughput, plot_ttft_vs_inflight_tokens, run_point, write_svg, write_sweep_csv,
 };
 use trtllm::{AsyncExecutor, ExecutorConfig};
 
@@ -36,6 +36,10 @@ enum Compare {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
+    /// Where to send the load: `inprocess` (an executor in this process) or `grpc://HOST:PORT`
+    /// (a running `trtllm serve`), with identical workloads and reports.
+    #[arg(long, default_value = "inprocess")]
+    target: String,
     /// The engine directory; without it the built-in simulated engine (10 ms iterations) is used.
     #[arg(long, env = "TRTLLM_ENGINE_DIR")]
     engine_dir: Option<PathBuf>,
@@ -87,21 +91,57 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&output_dir).with_context(|| format!("creating {}", output_dir.display()))?;
 
     let scratch = tempfile::tempdir()?;
-    let engine_dir = match &args.engine_dir {
-        Some(dir) => dir.clone(),
-        None => {
-            let engine = trtllm::sim::SimulatedEngine { iteration_ms: 10.0, ..trtllm::builtin::builtin_engine() };
-            eprintln!("no --engine-dir: using the {} at 10 ms per iteration", trtllm::builtin::BUILTIN_DESCRIPTION);
-            trtllm::builtin::write_engine(&engine, scratch.path())?
+    let (target, engine_json, model_id, vocab_size, max_seq_len, backend_name) = match args.target.as_str() {
+        "inprocess" => {
+            let engine_dir = match &args.engine_dir {
+                Some(dir) => dir.clone(),
+                None => {
+                    let engine =
+                        trtllm::sim::SimulatedEngine { iteration_ms: 10.0, ..trtllm::builtin::builtin_engine() };
+                    eprintln!(
+                        "no --engine-dir: using the {} at 10 ms per iteration",
+                        trtllm::builtin::BUILTIN_DESCRIPTION
+                    );
+                    trtllm::builtin::write_engine(&engine, scratch.path())?
+                }
+            };
+            let executor = AsyncExecutor::load(&engine_dir, ExecutorConfig::default()).await?;
+            let engine = executor.executor().engine().clone();
+            let backend = executor.executor().backend().clone();
+            eprintln!("engine {} ({}), backend {backend}", engine.model_name, engine_dir.display());
+            let json = json!({ "config": engine, "backend": backend, "executor": executor.executor().config() });
+            (
+                BenchTarget::InProcess(executor),
+                json,
+                engine.model_name.clone(),
+                engine.vocab_size,
+                engine.max_seq_len,
+                backend.to_string(),
+            )
+        }
+        url => {
+            let Some(addr) = url.strip_prefix("grpc://") else {
+                anyhow::bail!("--target must be inprocess or grpc://HOST:PORT, not {url:?}");
+            };
+            let grpc =
+                GrpcTarget::connect(format!("http://{addr}")).await.with_context(|| format!("connecting to {url}"))?;
+            let model = grpc.client().get_model_info(trtllm::proto::trtllm::GetModelInfoRequest {}).await?.into_inner();
+            let server =
+                grpc.client().get_server_info(trtllm::proto::trtllm::GetServerInfoRequest {}).await?.into_inner();
+            eprintln!("target {url}: model {}, {}", model.model_id, server.version);
+            let json = json!({
+                "target": url, "model_id": model.model_id, "max_input_len": model.max_input_len,
+                "max_seq_len": model.max_seq_len, "max_batch_size": model.max_batch_size, "vocab_size": model.vocab_size,
+                "server_version": server.version, "tp_size": server.tensor_parallel_size,
+            });
+            let vocab = usize::try_from(model.vocab_size).unwrap_or(0);
+            let max_seq = usize::try_from(model.max_seq_len).unwrap_or(0);
+            (BenchTarget::Grpc(grpc), json, model.model_id, vocab, max_seq, server.version)
         }
     };
-    let executor = AsyncExecutor::load(&engine_dir, ExecutorConfig::default()).await?;
-    let engine = executor.executor().engine().clone();
-    let backend = executor.executor().backend().clone();
-    eprintln!("engine {} ({}), backend {backend}", engine.model_name, engine_dir.display());
 
     let workload = RandomWorkload {
-        vocab_size: engine.vocab_size,
+        vocab_size,
         shared_prefix: args.shared_prefix,
         seed: args.seed,
         streaming: !args.non_streaming,
@@ -131,12 +171,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         bar.set_message(format!("c={} in={} out={}", point.concurrency, point.input_len, point.output_len));
         let clock = RunClock::start();
         let done_before = bar.position();
-        let run = run_point(&executor, &workload, point, &clock, |n| bar.set_position(done_before + n as u64)).await;
+        let run = run_point(&target, &workload, point, &clock, |n| bar.set_position(done_before + n as u64)).await;
         let run_info = RunInfo {
             date: date.clone(),
-            model_id: engine.model_name.clone(),
+            model_id: model_id.clone(),
             num_prompts: Some(point.num_prompts as u64),
-            max_model_len: Some(engine.max_seq_len as u64),
+            max_model_len: Some(max_seq_len as u64),
             request_rate: f64::INFINITY,
             burstiness: 1.0,
             max_concurrency: Some(point.concurrency as u64),
@@ -144,7 +184,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         let mut builder = Summary::builder(run_info)
             .percentiles(&percentiles)
-            .engine(json!({ "config": engine, "backend": backend, "executor": executor.executor().config() }))
+            .engine(engine_json.clone())
             .workload(json!({
                 "dataset": "random", "input_len": point.input_len, "output_len": point.output_len,
                 "shared_prefix": args.shared_prefix, "seed": args.seed, "ignore_eos": true,
@@ -154,7 +194,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .iter(iter_summary(&run.iterations))
             .metadata(json!({
                 "command_line": command_line, "crate_version": env!("CARGO_PKG_VERSION"),
-                "backend": backend.to_string(), "engine_dir": engine_dir,
+                "backend": backend_name, "target": args.target,
             }));
         if let Some(slos) = &slos {
             builder = builder.slos(*slos);
@@ -175,7 +215,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     write_plots(&output_dir, &rows)?;
     println!("{}", console_table(&rows));
     println!("results in {}", output_dir.display());
-    executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
+    if let BenchTarget::InProcess(executor) = &target {
+        executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
+    }
     Ok(if failures as usize == total { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
