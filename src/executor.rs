@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::clock::SteadyClock;
 use crate::config::ExecutorConfig;
 use crate::engine::EngineConfig;
-use crate::error::{Error, Result};
+use crate::error::{Error, InvalidRequest, Result};
 use crate::ffi::sys;
 use crate::output::Accumulator;
 use crate::request::GenerationRequest;
@@ -49,6 +49,9 @@ pub(crate) struct Inner {
     shutdown_done: Mutex<bool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     latest_iteration: RwLock<Option<IterationStats>>,
+    /// Held while draining the executor's stats buffers: the stats thread and `refresh_stats` both
+    /// drain, and unserialised they could publish batches out of order.
+    stats_poll: Mutex<()>,
     iteration_tx: broadcast::Sender<Arc<IterationStats>>,
     request_stats_tx: broadcast::Sender<Arc<RequestStatsPerIteration>>,
     failure: OnceLock<String>,
@@ -96,6 +99,7 @@ impl Inner {
     }
 
     fn poll_stats(&self) {
+        let _serialised = self.stats_poll.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match self.handle.iteration_stats() {
             Ok(items) => {
                 let mut last = None;
@@ -208,6 +212,7 @@ impl Executor {
             shutdown_done: Mutex::new(false),
             threads: Mutex::new(Vec::new()),
             latest_iteration: RwLock::new(None),
+            stats_poll: Mutex::new(()),
             iteration_tx,
             request_stats_tx,
             failure: OnceLock::new(),
@@ -236,6 +241,12 @@ impl Executor {
     /// [`Error::QueueFull`], [`Error::ShutDown`], [`Error::Executor`].
     pub fn enqueue(&self, request: GenerationRequest) -> Result<GenerationStream> {
         request.validate(&self.inner.engine)?;
+        let beam_width = request.sampling().beam_width;
+        if beam_width > self.inner.config.max_beam_width {
+            return Err(
+                InvalidRequest::BeamWidth { requested: beam_width, max: self.inner.config.max_beam_width }.into()
+            );
+        }
         let spec = request.to_ffi();
         let (tx, rx) = mpsc::channel(self.inner.config.stream_buffer);
         let end = Arc::new(OnceLock::new());
@@ -258,6 +269,7 @@ impl Executor {
             request.prompt().len() as u32,
             request.sampling().sequences(),
             request.streaming(),
+            beam_width > 1,
             enqueued_at,
         );
         Ok(GenerationStream::new(self.inner.clone(), id, rx, end, accumulator))

@@ -264,6 +264,8 @@ pub(crate) mod sys {
 
     // ---- C++ items exposed to Rust: the const facade; every call that reaches the executor
     // ---- returns Result, so a thrown exception becomes a Rust error instead of a terminate.
+    // SAFETY: the signatures below match cpp/include/trtllm/shim.h exactly (cxx checks them when it
+    // compiles the generated bridge), and every method is const over an executor that locks itself.
     unsafe extern "C++" {
         include!("trtllm/cpp/include/trtllm/shim.h");
 

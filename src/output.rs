@@ -193,6 +193,9 @@ pub(crate) struct Accumulator {
     request_id: u64,
     prompt_tokens: u32,
     streaming: bool,
+    /// Beam search: every result carries each returned beam in full, and beams may be rewritten
+    /// until the request finishes, so beam `b` is sequence `b` and is replaced, not appended.
+    whole_beams: bool,
     enqueued_at: Instant,
     first_token_at: Option<Instant>,
     sequences: Vec<SequenceOutput>,
@@ -204,18 +207,19 @@ impl Accumulator {
         prompt_tokens: u32,
         sequences: u32,
         streaming: bool,
+        beam_search: bool,
         enqueued_at: Instant,
     ) -> Self {
-        let sequences = (0..sequences.max(1))
-            .map(|index| SequenceOutput {
-                index,
-                token_ids: Vec::new(),
-                finish_reason: FinishReason::NotFinished,
-                log_probs: None,
-                cum_log_prob: None,
-            })
-            .collect();
-        Accumulator { request_id, prompt_tokens, streaming, enqueued_at, first_token_at: None, sequences }
+        let sequences = (0..sequences.max(1)).map(empty_sequence).collect();
+        Accumulator {
+            request_id,
+            prompt_tokens,
+            streaming,
+            whole_beams: beam_search,
+            enqueued_at,
+            first_token_at: None,
+            sequences,
+        }
     }
 
     pub(crate) fn num_sequences(&self) -> usize {
@@ -226,23 +230,22 @@ impl Accumulator {
         self.enqueued_at
     }
 
+    /// Makes sure sequence `slot` exists: more sequences than asked for are kept, never dropped.
+    fn ensure_slot(&mut self, slot: usize) {
+        for i in self.sequences.len()..=slot {
+            self.sequences.push(empty_sequence(i as u32));
+        }
+    }
+
     /// Applies one successful result; pushes a chunk (if it carries tokens) and, if final, the final.
     pub(crate) fn apply(&mut self, routed: Routed, clock: &SteadyClock, out: &mut Vec<StreamEvent>) {
+        if self.whole_beams {
+            return self.apply_beams(routed, clock, out);
+        }
         let Routed { mut item, received_at } = routed;
         let index = u32::try_from(item.sequence_index).unwrap_or(0);
         let slot = index as usize;
-        if slot >= self.sequences.len() {
-            // More sequences than asked for: keep them rather than dropping tokens.
-            for i in self.sequences.len()..=slot {
-                self.sequences.push(SequenceOutput {
-                    index: i as u32,
-                    token_ids: Vec::new(),
-                    finish_reason: FinishReason::NotFinished,
-                    log_probs: None,
-                    cum_log_prob: None,
-                });
-            }
-        }
+        self.ensure_slot(slot);
         // Beam 0 is the sequence; the vectors may be empty (cancelled or timed-out finals).
         let new_tokens: Vec<u32> = if item.output_token_ids.is_empty() {
             Vec::new()
@@ -286,20 +289,85 @@ impl Accumulator {
             }));
         }
         if item.is_final {
-            let perf = item.has_perf_metrics.then(|| PerfMetrics::from_ffi(&item.perf_metrics, clock));
-            let sequences = std::mem::take(&mut self.sequences);
-            out.push(StreamEvent::Final(FinalOutput {
-                request_id: self.request_id,
-                finish_reason: sequences.first().map_or(FinishReason::NotFinished, |s| s.finish_reason),
-                completion_tokens: sequences.iter().map(|s| s.token_ids.len() as u32).sum(),
-                sequences,
-                prompt_tokens: self.prompt_tokens,
-                decoding_iterations: u32::try_from(item.decoding_iter).unwrap_or(0),
-                enqueued_at: self.enqueued_at,
-                first_token_at: self.first_token_at,
-                finished_at: received_at,
-                perf,
-            }));
+            self.push_final(&item, received_at, clock, out);
         }
+    }
+
+    /// Beam search: each result replaces every returned beam. Beams are provisional until the
+    /// request finishes, so a streaming request gets one chunk per beam (all its tokens) at the end.
+    fn apply_beams(&mut self, routed: Routed, clock: &SteadyClock, out: &mut Vec<StreamEvent>) {
+        let Routed { mut item, received_at } = routed;
+        let beams = std::mem::take(&mut item.output_token_ids);
+        let mut log_probs = std::mem::take(&mut item.log_probs).into_iter();
+        if beams.iter().any(|b| !b.ids.is_empty()) && self.first_token_at.is_none() {
+            self.first_token_at = Some(received_at);
+        }
+        for (slot, beam) in beams.into_iter().enumerate() {
+            self.ensure_slot(slot);
+            let sequence = &mut self.sequences[slot];
+            // A result without tokens (a cancelled final) keeps what the beam had.
+            if !beam.ids.is_empty() {
+                sequence.token_ids = beam.ids.into_iter().map(|t| t.max(0) as u32).collect();
+            }
+            if let Some(lp) = log_probs.next() {
+                sequence.log_probs = Some(lp.values);
+            }
+            if let Some(&cum) = item.cum_log_probs.get(slot) {
+                sequence.cum_log_prob = Some(cum);
+            }
+            if item.is_final {
+                let raw = item.finish_reasons.get(slot).or(item.finish_reasons.first()).copied().unwrap_or(0);
+                sequence.finish_reason = FinishReason::from_raw(raw);
+            }
+        }
+        if !item.is_final {
+            return;
+        }
+        if self.streaming {
+            for sequence in self.sequences.iter().filter(|s| !s.token_ids.is_empty()) {
+                out.push(StreamEvent::Chunk(TokenChunk {
+                    sequence_index: sequence.index,
+                    completion_tokens: sequence.token_ids.len() as u32,
+                    token_ids: sequence.token_ids.clone(),
+                    log_probs: sequence.log_probs.clone(),
+                    received_at,
+                    prompt_tokens: self.prompt_tokens,
+                }));
+            }
+        }
+        self.push_final(&item, received_at, clock, out);
+    }
+
+    fn push_final(
+        &mut self,
+        item: &sys::ResponseItem,
+        received_at: Instant,
+        clock: &SteadyClock,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        let perf = item.has_perf_metrics.then(|| PerfMetrics::from_ffi(&item.perf_metrics, clock));
+        let sequences = std::mem::take(&mut self.sequences);
+        out.push(StreamEvent::Final(FinalOutput {
+            request_id: self.request_id,
+            finish_reason: sequences.first().map_or(FinishReason::NotFinished, |s| s.finish_reason),
+            completion_tokens: sequences.iter().map(|s| s.token_ids.len() as u32).sum(),
+            sequences,
+            prompt_tokens: self.prompt_tokens,
+            decoding_iterations: u32::try_from(item.decoding_iter).unwrap_or(0),
+            enqueued_at: self.enqueued_at,
+            first_token_at: self.first_token_at,
+            finished_at: received_at,
+            perf,
+        }));
+    }
+}
+
+fn empty_sequence(index: u32) -> SequenceOutput {
+    SequenceOutput {
+        index,
+        token_ids: Vec::new(),
+        finish_reason: FinishReason::NotFinished,
+        log_probs: None,
+        cum_log_prob: None,
     }
 }

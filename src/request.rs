@@ -81,9 +81,14 @@ impl SamplingParams {
         SamplingParams { top_k: Some(1), ..Default::default() }
     }
 
-    /// Sequences this request produces (each ends with its own final).
+    /// Sequences this request produces: the independent samples, or under beam search the beams
+    /// returned (`num_return_sequences`, at most `beam_width`; all beams when unset).
     pub fn sequences(&self) -> u32 {
-        if self.beam_width > 1 { 1 } else { self.num_return_sequences.unwrap_or(1).max(1) }
+        if self.beam_width > 1 {
+            self.num_return_sequences.unwrap_or(self.beam_width).clamp(1, self.beam_width)
+        } else {
+            self.num_return_sequences.unwrap_or(1).max(1)
+        }
     }
 
     fn validate(&self) -> Result<(), InvalidRequest> {

@@ -198,6 +198,10 @@ impl Iterator for BlockingIter {
 
 /// A cloneable async front of an [`Executor`]; the executor shuts down when the last clone drops.
 ///
+/// That implicit shutdown blocks the dropping thread until in-flight requests have been cancelled
+/// (an iteration or two). In async code, end with [`AsyncExecutor::shutdown`] instead, which does
+/// the blocking part off the runtime's worker threads.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

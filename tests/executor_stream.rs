@@ -316,3 +316,60 @@ async fn five_hundred_concurrent_streams_complete_with_the_right_counts() {
         "no routing entry leaked"
     );
 }
+
+#[test]
+fn beam_search_returns_every_beam_in_full_once() {
+    let dir = engine_dir(|b| b.max_beam_width(2));
+    let config = common::sim::config().max_beam_width(2).build().unwrap();
+    let executor = Executor::load(dir.path(), config).unwrap();
+    let request = |streaming: bool| {
+        GenerationRequest::new(vec![4, 5, 6], 10)
+            .with_streaming(streaming)
+            .with_sampling(SamplingParams {
+                beam_width: 2,
+                ..Default::default()
+            })
+    };
+    let whole = drain(executor.enqueue(request(false)).unwrap());
+    let done = whole.done();
+    assert_eq!(done.sequences.len(), 2, "one sequence per beam");
+    for beam in &done.sequences {
+        assert_eq!(beam.token_ids.len(), 10, "beam {} is whole", beam.index);
+        assert_eq!(beam.finish_reason, FinishReason::Length);
+    }
+    assert_eq!(done.completion_tokens, 20);
+
+    // Streaming beams are rewritten until the end: each beam arrives once, in full, and
+    // never duplicated by cumulative responses.
+    let streamed = drain(executor.enqueue(request(true)).unwrap());
+    let mut indices: Vec<u32> = streamed.chunks.iter().map(|c| c.sequence_index).collect();
+    indices.sort();
+    assert_eq!(indices, [0, 1]);
+    for chunk in &streamed.chunks {
+        let beam = &streamed.done().sequences[chunk.sequence_index as usize];
+        assert_eq!(chunk.token_ids, beam.token_ids);
+        assert_eq!(chunk.completion_tokens, 10);
+    }
+    assert_eq!(
+        streamed.done().sequences,
+        done.sequences,
+        "streaming and not give the same beams"
+    );
+
+    // A beam width the executor was not configured for is refused before enqueueing.
+    let (_dir, narrow) = common::sim::executor();
+    let wide = engine_dir(|b| b.max_beam_width(4));
+    let narrow_on_wide =
+        Executor::load(wide.path(), common::sim::config().build().unwrap()).unwrap();
+    for executor in [&narrow, &narrow_on_wide] {
+        assert!(matches!(
+            executor.enqueue(request(false)),
+            Err(trtllm::Error::InvalidRequest(
+                trtllm::InvalidRequest::BeamWidth {
+                    requested: 2,
+                    max: 1
+                }
+            ))
+        ));
+    }
+}

@@ -49,6 +49,13 @@ auto guarded(char const* what, F&& body) -> decltype(body())
     }
 }
 
+// Converts through pointer and length only: cxx's own std::string overloads are compiled with the
+// default _GLIBCXX_USE_CXX11_ABI, which need not match the one TensorRT-LLM forces on this file.
+rust::String toRust(std::string const& text)
+{
+    return rust::String::lossy(text.data(), text.size());
+}
+
 template <typename T, typename O>
 std::optional<T> opt(O const& o)
 {
@@ -213,7 +220,8 @@ tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
         }
         if (o.parallel.orchestrator)
         {
-            tle::OrchestratorConfig orchestrator(true, std::string(o.parallel.worker_executable_path));
+            tle::OrchestratorConfig orchestrator(
+                true, std::string(o.parallel.worker_executable_path.data(), o.parallel.worker_executable_path.size()));
             parallel.setOrchestratorConfig(orchestrator);
         }
         config.setParallelConfig(parallel);
@@ -250,7 +258,7 @@ ResponseItem errorItem(tle::IdType requestId, std::optional<tle::IdType> clientI
     item.request_id = requestId;
     item.client_id = OptU64{clientId.has_value(), clientId.value_or(0)};
     item.is_error = true;
-    item.error_message = rust::String::lossy(message);
+    item.error_message = toRust(message);
     return item;
 }
 
@@ -332,7 +340,7 @@ KvCacheStatsItem toKvStats(tle::KvCacheStats const& s)
 IterationStatsItem toIterationStats(tle::IterationStats const& s)
 {
     IterationStatsItem it{};
-    it.timestamp = rust::String::lossy(s.timestamp);
+    it.timestamp = toRust(s.timestamp);
     it.iter = s.iter;
     it.iter_latency_ms = s.iterLatencyMS;
     it.new_active_requests_queue_latency_ms = s.newActiveRequestsQueueLatencyMS;
@@ -393,7 +401,15 @@ void initPluginsOnce()
 #ifdef TRTLLM_SHIM_REAL
     // Engines built by trtllm-build contain plugin layers: register them before the first Executor.
     static std::once_flag once;
-    std::call_once(once, [] { initTrtLlmPlugins(nullptr, "tensorrt_llm"); });
+    std::call_once(once,
+        []
+        {
+            // A throw leaves the flag unset, so the next load tries again.
+            if (!initTrtLlmPlugins(nullptr, "tensorrt_llm"))
+            {
+                throw std::runtime_error("initTrtLlmPlugins failed to register the TensorRT-LLM plugins");
+            }
+        });
 #endif
 }
 
