@@ -112,7 +112,11 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     track(&sim.join("src"));
     track(&sim.join("include/tensorrt_llm/executor"));
     track(&sim.join("include/tensorrt_llm/runtime"));
-    for dir in ["include/tensorrt_llm/executor", "include/tensorrt_llm/runtime", "src"] {
+    for dir in [
+        "include/tensorrt_llm/executor",
+        "include/tensorrt_llm/runtime",
+        "src",
+    ] {
         let Ok(entries) = std::fs::read_dir(sim.join(dir)) else {
             continue;
         };

@@ -84,6 +84,17 @@ impl PerfMetrics {
     pub fn reused_blocks(&self) -> u32 {
         self.num_reused_blocks.max(0) as u32
     }
+
+    /// Prompt tokens served from reused KV blocks: reused blocks × `tokens_per_block`, at most
+    /// `prompt_tokens` − 1 (the prompt's last token is always computed).
+    pub fn cached_tokens(&self, tokens_per_block: u32, prompt_tokens: u32) -> u32 {
+        cached_tokens(self.num_reused_blocks, tokens_per_block, prompt_tokens)
+    }
+}
+
+fn cached_tokens(reused_blocks: i32, tokens_per_block: u32, prompt_tokens: u32) -> u32 {
+    let reused = u64::from(reused_blocks.max(0) as u32) * u64::from(tokens_per_block);
+    reused.min(u64::from(prompt_tokens.saturating_sub(1))) as u32
 }
 
 /// New tokens of one sequence, as one executor result delivered them.
@@ -101,6 +112,9 @@ pub struct TokenChunk {
     pub completion_tokens: u32,
     /// Prompt tokens of the request.
     pub prompt_tokens: u32,
+    /// Prompt tokens served from reused KV blocks instead of prefilled, when the executor reports it
+    /// (requests with perf metrics, the default); see [`PerfMetrics::cached_tokens`].
+    pub cached_tokens: Option<u32>,
 }
 
 /// The complete output of one sequence.
@@ -129,6 +143,9 @@ pub struct FinalOutput {
     pub sequences: Vec<SequenceOutput>,
     /// Prompt tokens enqueued.
     pub prompt_tokens: u32,
+    /// Prompt tokens served from reused KV blocks instead of prefilled, when the executor reports it
+    /// (requests with perf metrics, the default); see [`PerfMetrics::cached_tokens`].
+    pub cached_tokens: Option<u32>,
     /// Generated tokens over all sequences, as counted by the executor.
     pub completion_tokens: u32,
     /// Decoding iterations used (fewer than tokens under speculative decoding).
@@ -192,6 +209,7 @@ pub(crate) struct Routed {
 pub(crate) struct Accumulator {
     request_id: u64,
     prompt_tokens: u32,
+    tokens_per_block: u32,
     streaming: bool,
     enqueued_at: Instant,
     first_token_at: Option<Instant>,
@@ -202,6 +220,7 @@ impl Accumulator {
     pub(crate) fn new(
         request_id: u64,
         prompt_tokens: u32,
+        tokens_per_block: u32,
         sequences: u32,
         streaming: bool,
         enqueued_at: Instant,
@@ -215,7 +234,15 @@ impl Accumulator {
                 cum_log_prob: None,
             })
             .collect();
-        Accumulator { request_id, prompt_tokens, streaming, enqueued_at, first_token_at: None, sequences }
+        Accumulator {
+            request_id,
+            prompt_tokens,
+            tokens_per_block,
+            streaming,
+            enqueued_at,
+            first_token_at: None,
+            sequences,
+        }
     }
 
     pub(crate) fn num_sequences(&self) -> usize {
@@ -271,6 +298,9 @@ impl Accumulator {
         if let Some(&cum) = item.cum_log_probs.first() {
             sequence.cum_log_prob = Some(cum);
         }
+        let cached_tokens = item
+            .has_perf_metrics
+            .then(|| cached_tokens(item.perf_metrics.num_reused_blocks, self.tokens_per_block, self.prompt_tokens));
         if item.is_sequence_final || item.is_final {
             let raw = item.finish_reasons.first().copied().unwrap_or(0);
             sequence.finish_reason = FinishReason::from_raw(raw);
@@ -283,6 +313,7 @@ impl Accumulator {
                 log_probs: new_log_probs,
                 received_at,
                 prompt_tokens: self.prompt_tokens,
+                cached_tokens,
             }));
         }
         if item.is_final {
@@ -294,6 +325,7 @@ impl Accumulator {
                 completion_tokens: sequences.iter().map(|s| s.token_ids.len() as u32).sum(),
                 sequences,
                 prompt_tokens: self.prompt_tokens,
+                cached_tokens,
                 decoding_iterations: u32::try_from(item.decoding_iter).unwrap_or(0),
                 enqueued_at: self.enqueued_at,
                 first_token_at: self.first_token_at,
