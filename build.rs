@@ -114,7 +114,12 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     // Directories too, so that a newly added source file triggers a rebuild.
     track(&sim.join("src"));
     track(&sim.join("include/tensorrt_llm/executor"));
-    for dir in ["include/tensorrt_llm/executor", "src"] {
+    track(&sim.join("include/tensorrt_llm/runtime"));
+    for dir in [
+        "include/tensorrt_llm/executor",
+        "include/tensorrt_llm/runtime",
+        "src",
+    ] {
         let Ok(entries) = std::fs::read_dir(sim.join(dir)) else {
             continue;
         };

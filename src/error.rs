@@ -54,6 +54,9 @@ pub enum Error {
     /// The response stream ended without a final response (the response thread stopped).
     #[error("response stream ended before the final response")]
     StreamEnded,
+    /// KV-cache events were asked for but the executor records none.
+    #[error("KV-cache events are off: set ExecutorConfig::kv_cache_event_buffer_max_size above 0")]
+    KvEventsDisabled,
 }
 
 /// Why a request was refused before it reached the executor.

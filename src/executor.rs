@@ -13,6 +13,7 @@ use crate::config::ExecutorConfig;
 use crate::engine::EngineConfig;
 use crate::error::{Error, InvalidRequest, Result};
 use crate::ffi::sys;
+use crate::kv_events::{KvCacheEvent, KvEventHub, KvEventStream};
 use crate::output::Accumulator;
 use crate::request::GenerationRequest;
 use crate::router::{self, EndCause, Route, Routes};
@@ -54,6 +55,8 @@ pub(crate) struct Inner {
     stats_poll: Mutex<()>,
     iteration_tx: broadcast::Sender<Arc<IterationStats>>,
     request_stats_tx: broadcast::Sender<Arc<RequestStatsPerIteration>>,
+    /// KV-cache event delivery, when the executor records events.
+    pub(crate) kv_events: Option<KvEventHub>,
     failure: OnceLock<String>,
 }
 
@@ -196,6 +199,8 @@ impl Executor {
         })?;
         tracing::info!(engine = %engine_dir.display(), backend = %backend, "loading executor");
         let handle = sys::new_executor(dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
+        let kv_events =
+            (config.kv_cache_event_buffer_max_size > 0).then(|| KvEventHub::new(config.kv_cache_event_buffer_max_size));
         let (iteration_tx, _) = broadcast::channel(4096);
         let (request_stats_tx, _) = broadcast::channel(4096);
         let inner = Arc::new(Inner {
@@ -215,6 +220,7 @@ impl Executor {
             stats_poll: Mutex::new(()),
             iteration_tx,
             request_stats_tx,
+            kv_events,
             failure: OnceLock::new(),
         });
         let spawn = |name: &str, body: fn(Arc<Inner>), inner: Arc<Inner>| {
@@ -231,6 +237,7 @@ impl Executor {
         if let Ok(mut slot) = executor.inner.threads.lock() {
             *slot = threads;
         }
+        KvEventHub::start(&executor.inner)?;
         Ok(executor)
     }
 
@@ -267,6 +274,7 @@ impl Executor {
         let accumulator = Accumulator::new(
             id,
             request.prompt().len() as u32,
+            u32::try_from(self.inner.engine.tokens_per_block).unwrap_or(u32::MAX),
             request.sampling().sequences(),
             request.streaming(),
             beam_width > 1,
@@ -312,6 +320,10 @@ impl Executor {
             let _ = thread.join();
         }
         let result = inner.handle.shutdown().map_err(|e| Error::from_executor(e.what()));
+        // After the executor's shutdown, so that the events of its last iterations are delivered too.
+        if let Some(hub) = &inner.kv_events {
+            hub.stop_and_join();
+        }
         inner.fail_all(EndCause::ShutDown);
         *done = true;
         result
@@ -389,6 +401,47 @@ impl Executor {
     /// Drains the executor's stats buffers now instead of waiting for the next poll.
     pub fn refresh_stats(&self) {
         self.inner.poll_stats();
+    }
+
+    /// The KV-cache events recorded since the last call (at most `kv_cache_event_buffer_max_size`, the
+    /// oldest dropped first), waiting up to `timeout` for one when there is none: TensorRT-LLM's
+    /// `getLatestEvents`. Subscribers of [`Executor::subscribe_kv_events`] see the same events; this queue
+    /// is separate from theirs. After shutdown it returns what is left, at once.
+    ///
+    /// Errors: [`Error::KvEventsDisabled`] unless `kv_cache_event_buffer_max_size` > 0.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use trtllm::{Executor, ExecutorConfig, GenerationRequest, KvCacheEventData};
+    /// let dir = tempfile::tempdir()?;
+    /// trtllm::sim::SimulatedEngine::builder().iteration_ms(1.0).build().write_to(dir.path())?;
+    /// let config = ExecutorConfig::builder().kv_cache_event_buffer_max_size(1024).build()?;
+    /// let executor = Executor::load(dir.path(), config)?;
+    /// // The first event says how large the cache is.
+    /// let created = executor.kv_cache_events(Duration::from_secs(5))?;
+    /// assert!(matches!(created[0].data, KvCacheEventData::Created { .. }));
+    /// // A 65-token prompt fills two blocks of 32 tokens (its last token is always computed, never cached).
+    /// let prompt: Vec<u32> = (1..=65).collect();
+    /// executor.enqueue(GenerationRequest::new(prompt.clone(), 1))?.blocking_iter().for_each(drop);
+    /// let events = executor.kv_cache_events(Duration::from_secs(5))?;
+    /// let KvCacheEventData::Stored { parent_hash, blocks } = &events[0].data else { panic!("{events:?}") };
+    /// assert_eq!(*parent_hash, None);
+    /// assert_eq!(blocks.len(), 2);
+    /// assert_eq!(blocks[0].token_ids, prompt[..32]);
+    /// # Ok(()) }
+    /// ```
+    pub fn kv_cache_events(&self, timeout: Duration) -> Result<Vec<KvCacheEvent>> {
+        let hub = self.inner.kv_events.as_ref().ok_or(Error::KvEventsDisabled)?;
+        Ok(hub.take(timeout))
+    }
+
+    /// Every KV-cache event from now on, for any number of subscribers; see [`KvEventStream`].
+    ///
+    /// Errors: [`Error::KvEventsDisabled`] unless `kv_cache_event_buffer_max_size` > 0;
+    /// [`Error::ShutDown`] after shutdown.
+    pub fn subscribe_kv_events(&self) -> Result<KvEventStream> {
+        self.inner.kv_events.as_ref().ok_or(Error::KvEventsDisabled)?.subscribe()
     }
 }
 

@@ -259,6 +259,42 @@ pub(crate) mod sys {
         requests: Vec<RequestStatsItem>,
     }
 
+    /// One block of a `KVCacheStoredData` event (token extra ids are dropped: prompt tuning is not used).
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct KvStoredBlockItem {
+        block_hash: u64,
+        token_ids: Vec<i32>,
+        lora_id: OptU64,
+        cache_level: i32,
+        priority: i32,
+    }
+
+    /// One `KVCacheEvent`. `kind` names the variant of its data, and only that variant's fields are set:
+    /// 0 created, 1 stored, 2 removed, 3 updated.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct KvEventItem {
+        event_id: u64,
+        kind: i32,
+        window_size: i32,
+        attention_dp_rank: OptI32,
+        /// Created.
+        num_blocks_per_cache_level: Vec<i32>,
+        /// Stored: the first block's parent (unset for a sequence's first block).
+        parent_hash: OptU64,
+        /// Stored.
+        blocks: Vec<KvStoredBlockItem>,
+        /// Removed.
+        block_hashes: Vec<u64>,
+        /// Updated: the block, and each field that changed (`*_changed`) with its old and new value.
+        updated_block_hash: u64,
+        cache_level_changed: bool,
+        old_cache_level: i32,
+        new_cache_level: i32,
+        priority_changed: bool,
+        old_priority: i32,
+        new_priority: i32,
+    }
+
     // ---- Rust items exposed to C++: none. C++ never calls back into Rust, so no Rust panic can
     // ---- unwind through C++ frames.
 
@@ -278,6 +314,8 @@ pub(crate) mod sys {
         fn iteration_stats(self: &ExecutorHandle) -> Result<Vec<IterationStatsItem>>;
         fn request_stats(self: &ExecutorHandle) -> Result<Vec<RequestStatsIteration>>;
         fn can_enqueue(self: &ExecutorHandle) -> Result<bool>;
+        /// Drains the KV-cache events, waiting up to `timeout_ms` for one; empty when events are off.
+        fn kv_cache_events(self: &ExecutorHandle, timeout_ms: u32) -> Result<Vec<KvEventItem>>;
         fn shutdown(self: &ExecutorHandle) -> Result<()>;
 
         fn library_version() -> String;

@@ -28,6 +28,7 @@ mod engine;
 mod error;
 mod executor;
 mod ffi;
+mod kv_events;
 mod output;
 pub mod proto;
 mod request;
@@ -45,6 +46,7 @@ pub use config::{ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, P
 pub use engine::EngineConfig;
 pub use error::{Error, InvalidRequest, Result};
 pub use executor::{Executor, ShutdownMode};
+pub use kv_events::{KvCacheEvent, KvCacheEventData, KvEventStream, KvEventsLagged, StoredBlock, ValueChange};
 pub use output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
 pub use request::{FinishReason, GenerationRequest, SamplingParams};
 pub use stats::{

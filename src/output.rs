@@ -84,6 +84,17 @@ impl PerfMetrics {
     pub fn reused_blocks(&self) -> u32 {
         self.num_reused_blocks.max(0) as u32
     }
+
+    /// Prompt tokens served from reused KV blocks: reused blocks × `tokens_per_block`, at most
+    /// `prompt_tokens` − 1 (the prompt's last token is always computed).
+    pub fn cached_tokens(&self, tokens_per_block: u32, prompt_tokens: u32) -> u32 {
+        cached_tokens(self.num_reused_blocks, tokens_per_block, prompt_tokens)
+    }
+}
+
+fn cached_tokens(reused_blocks: i32, tokens_per_block: u32, prompt_tokens: u32) -> u32 {
+    let reused = u64::from(reused_blocks.max(0) as u32) * u64::from(tokens_per_block);
+    reused.min(u64::from(prompt_tokens.saturating_sub(1))) as u32
 }
 
 /// New tokens of one sequence, as one executor result delivered them.
@@ -101,6 +112,9 @@ pub struct TokenChunk {
     pub completion_tokens: u32,
     /// Prompt tokens of the request.
     pub prompt_tokens: u32,
+    /// Prompt tokens served from reused KV blocks instead of prefilled, when the executor reports it
+    /// (requests with perf metrics, the default); see [`PerfMetrics::cached_tokens`].
+    pub cached_tokens: Option<u32>,
 }
 
 /// The complete output of one sequence.
@@ -129,6 +143,9 @@ pub struct FinalOutput {
     pub sequences: Vec<SequenceOutput>,
     /// Prompt tokens enqueued.
     pub prompt_tokens: u32,
+    /// Prompt tokens served from reused KV blocks instead of prefilled, when the executor reports it
+    /// (requests with perf metrics, the default); see [`PerfMetrics::cached_tokens`].
+    pub cached_tokens: Option<u32>,
     /// Generated tokens over all sequences, as counted by the executor.
     pub completion_tokens: u32,
     /// Decoding iterations used (fewer than tokens under speculative decoding).
@@ -192,6 +209,7 @@ pub(crate) struct Routed {
 pub(crate) struct Accumulator {
     request_id: u64,
     prompt_tokens: u32,
+    tokens_per_block: u32,
     streaming: bool,
     /// Beam search: every result carries each returned beam in full, and beams may be rewritten
     /// until the request finishes, so beam `b` is sequence `b` and is replaced, not appended.
@@ -205,6 +223,7 @@ impl Accumulator {
     pub(crate) fn new(
         request_id: u64,
         prompt_tokens: u32,
+        tokens_per_block: u32,
         sequences: u32,
         streaming: bool,
         beam_search: bool,
@@ -214,6 +233,7 @@ impl Accumulator {
         Accumulator {
             request_id,
             prompt_tokens,
+            tokens_per_block,
             streaming,
             whole_beams: beam_search,
             enqueued_at,
@@ -228,6 +248,12 @@ impl Accumulator {
 
     pub(crate) fn enqueued_at(&self) -> Instant {
         self.enqueued_at
+    }
+
+    /// Prompt tokens served from reused KV blocks, when the result carries perf metrics.
+    fn cached_tokens(&self, item: &sys::ResponseItem) -> Option<u32> {
+        item.has_perf_metrics
+            .then(|| cached_tokens(item.perf_metrics.num_reused_blocks, self.tokens_per_block, self.prompt_tokens))
     }
 
     /// Makes sure sequence `slot` exists: more sequences than asked for are kept, never dropped.
@@ -254,6 +280,7 @@ impl Accumulator {
         };
         let new_log_probs =
             if item.log_probs.is_empty() { None } else { Some(std::mem::take(&mut item.log_probs[0].values)) };
+        let cached_tokens = self.cached_tokens(&item);
         let sequence = &mut self.sequences[slot];
         if !new_tokens.is_empty() && self.first_token_at.is_none() {
             self.first_token_at = Some(received_at);
@@ -286,6 +313,7 @@ impl Accumulator {
                 log_probs: new_log_probs,
                 received_at,
                 prompt_tokens: self.prompt_tokens,
+                cached_tokens,
             }));
         }
         if item.is_final {
@@ -324,6 +352,7 @@ impl Accumulator {
             return;
         }
         if self.streaming {
+            let cached_tokens = self.cached_tokens(&item);
             for sequence in self.sequences.iter().filter(|s| !s.token_ids.is_empty()) {
                 out.push(StreamEvent::Chunk(TokenChunk {
                     sequence_index: sequence.index,
@@ -332,6 +361,7 @@ impl Accumulator {
                     log_probs: sequence.log_probs.clone(),
                     received_at,
                     prompt_tokens: self.prompt_tokens,
+                    cached_tokens,
                 }));
             }
         }
@@ -346,6 +376,7 @@ impl Accumulator {
         out: &mut Vec<StreamEvent>,
     ) {
         let perf = item.has_perf_metrics.then(|| PerfMetrics::from_ffi(&item.perf_metrics, clock));
+        let cached_tokens = self.cached_tokens(item);
         let sequences = std::mem::take(&mut self.sequences);
         out.push(StreamEvent::Final(FinalOutput {
             request_id: self.request_id,
@@ -353,6 +384,7 @@ impl Accumulator {
             completion_tokens: sequences.iter().map(|s| s.token_ids.len() as u32).sum(),
             sequences,
             prompt_tokens: self.prompt_tokens,
+            cached_tokens,
             decoding_iterations: u32::try_from(item.decoding_iter).unwrap_or(0),
             enqueued_at: self.enqueued_at,
             first_token_at: self.first_token_at,

@@ -264,4 +264,31 @@ impl AsyncExecutor {
     pub fn executor(&self) -> &Executor {
         &self.executor
     }
+
+    /// Every KV-cache event from now on, as an async stream; see [`KvEventStream`](crate::KvEventStream).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use futures::StreamExt;
+    /// use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, KvCacheEventData};
+    /// let dir = tempfile::tempdir()?;
+    /// trtllm::sim::SimulatedEngine::builder().iteration_ms(1.0).build().write_to(dir.path())?;
+    /// let config = ExecutorConfig::builder().kv_cache_event_buffer_max_size(1024).build()?;
+    /// let executor = AsyncExecutor::load(dir.path(), config).await?;
+    /// let mut events = executor.subscribe_kv_events()?;
+    /// let prompt: Vec<u32> = (1..=65).collect();
+    /// executor.generate(GenerationRequest::new(prompt, 1))?.collect_final().await?;
+    /// // The prompt's full blocks become reusable once its context is computed.
+    /// while let Some(event) = events.next().await {
+    ///     if let KvCacheEventData::Stored { blocks, .. } = &event?.data {
+    ///         assert_eq!(blocks.len(), 2);
+    ///         break;
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn subscribe_kv_events(&self) -> Result<crate::KvEventStream> {
+        self.executor.subscribe_kv_events()
+    }
 }

@@ -111,6 +111,7 @@ fn exercise() -> Result<(), String> {
     let config = ExecutorConfig::builder()
         .stats_poll_interval(Duration::from_millis(10))
         .request_stats_max_iterations(16)
+        .kv_cache_event_buffer_max_size(64)
         .build()
         .map_err(|e| e.to_string())?;
     let executor = Executor::load(dir.path(), config).map_err(|e| e.to_string())?;
@@ -125,8 +126,22 @@ fn exercise() -> Result<(), String> {
         }
         Err("no terminal item".into())
     };
+    let mut kv_subscriber = executor.subscribe_kv_events().map_err(|e| e.to_string())?;
     let (tokens, done) = run(GenerationRequest::new(vec![1, 2, 3], 8).with_log_probs(true))?;
     check(tokens == 8 && done.is_ok(), "streaming request")?;
+    // A prompt of two full blocks and one token (without the failing token 13): KV-cache events cross the
+    // bridge, and the repeat is served from cache.
+    let prompt: Vec<u32> = (100..165).collect();
+    let (_, done) = run(GenerationRequest::new(prompt.clone(), 2))?;
+    let (_, again) = run(GenerationRequest::new(prompt, 2))?;
+    check(
+        done.is_ok() && again.is_ok_and(|d| d.cached_tokens == Some(64)),
+        "cached prompt tokens",
+    )?;
+    let events = executor
+        .kv_cache_events(Duration::from_secs(10))
+        .map_err(|e| e.to_string())?;
+    check(!events.is_empty(), "kv cache events")?;
     let (_, done) = run(GenerationRequest::new(vec![1, 2, 3], 8).with_streaming(false))?;
     check(
         done.is_ok_and(|d| d.completion_tokens == 8),
@@ -170,6 +185,12 @@ fn exercise() -> Result<(), String> {
         pending.blocking_iter().last().is_some(),
         "shutdown ends the stream",
     )?;
+    let mut delivered = 0;
+    while let Some(item) = kv_subscriber.blocking_next() {
+        check(item.is_ok(), "kv event subscriber")?;
+        delivered += 1;
+    }
+    check(delivered > 0, "kv event subscription ends after shutdown")?;
     drop(executor);
 
     // A thrown exception crossing the bridge.

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #ifdef TRTLLM_SHIM_REAL
@@ -396,6 +397,74 @@ RequestStatsItem toRequestStats(tle::RequestStats const& s)
     return r;
 }
 
+// KvEventItem::kind values.
+constexpr std::int32_t kKvCreated = 0;
+constexpr std::int32_t kKvStored = 1;
+constexpr std::int32_t kKvRemoved = 2;
+constexpr std::int32_t kKvUpdated = 3;
+
+KvEventItem toKvEventItem(tle::KVCacheEvent const& event)
+{
+    KvEventItem item{};
+    item.event_id = static_cast<std::uint64_t>(event.eventId);
+    item.window_size = event.windowSize;
+    item.attention_dp_rank = OptI32{event.attentionDpRank.has_value(), event.attentionDpRank.value_or(0)};
+    if (auto const* created = std::get_if<tle::KVCacheCreatedData>(&event.data))
+    {
+        item.kind = kKvCreated;
+        for (auto const blocks : created->numBlocksPerCacheLevel)
+        {
+            item.num_blocks_per_cache_level.push_back(blocks);
+        }
+    }
+    else if (auto const* stored = std::get_if<tle::KVCacheStoredData>(&event.data))
+    {
+        item.kind = kKvStored;
+        item.parent_hash
+            = OptU64{stored->parentHash.has_value(), static_cast<std::uint64_t>(stored->parentHash.value_or(0))};
+        for (auto const& block : stored->blocks)
+        {
+            KvStoredBlockItem out{};
+            out.block_hash = static_cast<std::uint64_t>(block.blockHash);
+            out.token_ids.reserve(block.tokens.size());
+            for (auto const& token : block.tokens)
+            {
+                out.token_ids.push_back(token.tokenId);
+            }
+            out.lora_id = OptU64{block.loraId.has_value(), static_cast<std::uint64_t>(block.loraId.value_or(0))};
+            out.cache_level = block.cacheLevel;
+            out.priority = block.priority;
+            item.blocks.push_back(std::move(out));
+        }
+    }
+    else if (auto const* removed = std::get_if<tle::KVCacheRemovedData>(&event.data))
+    {
+        item.kind = kKvRemoved;
+        for (auto const hash : removed->blockHashes)
+        {
+            item.block_hashes.push_back(static_cast<std::uint64_t>(hash));
+        }
+    }
+    else if (auto const* updated = std::get_if<tle::KVCacheUpdatedData>(&event.data))
+    {
+        item.kind = kKvUpdated;
+        item.updated_block_hash = static_cast<std::uint64_t>(updated->blockHash);
+        if (updated->cacheLevel)
+        {
+            item.cache_level_changed = true;
+            item.old_cache_level = updated->cacheLevel->oldValue;
+            item.new_cache_level = updated->cacheLevel->newValue;
+        }
+        if (updated->priority)
+        {
+            item.priority_changed = true;
+            item.old_priority = updated->priority->oldValue;
+            item.new_priority = updated->priority->newValue;
+        }
+    }
+    return item;
+}
+
 void initPluginsOnce()
 {
 #ifdef TRTLLM_SHIM_REAL
@@ -419,6 +488,8 @@ struct ExecutorHandle::Impl
 {
     // Held by pointer: the executor's move constructor was undeclared in some releases.
     std::unique_ptr<tle::Executor> executor;
+    // Set when the executor records KV-cache events; it stays readable after shutdown.
+    std::shared_ptr<tle::KVCacheEventManager> kvEvents;
 };
 
 ExecutorHandle::ExecutorHandle(rust::Str engineDir, ExecutorOptions const& options)
@@ -427,6 +498,10 @@ ExecutorHandle::ExecutorHandle(rust::Str engineDir, ExecutorOptions const& optio
     initPluginsOnce();
     std::filesystem::path const dir(std::string(engineDir.data(), engineDir.size()));
     mImpl->executor = std::make_unique<tle::Executor>(dir, tle::ModelType::kDECODER_ONLY, toExecutorConfig(options));
+    if (options.kv_event_buffer_max_size > 0)
+    {
+        mImpl->kvEvents = mImpl->executor->getKVCacheEventManager().value_or(nullptr);
+    }
 }
 
 std::uint64_t ExecutorHandle::enqueue(RequestSpec const& request) const
@@ -506,6 +581,24 @@ rust::Vec<RequestStatsIteration> ExecutorHandle::request_stats() const
 bool ExecutorHandle::can_enqueue() const
 {
     return guarded("canEnqueueRequests", [&] { return mImpl->executor->canEnqueueRequests(); });
+}
+
+rust::Vec<KvEventItem> ExecutorHandle::kv_cache_events(std::uint32_t timeoutMs) const
+{
+    return guarded("getLatestEvents",
+        [&]
+        {
+            rust::Vec<KvEventItem> out;
+            if (!mImpl->kvEvents)
+            {
+                return out;
+            }
+            for (auto const& event : mImpl->kvEvents->getLatestEvents(std::chrono::milliseconds(timeoutMs)))
+            {
+                out.push_back(toKvEventItem(event));
+            }
+            return out;
+        });
 }
 
 void ExecutorHandle::shutdown() const

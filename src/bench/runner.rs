@@ -228,6 +228,7 @@ async fn one_request(
                     // Non-streaming: the final is the one response that carries tokens.
                     record.record_chunk(clock.offset_s(done.finished_at), done.completion_tokens);
                 }
+                record.cached_tokens = u64::from(done.cached_tokens.unwrap_or(0));
                 if let Some(perf) = done.perf {
                     let at = |t: Option<Instant>| t.map(|t| clock.offset_s(t));
                     record.server = Some(ServerTimes {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tonic::{Code, Status};
 
 use crate::error::Error;
-use crate::output::{FinalOutput, PerfMetrics};
+use crate::output::PerfMetrics;
 use crate::proto::trtllm as pb;
 use crate::request::{GenerationRequest, SamplingParams};
 
@@ -16,7 +16,7 @@ pub fn status(error: &Error) -> Status {
         Error::QueueFull(_) | Error::ConsumerTooSlow { .. } => Code::ResourceExhausted,
         Error::ShutDown => Code::Unavailable,
         Error::EngineDir { .. } | Error::EngineConfig { .. } | Error::InvalidConfig(_) => Code::FailedPrecondition,
-        Error::UnsupportedVersion(_) => Code::FailedPrecondition,
+        Error::UnsupportedVersion(_) | Error::KvEventsDisabled => Code::FailedPrecondition,
         Error::Executor(_) | Error::StreamEnded => Code::Internal,
     };
     Status::new(code, error.to_string())
@@ -160,12 +160,6 @@ impl WallClock {
             kv_cache_size: i64::try_from(perf.kv_cache_size).unwrap_or(i64::MAX),
         }
     }
-}
-
-/// Prompt tokens served from reused KV blocks.
-pub fn cached_tokens(done: &FinalOutput, tokens_per_block: usize) -> u32 {
-    let reused = done.perf.map_or(0, |p| p.reused_blocks() as usize * tokens_per_block);
-    reused.min(done.prompt_tokens as usize) as u32
 }
 
 /// Parses a `grpc-timeout` header value (`<digits><unit>`, unit one of H M S m u n).

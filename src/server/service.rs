@@ -132,7 +132,6 @@ impl Service {
             stream
         };
         let guard = LiveGuard { state: state.clone(), request_id: request_id.clone() };
-        let tokens_per_block = state.executor.executor().engine().tokens_per_block;
         let output_perf = request.output_config.is_some_and(|o| o.return_perf_metrics);
         let stop_token_ids = request.stop_token_ids.clone();
         let include_stop = request.include_stop_token_in_output;
@@ -161,7 +160,6 @@ impl Service {
                 stop_token_ids: &stop_token_ids,
                 include_stop_token: include_stop,
                 perf: output_perf,
-                tokens_per_block,
                 wall: &wall,
             };
             // A closed channel (client gone) ends the loop at once; dropping the executor stream
@@ -254,7 +252,7 @@ fn chunk_message(request_id: &str, chunk: &TokenChunk) -> pb::GenerateResponse {
             sequence_index: chunk.sequence_index,
             prompt_tokens: chunk.prompt_tokens,
             completion_tokens: chunk.completion_tokens,
-            cached_tokens: 0,
+            cached_tokens: chunk.cached_tokens.unwrap_or(0),
             logprobs: logprobs(&chunk.token_ids, chunk.log_probs.as_deref()),
         })),
     }
@@ -273,7 +271,6 @@ struct CompleteContext<'a> {
     stop_token_ids: &'a [u32],
     include_stop_token: bool,
     perf: bool,
-    tokens_per_block: usize,
     wall: &'a WallClock,
 }
 
@@ -282,7 +279,7 @@ fn complete_messages(
     done: &FinalOutput,
     matched_stop: Option<String>,
 ) -> Vec<pb::GenerateResponse> {
-    let cached = convert::cached_tokens(done, ctx.tokens_per_block);
+    let cached = done.cached_tokens.unwrap_or(0);
     done.sequences
         .iter()
         .map(|seq| {

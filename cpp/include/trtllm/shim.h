@@ -19,6 +19,7 @@ struct RequestSpec;
 struct ResponseItem;
 struct IterationStatsItem;
 struct RequestStatsIteration;
+struct KvEventItem;
 
 class ExecutorHandle
 {
@@ -33,6 +34,9 @@ public:
     rust::Vec<IterationStatsItem> iteration_stats() const;
     rust::Vec<RequestStatsIteration> request_stats() const;
     bool can_enqueue() const;
+    // Drains KvCacheEventManager::getLatestEvents (waiting up to timeoutMs for one); empty when the executor was
+    // configured without an event buffer.
+    rust::Vec<KvEventItem> kv_cache_events(std::uint32_t timeoutMs) const;
     void shutdown() const;
 
 private:

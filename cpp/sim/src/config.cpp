@@ -497,6 +497,16 @@ void KvCacheConfig::setEnablePartialReuse(bool enablePartialReuse)
     mEnablePartialReuse = enablePartialReuse;
 }
 
+bool KvCacheConfig::getCopyOnPartialReuse() const
+{
+    return mCopyOnPartialReuse;
+}
+
+void KvCacheConfig::setCopyOnPartialReuse(bool copyOnPartialReuse)
+{
+    mCopyOnPartialReuse = copyOnPartialReuse;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // ExtendedRuntimePerfKnobConfig
 

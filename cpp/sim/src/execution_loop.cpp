@@ -97,6 +97,8 @@ void Executor::Impl::executionLoop()
         {
             failEverything(kForwardError + std::string("unknown exception"), responses);
         }
+        // The iteration's KV-cache events become visible to readers at its end.
+        mKvEvents->flush();
     }
 }
 
@@ -440,7 +442,7 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
                            "unless streaming is disabled, context chunking is enabled or the GUARANTEED_NO_EVICT "
                            "scheduling policy is used");
     }
-    SizeType32 const neededBlocks = mPool.blocksFor(promptLength + state.maxNewTokens, state.beamWidth);
+    SizeType32 const neededBlocks = mPool.blocksFor(promptLength, promptLength + state.maxNewTokens, state.beamWidth);
     if (neededBlocks > mPool.totalBlocks())
     {
         return "The request needs " + std::to_string(neededBlocks) + " KV-cache blocks (prompt "
@@ -472,7 +474,8 @@ std::size_t Executor::Impl::failRequests(
     {
         if (failed.count((*it)->request->id) > 0)
         {
-            mPool.release(**it);
+            // A failed request's blocks are not trusted for reuse.
+            mPool.release(**it, false);
             it = mActive.erase(it);
         }
         else
@@ -489,10 +492,10 @@ void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)
     auto& perf = sequence.perf;
     perf.iter = mIteration;
     perf.kvCacheMetrics.numTotalAllocatedBlocks = sequence.allocTotalBlocks;
-    perf.kvCacheMetrics.numNewAllocatedBlocks = sequence.allocTotalBlocks;
-    perf.kvCacheMetrics.numReusedBlocks = 0;
+    perf.kvCacheMetrics.numNewAllocatedBlocks = sequence.allocNewBlocks;
+    perf.kvCacheMetrics.numReusedBlocks = sequence.reusedBlocks;
     perf.kvCacheMetrics.numMissedBlocks = sequence.missedBlocks;
-    perf.kvCacheMetrics.kvCacheHitRate = 0.f;
+    perf.kvCacheMetrics.kvCacheHitRate = sim::hitRate(sequence.reusedBlocks, sequence.missedBlocks);
 
     if (sequence.state == sim::SequenceState::kContext)
     {
@@ -501,6 +504,8 @@ void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)
         {
             return;
         }
+        // Its prompt blocks are reusable from now on, while it generates.
+        mPool.storeContext(sequence);
         // The iteration that completes the prompt also samples the first token.
         sequence.state = sim::SequenceState::kGeneration;
     }
@@ -564,7 +569,7 @@ void Executor::Impl::retireFinished(SequenceList& finished)
     {
         if ((*it)->isFinished())
         {
-            mPool.release(**it);
+            mPool.release(**it, true);
             finished.push_back(std::move(*it));
             it = mActive.erase(it);
         }
@@ -634,8 +639,7 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
         kv.allocNewBlocks = mPool.allocNewBlocks();
         kv.reusedBlocks = mPool.reusedBlocks();
         kv.missedBlocks = mPool.missedBlocks();
-        SizeType32 const lookups = kv.reusedBlocks + kv.missedBlocks;
-        kv.cacheHitRate = lookups > 0 ? static_cast<float>(kv.reusedBlocks) / static_cast<float>(lookups) : 0.f;
+        kv.cacheHitRate = sim::hitRate(kv.reusedBlocks, kv.missedBlocks);
         stats.kvCacheStats = kv;
 
         InflightBatchingStats batch{};
@@ -666,10 +670,10 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
             stats.scheduled = sequence.scheduled;
             stats.paused = sequence.paused;
             stats.allocTotalBlocksPerRequest = sequence.allocTotalBlocks;
-            stats.allocNewBlocksPerRequest = sequence.allocTotalBlocks;
-            stats.reusedBlocksPerRequest = 0;
+            stats.allocNewBlocksPerRequest = sequence.allocNewBlocks;
+            stats.reusedBlocksPerRequest = sequence.reusedBlocks;
             stats.missedBlocksPerRequest = sequence.missedBlocks;
-            stats.kvCacheHitRatePerRequest = 0.f;
+            stats.kvCacheHitRatePerRequest = sim::hitRate(sequence.reusedBlocks, sequence.missedBlocks);
             return stats;
         };
         for (auto const& sequence : mActive)

@@ -106,11 +106,16 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
     , mSettings(deriveSettings(mEngine, mSim, modelType, executorConfig))
     , mIterationStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getIterStatsMaxIterations())))
     , mRequestStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getRequestStatsMaxIterations())))
-    , mPool(static_cast<SizeType32>(mSettings.kvCacheTokens / mEngine.tokensPerBlock), mEngine.tokensPerBlock)
+    , mKvEvents(std::make_shared<batch_manager::kv_cache_manager::BaseKVCacheManager>(
+          executorConfig.getKvCacheConfig().getEventBufferMaxSize(), mEngine.maxSeqLen))
+    , mPool(static_cast<SizeType32>(mSettings.kvCacheTokens / mEngine.tokensPerBlock), mEngine.tokensPerBlock,
+          sim::KvReuseConfig::from(executorConfig.getKvCacheConfig()), mKvEvents)
     , mScheduler(mSettings.scheduler, mPool)
     , mTokens(mEngine.vocabSizePadded(), mSim.seed)
 {
     maybeInjectFault(sim::FaultMethod::kConstructor);
+    // The Created event is readable before any request runs.
+    mKvEvents->flush();
     mThread = std::thread([this]() { executionLoop(); });
 }
 
@@ -318,6 +323,8 @@ void Executor::Impl::stopAndJoin()
     {
         mThread.join();
     }
+    // After the last iteration's events: readers get what is left and stop waiting.
+    mKvEvents->stop();
 }
 
 std::deque<IterationStats> Executor::Impl::getLatestIterationStats()
@@ -343,6 +350,13 @@ bool Executor::Impl::isParticipant() const
 {
     // A single simulated process runs the whole model.
     return true;
+}
+
+std::optional<std::shared_ptr<KVCacheEventManager>> Executor::Impl::getKVCacheEventManager() const
+{
+    // As in TensorRT-LLM there is a manager whenever there is a KV cache, also when events are off (it then returns
+    // nothing) and after shutdown.
+    return std::make_shared<KVCacheEventManager>(mKvEvents);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -424,6 +438,15 @@ bool Executor::canEnqueueRequests() const
 bool Executor::isParticipant() const
 {
     return mImpl && mImpl->isParticipant();
+}
+
+std::optional<std::shared_ptr<KVCacheEventManager>> Executor::getKVCacheEventManager() const
+{
+    if (!mImpl)
+    {
+        return std::nullopt;
+    }
+    return mImpl->getKVCacheEventManager();
 }
 
 } // namespace tensorrt_llm::executor

@@ -4,13 +4,15 @@
 //
 // Locking: mQueueMutex guards the request queue, the cancel set and the stop flag (and wakes the loop);
 // mResponsesMutex guards ready responses and drained ids (and wakes awaitResponses); the stats buffers have
-// their own locks. Everything else (active sequences, KV cache, scheduler) belongs to the loop thread alone.
+// their own locks, and so does the KV-cache event buffer. Everything else (active sequences, KV cache, scheduler)
+// belongs to the loop thread alone.
 #pragma once
 
 #include "tensorrt_llm/executor/executor.h"
 
 #include "engine_config.h"
 #include "kv_cache.h"
+#include "kv_events.h"
 #include "scheduler.h"
 #include "sequence.h"
 #include "sim_config.h"
@@ -54,6 +56,7 @@ public:
     std::deque<RequestStatsPerIteration> getLatestRequestStats();
     bool canEnqueueRequests() const;
     bool isParticipant() const;
+    std::optional<std::shared_ptr<KVCacheEventManager>> getKVCacheEventManager() const;
 
 private:
     /// A request waiting in the queue, with the ids reserved for it (children for numReturnSequences > 1).
@@ -160,6 +163,9 @@ private:
 
     std::atomic<bool> mShutdownCalled{false};
     std::mutex mShutdownMutex;
+
+    // KV-cache events: recorded by the loop thread, read by any (own locking)
+    std::shared_ptr<batch_manager::kv_cache_manager::BaseKVCacheManager> mKvEvents;
 
     // Loop-thread state
     sim::KvCachePool mPool;

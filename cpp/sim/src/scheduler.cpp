@@ -22,9 +22,16 @@ BatchPlan Scheduler::schedule(std::vector<Sequence*> const& active)
         sequence->chunkTokens = 0;
     }
     fitBudget(selectByCapacity(active, plan), plan);
+    // Blocks are allocated for the scheduled work only. A first context chunk may find part of its prompt cached:
+    // the iteration's context tokens are those still computed.
+    plan.numContextTokens = 0;
     for (Sequence* sequence : plan.scheduled)
     {
-        mPool.growTo(*sequence, sequence->tokensAfterStep());
+        mPool.allocateStep(*sequence);
+        if (sequence->state == SequenceState::kContext)
+        {
+            plan.numContextTokens += sequence->chunkTokens;
+        }
     }
     return plan;
 }
@@ -62,7 +69,8 @@ std::vector<Sequence*> Scheduler::selectNoEvict(std::vector<Sequence*> const& ac
         {
             continue;
         }
-        SizeType32 const needed = mPool.blocksFor(sequence->maxTotalTokens(), sequence->request->beamWidth);
+        SizeType32 const needed = mPool.blocksFor(
+            sequence->contextLength, sequence->maxTotalTokens(), sequence->request->beamWidth);
         if (mPool.reservedBlocks() + needed > mPool.totalBlocks())
         {
             admitting = false;
@@ -74,23 +82,13 @@ std::vector<Sequence*> Scheduler::selectNoEvict(std::vector<Sequence*> const& ac
     return candidates;
 }
 
-SizeType32 Scheduler::maxChunk(Sequence const& sequence) const
-{
-    SizeType32 const remaining = sequence.contextLength - sequence.contextPosition;
-    return mLimits.chunkedContext ? std::min(remaining, mLimits.maxNumTokens) : remaining;
-}
-
 std::vector<Sequence*> Scheduler::selectMaxUtilization(std::vector<Sequence*> const& active, BatchPlan& plan)
 {
-    // Blocks a sequence needs beyond what it holds to do its largest possible step this iteration.
-    auto const extraBlocks = [this](Sequence const& sequence)
-    {
-        SizeType32 const tokens
-            = sequence.state == SequenceState::kContext
-                  ? sequence.contextPosition + maxChunk(sequence)
-                  : static_cast<SizeType32>(sequence.request->prompt.size()) + sequence.numGenerated();
-        return std::max<SizeType32>(0, mPool.blocksFor(tokens, sequence.request->beamWidth) - sequence.allocatedBlocks);
-    };
+    // Free blocks a sequence needs to do its largest possible step this iteration. Free blocks include cached
+    // reusable ones, which an allocation evicts; blocks promised earlier in this pass are not available.
+    auto const extraBlocks = [this](Sequence const& sequence) { return mPool.blocksForStep(sequence); };
+    SizeType32 promised = 0;
+    auto const available = [&]() { return mPool.freeBlocks() - promised; };
 
     std::vector<Sequence*> started;
     for (Sequence* sequence : active)
@@ -103,25 +101,21 @@ std::vector<Sequence*> Scheduler::selectMaxUtilization(std::vector<Sequence*> co
     // Started sequences keep running in order; when the cache runs out, the last started ones are paused
     // (their blocks freed, their tokens recomputed later) to make room for those ahead of them.
     std::vector<Sequence*> candidates;
-    SizeType32 freeBlocks = mPool.freeBlocks();
     std::size_t end = started.size();
     for (std::size_t i = 0; i < end; ++i)
     {
         Sequence& sequence = *started[i];
         SizeType32 const needed = extraBlocks(sequence);
-        while (needed > freeBlocks && end > i + 1)
+        while (needed > available() && end > i + 1)
         {
-            Sequence& victim = *started[--end];
-            freeBlocks += victim.allocatedBlocks;
-            pause(victim, plan);
+            pause(*started[--end], plan);
         }
-        if (needed > freeBlocks)
+        if (needed > available())
         {
-            freeBlocks += sequence.allocatedBlocks;
             pause(sequence, plan);
             break;
         }
-        freeBlocks -= needed;
+        promised += needed;
         candidates.push_back(&sequence);
     }
     // New (or paused) sequences start greedily while their first step fits.
@@ -132,11 +126,11 @@ std::vector<Sequence*> Scheduler::selectMaxUtilization(std::vector<Sequence*> co
             continue;
         }
         SizeType32 const needed = extraBlocks(*sequence);
-        if (needed > freeBlocks)
+        if (needed > available())
         {
             break;
         }
-        freeBlocks -= needed;
+        promised += needed;
         mPool.start(*sequence, 0);
         candidates.push_back(sequence);
     }
@@ -148,7 +142,8 @@ std::vector<Sequence*> Scheduler::selectMaxUtilization(std::vector<Sequence*> co
 
 void Scheduler::pause(Sequence& sequence, BatchPlan& plan)
 {
-    mPool.release(sequence);
+    // Its computed blocks stay cached, so resuming may reuse them instead of recomputing.
+    mPool.release(sequence, true);
     sequence.paused = true;
     sequence.state = SequenceState::kContext;
     sequence.contextLength = static_cast<SizeType32>(sequence.request->prompt.size()) + sequence.numGenerated();

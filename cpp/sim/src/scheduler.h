@@ -38,7 +38,7 @@ public:
     [[nodiscard]] SchedulerLimits const& limits() const { return mLimits; }
 
     /// Plans the next iteration over `active` (unfinished sequences in scheduling order) and allocates the
-    /// KV blocks the planned work needs.
+    /// KV blocks the planned work needs (which may shorten first context chunks whose prefix is cached).
     BatchPlan schedule(std::vector<Sequence*> const& active);
 
 private:
@@ -49,8 +49,6 @@ private:
     /// Fits the candidates into the batch-size and token budgets.
     void fitBudget(std::vector<Sequence*> const& candidates, BatchPlan& plan);
     void pause(Sequence& sequence, BatchPlan& plan);
-    /// Context tokens a sequence may process in one iteration at most.
-    [[nodiscard]] SizeType32 maxChunk(Sequence const& sequence) const;
 
     SchedulerLimits mLimits;
     KvCachePool& mPool;

@@ -79,11 +79,18 @@ struct Sequence
     /// Decoding steps that produced a token.
     SizeType32 decodingIter{0};
 
-    // KV cache
+    // KV cache (kv_cache.h)
+    /// Admitted by the capacity scheduler; its blocks are allocated when it is first scheduled.
     bool holdsBlocks{false};
     SizeType32 reservedBlocks{0};
-    SizeType32 allocatedBlocks{0};
+    /// Beam 0's block at each block position of the sequence (empty until its first scheduled step).
+    std::vector<SizeType32> blockIds;
+    /// Every block the sequence holds, all beams, in allocation order.
+    std::vector<SizeType32> heldBlocks;
+    // Per-request block counters, as TensorRT-LLM counts them when it adds the sequence to the cache.
     SizeType32 allocTotalBlocks{0};
+    SizeType32 allocNewBlocks{0};
+    SizeType32 reusedBlocks{0};
     SizeType32 missedBlocks{0};
 
     // This iteration's schedule

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <set>
@@ -24,6 +25,7 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <variant>
 #include <vector>
 
 namespace tle = tensorrt_llm::executor;
@@ -1005,7 +1007,9 @@ void testIterationStats()
     CHECK_EQ(idle.kvCacheStats->freeNumBlocks, 65536 / 16);
 
     // The first iteration of a request: it is new, its prompt is the context work, and its queue time counts.
-    auto const second = executor->enqueueRequests({tle::Request(prompt(20), 2), tle::Request(prompt(10), 2)});
+    // (Prompts unlike the first request's: a cached prefix would be reused instead of computed.)
+    auto const second
+        = executor->enqueueRequests({tle::Request(prompt(20, 500), 2), tle::Request(prompt(10, 700), 2)});
     (void)collect(*executor, second);
     std::this_thread::sleep_for(10ms);
     auto const more = executor->getLatestIterationStats();
@@ -1154,7 +1158,9 @@ void testContextChunkingPolicies()
         tle::ExecutorConfig config;
         config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kGUARANTEED_NO_EVICT, policy));
         auto executor = makeExecutor(spec, config);
-        auto const ids = executor->enqueueRequests({tle::Request(prompt(64), 1), tle::Request(prompt(64), 1)});
+        // Different prompts: the second must not reuse the first one's cached blocks.
+        auto const ids
+            = executor->enqueueRequests({tle::Request(prompt(64, 1), 1), tle::Request(prompt(64, 101), 1)});
         auto const responses = collect(*executor, ids);
         CHECK_EQ(responses.size(), std::size_t{2});
         std::this_thread::sleep_for(10ms);
@@ -1463,6 +1469,464 @@ void testConcurrentClients()
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// KV-cache block reuse, beam accounting and KV-cache events
+
+/// One request's generated tokens and the executor's view of it.
+struct Run
+{
+    tle::VecTokens tokens;
+    tle::RequestPerfMetrics perf;
+};
+
+Run runOnce(tle::Executor& executor, tle::VecTokens const& input, int maxTokens, int beamWidth = 1)
+{
+    tle::Request request(input, maxTokens);
+    tle::OutputConfig output;
+    output.excludeInputFromOutput = true;
+    output.returnPerfMetrics = true;
+    request.setOutputConfig(output);
+    request.setSamplingConfig(tle::SamplingConfig(beamWidth));
+    auto const result = finalResult(executor, executor.enqueueRequest(request));
+    REQUIRE(result.requestPerfMetrics.has_value());
+    return Run{result.outputTokenIds.at(0), *result.requestPerfMetrics};
+}
+
+/// The iteration stats since the last drain (once the last iteration's entries are in).
+std::deque<tle::IterationStats> drainStats(tle::Executor& executor)
+{
+    std::this_thread::sleep_for(10ms);
+    return executor.getLatestIterationStats();
+}
+
+/// Context tokens of every iteration that had context work.
+std::vector<int> contextTokensPerIteration(std::deque<tle::IterationStats> const& stats)
+{
+    std::vector<int> out;
+    for (auto const& s : stats)
+    {
+        if (s.inflightBatchingStats && s.inflightBatchingStats->numContextRequests > 0)
+        {
+            out.push_back(s.inflightBatchingStats->numCtxTokens);
+        }
+    }
+    return out;
+}
+
+std::vector<int> contextTokensPerIteration(tle::Executor& executor)
+{
+    return contextTokensPerIteration(drainStats(executor));
+}
+
+tle::KvCacheStats lastKvStats(std::deque<tle::IterationStats> const& stats)
+{
+    REQUIRE(!stats.empty() && stats.back().kvCacheStats.has_value());
+    return *stats.back().kvCacheStats;
+}
+
+tle::KvCacheStats latestKvStats(tle::Executor& executor)
+{
+    return lastKvStats(drainStats(executor));
+}
+
+/// Events read until `count` arrived or two seconds passed.
+std::vector<tle::KVCacheEvent> readEvents(tle::KVCacheEventManager& manager, std::size_t count)
+{
+    std::vector<tle::KVCacheEvent> out;
+    auto const deadline = Clock::now() + 2s;
+    while (out.size() < count && Clock::now() < deadline)
+    {
+        for (auto& event : manager.getLatestEvents(20ms))
+        {
+            out.push_back(std::move(event));
+        }
+    }
+    return out;
+}
+
+template <typename Data>
+std::vector<Data> eventsOf(std::vector<tle::KVCacheEvent> const& events)
+{
+    std::vector<Data> out;
+    for (auto const& event : events)
+    {
+        if (auto const* data = std::get_if<Data>(&event.data))
+        {
+            out.push_back(*data);
+        }
+    }
+    return out;
+}
+
+tle::VecTokens tokenIds(tensorrt_llm::runtime::VecUniqueTokens const& tokens)
+{
+    tle::VecTokens out;
+    for (auto const& token : tokens)
+    {
+        out.push_back(token.tokenId);
+    }
+    return out;
+}
+
+tle::VecTokens concat(tle::VecTokens a, tle::VecTokens const& b)
+{
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+tle::ExecutorConfig reuseConfig(bool reuse = true, bool partial = true, std::size_t eventBuffer = 0)
+{
+    tle::KvCacheConfig kv;
+    kv.setEnableBlockReuse(reuse);
+    kv.setEnablePartialReuse(partial);
+    kv.setEventBufferMaxSize(eventBuffer);
+    tle::ExecutorConfig config;
+    config.setKvCacheConfig(kv);
+    return config;
+}
+
+void testRepeatedPromptReusesItsBlocksAndSkipsPrefill()
+{
+    EngineSpec spec;
+    spec.maxNumTokens = 32;
+    tle::ExecutorConfig config = reuseConfig();
+    config.setRequestStatsMaxIterations(100);
+    auto executor = makeExecutor(spec, config);
+    // 97 tokens: six full blocks plus the last token, which is always computed (its block gets no key).
+    tle::VecTokens const input = prompt(97);
+    auto const first = runOnce(*executor, input, 4);
+    CHECK(contextTokensPerIteration(*executor) == (std::vector<int>{32, 32, 32, 1}));
+    CHECK_EQ(first.perf.kvCacheMetrics.numReusedBlocks, 0);
+    CHECK_EQ(first.perf.kvCacheMetrics.numMissedBlocks, 7);
+    CHECK_EQ(first.perf.kvCacheMetrics.numTotalAllocatedBlocks, 7);
+    CHECK_EQ(first.perf.kvCacheMetrics.numNewAllocatedBlocks, 7);
+    CHECK_EQ(first.perf.kvCacheMetrics.kvCacheHitRate, 0.f);
+    (void)executor->getLatestRequestStats();
+
+    auto const second = runOnce(*executor, input, 4);
+    auto const stats = drainStats(*executor);
+    // The six full blocks are reused: one iteration computes the last token instead of four prefilling 97.
+    CHECK(contextTokensPerIteration(stats) == (std::vector<int>{1}));
+    CHECK(second.tokens == first.tokens);
+    auto const& kv = second.perf.kvCacheMetrics;
+    CHECK_EQ(kv.numReusedBlocks, 6);
+    CHECK_EQ(kv.numMissedBlocks, 1);
+    CHECK_EQ(kv.numTotalAllocatedBlocks, 1);
+    CHECK_EQ(kv.numNewAllocatedBlocks, 1);
+    CHECK(std::abs(kv.kvCacheHitRate - 6.f / 7.f) < 1e-6f);
+    REQUIRE(first.perf.firstIter && second.perf.firstIter && first.perf.lastIter);
+    // Time to first token in iterations: four, then one.
+    CHECK_EQ(*first.perf.firstIter, tle::IterationType{3});
+    CHECK_EQ(*second.perf.firstIter, *first.perf.lastIter + 1);
+
+    // The same counters per request (RequestStats) and for the whole cache (KvCacheStats).
+    auto const requestStats = executor->getLatestRequestStats();
+    REQUIRE(!requestStats.empty() && !requestStats.front().requestStats.empty());
+    auto const& perRequest = requestStats.front().requestStats.front();
+    CHECK_EQ(perRequest.contextPrefillPosition, 97);
+    CHECK_EQ(perRequest.reusedBlocksPerRequest, 6);
+    CHECK_EQ(perRequest.missedBlocksPerRequest, 1);
+    CHECK_EQ(perRequest.allocTotalBlocksPerRequest, 1);
+    CHECK(std::abs(perRequest.kvCacheHitRatePerRequest - 6.f / 7.f) < 1e-6f);
+    auto const cache = lastKvStats(stats);
+    CHECK_EQ(cache.reusedBlocks, 6);
+    CHECK_EQ(cache.missedBlocks, 8);
+    CHECK(std::abs(cache.cacheHitRate - 6.f / 14.f) < 1e-6f);
+    CHECK_EQ(cache.allocTotalBlocks, 8);
+    CHECK_EQ(cache.allocNewBlocks, 8);
+}
+
+void testSharedPrefixReusesOnlyTheMatchingBlocks()
+{
+    auto executor = makeExecutor(EngineSpec{}, reuseConfig());
+    (void)runOnce(*executor, prompt(64, 1), 2);
+    (void)contextTokensPerIteration(*executor);
+    // The same first two blocks, then other tokens.
+    auto const run = runOnce(*executor, concat(prompt(32, 1), prompt(32, 500)), 2);
+    CHECK_EQ(run.perf.kvCacheMetrics.numReusedBlocks, 2);
+    CHECK_EQ(run.perf.kvCacheMetrics.numMissedBlocks, 2);
+    CHECK(contextTokensPerIteration(*executor) == (std::vector<int>{32}));
+}
+
+void testPartialReuseOnAndOff()
+{
+    struct Case
+    {
+        bool partial;
+        bool copyOnPartial;
+        /// The second prompt: 1..36 then other tokens, or 1..20 then other tokens.
+        int sharedTokens;
+        int reused;
+        int computed;
+    };
+    // The first request caches blocks [1..16], [17..32] and, when it ends, the partial block [33..40].
+    for (Case const c : {Case{true, true, 36, 3, 4}, Case{false, true, 36, 2, 8}, Case{true, true, 20, 2, 20},
+             Case{true, false, 20, 1, 24}})
+    {
+        tle::ExecutorConfig config = reuseConfig(true, c.partial);
+        auto kv = config.getKvCacheConfig();
+        kv.setCopyOnPartialReuse(c.copyOnPartial);
+        config.setKvCacheConfig(kv);
+        auto executor = makeExecutor(EngineSpec{}, config);
+        (void)runOnce(*executor, prompt(40, 1), 1);
+        (void)contextTokensPerIteration(*executor);
+        // A leaf nobody uses ([33..40]) is taken over; [17..32] has a child, so it can only be copied.
+        auto const run = runOnce(*executor, concat(prompt(c.sharedTokens, 1), prompt(40 - c.sharedTokens, 900)), 1);
+        CHECK_EQ(run.perf.kvCacheMetrics.numReusedBlocks, c.reused);
+        CHECK(contextTokensPerIteration(*executor) == (std::vector<int>{c.computed}));
+    }
+}
+
+void testReuseOffReusesNothing()
+{
+    auto executor = makeExecutor(EngineSpec{}, reuseConfig(false, true, 64));
+    auto manager = executor->getKVCacheEventManager();
+    REQUIRE(manager.has_value());
+    auto const first = runOnce(*executor, prompt(40), 3);
+    auto const second = runOnce(*executor, prompt(40), 3);
+    auto const stats = drainStats(*executor);
+    CHECK(second.tokens == first.tokens);
+    CHECK(contextTokensPerIteration(stats) == (std::vector<int>{40, 40}));
+    CHECK_EQ(second.perf.kvCacheMetrics.numReusedBlocks, 0);
+    CHECK_EQ(second.perf.kvCacheMetrics.numMissedBlocks, 0);
+    CHECK_EQ(second.perf.kvCacheMetrics.kvCacheHitRate, 0.f);
+    auto const cache = lastKvStats(stats);
+    CHECK_EQ(cache.reusedBlocks, 0);
+    CHECK_EQ(cache.missedBlocks, 0);
+    CHECK_EQ(cache.allocNewBlocks, cache.allocTotalBlocks);
+    // Nothing becomes reusable, so only the Created event is recorded.
+    auto const events = (*manager)->getLatestEvents(100ms);
+    REQUIRE(events.size() == 1);
+    CHECK(std::holds_alternative<tle::KVCacheCreatedData>(events.front().data));
+}
+
+/// An engine with a KV cache of 8 blocks of 16 tokens.
+EngineSpec eightBlockEngine()
+{
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 1, "kv_cache_max_tokens": 128})";
+    return spec;
+}
+
+void testLruEvictsTheLeastRecentlyUsedBlocksAndReportsThem()
+{
+    auto executor = makeExecutor(eightBlockEngine(), reuseConfig(true, true, 100));
+    auto manager = *executor->getKVCacheEventManager();
+    // A and B each hold three blocks and leave them cached: [1..16], [17..32] and, when they end, [33].
+    (void)runOnce(*executor, prompt(33, 1), 1);
+    (void)runOnce(*executor, prompt(33, 101), 1);
+    auto events = readEvents(*manager, 5);
+    auto const stored = eventsOf<tle::KVCacheStoredData>(events);
+    REQUIRE(stored.size() == 4);
+    std::vector<tle::IdType> hashesOfA;
+    for (std::size_t i = 0; i < 2; ++i)
+    {
+        for (auto const& block : stored[i].blocks)
+        {
+            hashesOfA.push_back(block.blockHash);
+        }
+    }
+    REQUIRE(hashesOfA.size() == 3);
+    auto cache = latestKvStats(*executor);
+    CHECK_EQ(cache.freeNumBlocks, 8); // cached blocks count as free
+
+    // C needs five blocks: the two never used, then A's, least recently released, leaf first.
+    (void)runOnce(*executor, prompt(65, 201), 1);
+    events = readEvents(*manager, 2);
+    auto const removed = eventsOf<tle::KVCacheRemovedData>(events);
+    REQUIRE(removed.size() == 1);
+    CHECK(removed[0].blockHashes == (std::vector<tle::IdType>{hashesOfA[2], hashesOfA[1], hashesOfA[0]}));
+
+    // B's blocks survived, A's did not.
+    CHECK_EQ(runOnce(*executor, prompt(33, 101), 1).perf.kvCacheMetrics.numReusedBlocks, 2);
+    auto const againA = runOnce(*executor, prompt(33, 1), 1);
+    CHECK_EQ(againA.perf.kvCacheMetrics.numReusedBlocks, 0);
+    CHECK_EQ(againA.perf.kvCacheMetrics.numMissedBlocks, 3);
+}
+
+void testKvExhaustionWithReusableFreeBlocksStillAdmits()
+{
+    for (auto const policy :
+        {tle::CapacitySchedulerPolicy::kGUARANTEED_NO_EVICT, tle::CapacitySchedulerPolicy::kMAX_UTILIZATION})
+    {
+        tle::ExecutorConfig config = reuseConfig();
+        config.setSchedulerConfig(tle::SchedulerConfig(policy));
+        auto executor = makeExecutor(eightBlockEngine(), config);
+        // Fill all eight blocks with cached content.
+        (void)runOnce(*executor, prompt(64, 1), 1);
+        (void)runOnce(*executor, prompt(64, 300), 1);
+        auto const cache = latestKvStats(*executor);
+        CHECK_EQ(cache.freeNumBlocks, 8);
+        CHECK_EQ(cache.usedNumBlocks, 0);
+        // Two new requests of four blocks each run side by side, evicting cached blocks.
+        auto const ids = executor->enqueueRequests({tle::Request(prompt(16, 600), 48), tle::Request(prompt(16, 700), 48)});
+        auto const responses = collect(*executor, ids);
+        for (auto const id : ids)
+        {
+            REQUIRE(responses.at(id).size() == 1);
+            CHECK(!responses.at(id)[0].hasError());
+        }
+        std::this_thread::sleep_for(10ms);
+        int maxScheduled = 0;
+        for (auto const& s : executor->getLatestIterationStats())
+        {
+            maxScheduled = std::max(maxScheduled, s.inflightBatchingStats->numScheduledRequests);
+            CHECK(s.kvCacheStats->usedNumBlocks <= 8);
+            CHECK_EQ(s.inflightBatchingStats->numPausedRequests, 0);
+        }
+        CHECK_EQ(maxScheduled, 2);
+    }
+}
+
+void testBeamsShareContextBlocks()
+{
+    EngineSpec spec;
+    spec.maxBeamWidth = 2;
+    for (bool const reuse : {true, false})
+    {
+        tle::ExecutorConfig config = reuseConfig(reuse);
+        config.setMaxBeamWidth(2);
+        auto executor = makeExecutor(spec, config);
+        // 40 prompt tokens: blocks [1..16] and [17..32] shared by both beams, the third one per beam; 60 tokens in
+        // all need a fourth block position, one per beam: six blocks, not eight.
+        auto const run = runOnce(*executor, prompt(40), 20, 2);
+        CHECK_EQ(run.perf.kvCacheMetrics.numTotalAllocatedBlocks, 4);
+        CHECK_EQ(run.perf.kvCacheMetrics.numMissedBlocks, reuse ? 3 : 0);
+        std::this_thread::sleep_for(10ms);
+        int maxUsed = 0;
+        for (auto const& s : executor->getLatestIterationStats())
+        {
+            maxUsed = std::max(maxUsed, s.kvCacheStats->usedNumBlocks);
+        }
+        CHECK_EQ(maxUsed, 6);
+        // Only the context's full blocks are stored for beam search: a repeat reuses those two.
+        auto const again = runOnce(*executor, prompt(40), 20, 2);
+        CHECK_EQ(again.perf.kvCacheMetrics.numReusedBlocks, reuse ? 2 : 0);
+    }
+}
+
+void testKvEventsCreatedStoredAndChained()
+{
+    EngineSpec spec;
+    auto executor = makeExecutor(spec, reuseConfig(true, true, 100));
+    auto manager = executor->getKVCacheEventManager();
+    REQUIRE(manager.has_value());
+    // 49 tokens: three full blocks, stored when the context is done; 16 more tokens fill a fourth, stored at the end.
+    tle::VecTokens const input = prompt(49, 10);
+    auto const run = runOnce(*executor, input, 16);
+    auto const events = readEvents(**manager, 3);
+    REQUIRE(events.size() == 3);
+    for (std::size_t i = 0; i < events.size(); ++i)
+    {
+        CHECK_EQ(events[i].eventId, tle::IdType{i});
+        CHECK_EQ(events[i].windowSize, spec.maxSeqLen);
+        CHECK(!events[i].attentionDpRank.has_value());
+    }
+    auto const* created = std::get_if<tle::KVCacheCreatedData>(&events[0].data);
+    REQUIRE(created);
+    CHECK(created->numBlocksPerCacheLevel == (std::vector<tle::SizeType32>{65536 / 16, 0}));
+
+    auto const* context = std::get_if<tle::KVCacheStoredData>(&events[1].data);
+    REQUIRE(context && context->blocks.size() == 3);
+    CHECK(!context->parentHash.has_value());
+    std::set<tle::IdType> hashes;
+    for (std::size_t i = 0; i < 3; ++i)
+    {
+        auto const& block = context->blocks[i];
+        CHECK(tokenIds(block.tokens) == tle::VecTokens(input.begin() + 16 * i, input.begin() + 16 * (i + 1)));
+        CHECK_EQ(block.cacheLevel, 0);
+        CHECK_EQ(block.priority, 35);
+        CHECK(!block.loraId.has_value());
+        hashes.insert(block.blockHash);
+    }
+    CHECK_EQ(hashes.size(), std::size_t{3});
+
+    // The last prompt token and the first 15 generated ones, chained to the third block.
+    auto const* final = std::get_if<tle::KVCacheStoredData>(&events[2].data);
+    REQUIRE(final && final->blocks.size() == 1);
+    CHECK(final->parentHash == std::optional<tle::IdType>(context->blocks[2].blockHash));
+    tle::VecTokens expected{input.back()};
+    expected.insert(expected.end(), run.tokens.begin(), run.tokens.begin() + 15);
+    CHECK(tokenIds(final->blocks[0].tokens) == expected);
+    CHECK(hashes.count(final->blocks[0].blockHash) == 0);
+
+    // A repeat stores nothing new: every block it could store is cached already.
+    (void)runOnce(*executor, input, 16);
+    CHECK((*manager)->getLatestEvents(100ms).empty());
+}
+
+void testNoKvEventsWithoutABuffer()
+{
+    auto executor = makeExecutor(EngineSpec{}, reuseConfig(true, true, 0));
+    (void)runOnce(*executor, prompt(40), 4);
+    (void)runOnce(*executor, prompt(40), 4);
+    auto manager = executor->getKVCacheEventManager();
+    REQUIRE(manager.has_value());
+    auto const start = Clock::now();
+    CHECK((*manager)->getLatestEvents(5s).empty());
+    CHECK(Clock::now() - start < 2s); // disabled: returns at once rather than waiting
+}
+
+void testKvEventBufferIsBounded()
+{
+    auto executor = makeExecutor(EngineSpec{}, reuseConfig(true, true, 3));
+    auto manager = *executor->getKVCacheEventManager();
+    // Created, then two Stored events per request (its context, then its generated tokens).
+    for (int i = 0; i < 4; ++i)
+    {
+        (void)runOnce(*executor, prompt(33, 1 + 100 * i), 16);
+    }
+    std::this_thread::sleep_for(20ms);
+    // Ids 0 to 8 were recorded; the buffer kept the last three (the last may still be on its way).
+    auto const first = manager->getLatestEvents(100ms);
+    REQUIRE(first.size() == 3);
+    CHECK(first.front().eventId >= tle::IdType{5});
+    std::vector<tle::IdType> ids;
+    for (auto const& event : first)
+    {
+        ids.push_back(event.eventId);
+    }
+    auto const deadline = Clock::now() + 2s;
+    while (ids.back() < 8 && Clock::now() < deadline)
+    {
+        for (auto const& event : manager->getLatestEvents(20ms))
+        {
+            ids.push_back(event.eventId);
+        }
+    }
+    CHECK_EQ(ids.back(), tle::IdType{8});
+    CHECK(ids.size() <= 4);
+    for (std::size_t i = 1; i < ids.size(); ++i)
+    {
+        CHECK_EQ(ids[i], ids[i - 1] + 1);
+    }
+}
+
+void testKvEventReadersWaitAndWakeOnShutdown()
+{
+    auto executor = makeExecutor(EngineSpec{}, reuseConfig(true, true, 16));
+    auto manager = *executor->getKVCacheEventManager();
+    CHECK_EQ(manager->getLatestEvents(std::nullopt).size(), std::size_t{1}); // Created
+    // A reader waiting with no timeout gets the next events as soon as an iteration publishes them.
+    std::deque<tle::KVCacheEvent> seen;
+    std::thread reader([&]() { seen = manager->getLatestEvents(std::nullopt); });
+    std::this_thread::sleep_for(20ms);
+    (void)runOnce(*executor, prompt(20), 2);
+    reader.join();
+    CHECK(!seen.empty());
+    // Another waits on an idle executor until shutdown wakes it; then reads return at once.
+    (void)manager->getLatestEvents(100ms);
+    std::thread waiter([&]() { seen = manager->getLatestEvents(std::nullopt); });
+    std::this_thread::sleep_for(20ms);
+    executor->shutdown();
+    waiter.join(); // returns: shutdown woke it
+    auto const again = executor->getKVCacheEventManager();
+    REQUIRE(again.has_value());
+    CHECK((*again)->getLatestEvents(std::nullopt).empty());
+    executor.reset();
+    CHECK(manager->getLatestEvents(10s).empty()); // outlives its executor
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 
 struct TestCase
 {
@@ -1515,6 +1979,18 @@ int main()
         {"fault: failing requests", testFaultFailingRequests},
         {"fault: stall", testFaultStall},
         {"concurrent clients", testConcurrentClients},
+        {"kv: a repeated prompt reuses its blocks and skips prefill", testRepeatedPromptReusesItsBlocksAndSkipsPrefill},
+        {"kv: a shared prefix reuses only the matching blocks", testSharedPrefixReusesOnlyTheMatchingBlocks},
+        {"kv: partial reuse on and off", testPartialReuseOnAndOff},
+        {"kv: reuse off reuses nothing", testReuseOffReusesNothing},
+        {"kv: LRU evicts the least recently used blocks and reports them",
+            testLruEvictsTheLeastRecentlyUsedBlocksAndReportsThem},
+        {"kv: exhaustion with reusable free blocks still admits", testKvExhaustionWithReusableFreeBlocksStillAdmits},
+        {"kv: beams share context blocks", testBeamsShareContextBlocks},
+        {"kv events: created, stored and chained", testKvEventsCreatedStoredAndChained},
+        {"kv events: none without a buffer", testNoKvEventsWithoutABuffer},
+        {"kv events: the buffer is bounded", testKvEventBufferIsBounded},
+        {"kv events: readers wait and wake on shutdown", testKvEventReadersWaitAndWakeOnShutdown},
     };
 
     int passed = 0;
