@@ -13,8 +13,10 @@
 #include "kv_cache.h"
 #include "scheduler.h"
 #include "sequence.h"
+#include "sim_clock.h"
 #include "sim_config.h"
 #include "stats.h"
+#include "timing_model.h"
 #include "token_generator.h"
 
 #include <array>
@@ -96,7 +98,7 @@ private:
     };
 
     static Settings deriveSettings(sim::EngineConfig const& engine, sim::SimConfig const& simConfig,
-        ModelType modelType, ExecutorConfig const& config);
+        sim::TimingModel const& timing, ModelType modelType, ExecutorConfig const& config);
 
     /// shutdown() without the fault hook (the destructor uses it: a thread must never outlive its executor).
     void stopAndJoin();
@@ -136,6 +138,7 @@ private:
     // Configuration (immutable after construction)
     sim::EngineConfig mEngine;
     sim::SimConfig mSim;
+    sim::TimingModel mTiming;
     Settings mSettings;
     std::array<std::atomic<std::uint64_t>, 7> mFaultCalls{};
 
@@ -147,6 +150,8 @@ private:
     IdType mNextId{1};
     std::unordered_set<IdType> mCancelled;
     bool mStopRequested{false};
+    /// The loop waits for work with nothing active (a virtual clock then follows the wall clock).
+    bool mLoopIdle{false};
 
     // Ready responses (mResponsesMutex)
     mutable std::mutex mResponsesMutex;
@@ -157,6 +162,9 @@ private:
     // Statistics
     sim::StatsBuffer<IterationStats> mIterationStats;
     sim::StatsBuffer<RequestStatsPerIteration> mRequestStats;
+
+    /// Real or virtual time of every executor timestamp.
+    sim::SimClock mClock;
 
     std::atomic<bool> mShutdownCalled{false};
     std::mutex mShutdownMutex;
