@@ -22,7 +22,7 @@ pub enum SimError {
     },
     /// FP8 weights or an FP8 KV cache on a GPU without FP8 tensor cores (Ampere).
     #[error(
-        "{what} needs FP8 tensor cores, which the simulated GPU {gpu} ({architecture}) does not have: choose an Ada or Hopper GPU preset, or 16-bit precision"
+        "FP8 tensor cores are needed for {what}, and the simulated GPU {gpu} ({architecture}) has none: choose an Ada or Hopper GPU preset, or 16-bit precision"
     )]
     Fp8Unsupported {
         /// What asked for FP8.

@@ -72,9 +72,9 @@ void requireFp8(GpuSpec const& gpu, std::string const& what)
 {
     if (!gpu.hasFp8())
     {
-        throw std::runtime_error(what + " needs FP8 tensor cores, which the simulated GPU " + gpu.id + " ("
-                                 + gpu.name + ", " + gpu.architecture
-                                 + ") does not have: choose an Ada or Hopper GPU preset, or 16-bit precision");
+        throw std::runtime_error("FP8 tensor cores are needed for " + what + ", and the simulated GPU " + gpu.id
+                                 + " (" + gpu.name + ", " + gpu.architecture
+                                 + ") has none: choose an Ada or Hopper GPU preset, or 16-bit precision");
     }
 }
 
@@ -130,7 +130,7 @@ TimingModel::TimingModel(EngineConfig const& engine, GpuSpec gpu)
     }
     if (engine.kvCacheQuantAlgo && *engine.kvCacheQuantAlgo == "FP8")
     {
-        requireFp8(mGpu, "An FP8 KV cache (kv_cache_quant_algo FP8)");
+        requireFp8(mGpu, "an FP8 KV cache (kv_cache_quant_algo FP8)");
     }
 
     mTp = engine.tpSize;

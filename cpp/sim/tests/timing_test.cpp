@@ -344,7 +344,7 @@ void testFp8NeedsAdaOrHopper()
 {
     EngineSpec fp8;
     fp8.quantAlgo = R"("FP8")";
-    CHECK(test::throwsWith([&]() { timingModel(fp8, "rtx-a6000"); }, "needs FP8 tensor cores"));
+    CHECK(test::throwsWith([&]() { timingModel(fp8, "rtx-a6000"); }, "FP8 tensor cores are needed"));
     CHECK(test::throwsWith([&]() { timingModel(fp8, "a100-sxm-80gb"); }, "Ampere"));
     (void) timingModel(fp8, "l40s");
     EngineSpec fp8Kv;
@@ -355,7 +355,7 @@ void testFp8NeedsAdaOrHopper()
     CHECK(test::throwsWith([&]() { timingModel(unknown, "h100-sxm"); }, "quant_algo \"NVFP4\" is not modelled"));
     // The executor refuses such an engine at construction.
     fp8.simulation = R"({"gpu": "rtx-a6000"})";
-    CHECK(test::throwsWith([&]() { makeExecutor(fp8); }, "needs FP8 tensor cores"));
+    CHECK(test::throwsWith([&]() { makeExecutor(fp8); }, "FP8 tensor cores are needed"));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
