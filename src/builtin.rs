@@ -2,7 +2,7 @@
 //! when no `--engine-dir` is given.
 //!
 //! Its model is TinyLlama-1.1B's shape in BF16 on a simulated RTX A6000 (the calibrated preset), timed
-//! by the simulator's GPU model in real time: about 3.4 ms per decoding step for one user. Two things
+//! by the simulator's GPU model in real time: about 3.6 ms per decoding step for one user. Two things
 //! differ from the checkpoint: the vocabulary is the shipped tokenizer's (a byte-level BPE of about
 //! 3,700 tokens trained on this repository's prose, rebuilt by
 //! `cargo run --example build_sim_tokenizer`), so that every generated id decodes to text, which
