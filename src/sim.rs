@@ -2,14 +2,27 @@
 //!
 //! The simulated executor (built when no TensorRT-LLM is present) loads these exactly as the real
 //! executor loads a `trtllm-build` output, so tests, examples and `serve`/`bench` take the same
-//! `--engine-dir` either way. The simulation.json schema is documented in docs/simulation-json.md.
+//! `--engine-dir` either way. The simulation.json schema is documented in docs/simulation-json.md;
+//! the GPU timing model behind it in docs/simulator.md. [`GpuPreset`] and [`ModelPreset`] describe the
+//! simulated hardware and models, and [`perf_model`] predicts their timing without running anything.
 
+mod error;
+mod gpu;
+mod model;
+pub mod perf_model;
+
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 use serde_json::json;
 
 use crate::error::{Error, Result};
+
+pub use error::SimError;
+pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
+pub use model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};
+pub use perf_model::PerfModel;
 
 /// Test hooks of the simulated executor (all off by default).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -35,20 +48,35 @@ pub struct SimFaults {
     pub stall_ms: f64,
 }
 
-/// A simulated engine: model shape, build limits and simulation settings.
+/// Where the simulated executor's time comes from (simulation.json `clock`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockMode {
+    /// Iterations take their simulated time on the wall clock (× `time_scale`): clients measure real latencies.
+    #[default]
+    Real,
+    /// Nothing sleeps; a simulated clock advances by each iteration's time and stamps every executor timestamp.
+    Virtual,
+}
+
+/// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine, WeightDtype};
 /// let dir = tempfile::tempdir()?;
-/// trtllm::sim::SimulatedEngine::builder()
-///     .model_name("tiny-test")
-///     .vocab_size(1000)
-///     .max_input_len(256)
-///     .max_seq_len(512)
-///     .iteration_ms(2.0)
-///     .build()
-///     .write_to(dir.path())?;
-/// assert!(dir.path().join("config.json").is_file());
+/// let engine = SimulatedEngine::builder()
+///     .model(ModelPreset::by_id("llama-3.1-70b")?)
+///     .gpu("h100-sxm")
+///     .tensor_parallel(4)
+///     .dtype(WeightDtype::Fp8)
+///     .max_batch_size(256)
+///     .clock(ClockMode::Virtual)
+///     .build();
+/// engine.write_to(dir.path())?;
+/// let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json"))?)?;
+/// assert_eq!(config["pretrained_config"]["mapping"]["tp_size"], 4);
+/// assert_eq!(config["pretrained_config"]["quantization"]["quant_algo"], "FP8");
 /// assert!(dir.path().join("simulation.json").is_file());
 /// # Ok(()) }
 /// ```
@@ -58,6 +86,8 @@ pub struct SimulatedEngine {
     pub model_name: String,
     /// TensorRT-LLM version recorded in config.json (defaults to the linked library's release).
     pub version: String,
+    /// `pretrained_config.architecture`.
+    pub architecture: String,
     /// Vocabulary size.
     pub vocab_size: usize,
     /// Hidden size.
@@ -68,6 +98,20 @@ pub struct SimulatedEngine {
     pub num_heads: usize,
     /// KV heads.
     pub num_kv_heads: usize,
+    /// Head dimension; `None` for hidden_size / num_heads.
+    pub head_size: Option<usize>,
+    /// Width of the gated MLP.
+    pub intermediate_size: usize,
+    /// `pretrained_config.max_position_embeddings`; `None` for max_seq_len.
+    pub max_position_embeddings: Option<usize>,
+    /// The output head shares the input embedding's weights.
+    pub tie_word_embeddings: bool,
+    /// Weight precision (`dtype` and `quantization.quant_algo`).
+    pub weight_dtype: WeightDtype,
+    /// KV-cache precision (`quantization.kv_cache_quant_algo`).
+    pub kv_cache_dtype: KvCacheDtype,
+    /// Tensor-parallel GPUs (`mapping.tp_size` and `world_size`).
+    pub tp_size: usize,
     /// `build_config.max_input_len`.
     pub max_input_len: usize,
     /// `build_config.max_seq_len`.
@@ -80,14 +124,18 @@ pub struct SimulatedEngine {
     pub max_num_tokens: usize,
     /// `plugin_config.tokens_per_block`.
     pub tokens_per_block: usize,
-    /// GPU preset name (informational for the plain simulator).
+    /// GPU preset id ([`GpuPreset`]).
     pub gpu: String,
-    /// Simulated time of one executor iteration, in milliseconds.
-    pub iteration_ms: f64,
-    /// Wall-clock sleep = simulated time × this; 0 runs without sleeping.
+    /// GPU figures replaced by name (simulation.json `gpu_overrides`).
+    pub gpu_overrides: BTreeMap<String, f64>,
+    /// Real or virtual time.
+    pub clock: ClockMode,
+    /// A fixed simulated time of every iteration in milliseconds; `None` lets the timing model decide.
+    pub iteration_ms: Option<f64>,
+    /// Real clock: wall-clock sleep = simulated time × this; 0 runs without sleeping.
     pub time_scale: f64,
-    /// KV-cache capacity in tokens when the executor config sets none.
-    pub kv_cache_max_tokens: usize,
+    /// KV-cache capacity in tokens; `None` derives it from GPU memory as TensorRT-LLM does.
+    pub kv_cache_max_tokens: Option<usize>,
     /// Seed mixed into the deterministic token generator.
     pub seed: u64,
     /// Test hooks.
@@ -96,14 +144,23 @@ pub struct SimulatedEngine {
 
 impl Default for SimulatedEngine {
     fn default() -> Self {
+        let tiny = &ModelPreset::all()[0];
         SimulatedEngine {
             model_name: "sim-tiny".into(),
             version: crate::version::release(&crate::Backend::current().version).to_string(),
-            vocab_size: 32000,
-            hidden_size: 2048,
-            num_layers: 22,
-            num_heads: 32,
-            num_kv_heads: 4,
+            architecture: tiny.architecture.into(),
+            vocab_size: tiny.shape.vocab_size,
+            hidden_size: tiny.shape.hidden_size,
+            num_layers: tiny.shape.num_layers,
+            num_heads: tiny.shape.num_heads,
+            num_kv_heads: tiny.shape.num_kv_heads,
+            head_size: None,
+            intermediate_size: tiny.shape.intermediate_size,
+            max_position_embeddings: None,
+            tie_word_embeddings: tiny.shape.tie_word_embeddings,
+            weight_dtype: WeightDtype::Bf16,
+            kv_cache_dtype: KvCacheDtype::Auto,
+            tp_size: 1,
             max_input_len: 4096,
             max_seq_len: 8192,
             max_batch_size: 256,
@@ -111,9 +168,11 @@ impl Default for SimulatedEngine {
             max_num_tokens: 8192,
             tokens_per_block: 32,
             gpu: "rtx-a6000".into(),
-            iteration_ms: 20.0,
+            gpu_overrides: BTreeMap::new(),
+            clock: ClockMode::Real,
+            iteration_ms: None,
             time_scale: 1.0,
-            kv_cache_max_tokens: 262_144,
+            kv_cache_max_tokens: None,
             seed: 0,
             faults: SimFaults::default(),
         }
@@ -121,28 +180,66 @@ impl Default for SimulatedEngine {
 }
 
 impl SimulatedEngine {
-    /// Starts from the defaults (a TinyLlama-shaped model, 20 ms iterations in real time).
+    /// Starts from the defaults: TinyLlama-1.1B's shape in BF16 on an RTX A6000, timed by the model, in real time.
     pub fn builder() -> SimulatedEngineBuilder {
         SimulatedEngineBuilder { engine: SimulatedEngine::default() }
     }
 
-    /// The config.json document.
+    /// The model's shape.
+    pub fn shape(&self) -> ModelShape {
+        ModelShape {
+            vocab_size: self.vocab_size,
+            hidden_size: self.hidden_size,
+            num_layers: self.num_layers,
+            num_heads: self.num_heads,
+            num_kv_heads: self.num_kv_heads,
+            head_size: self.head_size.unwrap_or(self.hidden_size / self.num_heads.max(1)),
+            intermediate_size: self.intermediate_size,
+            tie_word_embeddings: self.tie_word_embeddings,
+        }
+    }
+
+    /// The timing and memory model of this engine on its GPU; fails as the simulator would refuse to load it
+    /// (FP8 without FP8 tensor cores, weights that do not fit, an unknown GPU).
+    pub fn perf_model(&self) -> std::result::Result<PerfModel, SimError> {
+        let model = PerfModel::for_engine(self)?;
+        let reserve = model.runtime_reserve_bytes(self.max_num_tokens, self.max_batch_size, self.max_beam_width);
+        model.kv_capacity_tokens(perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve)?;
+        Ok(model)
+    }
+
+    /// The config.json document, shaped as `trtllm-build` writes it.
     pub fn config_json(&self) -> serde_json::Value {
+        let shape = self.shape();
         json!({
             "version": self.version,
             "pretrained_config": {
-                "architecture": "LlamaForCausalLM",
-                "dtype": "bfloat16",
+                "architecture": self.architecture,
+                "dtype": self.weight_dtype.config_dtype(),
+                "logits_dtype": "float32",
                 "model_name": self.model_name,
-                "vocab_size": self.vocab_size,
-                "hidden_size": self.hidden_size,
-                "num_hidden_layers": self.num_layers,
-                "num_attention_heads": self.num_heads,
-                "num_key_value_heads": self.num_kv_heads,
-                "head_size": self.hidden_size / self.num_heads.max(1),
-                "max_position_embeddings": self.max_seq_len,
-                "mapping": { "world_size": 1, "tp_size": 1, "pp_size": 1, "cp_size": 1 },
-                "quantization": { "quant_algo": null, "kv_cache_quant_algo": null }
+                "vocab_size": shape.vocab_size,
+                "hidden_size": shape.hidden_size,
+                "num_hidden_layers": shape.num_layers,
+                "num_attention_heads": shape.num_heads,
+                "num_key_value_heads": shape.num_kv_heads,
+                "head_size": shape.head_size,
+                "intermediate_size": shape.intermediate_size,
+                "hidden_act": "silu",
+                "position_embedding_type": "rope_gpt_neox",
+                "max_position_embeddings": self.max_position_embeddings.unwrap_or(self.max_seq_len),
+                "tie_word_embeddings": shape.tie_word_embeddings,
+                "use_parallel_embedding": false,
+                "mapping": {
+                    "world_size": self.tp_size,
+                    "tp_size": self.tp_size,
+                    "pp_size": 1,
+                    "cp_size": 1
+                },
+                "quantization": {
+                    "quant_algo": self.weight_dtype.quant_algo(),
+                    "kv_cache_quant_algo": self.kv_cache_dtype.quant_algo()
+                }
             },
             "build_config": {
                 "max_input_len": self.max_input_len,
@@ -150,10 +247,17 @@ impl SimulatedEngine {
                 "max_batch_size": self.max_batch_size,
                 "max_beam_width": self.max_beam_width,
                 "max_num_tokens": self.max_num_tokens,
+                "kv_cache_type": "PAGED",
+                "gather_context_logits": false,
+                "gather_generation_logits": false,
                 "plugin_config": {
+                    "dtype": self.weight_dtype.config_dtype(),
+                    "gpt_attention_plugin": "auto",
+                    "gemm_plugin": "auto",
                     "paged_kv_cache": true,
                     "tokens_per_block": self.tokens_per_block,
                     "use_paged_context_fmha": true,
+                    "use_fp8_context_fmha": false,
                     "context_fmha": true,
                     "remove_input_padding": true
                 }
@@ -163,14 +267,23 @@ impl SimulatedEngine {
 
     /// The simulation.json document.
     pub fn simulation_json(&self) -> serde_json::Value {
-        json!({
+        let mut doc = json!({
             "gpu": self.gpu,
-            "iteration_ms": self.iteration_ms,
+            "clock": self.clock,
             "time_scale": self.time_scale,
-            "kv_cache_max_tokens": self.kv_cache_max_tokens,
             "seed": self.seed,
             "faults": self.faults,
-        })
+        });
+        if !self.gpu_overrides.is_empty() {
+            doc["gpu_overrides"] = json!(self.gpu_overrides);
+        }
+        if let Some(ms) = self.iteration_ms {
+            doc["iteration_ms"] = json!(ms);
+        }
+        if let Some(tokens) = self.kv_cache_max_tokens {
+            doc["kv_cache_max_tokens"] = json!(tokens);
+        }
+        doc
     }
 
     /// Writes config.json and simulation.json into `dir` (created if missing).
@@ -220,9 +333,72 @@ impl SimulatedEngineBuilder {
         self
     }
 
-    /// GPU preset name.
-    pub fn gpu(mut self, value: impl Into<String>) -> Self {
-        self.engine.gpu = value.into();
+    /// A model preset: its name, architecture, exact shape and context length (max_seq_len and
+    /// max_input_len are capped at its max_position_embeddings).
+    pub fn model(mut self, preset: &ModelPreset) -> Self {
+        let e = &mut self.engine;
+        let shape = preset.shape;
+        e.model_name = preset.name.into();
+        e.architecture = preset.architecture.into();
+        e.vocab_size = shape.vocab_size;
+        e.hidden_size = shape.hidden_size;
+        e.num_layers = shape.num_layers;
+        e.num_heads = shape.num_heads;
+        e.num_kv_heads = shape.num_kv_heads;
+        e.head_size = Some(shape.head_size);
+        e.intermediate_size = shape.intermediate_size;
+        e.tie_word_embeddings = shape.tie_word_embeddings;
+        e.max_position_embeddings = Some(preset.max_position_embeddings);
+        e.max_seq_len = e.max_seq_len.min(preset.max_position_embeddings);
+        e.max_input_len = e.max_input_len.min(e.max_seq_len);
+        self
+    }
+
+    /// GPU preset id ([`GpuPreset::all`]).
+    pub fn gpu(mut self, id: impl Into<String>) -> Self {
+        self.engine.gpu = id.into();
+        self
+    }
+
+    /// Replaces one figure of the GPU preset (simulation.json `gpu_overrides`), e.g. `("mfu", 0.5)`.
+    pub fn gpu_override(mut self, figure: impl Into<String>, value: f64) -> Self {
+        self.engine.gpu_overrides.insert(figure.into(), value);
+        self
+    }
+
+    /// Tensor-parallel GPUs.
+    pub fn tensor_parallel(mut self, tp: usize) -> Self {
+        self.engine.tp_size = tp;
+        self
+    }
+
+    /// Weight precision.
+    pub fn dtype(mut self, dtype: WeightDtype) -> Self {
+        self.engine.weight_dtype = dtype;
+        self
+    }
+
+    /// KV-cache precision.
+    pub fn kv_cache_dtype(mut self, dtype: KvCacheDtype) -> Self {
+        self.engine.kv_cache_dtype = dtype;
+        self
+    }
+
+    /// Real or virtual time.
+    pub fn clock(mut self, clock: ClockMode) -> Self {
+        self.engine.clock = clock;
+        self
+    }
+
+    /// Every iteration takes exactly `ms` simulated milliseconds, whatever the timing model says.
+    pub fn iteration_ms(mut self, ms: f64) -> Self {
+        self.engine.iteration_ms = Some(ms);
+        self
+    }
+
+    /// A fixed KV-cache capacity in tokens instead of the one GPU memory leaves.
+    pub fn kv_cache_max_tokens(mut self, tokens: usize) -> Self {
+        self.engine.kv_cache_max_tokens = Some(tokens);
         self
     }
 }
@@ -238,6 +414,8 @@ engine_setters! {
     num_heads: usize;
     /// KV heads.
     num_kv_heads: usize;
+    /// Width of the gated MLP.
+    intermediate_size: usize;
     /// max_input_len.
     max_input_len: usize;
     /// max_seq_len.
@@ -250,12 +428,8 @@ engine_setters! {
     max_num_tokens: usize;
     /// tokens_per_block.
     tokens_per_block: usize;
-    /// Milliseconds per iteration.
-    iteration_ms: f64;
-    /// Wall-clock scale.
+    /// Wall-clock scale of the real clock.
     time_scale: f64;
-    /// KV capacity in tokens.
-    kv_cache_max_tokens: usize;
     /// Token generator seed.
     seed: u64;
     /// Test hooks.

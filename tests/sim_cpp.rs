@@ -1,8 +1,10 @@
-//! Builds and runs the simulated executor's C++ test program (cpp/sim/tests/sim_test.cpp) with the system
-//! C++ compiler, so `cargo test` covers the simulator's behaviour on its own, below the Rust bindings.
+//! Builds and runs the simulated executor's C++ test programs (cpp/sim/tests/sim_test.cpp for the executor,
+//! timing_test.cpp for the GPU timing model and clocks) with the system C++ compiler, so `cargo test` covers
+//! the simulator's behaviour on its own, below the Rust bindings.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
+use std::sync::OnceLock;
 use std::thread::available_parallelism;
 
 /// Flags of every compilation: the ones build.rs uses, plus the warnings the simulator must not trigger.
@@ -58,20 +60,26 @@ fn assert_clean(what: &Path, output: &Output) {
     );
 }
 
-/// Compiles the simulator and its test program (a few files at a time) and links them into `binary`.
-fn build_test_program(sim: &Path, binary: &Path) {
-    let objects_dir = binary.with_extension("objects");
-    std::fs::create_dir_all(&objects_dir)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", objects_dir.display()));
-    let mut sources = simulator_sources(&sim.join("src"));
-    assert!(
-        !sources.is_empty(),
-        "no simulator sources under {}",
-        sim.display()
-    );
-    sources.push(sim.join("tests/sim_test.cpp"));
+/// Compiles every simulator source once per test process (a few files at a time) and returns the objects;
+/// each test program links them with its own main.
+fn simulator_objects(sim: &Path) -> &'static [PathBuf] {
+    static OBJECTS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    OBJECTS.get_or_init(|| {
+        let objects_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim_objects");
+        let sources = simulator_sources(&sim.join("src"));
+        assert!(
+            !sources.is_empty(),
+            "no simulator sources under {}",
+            sim.display()
+        );
+        compile_all(&sources, &objects_dir, &sim.join("include"))
+    })
+}
 
-    let include = sim.join("include");
+/// Compiles `sources` into `objects_dir`, as many at a time as there are cores; returns the objects.
+fn compile_all(sources: &[PathBuf], objects_dir: &Path, include: &Path) -> Vec<PathBuf> {
+    std::fs::create_dir_all(objects_dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", objects_dir.display()));
     let jobs = available_parallelism().map_or(2, |n| n.get());
     let mut objects = Vec::new();
     for batch in sources.chunks(jobs) {
@@ -83,7 +91,7 @@ fn build_test_program(sim: &Path, binary: &Path) {
                     |stem| stem.to_string_lossy().into_owned(),
                 );
                 let object = objects_dir.join(format!("{name}.o"));
-                let child = spawn_compile(source, &object, &include);
+                let child = spawn_compile(source, &object, include);
                 objects.push(object);
                 (source.clone(), child)
             })
@@ -95,22 +103,29 @@ fn build_test_program(sim: &Path, binary: &Path) {
             assert_clean(&source, &output);
         }
     }
-
-    let link = Command::new(compiler())
-        .arg("-pthread")
-        .args(&objects)
-        .arg("-o")
-        .arg(binary)
-        .output()
-        .expect("the C++ compiler could not be started for linking");
-    assert_clean(binary, &link);
+    objects
 }
 
-#[test]
-fn simulated_executor_cpp_tests_pass() {
+/// Compiles the test program `cpp/sim/tests/<name>.cpp`, links it with the simulator and runs it, failing
+/// unless every one of its tests passes.
+fn run_test_program(name: &str) {
     let sim = Path::new(env!("CARGO_MANIFEST_DIR")).join("cpp/sim");
-    let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim_test");
-    build_test_program(&sim, &binary);
+    let simulator = simulator_objects(&sim);
+    let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let main = compile_all(
+        &[sim.join(format!("tests/{name}.cpp"))],
+        &binary.with_extension("objects"),
+        &sim.join("include"),
+    );
+    let link = Command::new(compiler())
+        .arg("-pthread")
+        .args(simulator)
+        .args(&main)
+        .arg("-o")
+        .arg(&binary)
+        .output()
+        .expect("the C++ compiler could not be started for linking");
+    assert_clean(&binary, &link);
 
     let run = Command::new(&binary)
         .output()
@@ -120,10 +135,20 @@ fn simulated_executor_cpp_tests_pass() {
     eprintln!("{}", String::from_utf8_lossy(&run.stderr));
     assert!(
         run.status.success(),
-        "the simulator's C++ tests failed:\n{stdout}"
+        "the simulator's C++ tests ({name}) failed:\n{stdout}"
     );
     assert!(
         stdout.contains(" passed, 0 failed"),
-        "unexpected summary from the C++ tests:\n{stdout}"
+        "unexpected summary from the C++ tests ({name}):\n{stdout}"
     );
+}
+
+#[test]
+fn simulated_executor_cpp_tests_pass() {
+    run_test_program("sim_test");
+}
+
+#[test]
+fn timing_model_cpp_tests_pass() {
+    run_test_program("timing_test");
 }

@@ -18,7 +18,7 @@ struct Run {
 async fn setup() -> (tempfile::TempDir, AsyncExecutor, Tokenizer) {
     let dir = tempfile::tempdir().unwrap();
     let engine = trtllm::sim::SimulatedEngine {
-        iteration_ms: 1.0,
+        iteration_ms: Some(1.0),
         ..trtllm::builtin::builtin_engine()
     };
     trtllm::builtin::write_engine(&engine, dir.path()).unwrap();

@@ -4,6 +4,7 @@ mod bench;
 mod generate;
 mod inspect;
 mod serve;
+mod sim;
 mod version;
 
 use std::process::ExitCode;
@@ -46,13 +47,15 @@ enum Command {
     Serve(serve::Args),
     /// Profile latency in process (TTFT, TPOT, ITL from executor events) over a sweep.
     Bench(bench::Args),
+    /// Create simulated engine directories from model and GPU presets; list the presets.
+    Sim(sim::Args),
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (default `info` for long-running commands, `warn` for
 /// one-shot ones whose stdout and stderr are their output).
 pub fn init_logging(cli: &Cli) {
     let default = match cli.command {
-        Command::Generate(_) | Command::Inspect(_) | Command::Version => "warn",
+        Command::Generate(_) | Command::Inspect(_) | Command::Version | Command::Sim(_) => "warn",
         Command::Bench(_) => "warn",
         Command::Serve(_) => "info",
     };
@@ -70,6 +73,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Version => version::run(),
         Command::Inspect(args) => inspect::run(args),
+        Command::Sim(args) => sim::run(args),
         Command::Generate(args) => runtime()?.block_on(generate::run(args)),
         Command::Bench(args) => runtime()?.block_on(bench::run(args)),
         Command::Serve(args) => runtime()?.block_on(serve::run(args)),

@@ -23,7 +23,7 @@ impl TestServer {
     pub async fn start(iteration_ms: f64, options: ServeOptions) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let engine = trtllm::sim::SimulatedEngine {
-            iteration_ms,
+            iteration_ms: Some(iteration_ms),
             ..trtllm::builtin::builtin_engine()
         };
         trtllm::builtin::write_engine(&engine, dir.path()).unwrap();

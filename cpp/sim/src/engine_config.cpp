@@ -68,29 +68,6 @@ SizeType32 EngineConfig::dtypeBytes() const
     return 2;
 }
 
-double EngineConfig::approxParameterCount() const
-{
-    double const hidden = hiddenSize;
-    double const qWidth = static_cast<double>(numAttentionHeads) * headSize;
-    double const kvWidth = static_cast<double>(numKvHeads) * headSize;
-    // Q and O projections, K and V projections, and a gated MLP (three matrices), per layer.
-    double const perLayer = 2.0 * hidden * qWidth + 2.0 * hidden * kvWidth + 3.0 * hidden * intermediateSize;
-    // Input embedding and output head.
-    double const embeddings = 2.0 * static_cast<double>(vocabSizePadded()) * hidden;
-    return perLayer * numLayers + embeddings;
-}
-
-double EngineConfig::kvBytesPerToken() const
-{
-    SizeType32 kvBytes = dtypeBytes();
-    if (kvCacheQuantAlgo && (*kvCacheQuantAlgo == "FP8" || *kvCacheQuantAlgo == "INT8"))
-    {
-        kvBytes = 1;
-    }
-    // K and V for every layer and KV head, split across the tensor- and pipeline-parallel ranks.
-    return 2.0 * numLayers * numKvHeads * headSize * kvBytes / (static_cast<double>(tpSize) * ppSize);
-}
-
 EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
 {
     Json document;
@@ -125,6 +102,8 @@ EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
     {
         config.maxPositionEmbeddings = static_cast<SizeType32>(*maxPos);
     }
+    config.tieWordEmbeddings = pretrained->boolean("tie_word_embeddings").value_or(false);
+    config.useParallelEmbedding = pretrained->boolean("use_parallel_embedding").value_or(false);
     if (auto const quantization = pretrained->object("quantization"))
     {
         config.quantAlgo = quantization->string("quant_algo");

@@ -33,6 +33,10 @@ struct EngineConfig
     std::optional<SizeType32> maxPositionEmbeddings;
     std::optional<std::string> quantAlgo;
     std::optional<std::string> kvCacheQuantAlgo;
+    /// The output head shares the input embedding's weights.
+    bool tieWordEmbeddings{false};
+    /// The embedding table is split across tensor-parallel ranks (otherwise every rank holds all of it).
+    bool useParallelEmbedding{false};
 
     // pretrained_config.mapping
     SizeType32 worldSize{1};
@@ -60,12 +64,6 @@ struct EngineConfig
 
     /// Bytes per element of the weights' dtype (2 for float16/bfloat16, 4 for float32, 1 for 8-bit).
     [[nodiscard]] SizeType32 dtypeBytes() const;
-
-    /// Rough parameter count of a decoder-only transformer of this shape (for memory figures).
-    [[nodiscard]] double approxParameterCount() const;
-
-    /// KV-cache bytes one token occupies on one GPU.
-    [[nodiscard]] double kvBytesPerToken() const;
 
     /// Parses config.json text; `file` names the source in error messages.
     static EngineConfig parse(std::string_view text, std::string const& file);

@@ -5,7 +5,6 @@
 #include "executor_impl.h"
 
 #include <algorithm>
-#include <thread>
 
 namespace tensorrt_llm::executor
 {
@@ -119,7 +118,7 @@ void Executor::Impl::failEverything(std::string const& message, std::vector<Resp
 
 void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& responses)
 {
-    auto const iterStart = sim::Clock::now();
+    auto const iterStart = mClock.now();
     bool const wasActive = !mActive.empty();
     IterationCounters counters;
     SequenceList finished;
@@ -177,25 +176,17 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
         }
     }
 
-    // The simulated forward pass: the iteration's time, scaled to wall-clock time.
-    double sleepMs = mSim.iterationMs * mSim.timeScale;
-    if (faults.stallIteration && *faults.stallIteration == mIteration)
-    {
-        sleepMs += faults.stallMs;
-    }
-    if (sleepMs > 0.0)
-    {
-        std::this_thread::sleep_until(
-            iterStart
-            + std::chrono::duration_cast<sim::Clock::duration>(std::chrono::duration<double, std::milli>(sleepMs)));
-    }
-    auto const iterEnd = sim::Clock::now();
+    // The simulated forward pass: a fixed time when simulation.json sets iteration_ms, else the timing model's.
+    double const simulatedMs
+        = mSim.iterationMs ? *mSim.iterationMs : mTiming.iteration(sim::describeBatch(plan)).totalMs;
+    double const stallMs = faults.stallIteration && *faults.stallIteration == mIteration ? faults.stallMs : 0.0;
+    auto const iterEnd = mClock.spend(iterStart, simulatedMs, stallMs);
     for (sim::Sequence* sequence : plan.scheduled)
     {
         advance(*sequence, iterEnd);
     }
     collectResults(responses, finished);
-    recordStats(plan, counters, numActive, millisecondsBetween(iterStart, iterEnd), finished);
+    recordStats(plan, counters, numActive, simulatedMs + stallMs, finished);
     publish(responses);
     ++mIteration;
     if (mActive.empty())
@@ -214,9 +205,11 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
         if (mActive.empty())
         {
             // Idle: sleep until a request, a cancellation or shutdown arrives (no polling).
+            mLoopIdle = true;
             mQueueCv.wait(lock, [this]() { return !mQueue.empty() || !mCancelled.empty() || mStopRequested; });
+            mLoopIdle = false;
         }
-        terminateQueued(sim::Clock::now(), responses);
+        terminateQueued(mClock.now(), responses);
         for (auto const& sequence : mActive)
         {
             if (mCancelled.count(sequence->request->id) > 0)
@@ -611,7 +604,7 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
     if (mIterationStats.enabled())
     {
         IterationStats stats{};
-        stats.timestamp = sim::formatTimestamp(std::chrono::system_clock::now());
+        stats.timestamp = sim::formatTimestamp(mClock.systemNow());
         stats.iter = mIteration;
         stats.iterLatencyMS = iterLatencyMs;
         stats.newActiveRequestsQueueLatencyMS = counters.queueLatencyMs;

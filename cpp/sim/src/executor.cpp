@@ -3,6 +3,7 @@
 #include "executor_impl.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace tensorrt_llm::executor
@@ -36,8 +37,8 @@ SizeType32 sequencesOf(Request const& request)
 
 } // namespace
 
-Executor::Impl::Settings Executor::Impl::deriveSettings(
-    sim::EngineConfig const& engine, sim::SimConfig const& simConfig, ModelType modelType, ExecutorConfig const& config)
+Executor::Impl::Settings Executor::Impl::deriveSettings(sim::EngineConfig const& engine,
+    sim::SimConfig const& simConfig, sim::TimingModel const& timing, ModelType modelType, ExecutorConfig const& config)
 {
     if (modelType != ModelType::kDECODER_ONLY)
     {
@@ -72,7 +73,18 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(
     settings.maxQueueSize = config.getMaxQueueSize();
     settings.gatherGenerationLogits = config.getGatherGenerationLogits();
 
-    std::int64_t capacity = simConfig.kvCacheMaxTokens;
+    auto const fraction = config.getKvCacheConfig().getFreeGpuMemoryFraction().value_or(0.9f);
+    if (!(fraction > 0.f && fraction <= 1.f))
+    {
+        throw std::runtime_error("KvCacheConfig freeGpuMemoryFraction (" + std::to_string(fraction)
+                                 + ") must be in (0, 1]");
+    }
+    // As in TensorRT-LLM: the memory left after the weights and the runtime's activations, times the fraction,
+    // unless simulation.json fixes the capacity. Throws when the weights do not fit.
+    double const reserve = timing.runtimeReserveBytes(engine.maxNumTokens, engine.maxBatchSize, engine.maxBeamWidth);
+    std::int64_t const fromMemory = std::min<std::int64_t>(timing.kvCapacityTokens(fraction, reserve),
+        std::int64_t{std::numeric_limits<SizeType32>::max()} * engine.tokensPerBlock);
+    std::int64_t capacity = simConfig.kvCacheMaxTokens.value_or(fromMemory);
     if (auto const maxTokens = config.getKvCacheConfig().getMaxTokens())
     {
         capacity = std::min<std::int64_t>(capacity, *maxTokens);
@@ -96,16 +108,18 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(
         = config.getEnableChunkedContext() && engine.pagedKvCache && engine.usePagedContextFmha;
     settings.scheduler.maxBatchSize = settings.maxBatchSize;
     settings.scheduler.maxNumTokens = settings.maxNumTokens;
-    settings.memory = sim::estimateMemory(engine, settings.kvCacheTokens);
+    settings.memory = sim::estimateMemory(timing, settings.kvCacheTokens, reserve);
     return settings;
 }
 
 Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
     : mEngine(sim::EngineConfig::load(modelPath))
     , mSim(sim::SimConfig::load(modelPath))
-    , mSettings(deriveSettings(mEngine, mSim, modelType, executorConfig))
+    , mTiming(mEngine, mSim.resolveGpu())
+    , mSettings(deriveSettings(mEngine, mSim, mTiming, modelType, executorConfig))
     , mIterationStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getIterStatsMaxIterations())))
     , mRequestStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getRequestStatsMaxIterations())))
+    , mClock(mSim.clock, mSim.timeScale)
     , mKvEvents(std::make_shared<batch_manager::kv_cache_manager::BaseKVCacheManager>(
           executorConfig.getKvCacheConfig().getEventBufferMaxSize(), mEngine.maxSeqLen))
     , mPool(static_cast<SizeType32>(mSettings.kvCacheTokens / mEngine.tokensPerBlock), mEngine.tokensPerBlock,
@@ -162,7 +176,6 @@ std::vector<IdType> Executor::Impl::enqueueRequests(std::vector<Request> const& 
 {
     throwIfShutdown("Shutdown called, cannot enqueue requests");
     maybeInjectFault(sim::FaultMethod::kEnqueueRequest);
-    auto const now = sim::Clock::now();
     std::vector<IdType> ids;
     ids.reserve(requests.size());
     {
@@ -171,6 +184,11 @@ std::vector<IdType> Executor::Impl::enqueueRequests(std::vector<Request> const& 
         {
             throw std::runtime_error("Shutdown called, cannot enqueue requests");
         }
+        if (mLoopIdle)
+        {
+            mClock.catchUpWithWall();
+        }
+        auto const now = mClock.now();
         SizeType32 incoming = 0;
         for (auto const& request : requests)
         {

@@ -15,8 +15,10 @@
 #include "kv_events.h"
 #include "scheduler.h"
 #include "sequence.h"
+#include "sim_clock.h"
 #include "sim_config.h"
 #include "stats.h"
+#include "timing_model.h"
 #include "token_generator.h"
 
 #include <array>
@@ -99,7 +101,7 @@ private:
     };
 
     static Settings deriveSettings(sim::EngineConfig const& engine, sim::SimConfig const& simConfig,
-        ModelType modelType, ExecutorConfig const& config);
+        sim::TimingModel const& timing, ModelType modelType, ExecutorConfig const& config);
 
     /// shutdown() without the fault hook (the destructor uses it: a thread must never outlive its executor).
     void stopAndJoin();
@@ -139,6 +141,7 @@ private:
     // Configuration (immutable after construction)
     sim::EngineConfig mEngine;
     sim::SimConfig mSim;
+    sim::TimingModel mTiming;
     Settings mSettings;
     std::array<std::atomic<std::uint64_t>, 7> mFaultCalls{};
 
@@ -150,6 +153,8 @@ private:
     IdType mNextId{1};
     std::unordered_set<IdType> mCancelled;
     bool mStopRequested{false};
+    /// The loop waits for work with nothing active (a virtual clock then follows the wall clock).
+    bool mLoopIdle{false};
 
     // Ready responses (mResponsesMutex)
     mutable std::mutex mResponsesMutex;
@@ -160,6 +165,9 @@ private:
     // Statistics
     sim::StatsBuffer<IterationStats> mIterationStats;
     sim::StatsBuffer<RequestStatsPerIteration> mRequestStats;
+
+    /// Real or virtual time of every executor timestamp.
+    sim::SimClock mClock;
 
     std::atomic<bool> mShutdownCalled{false};
     std::mutex mShutdownMutex;

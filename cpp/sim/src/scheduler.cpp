@@ -157,15 +157,16 @@ void Scheduler::fitBudget(std::vector<Sequence*> const& candidates, BatchPlan& p
     SizeType32 scheduledCount = 0;
     auto const batchFull = [&]() { return scheduledCount >= mLimits.maxBatchSize; };
 
-    // Generation steps come first: each costs one token and keeps a started request moving.
+    // Generation steps come first: each costs one token per beam and keeps a started request moving.
     for (Sequence* sequence : candidates)
     {
-        if (sequence->state != SequenceState::kGeneration || budget < 1 || batchFull())
+        SizeType32 const cost = sequence->request->beamWidth;
+        if (sequence->state != SequenceState::kGeneration || budget < cost || batchFull())
         {
             continue;
         }
         sequence->scheduled = true;
-        budget -= 1;
+        budget -= cost;
         ++scheduledCount;
         ++plan.numGenerationRequests;
     }

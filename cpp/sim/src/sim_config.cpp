@@ -2,6 +2,7 @@
 #include "sim_config.h"
 
 #include "engine_config.h"
+#include "gpu_spec.h"
 #include "json.h"
 
 #include <array>
@@ -61,6 +62,33 @@ FaultConfig parseFaults(JsonFields const& faults)
     return config;
 }
 
+std::map<std::string, double> parseGpuOverrides(JsonFields const& overrides)
+{
+    auto const& names = GpuSpec::overridableFigures();
+    overrides.rejectUnknown(names);
+    std::map<std::string, double> out;
+    for (auto const name : names)
+    {
+        auto const value = overrides.number(name, 0.0);
+        if (!value)
+        {
+            continue;
+        }
+        bool const isFraction = name == "bandwidth_efficiency" || name == "mfu";
+        bool const mayBeZero = name == "allreduce_latency_us" || name == "iteration_overhead_ms";
+        if (isFraction && (*value <= 0.0 || *value > 1.0))
+        {
+            overrides.fail(name, "must be a fraction in (0, 1], got " + std::to_string(*value));
+        }
+        if (!isFraction && !mayBeZero && *value <= 0.0)
+        {
+            overrides.fail(name, "must be greater than 0");
+        }
+        out.emplace(std::string(name), *value);
+    }
+    return out;
+}
+
 } // namespace
 
 char const* faultMethodName(FaultMethod method)
@@ -78,6 +106,13 @@ char const* faultMethodName(FaultMethod method)
     return "unknown";
 }
 
+GpuSpec SimConfig::resolveGpu() const
+{
+    GpuSpec spec = GpuSpec::preset(gpu);
+    spec.applyOverrides(gpuOverrides);
+    return spec;
+}
+
 SimConfig SimConfig::parse(std::string_view text, std::string const& file)
 {
     Json document;
@@ -90,13 +125,37 @@ SimConfig SimConfig::parse(std::string_view text, std::string const& file)
         throw std::runtime_error(file + ": " + e.what());
     }
     JsonFields const root(document, file, "");
-    root.rejectUnknown({"gpu", "iteration_ms", "time_scale", "kv_cache_max_tokens", "seed", "faults"});
+    root.rejectUnknown(
+        {"gpu", "gpu_overrides", "iteration_ms", "time_scale", "clock", "kv_cache_max_tokens", "seed", "faults"});
 
     SimConfig config;
     config.gpu = root.string("gpu").value_or(config.gpu);
-    config.iterationMs = root.number("iteration_ms", 0.0).value_or(config.iterationMs);
+    try
+    {
+        (void) GpuSpec::preset(config.gpu);
+    }
+    catch (std::exception const& e)
+    {
+        root.fail("gpu", e.what());
+    }
+    if (auto const overrides = root.object("gpu_overrides"))
+    {
+        config.gpuOverrides = parseGpuOverrides(*overrides);
+    }
+    config.iterationMs = root.number("iteration_ms", 0.0);
     config.timeScale = root.number("time_scale", 0.0).value_or(config.timeScale);
-    config.kvCacheMaxTokens = root.integer("kv_cache_max_tokens", 1).value_or(config.kvCacheMaxTokens);
+    if (auto const clock = root.string("clock"))
+    {
+        if (*clock == "virtual")
+        {
+            config.clock = ClockMode::kVirtual;
+        }
+        else if (*clock != "real")
+        {
+            root.fail("clock", "must be \"real\" or \"virtual\", got \"" + *clock + "\"");
+        }
+    }
+    config.kvCacheMaxTokens = root.integer("kv_cache_max_tokens", 1);
     config.seed = static_cast<std::uint64_t>(root.integer("seed", 0).value_or(0));
     if (auto const faults = root.object("faults"))
     {

@@ -4,8 +4,11 @@
 
 #include "tensorrt_llm/executor/types.h"
 
+#include "gpu_spec.h"
+
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,19 +48,35 @@ struct FaultConfig
     double stallMs{0.0};
 };
 
+/// Where the executor's time comes from.
+enum class ClockMode
+{
+    /// Iterations take their simulated time on the wall clock (scaled by time_scale).
+    kReal,
+    /// No sleeping: a simulated clock advances by each iteration's simulated time.
+    kVirtual,
+};
+
 struct SimConfig
 {
-    /// Informational label of the simulated GPU.
+    /// GPU preset id (gpu_presets.inc), checked when parsed.
     std::string gpu{"rtx-a6000"};
-    /// Simulated duration of one executor iteration, in milliseconds.
-    double iterationMs{20.0};
-    /// Wall-clock sleep per iteration = iterationMs * timeScale; 0 disables sleeping.
+    /// Figures of the preset replaced by simulation.json (gpu_overrides), by figure name.
+    std::map<std::string, double> gpuOverrides;
+    /// A fixed simulated duration of every iteration in milliseconds; unset lets the timing model decide.
+    std::optional<double> iterationMs;
+    /// Real clock: wall-clock sleep per iteration = simulated time * timeScale; 0 disables sleeping.
     double timeScale{1.0};
-    /// KV-cache capacity in tokens (the smaller of this and KvCacheConfig::maxTokens when that is set).
-    std::int64_t kvCacheMaxTokens{65536};
+    ClockMode clock{ClockMode::kReal};
+    /// KV-cache capacity in tokens, overriding the one derived from GPU memory (KvCacheConfig::maxTokens still
+    /// caps it).
+    std::optional<std::int64_t> kvCacheMaxTokens;
     /// Mixed into every generated token id.
     std::uint64_t seed{0};
     FaultConfig faults;
+
+    /// The preset named by `gpu` with `gpuOverrides` applied.
+    [[nodiscard]] GpuSpec resolveGpu() const;
 
     /// Parses simulation.json text; `file` names the source in error messages.
     static SimConfig parse(std::string_view text, std::string const& file);

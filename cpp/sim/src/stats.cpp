@@ -21,15 +21,11 @@ std::string formatTimestamp(std::chrono::system_clock::time_point time)
     return out;
 }
 
-MemoryFigures estimateMemory(EngineConfig const& engine, std::int64_t kvCacheTokens)
+MemoryFigures estimateMemory(TimingModel const& timing, std::int64_t kvCacheTokens, double reserveBytes)
 {
-    double const ranks = static_cast<double>(engine.tpSize) * engine.ppSize;
-    double const weights = engine.approxParameterCount() * engine.dtypeBytes() / ranks;
-    double const kvCache = engine.kvBytesPerToken() * static_cast<double>(kvCacheTokens);
-    // Activations and runtime buffers, a fixed allowance.
-    double const runtime = 256.0 * 1024 * 1024;
-    return MemoryFigures{static_cast<std::size_t>(weights + kvCache + runtime), std::size_t{64} * 1024 * 1024,
-        std::size_t{32} * 1024 * 1024};
+    double const kvCache = timing.kvBytesPerTokenPerGpu() * static_cast<double>(kvCacheTokens);
+    return MemoryFigures{static_cast<std::size_t>(timing.weightBytesPerGpu() + kvCache + reserveBytes),
+        std::size_t{64} * 1024 * 1024, std::size_t{32} * 1024 * 1024};
 }
 
 } // namespace tensorrt_llm::executor::sim

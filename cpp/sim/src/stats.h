@@ -2,7 +2,7 @@
 // plausible memory figures for a simulated engine.
 #pragma once
 
-#include "engine_config.h"
+#include "timing_model.h"
 
 #include <chrono>
 #include <cstddef>
@@ -64,7 +64,7 @@ struct MemoryFigures
     std::size_t pinned;
 };
 
-/// Weights plus the KV-cache pool on the GPU; small constant host buffers.
-MemoryFigures estimateMemory(EngineConfig const& engine, std::int64_t kvCacheTokens);
+/// One GPU's weights, KV-cache pool and runtime reserve; small constant host buffers.
+MemoryFigures estimateMemory(TimingModel const& timing, std::int64_t kvCacheTokens, double reserveBytes);
 
 } // namespace tensorrt_llm::executor::sim

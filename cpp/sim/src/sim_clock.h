@@ -1,0 +1,44 @@
+// The executor's clock. Real mode: iterations sleep their simulated time (times time_scale) and timestamps are
+// steady_clock readings, so what a client measures is what the simulation models. Virtual mode: nothing
+// sleeps; a simulated steady_clock time advances by each iteration's simulated time, so planning runs finish
+// as fast as the host allows while every executor timestamp stays consistent with the model.
+#pragma once
+
+#include "sequence.h"
+#include "sim_config.h"
+
+#include <atomic>
+#include <chrono>
+
+namespace tensorrt_llm::executor::sim
+{
+
+class SimClock
+{
+public:
+    SimClock(ClockMode mode, double timeScale);
+
+    [[nodiscard]] bool isVirtual() const { return mMode == ClockMode::kVirtual; }
+
+    /// The executor's current time (any thread).
+    [[nodiscard]] TimePoint now() const;
+
+    /// Spends one iteration that began at `start` and takes `simulatedMs` (scaled by time_scale in real mode)
+    /// plus `stallMs` (a fault hook, never scaled). Returns the iteration's end. Loop thread only.
+    TimePoint spend(TimePoint start, double simulatedMs, double stallMs);
+
+    /// Virtual mode: moves the clock forward to the wall clock when it is behind, so that time an idle executor
+    /// spends waiting passes as it does for the world. It never moves backwards. No effect in real mode.
+    void catchUpWithWall();
+
+    /// now() as system-clock time, for IterationStats::timestamp.
+    [[nodiscard]] std::chrono::system_clock::time_point systemNow() const;
+
+private:
+    ClockMode mMode;
+    double mTimeScale;
+    /// Virtual mode: the current time as steady_clock ticks since its epoch.
+    std::atomic<Clock::rep> mVirtualTicks;
+};
+
+} // namespace tensorrt_llm::executor::sim

@@ -1,0 +1,259 @@
+//! `trtllm sim`: create simulated engine directories from model and GPU presets, and list the presets.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use trtllm::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelPreset, OVERRIDABLE_FIGURES, SimulatedEngine, WeightDtype};
+
+/// Arguments of `trtllm sim`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Write a simulated engine directory (config.json + simulation.json) for a model on a GPU.
+    Build(Box<BuildArgs>),
+    /// List the model and GPU presets with their figures.
+    Presets {
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Limits default to trtllm-build's defaults; max_seq_len to the model's context length.
+#[derive(Debug, clap::Args)]
+struct BuildArgs {
+    /// Model preset (see `trtllm sim presets`).
+    #[arg(long)]
+    model: String,
+    /// GPU preset (see `trtllm sim presets`).
+    #[arg(long)]
+    gpu: String,
+    /// Tensor-parallel GPUs.
+    #[arg(long, default_value_t = 1)]
+    tp: usize,
+    /// Weight precision.
+    #[arg(long, value_enum, default_value_t = WeightDtype::Bf16)]
+    dtype: WeightDtype,
+    /// KV-cache precision.
+    #[arg(long, value_enum, default_value_t = KvCacheDtype::Auto)]
+    kv_cache_dtype: KvCacheDtype,
+    /// build_config.max_batch_size.
+    #[arg(long, default_value_t = 2048)]
+    max_batch_size: usize,
+    /// build_config.max_input_len.
+    #[arg(long, default_value_t = 1024)]
+    max_input_len: usize,
+    /// build_config.max_seq_len (default: the model's max_position_embeddings).
+    #[arg(long)]
+    max_seq_len: Option<usize>,
+    /// build_config.max_num_tokens.
+    #[arg(long, default_value_t = 8192)]
+    max_num_tokens: usize,
+    /// build_config.max_beam_width.
+    #[arg(long, default_value_t = 1)]
+    max_beam_width: usize,
+    /// plugin_config.tokens_per_block.
+    #[arg(long, default_value_t = 32)]
+    tokens_per_block: usize,
+    /// `real`: iterations take their simulated time on the wall clock; `virtual`: no sleeping, a simulated
+    /// clock stamps every executor timestamp (for planning).
+    #[arg(long, value_enum, default_value_t = ClockMode::Real)]
+    clock: ClockMode,
+    /// Real clock: wall-clock time per simulated millisecond.
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Replace one GPU figure, e.g. `mfu=0.5` (repeatable).
+    #[arg(long = "gpu-override", value_name = "FIGURE=VALUE", value_parser = parse_override)]
+    gpu_overrides: Vec<(String, f64)>,
+    /// Fix the KV-cache capacity in tokens instead of deriving it from GPU memory.
+    #[arg(long)]
+    kv_cache_max_tokens: Option<usize>,
+    /// Where to write the engine directory (created if missing).
+    #[arg(long)]
+    output: PathBuf,
+}
+
+fn parse_override(text: &str) -> Result<(String, f64), String> {
+    let (name, value) = text.split_once('=').ok_or_else(|| format!("expected FIGURE=VALUE, got {text:?}"))?;
+    if !OVERRIDABLE_FIGURES.contains(&name) {
+        return Err(format!("unknown GPU figure {name:?} (known: {})", OVERRIDABLE_FIGURES.join(", ")));
+    }
+    let value = value.parse::<f64>().map_err(|e| format!("{name}: {e}"))?;
+    Ok((name.to_string(), value))
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Build(build) => run_build(*build),
+        Command::Presets { json } => {
+            if json {
+                let doc = serde_json::json!({ "models": ModelPreset::all(), "gpus": GpuPreset::all() });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                print!("{}", presets_tables());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+    let model = ModelPreset::by_id(&args.model)?;
+    let mut builder = SimulatedEngine::builder()
+        .model(model)
+        .gpu(&args.gpu)
+        .tensor_parallel(args.tp)
+        .dtype(args.dtype)
+        .kv_cache_dtype(args.kv_cache_dtype)
+        .max_batch_size(args.max_batch_size)
+        .max_num_tokens(args.max_num_tokens)
+        .max_beam_width(args.max_beam_width)
+        .tokens_per_block(args.tokens_per_block)
+        .max_seq_len(args.max_seq_len.unwrap_or(model.max_position_embeddings))
+        .max_input_len(args.max_input_len)
+        .clock(args.clock)
+        .time_scale(args.time_scale);
+    for (figure, value) in &args.gpu_overrides {
+        builder = builder.gpu_override(figure.clone(), *value);
+    }
+    if let Some(tokens) = args.kv_cache_max_tokens {
+        builder = builder.kv_cache_max_tokens(tokens);
+    }
+    let engine = builder.build();
+    check_limits(&engine)?;
+    let perf = engine.perf_model()?;
+    engine.write_to(&args.output).with_context(|| format!("writing {}", args.output.display()))?;
+
+    let gpu = perf.gpu();
+    let reserve = perf.runtime_reserve_bytes(engine.max_num_tokens, engine.max_batch_size, engine.max_beam_width);
+    let capacity = match engine.kv_cache_max_tokens {
+        Some(tokens) => tokens as u64,
+        None => perf.kv_capacity_tokens(trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve)?,
+    };
+    let gib = |bytes: f64| bytes / (1024.0 * 1024.0 * 1024.0);
+    println!("wrote {}", args.output.display());
+    println!(
+        "  {} on {} x {} ({}), {} weights, {} KV cache",
+        model.name,
+        engine.tp_size,
+        gpu.name,
+        gpu.architecture,
+        format!("{:?}", engine.weight_dtype).to_uppercase(),
+        match engine.kv_cache_dtype {
+            KvCacheDtype::Auto => "16-bit",
+            KvCacheDtype::Fp8 => "FP8",
+            KvCacheDtype::Int8 => "INT8",
+        },
+    );
+    println!(
+        "  per GPU: {:.1} GiB weights, {:.1} GiB activations and runtime, KV cache {} tokens ({:.0} KiB/token)",
+        gib(perf.weight_bytes_per_gpu()),
+        gib(reserve),
+        capacity,
+        perf.kv_bytes_per_token_per_gpu() / 1024.0
+    );
+    let prompt = 1024.min(engine.max_input_len);
+    let single = perf.single_stream(prompt, 128, engine.max_num_tokens, engine.tokens_per_block);
+    println!(
+        "  single user: bandwidth bound {:.1} tokens/s, predicted decode {:.1} tokens/s, TTFT {:.1} ms at {prompt} prompt tokens",
+        perf.bandwidth_bound_tokens_per_s(),
+        single.decode_tokens_per_s,
+        single.ttft_ms
+    );
+    println!(
+        "  clock {} (serve, bench and generate take --engine-dir {})",
+        format!("{:?}", engine.clock).to_lowercase(),
+        args.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The build limits must be consistent, as trtllm-build requires.
+fn check_limits(engine: &SimulatedEngine) -> anyhow::Result<()> {
+    let positive = [
+        ("--max-batch-size", engine.max_batch_size),
+        ("--max-input-len", engine.max_input_len),
+        ("--max-seq-len", engine.max_seq_len),
+        ("--max-num-tokens", engine.max_num_tokens),
+        ("--max-beam-width", engine.max_beam_width),
+        ("--tokens-per-block", engine.tokens_per_block),
+    ];
+    for (flag, value) in positive {
+        anyhow::ensure!(value >= 1, "{flag} must be at least 1");
+        anyhow::ensure!(value <= i32::MAX as usize, "{flag} {value} is too large");
+    }
+    anyhow::ensure!(
+        engine.max_input_len <= engine.max_seq_len,
+        "--max-input-len ({}) must not exceed --max-seq-len ({})",
+        engine.max_input_len,
+        engine.max_seq_len
+    );
+    anyhow::ensure!(engine.time_scale >= 0.0, "--time-scale must be at least 0");
+    Ok(())
+}
+
+/// The presets as two aligned text tables.
+fn presets_tables() -> String {
+    let mut out = String::from("Models\n");
+    out += &format!(
+        "  {:<15} {:<36} {:>7} {:>6} {:>6} {:>9} {:>5} {:>6} {:>7} {:>7}  eos ids\n",
+        "id", "name", "params", "layers", "hidden", "heads/kv", "head", "mlp", "vocab", "context"
+    );
+    for m in ModelPreset::all() {
+        let s = &m.shape;
+        out += &format!(
+            "  {:<15} {:<36} {:>6.2}B {:>6} {:>6} {:>9} {:>5} {:>6} {:>7} {:>7}  {:?}\n",
+            m.id,
+            m.name,
+            s.parameter_count() / 1e9,
+            s.num_layers,
+            s.hidden_size,
+            format!("{}/{}", s.num_heads, s.num_kv_heads),
+            s.head_size,
+            s.intermediate_size,
+            s.vocab_size,
+            m.max_position_embeddings,
+            m.eos_token_ids
+        );
+    }
+    out += "\nGPUs (efficiency factors: achieved bandwidth fraction, prefill MFU, fixed per-iteration overhead)\n";
+    out += &format!(
+        "  {:<14} {:<22} {:<7} {:>7} {:>8} {:>8} {:>8} {:<13} {:>7} {:>6} {:>5} {:>9}\n",
+        "id",
+        "name",
+        "arch",
+        "memory",
+        "GB/s",
+        "BF16 TF",
+        "FP8 TF",
+        "interconnect",
+        "link",
+        "BW eff",
+        "MFU",
+        "overhead"
+    );
+    for g in GpuPreset::all() {
+        out += &format!(
+            "  {:<14} {:<22} {:<7} {:>4} GiB {:>8} {:>8} {:>8} {:<13} {:>4} GB/s {:>6} {:>5} {:>6} ms\n",
+            g.id,
+            g.name,
+            g.architecture,
+            g.memory_gib,
+            g.bandwidth_gb_s,
+            g.bf16_tflops,
+            g.fp8_tflops.map_or_else(|| "-".to_string(), |t| t.to_string()),
+            g.interconnect,
+            g.interconnect_gb_s,
+            g.bandwidth_efficiency,
+            g.mfu,
+            g.iteration_overhead_ms
+        );
+    }
+    out
+}

@@ -1,0 +1,52 @@
+//! Errors of simulated-engine planning: unknown presets and engines a simulated GPU cannot run.
+
+/// Why a simulated engine cannot be described or run as asked.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// No GPU preset has this id.
+    #[error("unknown GPU preset {id:?} (known: {known})")]
+    UnknownGpu {
+        /// The id that was given.
+        id: String,
+        /// The known ids, comma-separated.
+        known: String,
+    },
+    /// No model preset has this id.
+    #[error("unknown model preset {id:?} (known: {known})")]
+    UnknownModel {
+        /// The id that was given.
+        id: String,
+        /// The known ids, comma-separated.
+        known: String,
+    },
+    /// FP8 weights or an FP8 KV cache on a GPU without FP8 tensor cores (Ampere).
+    #[error(
+        "FP8 tensor cores are needed for {what}, and the simulated GPU {gpu} ({architecture}) has none: choose an Ada or Hopper GPU preset, or 16-bit precision"
+    )]
+    Fp8Unsupported {
+        /// What asked for FP8.
+        what: &'static str,
+        /// The GPU preset id.
+        gpu: String,
+        /// Its architecture.
+        architecture: String,
+    },
+    /// The weights and the runtime reserve alone exceed one GPU's memory.
+    #[error(
+        "the model does not fit the simulated GPU: {weights_gib:.1} GiB of weights per GPU plus {reserve_gib:.1} GiB of activations and runtime exceed the {gpu}'s {memory_gib:.1} GiB; use more tensor-parallel GPUs, FP8 weights or a larger GPU"
+    )]
+    DoesNotFit {
+        /// The GPU preset id.
+        gpu: String,
+        /// Weights resident on each GPU, GiB.
+        weights_gib: f64,
+        /// Activations and runtime reserve, GiB.
+        reserve_gib: f64,
+        /// The GPU's memory, GiB.
+        memory_gib: f64,
+    },
+    /// A shape or parallelism setting that cannot work (zero sizes, heads not divisible by tp, ...).
+    #[error("invalid simulated engine: {0}")]
+    Invalid(String),
+}
