@@ -233,6 +233,13 @@ impl TextPlan {
         !self.stop.stop_strings().is_empty()
     }
 
+    /// Whether the request's stream must go through a [`TextStream`](crate::TextStream): it has
+    /// stop strings to match, or eos ids besides the end id to cut off. Otherwise the executor's
+    /// own stream already ends where the text does.
+    pub fn needs_text_stream(&self) -> bool {
+        self.has_stop_strings() || !self.extra_end_ids.is_empty()
+    }
+
     /// The eos ids besides the end id that the executor stops on as single-token stop words.
     pub fn extra_end_ids(&self) -> &[u32] {
         &self.extra_end_ids

@@ -144,11 +144,18 @@ async fn every_eos_id_stops_generation_and_is_left_out() {
                 stop: stop.clone(),
                 ..request(&server.tokenizer, seed, streaming)
             };
-            let (_, completes) = generate(&mut server.client, req).await;
+            let (streamed, completes) = generate(&mut server.client, req).await;
+            if streaming {
+                assert_eq!(streamed, ids[..end], "no chunk carries the eos id");
+            }
             let done = &completes[0];
             assert_eq!(
                 done.finish_reason, "stop",
                 "stop {stop:?}, streaming {streaming}"
+            );
+            assert_eq!(
+                done.matched_stop, None,
+                "an eos id is neither a stop string nor a stop token"
             );
             assert_eq!(
                 done.output_token_ids,

@@ -146,12 +146,11 @@ impl Service {
         let guard = LiveGuard { state: state.clone(), request_id: request_id.clone() };
         let tokens_per_block = state.executor.executor().engine().tokens_per_block;
         let output_perf = request.output_config.is_some_and(|o| o.return_perf_metrics);
-        let mut stop_token_ids = request.stop_token_ids.clone();
-        stop_token_ids.extend(text_plan.iter().flat_map(|plan| plan.extra_end_ids()));
+        let stop_token_ids = request.stop_token_ids.clone();
         let include_stop = request.include_stop_token_in_output;
         let (tx, rx) = mpsc::channel(128);
         let mut events: EventStream = match text_plan {
-            Some(plan) if plan.has_stop_strings() => {
+            Some(plan) if plan.needs_text_stream() => {
                 let text = TextStream::new(stream, plan);
                 Box::pin(text.map(|item| {
                     item.map(|event| match event {
