@@ -29,10 +29,16 @@ fn trained_tokenizer() -> Tokenizer {
     let started = Instant::now();
     let corpus = mixed_corpus(TRAINING_LINES, 42);
     let tokenizer = Tokenizer::from_tokenizer(train_byte_level_bpe(&corpus, VOCAB_SIZE));
+    let vocab = tokenizer.vocab_size();
     println!(
-        "trained byte-level BPE: vocab {} from {TRAINING_LINES} lines in {:.1} s",
-        tokenizer.vocab_size(),
+        "trained byte-level BPE: vocab {vocab} from {TRAINING_LINES} lines in {:.1} s",
         started.elapsed().as_secs_f64()
+    );
+    // The figures are quoted for a 32k vocabulary: a corpus too small to learn that many merges
+    // would quietly measure a smaller one.
+    assert!(
+        (VOCAB_SIZE * 99 / 100..=VOCAB_SIZE).contains(&vocab),
+        "the trained vocabulary has {vocab} tokens, not about {VOCAB_SIZE}"
     );
     tokenizer
 }

@@ -38,6 +38,7 @@ pub mod sim;
 mod stats;
 mod stream;
 pub mod text;
+mod text_request;
 mod text_stream;
 mod version;
 
@@ -54,5 +55,6 @@ pub use stats::{
     StaticBatchingStats,
 };
 pub use stream::{AsyncExecutor, BlockingIter, GenerationStream};
+pub use text_request::{TextOptions, TextPlan, TextRequest};
 pub use text_stream::{TextEvent, TextStream};
 pub use version::{Backend, SUPPORTED_LINES};

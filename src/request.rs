@@ -335,6 +335,16 @@ impl GenerationRequest {
         &self.sampling
     }
 
+    /// The end id, if set (`-1` never stops early).
+    pub fn end_id(&self) -> Option<i32> {
+        self.end_id
+    }
+
+    /// The stop words.
+    pub fn stop_words(&self) -> &[Vec<u32>] {
+        &self.stop_words
+    }
+
     /// Checks the request against the engine's limits; the error names the limit it broke.
     pub fn validate(&self, engine: &EngineConfig) -> Result<(), InvalidRequest> {
         let vocab = engine.vocab_size;

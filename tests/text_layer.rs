@@ -175,6 +175,53 @@ fn from_dir_reads_llama_style_configuration() {
     assert_eq!(ok(tokenizer.encode("hello", false)), with_bos[1..]);
 }
 
+/// A template that branches the way tool-aware templates do and uses every special token.
+const TOOLS_AND_SPECIALS: &str = "{% if tools is not none %}[tools]{% else %}[no tools]{% endif %}\
+{% if documents is none %}[no documents]{% endif %}\
+{{ bos_token }}|{{ eos_token }}|{{ pad_token }}|{{ unk_token }}|{{ sep_token is defined }}|\
+{{ additional_special_tokens | join(',') }}\
+{% for m in messages %}{{ m.content }}{% endfor %}";
+
+#[test]
+fn chat_templates_see_none_tools_and_every_configured_special_token() {
+    let dir = write_tokenizer_dir(
+        &byte_level_bpe(),
+        &[
+            (
+                "special_tokens_map.json",
+                json!({"unk_token": "<|unk-old|>", "pad_token": "<|pad-old|>"}).to_string(),
+            ),
+            (
+                "tokenizer_config.json",
+                json!({
+                    "bos_token": "<|im_start|>",
+                    "eos_token": {"content": "<|im_end|>", "special": true},
+                    "pad_token": {"content": "<|endoftext|>", "special": true},
+                    "additional_special_tokens": ["<|im_start|>", {"content": "<|im_end|>"}],
+                    "chat_template": TOOLS_AND_SPECIALS,
+                })
+                .to_string(),
+            ),
+        ],
+    );
+    let tokenizer = ok(Tokenizer::from_dir(dir.path()));
+    assert_eq!(
+        tokenizer.additional_special_tokens(),
+        ["<|im_start|>", "<|im_end|>"]
+    );
+    let template = tokenizer
+        .chat_template()
+        .unwrap_or_else(|| panic!("chat template not loaded"));
+    assert_eq!(template.special_token("unk_token"), Some("<|unk-old|>"));
+    // tools/documents are none (not undefined); pad comes from tokenizer_config.json, unk from
+    // special_tokens_map.json; sep_token is not configured, so it is undefined.
+    assert_eq!(
+        ok(template.render(&[ChatMessage::user("hi")], true)),
+        "[no tools][no documents]<|im_start|>|<|im_end|>|<|endoftext|>|<|unk-old|>|False|\
+         <|im_start|>,<|im_end|>hi"
+    );
+}
+
 #[test]
 fn chat_template_files_override_the_config_template() {
     let config = (

@@ -9,7 +9,9 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::json;
 use trtllm::text::{ChatMessage, Tokenizer};
-use trtllm::{AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams, TextEvent, TextStream};
+use trtllm::{
+    AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams, TextEvent, TextOptions, TextStream,
+};
 
 /// Arguments of `trtllm generate`.
 #[derive(Debug, clap::Args)]
@@ -49,7 +51,7 @@ pub struct Args {
     /// Minimum new tokens before an end token may stop generation.
     #[arg(long)]
     min_tokens: Option<u32>,
-    /// Keep generating past the end token (up to --max-tokens).
+    /// Keep generating past the end tokens (up to --max-tokens).
     #[arg(long)]
     ignore_eos: bool,
     /// Stop when this text is generated (repeatable); it is not printed unless --include-stop.
@@ -58,6 +60,9 @@ pub struct Args {
     /// Print the matched stop string too.
     #[arg(long)]
     include_stop: bool,
+    /// Show special tokens (such as <|im_start|>) in the text instead of leaving them out.
+    #[arg(long)]
+    no_skip_special_tokens: bool,
     /// Print one JSON object (text, token ids, counts, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
@@ -83,7 +88,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("loading the tokenizer in {}", tokenizer_dir.display()))?;
     let prompt_ids = prompt_ids(&args, &tokenizer)?;
 
-    let mut request = GenerationRequest::new(prompt_ids.clone(), args.max_tokens).with_sampling(SamplingParams {
+    let request = GenerationRequest::new(prompt_ids, args.max_tokens).with_sampling(SamplingParams {
         temperature: args.temperature,
         top_k: args.top_k,
         top_p: args.top_p,
@@ -91,45 +96,50 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         min_tokens: args.min_tokens,
         ..Default::default()
     });
-    match (args.ignore_eos, tokenizer.eos_token_ids().first()) {
-        (true, _) => request = request.with_end_id(-1),
-        (false, Some(&eos)) => request = request.with_end_id(eos as i32),
-        (false, None) => {}
-    }
+    let options = TextOptions::new()
+        .stop_strings(args.stops.iter().cloned())
+        .include_stop(args.include_stop)
+        .ignore_eos(args.ignore_eos)
+        .skip_special_tokens(!args.no_skip_special_tokens);
     let executor = AsyncExecutor::load(&engine_dir, ExecutorConfig::default()).await?;
-    let inner = executor.generate(request)?;
-    let enqueued_at = inner.enqueued_at();
-    let mut stream = TextStream::new(inner, tokenizer, args.stops.clone(), args.include_stop, true)?;
+    let mut stream = TextStream::generate(&executor, request, &tokenizer, options)?;
     let mut out = std::io::stdout().lock();
-    let mut first_chunk_at = None;
     let mut outcome = None;
     while let Some(event) = stream.next().await {
         match event? {
-            TextEvent::Chunk { chunk, text } => {
-                first_chunk_at.get_or_insert(chunk.received_at);
+            TextEvent::Chunk { text, .. } => {
                 if !args.json && !text.is_empty() {
                     out.write_all(text.as_bytes())?;
                     out.flush()?;
                 }
             }
-            TextEvent::Final { output, texts, matched_stop } => outcome = Some((output, texts, matched_stop)),
+            TextEvent::Final { output, texts, deltas, matched_stop } => {
+                // The end of the text that no chunk carried (a held-back character or stop-string start).
+                if !args.json
+                    && let Some(delta) = deltas.first()
+                {
+                    out.write_all(delta.as_bytes())?;
+                }
+                outcome = Some((output, texts, matched_stop));
+            }
         }
     }
     let (done, texts, matched_stop) = outcome.context("the stream ended without a final result")?;
-    let ttft = first_chunk_at.map(|f| f.saturating_duration_since(enqueued_at));
     executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
 
+    // Every count and time comes from the executor's final output; after a stop string it covers
+    // the tokens up to and including the one that completed the stop.
     let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
     let finish_reason = done.finish_reason.as_openai_str();
     if args.json {
         let doc = json!({
             "text": texts.first().cloned().unwrap_or_default(),
             "token_ids": done.token_ids(),
-            "prompt_tokens": prompt_ids.len(),
+            "prompt_tokens": done.prompt_tokens,
             "completion_tokens": done.completion_tokens,
             "finish_reason": finish_reason,
             "matched_stop": matched_stop,
-            "ttft_ms": ms(ttft),
+            "ttft_ms": ms(done.ttft()),
             "tpot_ms": ms(done.tpot()),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -138,9 +148,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let fmt = |d: Option<f64>| d.map_or("n/a".to_string(), |v| format!("{v:.1} ms"));
         eprintln!(
             "prompt tokens {}, completion tokens {}, TTFT {}, TPOT {}, finish reason {}{}",
-            prompt_ids.len(),
+            done.prompt_tokens,
             done.completion_tokens,
-            fmt(ms(ttft)),
+            fmt(ms(done.ttft())),
             fmt(ms(done.tpot())),
             finish_reason,
             matched_stop.map(|s| format!(" (matched {s:?})")).unwrap_or_default()

@@ -19,7 +19,7 @@ use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_server::TrtllmService;
 use crate::request::FinishReason;
 use crate::text::Tokenizer;
-use crate::{AsyncExecutor, StreamEvent, TextEvent, TextStream};
+use crate::{AsyncExecutor, StreamEvent, TextEvent, TextOptions, TextRequest, TextStream};
 
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
@@ -110,8 +110,20 @@ impl Service {
                 .collect::<Result<Vec<_>, _>>()?,
             None => Vec::new(),
         };
-        let eos = tokenizer.as_ref().and_then(|t| t.eos_token_ids().first().copied());
-        let mut generation = convert::generation_request(&request, eos, bad_words)?;
+        let generation = convert::generation_request(&request, None, bad_words)?;
+        // The text layer sets the eos ids and the stop strings' executor stop words.
+        let (mut generation, text_plan) = match &tokenizer {
+            Some(t) => {
+                let options = TextOptions::new()
+                    .stop_strings(request.stop.iter().cloned())
+                    .include_stop(request.include_stop_token_in_output)
+                    .ignore_eos(request.ignore_eos);
+                let (generation, plan) =
+                    TextRequest::new(generation, t, options).map_err(|e| convert::status(&e))?.into_parts();
+                (generation, Some(plan))
+            }
+            None => (generation, None),
+        };
         if let Some(deadline) = deadline {
             generation = generation.with_allotted_time(deadline.max(Duration::from_millis(1)));
         }
@@ -136,10 +148,9 @@ impl Service {
         let stop_token_ids = request.stop_token_ids.clone();
         let include_stop = request.include_stop_token_in_output;
         let (tx, rx) = mpsc::channel(128);
-        let mut events: EventStream = match &tokenizer {
-            Some(t) if !request.stop.is_empty() => {
-                let text = TextStream::new(stream, t.clone(), request.stop.clone(), include_stop, true)
-                    .map_err(|e| convert::status(&e))?;
+        let mut events: EventStream = match text_plan {
+            Some(plan) if plan.needs_text_stream() => {
+                let text = TextStream::new(stream, plan);
                 Box::pin(text.map(|item| {
                     item.map(|event| match event {
                         TextEvent::Chunk { chunk, .. } => (Some(chunk), None),

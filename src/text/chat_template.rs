@@ -1,11 +1,12 @@
 //! Hugging Face chat templates (Jinja) rendered with minijinja the way `apply_chat_template` does.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use minijinja::value::{Kwargs, Serde, Value, ValueKind};
-use minijinja::{AutoEscape, Environment, Error, ErrorKind, context, syntax::SyntaxConfig};
+use minijinja::{AutoEscape, Environment, Error, ErrorKind, syntax::SyntaxConfig};
 use serde::ser::{SerializeMap, SerializeSeq};
 
 use super::chat_message::ChatMessage;
@@ -17,11 +18,14 @@ const TEMPLATE_NAME: &str = "chat_template";
 /// A compiled chat template that turns a conversation into the prompt text a model expects.
 ///
 /// The template sees what Hugging Face's `apply_chat_template` provides for tool-less chat:
-/// `messages` (each with `role` and `content`), `add_generation_prompt`, `bos_token`,
-/// `eos_token` (undefined when not given), `raise_exception(message)`, `strftime_now(format)`,
-/// a `tojson` filter that prints like Python's `json.dumps`, Python string and dict methods
-/// (`.strip()`, `.startswith()`, `.items()`, ...), `break`/`continue`, and Hugging Face's
-/// whitespace rules (`trim_blocks` and `lstrip_blocks` on, a final newline dropped).
+/// `messages` (each with `role` and `content`), `add_generation_prompt`, `tools` and `documents`
+/// (both `none`, so `{% if tools is not none %}` behaves as in Python), the special tokens the
+/// tokenizer configuration names (`bos_token`, `eos_token`, `unk_token`, `sep_token`, `pad_token`,
+/// `cls_token`, `mask_token`, `additional_special_tokens`; a token that is not configured is
+/// undefined), `raise_exception(message)`, `strftime_now(format)`, a `tojson` filter that prints
+/// like Python's `json.dumps`, Python string and dict methods (`.strip()`, `.startswith()`,
+/// `.items()`, ...), `break`/`continue`, and Hugging Face's whitespace rules (`trim_blocks` and
+/// `lstrip_blocks` on, a final newline dropped).
 ///
 /// Cloning is cheap: the compiled template is shared.
 ///
@@ -30,23 +34,32 @@ const TEMPLATE_NAME: &str = "chat_template";
 ///
 /// let template = ChatTemplate::new(
 ///     "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}</s>\n{% endfor %}\
-///      {% if add_generation_prompt %}<assistant>{% endif %}",
+///      {% if add_generation_prompt %}<assistant>{% endif %}\
+///      {% if tools is not none %}(tools){% endif %}{{ pad_token }}",
 ///     Some("<s>"),
 ///     Some("</s>"),
-/// )?;
+/// )?
+/// .with_special_token("pad_token", "<pad>");
 /// let prompt = template.render(&[ChatMessage::user("  Hello!  ")], true)?;
-/// assert_eq!(prompt, "<s><user>Hello!</s>\n<assistant>");
+/// assert_eq!(prompt, "<s><user>Hello!</s>\n<assistant><pad>");
 /// # Ok::<(), trtllm::text::TextError>(())
 /// ```
 #[derive(Clone)]
 pub struct ChatTemplate {
     env: Arc<Environment<'static>>,
-    bos_token: Option<String>,
-    eos_token: Option<String>,
+    /// `(name, token)` pairs such as `("bos_token", "<s>")`, each name once.
+    special_tokens: Vec<(String, String)>,
+    additional_special_tokens: Vec<String>,
 }
 
 impl ChatTemplate {
     /// Compiles `source`; `bos_token` and `eos_token` are the strings the template may insert.
+    ///
+    /// Add the other special tokens of the tokenizer with
+    /// [`with_special_token`](Self::with_special_token) and
+    /// [`with_additional_special_tokens`](Self::with_additional_special_tokens);
+    /// [`Tokenizer::from_dir`](super::Tokenizer::from_dir) does so for every token its
+    /// configuration names.
     pub fn new(source: impl Into<String>, bos_token: Option<&str>, eos_token: Option<&str>) -> Result<Self> {
         let mut env = Environment::new();
         let syntax = SyntaxConfig::builder()
@@ -62,11 +75,35 @@ impl ChatTemplate {
         env.add_function("strftime_now", strftime_now);
         env.add_filter("tojson", tojson);
         env.add_template_owned(TEMPLATE_NAME, source.into()).map_err(|e| TextError::TemplateSyntax(describe(&e)))?;
-        Ok(Self {
-            env: Arc::new(env),
-            bos_token: bos_token.map(str::to_owned),
-            eos_token: eos_token.map(str::to_owned),
-        })
+        let mut template =
+            Self { env: Arc::new(env), special_tokens: Vec::new(), additional_special_tokens: Vec::new() };
+        for (name, token) in [("bos_token", bos_token), ("eos_token", eos_token)] {
+            if let Some(token) = token {
+                template = template.with_special_token(name, token);
+            }
+        }
+        Ok(template)
+    }
+
+    /// Makes `token` available to the template as the variable `name` (for example
+    /// `"pad_token"`), replacing any earlier value of that name.
+    pub fn with_special_token(mut self, name: impl Into<String>, token: impl Into<String>) -> Self {
+        let (name, token) = (name.into(), token.into());
+        match self.special_tokens.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 = token,
+            None => self.special_tokens.push((name, token)),
+        }
+        self
+    }
+
+    /// Makes `tokens` available to the template as the list `additional_special_tokens`.
+    pub fn with_additional_special_tokens<I, S>(mut self, tokens: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.additional_special_tokens = tokens.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Renders `messages`; with `add_generation_prompt` the text ends with the cue for the
@@ -76,17 +113,18 @@ impl ChatTemplate {
     /// message; other failures give [`TextError::TemplateRender`].
     pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String> {
         let template = self.env.get_template(TEMPLATE_NAME).map_err(|e| TextError::TemplateRender(describe(&e)))?;
-        let optional = |token: &Option<String>| match token {
-            Some(token) => Value::from(token.as_str()),
-            None => Value::UNDEFINED,
-        };
-        let ctx = context! {
-            messages => Value::from(Serde(messages)),
-            add_generation_prompt => add_generation_prompt,
-            bos_token => optional(&self.bos_token),
-            eos_token => optional(&self.eos_token),
-        };
-        template.render(ctx).map_err(|err| match raised_message(&err) {
+        let mut ctx: BTreeMap<String, Value> =
+            self.special_tokens.iter().map(|(name, token)| (name.clone(), Value::from(token.as_str()))).collect();
+        if !self.additional_special_tokens.is_empty() {
+            ctx.insert("additional_special_tokens".into(), Value::from(self.additional_special_tokens.clone()));
+        }
+        ctx.insert("messages".into(), Value::from(Serde(messages)));
+        // Hugging Face passes these as Python `None` for tool-less chat; minijinja's undefined
+        // would make `tools is not none` true.
+        ctx.insert("tools".into(), Value::from(()));
+        ctx.insert("documents".into(), Value::from(()));
+        ctx.insert("add_generation_prompt".into(), Value::from(add_generation_prompt));
+        template.render(Value::from(ctx)).map_err(|err| match raised_message(&err) {
             Some(message) => TextError::TemplateRaised(message),
             None => TextError::TemplateRender(describe(&err)),
         })
@@ -94,12 +132,22 @@ impl ChatTemplate {
 
     /// The `bos_token` given to the template.
     pub fn bos_token(&self) -> Option<&str> {
-        self.bos_token.as_deref()
+        self.special_token("bos_token")
     }
 
     /// The `eos_token` given to the template.
     pub fn eos_token(&self) -> Option<&str> {
-        self.eos_token.as_deref()
+        self.special_token("eos_token")
+    }
+
+    /// The special token the template sees as the variable `name`, if set.
+    pub fn special_token(&self, name: &str) -> Option<&str> {
+        self.special_tokens.iter().find(|(n, _)| n == name).map(|(_, token)| token.as_str())
+    }
+
+    /// The `additional_special_tokens` given to the template.
+    pub fn additional_special_tokens(&self) -> &[String] {
+        &self.additional_special_tokens
     }
 }
 
@@ -108,8 +156,8 @@ impl fmt::Debug for ChatTemplate {
         let source = self.env.get_template(TEMPLATE_NAME).map(|t| t.source().len()).unwrap_or_default();
         f.debug_struct("ChatTemplate")
             .field("source_len", &source)
-            .field("bos_token", &self.bos_token)
-            .field("eos_token", &self.eos_token)
+            .field("special_tokens", &self.special_tokens)
+            .field("additional_special_tokens", &self.additional_special_tokens)
             .finish()
     }
 }
@@ -255,6 +303,16 @@ mod tests {
     fn missing_eos_token_is_undefined_and_renders_empty() {
         let out = render("[{{ eos_token }}]{% if eos_token is defined %}!{% endif %}", &[]);
         assert_eq!(out.ok().as_deref(), Some("[]"));
+    }
+
+    #[test]
+    fn tools_and_documents_are_none_not_undefined() {
+        let out = render(
+            "{% if tools is not none %}tools{% else %}no tools{% endif %};\
+             {% if documents is none %}no documents{% endif %};{{ tools is defined }}",
+            &[],
+        );
+        assert_eq!(out.ok().as_deref(), Some("no tools;no documents;True"));
     }
 
     #[test]

@@ -28,6 +28,43 @@ pub(crate) struct SpecialTokens {
     pub(crate) eos: Option<String>,
     pub(crate) pad: Option<String>,
     pub(crate) unk: Option<String>,
+    pub(crate) sep: Option<String>,
+    pub(crate) cls: Option<String>,
+    pub(crate) mask: Option<String>,
+    /// `additional_special_tokens` (empty when not configured).
+    pub(crate) additional: Vec<String>,
+}
+
+impl SpecialTokens {
+    /// The named special tokens that are set, as Hugging Face's `special_tokens_map` names them
+    /// (`bos_token`, `eos_token`, `unk_token`, `sep_token`, `pad_token`, `cls_token`, `mask_token`).
+    pub(crate) fn named(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("bos_token", &self.bos),
+            ("eos_token", &self.eos),
+            ("unk_token", &self.unk),
+            ("sep_token", &self.sep),
+            ("pad_token", &self.pad),
+            ("cls_token", &self.cls),
+            ("mask_token", &self.mask),
+        ]
+        .into_iter()
+        .filter_map(|(name, token)| Some((name, token.as_deref()?)))
+    }
+
+    /// Fills every token `self` lacks from `fallback` (an older file of lower precedence).
+    fn or(self, fallback: SpecialTokens) -> SpecialTokens {
+        SpecialTokens {
+            bos: self.bos.or(fallback.bos),
+            eos: self.eos.or(fallback.eos),
+            pad: self.pad.or(fallback.pad),
+            unk: self.unk.or(fallback.unk),
+            sep: self.sep.or(fallback.sep),
+            cls: self.cls.or(fallback.cls),
+            mask: self.mask.or(fallback.mask),
+            additional: if self.additional.is_empty() { fallback.additional } else { self.additional },
+        }
+    }
 }
 
 /// Everything the loader takes from the configuration files, before ids are resolved.
@@ -54,12 +91,7 @@ pub(crate) fn read_dir_config(dir: &Path) -> Result<DirConfig> {
     }
     let tokenizer_config_path = dir.join("tokenizer_config.json");
     if let Some(tc) = read_json_object(&tokenizer_config_path)? {
-        let from_config = special_tokens_from(&tc);
-        let special = &mut config.special;
-        special.bos = from_config.bos.or(special.bos.take());
-        special.eos = from_config.eos.or(special.eos.take());
-        special.pad = from_config.pad.or(special.pad.take());
-        special.unk = from_config.unk.or(special.unk.take());
+        config.special = special_tokens_from(&tc).or(std::mem::take(&mut config.special));
         config.add_bos_token = tc.get("add_bos_token").and_then(Value::as_bool);
         config.chat_template = match tc.get("chat_template") {
             None | Some(Value::Null) => None,
@@ -112,7 +144,20 @@ fn read_json_object(path: &Path) -> Result<Option<serde_json::Map<String, Value>
 
 fn special_tokens_from(map: &serde_json::Map<String, Value>) -> SpecialTokens {
     let get = |key: &str| map.get(key).and_then(special_token_content);
-    SpecialTokens { bos: get("bos_token"), eos: get("eos_token"), pad: get("pad_token"), unk: get("unk_token") }
+    let additional = match map.get("additional_special_tokens") {
+        Some(Value::Array(tokens)) => tokens.iter().filter_map(special_token_content).collect(),
+        _ => Vec::new(),
+    };
+    SpecialTokens {
+        bos: get("bos_token"),
+        eos: get("eos_token"),
+        pad: get("pad_token"),
+        unk: get("unk_token"),
+        sep: get("sep_token"),
+        cls: get("cls_token"),
+        mask: get("mask_token"),
+        additional,
+    }
 }
 
 /// A special token is either a plain string or an AddedToken object `{"content": ..., ...}`.
@@ -175,6 +220,27 @@ mod tests {
         assert_eq!(special.eos.as_deref(), Some("</s>"));
         assert_eq!(special.pad, None);
         assert_eq!(special.unk, None);
+        assert!(special.additional.is_empty());
+    }
+
+    #[test]
+    fn additional_special_tokens_and_precedence() {
+        let Value::Object(old) =
+            json!({"unk_token": "<unk>", "pad_token": "<old-pad>", "additional_special_tokens": ["<a>"]})
+        else {
+            unreachable!("json! object literal")
+        };
+        let Value::Object(new) = json!({
+            "pad_token": "<pad>",
+            "mask_token": "<mask>",
+            "additional_special_tokens": ["<x>", {"content": "<y>", "special": true}],
+        }) else {
+            unreachable!("json! object literal")
+        };
+        let special = special_tokens_from(&new).or(special_tokens_from(&old));
+        assert_eq!(special.additional, ["<x>", "<y>"]);
+        let named: Vec<_> = special.named().collect();
+        assert_eq!(named, [("unk_token", "<unk>"), ("pad_token", "<pad>"), ("mask_token", "<mask>")]);
     }
 
     #[test]

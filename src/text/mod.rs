@@ -12,6 +12,8 @@
 //!   gives the executor the token sequences it can stop on by itself.
 //!
 //! Token counts always come from the executor: nothing here counts tokens from text.
+//! [`TextRequest`](crate::TextRequest) and [`TextStream`](crate::TextStream) put these pieces
+//! on top of an executor request (eos ids, stop words, text deltas).
 //!
 //! ```rust
 //! # use tokenizers::models::bpe::{BPE, Vocab};

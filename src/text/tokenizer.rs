@@ -76,8 +76,16 @@ impl Tokenizer {
         }
         tokenizer.eos_token_ids = eos_ids;
         if let Some(source) = config.chat_template {
-            match ChatTemplate::new(source, tokenizer.special.bos.as_deref(), tokenizer.special.eos.as_deref()) {
-                Ok(template) => tokenizer.chat_template = Some(template),
+            match ChatTemplate::new(source, None, None) {
+                Ok(template) => {
+                    // Like Hugging Face, every special token the configuration names is a variable.
+                    let template = tokenizer
+                        .special
+                        .named()
+                        .fold(template, |template, (name, token)| template.with_special_token(name, token))
+                        .with_additional_special_tokens(tokenizer.special.additional.iter().cloned());
+                    tokenizer.chat_template = Some(template);
+                }
                 Err(err) => {
                     tracing::warn!(dir = %dir.display(), error = %err, "ignoring chat template");
                     tokenizer.chat_template_error = Some(Arc::new(err));
@@ -190,6 +198,11 @@ impl Tokenizer {
     /// The unknown-token string, if configured.
     pub fn unk_token(&self) -> Option<&str> {
         self.special.unk.as_deref()
+    }
+
+    /// `additional_special_tokens` from the configuration files (empty when not configured).
+    pub fn additional_special_tokens(&self) -> &[String] {
+        &self.special.additional
     }
 
     /// `add_bos_token` from `tokenizer_config.json`, if present.

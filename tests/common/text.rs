@@ -269,3 +269,58 @@ pub fn write_tokenizer_dir(
     write_tokenizer_files(dir.path(), tokenizer, extra_files);
     dir
 }
+
+/// Special tokens of [`word_level_tokenizer`], in id order (ids 0–3); `[UNK]` is id 4.
+pub const WORD_SPECIAL_TOKENS: [&str; 4] =
+    ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|eot_id|>"];
+/// The words of [`word_level_tokenizer`] (ids 5–12).
+pub const WORDS: [&str; 8] = ["red", "green", "blue", "cat", "dog", "sat", "ran", "fast"];
+
+/// A tiny word-level tokenizer: 13 tokens (4 special, `[UNK]`, 8 words), no decoder, so decoding
+/// joins tokens with spaces. A simulated engine with this vocabulary generates each special
+/// token about once in 13 tokens.
+pub fn word_level_tokenizer() -> Tokenizer {
+    let mut vocab = serde_json::Map::new();
+    let mut added = Vec::new();
+    for (id, token) in WORD_SPECIAL_TOKENS.iter().enumerate() {
+        vocab.insert(token.to_string(), id.into());
+        added.push(serde_json::json!({
+            "id": id, "content": token, "single_word": false, "lstrip": false, "rstrip": false,
+            "normalized": false, "special": true,
+        }));
+    }
+    vocab.insert("[UNK]".into(), WORD_SPECIAL_TOKENS.len().into());
+    for (i, word) in WORDS.iter().enumerate() {
+        vocab.insert(word.to_string(), (WORD_SPECIAL_TOKENS.len() + 1 + i).into());
+    }
+    let json = serde_json::json!({
+        "version": "1.0",
+        "added_tokens": added,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"},
+        "pre_tokenizer": {"type": "WhitespaceSplit"},
+    });
+    json.to_string()
+        .parse()
+        .unwrap_or_else(|err| panic!("word-level tokenizer: {err}"))
+}
+
+/// A simulated engine directory (1 ms iterations, real time) whose vocabulary is `tokenizer`'s,
+/// with `tokenizer.json` and `extra_files` in its `tokenizer/` subdirectory.
+pub fn engine_with_tokenizer(
+    tokenizer: &Tokenizer,
+    extra_files: &[(&str, String)],
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("creating temp dir: {err}"));
+    trtllm::sim::SimulatedEngine::builder()
+        .model_name("text-test")
+        .vocab_size(tokenizer.get_vocab_size(true))
+        .iteration_ms(1.0)
+        .time_scale(1.0)
+        .build()
+        .write_to(dir.path())
+        .unwrap_or_else(|err| panic!("writing engine: {err}"));
+    let tokenizer_dir = dir.path().join("tokenizer");
+    std::fs::create_dir_all(&tokenizer_dir).unwrap_or_else(|err| panic!("{err}"));
+    write_tokenizer_files(&tokenizer_dir, tokenizer, extra_files);
+    dir
+}
