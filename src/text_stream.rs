@@ -93,6 +93,12 @@ impl TextStream {
         self.inner.request_id()
     }
 
+    /// The stop string each sequence has matched so far, by sequence index (complete once the
+    /// final has been yielded).
+    pub fn matched_stops(&self) -> Vec<Option<String>> {
+        self.sequences.iter().map(|s| s.matched.clone()).collect()
+    }
+
     fn sequence(&mut self, index: usize) -> &mut SequenceText {
         while self.sequences.len() <= index {
             self.sequences.push(SequenceText {
