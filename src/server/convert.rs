@@ -10,6 +10,9 @@ use crate::proto::trtllm as pb;
 use crate::request::{GenerationRequest, SamplingParams};
 
 /// Maps a crate error onto the gRPC status a client should see.
+///
+/// An executor that fails, during enqueue or mid-stream, is UNAVAILABLE (try another server),
+/// except for the executor's own refusal of a malformed request, which is INVALID_ARGUMENT.
 pub fn status(error: &Error) -> Status {
     let code = match error {
         Error::InvalidRequest(_) => Code::InvalidArgument,
@@ -17,10 +20,14 @@ pub fn status(error: &Error) -> Status {
         Error::ShutDown => Code::Unavailable,
         Error::EngineDir { .. } | Error::EngineConfig { .. } | Error::InvalidConfig(_) => Code::FailedPrecondition,
         Error::UnsupportedVersion(_) => Code::FailedPrecondition,
-        Error::Executor(_) | Error::StreamEnded => Code::Internal,
+        Error::Executor(message) if message.contains(EXECUTOR_REFUSED_REQUEST) => Code::InvalidArgument,
+        Error::Executor(_) | Error::StreamEnded => Code::Unavailable,
     };
     Status::new(code, error.to_string())
 }
+
+/// How TensorRT-LLM's executor words an error Response for a request it refused to take.
+const EXECUTOR_REFUSED_REQUEST: &str = "Encountered an error when fetching new request";
 
 /// Fields of `GenerateRequest` this server does not implement: naming them beats ignoring them.
 pub fn reject_unsupported(request: &pb::GenerateRequest) -> Result<(), Status> {
@@ -162,10 +169,33 @@ impl WallClock {
     }
 }
 
-/// Prompt tokens served from reused KV blocks.
-pub fn cached_tokens(done: &FinalOutput, tokens_per_block: usize) -> u32 {
-    let reused = done.perf.map_or(0, |p| p.reused_blocks() as usize * tokens_per_block);
-    reused.min(done.prompt_tokens as usize) as u32
+/// Prompt tokens of one request served from reused KV blocks: the one place `cached_tokens` of
+/// chunks and completes comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct CachedTokens {
+    prompt_tokens: u32,
+    tokens_per_block: usize,
+    reused_blocks: u32,
+}
+
+impl CachedTokens {
+    /// Nothing known to be reused yet.
+    pub fn new(prompt_tokens: u32, tokens_per_block: usize) -> Self {
+        CachedTokens { prompt_tokens, tokens_per_block, reused_blocks: 0 }
+    }
+
+    /// Takes the executor's reuse count from the request's final (its `RequestPerfMetrics`).
+    pub fn observe_final(&mut self, done: &FinalOutput) {
+        if let Some(perf) = done.perf {
+            self.reused_blocks = perf.reused_blocks();
+        }
+    }
+
+    /// Reused blocks × tokens per block, at most the prompt.
+    pub fn tokens(&self) -> u32 {
+        let reused = self.reused_blocks as usize * self.tokens_per_block;
+        reused.min(self.prompt_tokens as usize) as u32
+    }
 }
 
 /// Parses a `grpc-timeout` header value (`<digits><unit>`, unit one of H M S m u n).
@@ -203,6 +233,9 @@ mod tests {
         assert_eq!(status(&invalid).code(), Code::InvalidArgument);
         assert_eq!(status(&Error::QueueFull("full".into())).code(), Code::ResourceExhausted);
         assert_eq!(status(&Error::ShutDown).code(), Code::Unavailable);
-        assert_eq!(status(&Error::Executor("boom".into())).code(), Code::Internal);
+        assert_eq!(status(&Error::Executor("boom".into())).code(), Code::Unavailable);
+        assert_eq!(status(&Error::StreamEnded).code(), Code::Unavailable);
+        let refused = Error::Executor("Encountered an error when fetching new request: bad beam".into());
+        assert_eq!(status(&refused).code(), Code::InvalidArgument);
     }
 }
