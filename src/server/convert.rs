@@ -198,9 +198,13 @@ impl CachedTokens {
     }
 }
 
-/// Parses a `grpc-timeout` header value (`<digits><unit>`, unit one of H M S m u n).
+/// Parses a `grpc-timeout` header value (`<digits><unit>`: at most 8 digits, as the gRPC spec
+/// says, and a unit among H M S m u n).
 pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let amount: u64 = digits.parse().ok()?;
     Some(match unit {
         "H" => Duration::from_secs(amount.checked_mul(3600)?),
@@ -225,6 +229,9 @@ mod tests {
         assert_eq!(parse_grpc_timeout("x"), None);
         assert_eq!(parse_grpc_timeout(""), None);
         assert_eq!(parse_grpc_timeout("5q"), None);
+        assert_eq!(parse_grpc_timeout("99999999H"), Some(Duration::from_secs(99_999_999 * 3600)));
+        assert_eq!(parse_grpc_timeout("184467440737095516S"), None, "more than 8 digits");
+        assert_eq!(parse_grpc_timeout("+5S"), None);
     }
 
     #[test]

@@ -40,7 +40,9 @@ impl Deadline {
             (None, Some(s)) => (s, false),
             (None, None) => return None,
         };
-        Some(Deadline { at: Instant::now() + allotted, allotted, from_client })
+        // A deadline too far away to represent is no deadline.
+        let at = Instant::now().checked_add(allotted)?;
+        Some(Deadline { at, allotted, from_client })
     }
 
     fn status(&self) -> Status {
@@ -256,5 +258,6 @@ mod tests {
         assert!(!server.from_client && server.allotted == s(30));
         assert!(server.status().message().contains("server's request timeout"));
         assert_eq!(client.status().code(), Code::DeadlineExceeded);
+        assert!(Deadline::new(Some(Duration::MAX), None).is_none(), "unrepresentable, not a panic");
     }
 }
