@@ -155,7 +155,9 @@ pub async fn serve(
         stop_serving.cancel();
     });
 
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // TCP_NODELAY: a streamed token is one small frame; Nagle's algorithm would hold it back
+    // until the client's delayed ACK (tens of milliseconds on loopback).
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let server = builder
         .add_routes(tonic::service::Routes::from(router))
         .serve_with_incoming_shutdown(incoming, stopping.clone().cancelled_owned());
