@@ -26,7 +26,9 @@ pub struct SamplingParams {
     pub top_p_decay: Option<f32>,
     /// Random seed.
     pub seed: Option<u64>,
-    /// Temperature (> 0).
+    /// Temperature (>= 0). 0 means greedy decoding: the request is sent to the executor as
+    /// `top_k = 1` without a temperature, which picks the same tokens as TensorRT-LLM's own
+    /// handling of 0 (it divides logits by `temperature + 1e-6`) without the huge logit scale.
     pub temperature: Option<f32>,
     /// Generate at least this many tokens before the end id may stop the request.
     pub min_tokens: Option<u32>,
@@ -81,6 +83,16 @@ impl SamplingParams {
         SamplingParams { top_k: Some(1), ..Default::default() }
     }
 
+    /// What the executor is given: temperature 0 becomes greedy decoding (`top_k = 1`, no
+    /// temperature).
+    fn for_executor(&self) -> SamplingParams {
+        if self.temperature == Some(0.0) {
+            SamplingParams { temperature: None, top_k: Some(1), ..self.clone() }
+        } else {
+            self.clone()
+        }
+    }
+
     /// Sequences this request produces: the independent samples, or under beam search the beams
     /// returned (`num_return_sequences`, at most `beam_width`; all beams when unset).
     pub fn sequences(&self) -> u32 {
@@ -94,9 +106,9 @@ impl SamplingParams {
     fn validate(&self) -> Result<(), InvalidRequest> {
         let param = |field, value: String, rule| Err(InvalidRequest::Parameter { field, value, rule });
         if let Some(t) = self.temperature
-            && !(t.is_finite() && t > 0.0)
+            && !(t.is_finite() && t >= 0.0)
         {
-            return param("temperature", t.to_string(), "must be a finite number > 0");
+            return param("temperature", t.to_string(), "must be a finite number >= 0 (0 is greedy)");
         }
         if let Some(p) = self.top_p
             && !(p > 0.0 && p <= 1.0)
@@ -109,9 +121,24 @@ impl SamplingParams {
             return param("min_p", p.to_string(), "must be in [0, 1]");
         }
         if let Some(p) = self.top_p_min
-            && !(p > 0.0 && p <= 1.0)
+            && !(0.0..=1.0).contains(&p)
         {
-            return param("top_p_min", p.to_string(), "must be in (0, 1]");
+            return param("top_p_min", p.to_string(), "must be in [0, 1]");
+        }
+        if let Some(id) = self.top_p_reset_ids
+            && id < 0
+        {
+            return param("top_p_reset_ids", id.to_string(), "must be >= 0");
+        }
+        if let Some(rate) = self.beam_search_diversity_rate
+            && rate < 0.0
+        {
+            return param("beam_search_diversity_rate", rate.to_string(), "must be >= 0");
+        }
+        if let Some(e) = self.early_stopping
+            && e < 0
+        {
+            return param("early_stopping", e.to_string(), "must be >= 0");
         }
         if let Some(p) = self.top_p_decay
             && !(p > 0.0 && p <= 1.0)
@@ -396,6 +423,17 @@ impl GenerationRequest {
         if beam == 0 || beam as usize > engine.max_beam_width {
             return Err(InvalidRequest::BeamWidth { requested: beam, max: engine.max_beam_width as u32 });
         }
+        // Each returned sequence takes a batch slot (and per-sequence state here): more than the
+        // engine's batch could never run and would only allocate.
+        if let Some(n) = self.sampling.num_return_sequences
+            && n as usize > engine.max_batch_size
+        {
+            return Err(InvalidRequest::Parameter {
+                field: "num_return_sequences",
+                value: n.to_string(),
+                rule: "must not exceed the engine's max_batch_size",
+            });
+        }
         if !(0.0..=1.0).contains(&self.priority) {
             return Err(InvalidRequest::Parameter {
                 field: "priority",
@@ -414,7 +452,7 @@ impl GenerationRequest {
     }
 
     pub(crate) fn to_ffi(&self) -> sys::RequestSpec {
-        let s = &self.sampling;
+        let s = &self.sampling.for_executor();
         let oi = |v: Option<i32>| sys::OptI32 { set: v.is_some(), value: v.unwrap_or(0) };
         let ou = |v: Option<u32>| oi(v.map(|v| i32::try_from(v).unwrap_or(i32::MAX)));
         let of = |v: Option<f32>| sys::OptF32 { set: v.is_some(), value: v.unwrap_or(0.0) };
@@ -458,6 +496,37 @@ impl GenerationRequest {
             // Delta mode: each streamed chunk carries only its new tokens.
             return_all_generated_tokens: false,
             allotted_time_ms: self.allotted_time.map_or(0, |d| (d.as_millis() as u64).max(1)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temperature_zero_is_sent_as_greedy() {
+        let greedy = GenerationRequest::new(vec![1], 4).with_sampling(SamplingParams {
+            temperature: Some(0.0),
+            top_p: Some(1.0),
+            ..Default::default()
+        });
+        let spec = greedy.to_ffi();
+        assert!(spec.sampling.top_k.set && spec.sampling.top_k.value == 1, "top_k 1");
+        assert!(!spec.sampling.temperature.set, "no temperature");
+        assert!(spec.sampling.top_p.set, "other settings kept");
+
+        let warm = GenerationRequest::new(vec![1], 4)
+            .with_sampling(SamplingParams { temperature: Some(0.7), ..Default::default() });
+        let spec = warm.to_ffi();
+        assert!(spec.sampling.temperature.set && !spec.sampling.top_k.set);
+    }
+
+    #[test]
+    fn temperature_must_be_finite_and_not_negative() {
+        for (t, ok) in [(0.0, true), (1.5, true), (-0.1, false), (f32::NAN, false), (f32::INFINITY, false)] {
+            let sampling = SamplingParams { temperature: Some(t), ..Default::default() };
+            assert_eq!(sampling.validate().is_ok(), ok, "temperature {t}");
         }
     }
 }

@@ -225,6 +225,18 @@ impl TextStream {
         self.inner.enqueued_at()
     }
 
+    /// The stop string each sequence has matched so far, by sequence index (complete once the
+    /// final has been yielded).
+    pub fn matched_stops(&self) -> Vec<Option<String>> {
+        self.sequences
+            .iter()
+            .map(|s| match &s.end {
+                Some(End::Stop(stop)) => Some(stop.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn sequence(&mut self, index: usize) -> &mut SequenceText {
         while self.sequences.len() <= index {
             self.sequences.push(SequenceText::new(&self.plan));

@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
 mod bench;
+mod executor_args;
 mod generate;
 mod inspect;
 mod serve;

@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use trtllm::server::{ServeOptions, serve};
+use trtllm::AsyncExecutor;
+use trtllm::server::{ServeOptions, TlsConfig, serve};
 use trtllm::text::Tokenizer;
-use trtllm::{AsyncExecutor, ExecutorConfig, SchedulerPolicy};
+
+use super::executor_args::ExecutorArgs;
 
 /// Arguments of `trtllm serve`.
 #[derive(Debug, clap::Args)]
@@ -26,12 +28,28 @@ pub struct Args {
     /// Port to bind (0 picks a free one; the chosen port is printed).
     #[arg(long, default_value_t = 50051)]
     port: u16,
-    /// Require `authorization: Bearer <token>` on every call.
+    /// Require `authorization: Bearer <token>` on every call (trtllm.TrtllmService, health,
+    /// reflection).
     #[arg(long, env = "TRTLLM_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
+    /// Let grpc.health.v1.Health through without the token, for probes that cannot send headers.
+    #[arg(long, requires = "auth_token")]
+    health_without_auth: bool,
+    /// Serve TLS with this PEM certificate chain (needs --tls-key).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this PEM CA (mutual TLS; needs --tls-cert).
+    #[arg(long, requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
     /// Requests in flight at once before RESOURCE_EXHAUSTED.
     #[arg(long)]
     max_concurrent_requests: Option<usize>,
+    /// Deadline, in seconds, of requests whose client sets none or a later one (DEADLINE_EXCEEDED).
+    #[arg(long)]
+    request_timeout_secs: Option<f64>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics on this port (loopback unless --host says otherwise).
     #[arg(long)]
     metrics_port: Option<u16>,
@@ -41,27 +59,21 @@ pub struct Args {
     /// Seconds in-flight requests may finish after SIGTERM/SIGINT before they are cancelled.
     #[arg(long, default_value_t = 30.0)]
     grace_period_secs: f64,
-    /// Executor: runtime cap on requests per batch.
-    #[arg(long)]
-    max_batch_size: Option<u32>,
-    /// Executor: runtime cap on tokens per iteration.
-    #[arg(long)]
-    max_num_tokens: Option<u32>,
-    /// Executor: capacity scheduler policy.
-    #[arg(long, value_enum)]
-    scheduler_policy: Option<SchedulerPolicy>,
-    /// Executor: fraction of free GPU memory for the KV cache.
-    #[arg(long)]
-    kv_cache_free_gpu_memory_fraction: Option<f32>,
-    /// Executor: disable KV block reuse.
-    #[arg(long)]
-    no_block_reuse: bool,
-    /// Executor: requests that may wait in the queue (more get RESOURCE_EXHAUSTED).
-    #[arg(long)]
-    max_queue_size: Option<u32>,
-    /// Executor: CUDA graphs for generation steps.
-    #[arg(long)]
-    cuda_graphs: bool,
+    /// Seconds after the grace period for cancelled streams and connections to close before the
+    /// server exits regardless.
+    #[arg(long, default_value_t = 5.0)]
+    shutdown_timeout_secs: f64,
+    /// Milliseconds between EngineLoad heartbeats on SubscribeKvEvents streams.
+    #[arg(long, default_value_t = 1000)]
+    kv_heartbeat_ms: u64,
+    #[command(flatten)]
+    executor: ExecutorArgs,
+}
+
+/// Seconds from the command line as a duration; negative, NaN or huge values are refused.
+fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| anyhow::anyhow!("--{flag} {value}: expected a number of seconds >= 0"))
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -73,24 +85,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path())?
         }
     };
-    let mut config =
-        ExecutorConfig::builder().kv_cache_enable_block_reuse(!args.no_block_reuse).cuda_graph_mode(args.cuda_graphs);
-    if let Some(v) = args.max_batch_size {
-        config = config.max_batch_size(v);
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsConfig::from_files(cert, key, args.tls_client_ca.as_ref())?),
+        _ => None,
+    };
+    let grace_period = seconds("grace-period-secs", args.grace_period_secs)?;
+    let shutdown_timeout = seconds("shutdown-timeout-secs", args.shutdown_timeout_secs)?;
+    let default_deadline = args.request_timeout_secs.map(|s| seconds("request-timeout-secs", s)).transpose()?;
+    if default_deadline.is_some_and(|d| d.is_zero()) || args.kv_heartbeat_ms == 0 {
+        anyhow::bail!("--request-timeout-secs and --kv-heartbeat-ms must be positive");
     }
-    if let Some(v) = args.max_num_tokens {
-        config = config.max_num_tokens(v);
-    }
-    if let Some(v) = args.scheduler_policy {
-        config = config.scheduler_policy(v);
-    }
-    if let Some(v) = args.kv_cache_free_gpu_memory_fraction {
-        config = config.kv_cache_free_gpu_memory_fraction(v);
-    }
-    if let Some(v) = args.max_queue_size {
-        config = config.max_queue_size(v);
-    }
-    let executor = AsyncExecutor::load(&engine_dir, config.build()?).await?;
+    let config = args.executor.config()?;
+    let executor = AsyncExecutor::load(&engine_dir, config).await?;
     let tokenizer_dir = args.tokenizer.clone().or(executor.executor().engine().tokenizer_dir.clone());
     let tokenizer = match &tokenizer_dir {
         Some(dir) => {
@@ -106,14 +112,26 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("binding {}:{}", args.host, args.port))?;
     let addr = listener.local_addr()?;
     let engine = executor.executor().engine();
-    tracing::info!(%addr, model = %engine.model_name, backend = %executor.executor().backend(), "serving trtllm.TrtllmService");
+    tracing::info!(
+        %addr,
+        model = %engine.model_name,
+        backend = %executor.executor().backend(),
+        tls = tls.is_some(),
+        auth = args.auth_token.is_some(),
+        "serving trtllm.TrtllmService"
+    );
     println!("listening on {addr}");
     let options = ServeOptions {
         addr,
         auth_token: args.auth_token.clone(),
+        health_without_auth: args.health_without_auth,
+        tls,
         max_concurrent_requests: args.max_concurrent_requests,
         max_message_size: args.max_message_size,
-        grace_period: Duration::from_secs_f64(args.grace_period_secs.max(0.0)),
+        grace_period,
+        shutdown_timeout,
+        default_deadline,
+        kv_heartbeat: Duration::from_millis(args.kv_heartbeat_ms),
         metrics_addr: args.metrics_port.map(|port| SocketAddr::new(args.host, port)),
     };
     serve(executor, tokenizer, options, listener, shutdown_signal()).await.map_err(|e| anyhow::anyhow!("{e}"))?;

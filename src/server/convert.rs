@@ -10,6 +10,9 @@ use crate::proto::trtllm as pb;
 use crate::request::{GenerationRequest, SamplingParams};
 
 /// Maps a crate error onto the gRPC status a client should see.
+///
+/// An executor that fails, during enqueue or mid-stream, is UNAVAILABLE (try another server),
+/// except for the executor's own refusal of a malformed request, which is INVALID_ARGUMENT.
 pub fn status(error: &Error) -> Status {
     let code = match error {
         Error::InvalidRequest(_) => Code::InvalidArgument,
@@ -17,10 +20,14 @@ pub fn status(error: &Error) -> Status {
         Error::ShutDown => Code::Unavailable,
         Error::EngineDir { .. } | Error::EngineConfig { .. } | Error::InvalidConfig(_) => Code::FailedPrecondition,
         Error::UnsupportedVersion(_) | Error::KvEventsDisabled => Code::FailedPrecondition,
-        Error::Executor(_) | Error::StreamEnded => Code::Internal,
+        Error::Executor(message) if message.contains(EXECUTOR_REFUSED_REQUEST) => Code::InvalidArgument,
+        Error::Executor(_) | Error::StreamEnded => Code::Unavailable,
     };
     Status::new(code, error.to_string())
 }
+
+/// How TensorRT-LLM's executor words an error Response for a request it refused to take.
+const EXECUTOR_REFUSED_REQUEST: &str = "Encountered an error when fetching new request";
 
 /// Fields of `GenerateRequest` this server does not implement: naming them beats ignoring them.
 pub fn reject_unsupported(request: &pb::GenerateRequest) -> Result<(), Status> {
@@ -162,9 +169,13 @@ impl WallClock {
     }
 }
 
-/// Parses a `grpc-timeout` header value (`<digits><unit>`, unit one of H M S m u n).
+/// Parses a `grpc-timeout` header value (`<digits><unit>`: at most 8 digits, as the gRPC spec
+/// says, and a unit among H M S m u n).
 pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let amount: u64 = digits.parse().ok()?;
     Some(match unit {
         "H" => Duration::from_secs(amount.checked_mul(3600)?),
@@ -189,6 +200,9 @@ mod tests {
         assert_eq!(parse_grpc_timeout("x"), None);
         assert_eq!(parse_grpc_timeout(""), None);
         assert_eq!(parse_grpc_timeout("5q"), None);
+        assert_eq!(parse_grpc_timeout("99999999H"), Some(Duration::from_secs(99_999_999 * 3600)));
+        assert_eq!(parse_grpc_timeout("184467440737095516S"), None, "more than 8 digits");
+        assert_eq!(parse_grpc_timeout("+5S"), None);
     }
 
     #[test]
@@ -197,6 +211,9 @@ mod tests {
         assert_eq!(status(&invalid).code(), Code::InvalidArgument);
         assert_eq!(status(&Error::QueueFull("full".into())).code(), Code::ResourceExhausted);
         assert_eq!(status(&Error::ShutDown).code(), Code::Unavailable);
-        assert_eq!(status(&Error::Executor("boom".into())).code(), Code::Internal);
+        assert_eq!(status(&Error::Executor("boom".into())).code(), Code::Unavailable);
+        assert_eq!(status(&Error::StreamEnded).code(), Code::Unavailable);
+        let refused = Error::Executor("Encountered an error when fetching new request: bad beam".into());
+        assert_eq!(status(&refused).code(), Code::InvalidArgument);
     }
 }

@@ -1,5 +1,9 @@
 //! Prometheus metrics: request outcomes and latencies, and the executor's iteration stats under the
 //! family names and labels of Triton's TensorRT-LLM backend, so existing dashboards carry over.
+//!
+//! The Triton families carry `model` and `version` labels plus one category label, as Triton's
+//! reporter does; `version` is the model version, which Triton numbers from 1 and this server
+//! (one model, one version) always reports as `1`.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -16,6 +20,41 @@ use crate::stats::IterationStats;
 
 type Labels = Vec<(String, String)>;
 type F64Gauge = Gauge<f64, AtomicU64>;
+type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// The model version label of the Triton-compatible families.
+pub const MODEL_VERSION: &str = "1";
+
+/// Buckets of Triton's `nv_llm_input_token_len` and `nv_llm_output_token_len`.
+const TOKEN_LEN_BUCKETS: [f64; 5] = [10.0, 50.0, 100.0, 500.0, 1000.0];
+
+fn token_len_histogram() -> Histogram {
+    Histogram::new(TOKEN_LEN_BUCKETS)
+}
+
+/// The `outcome` label of a request that ended with an error status: the gRPC code's name in
+/// snake case (`invalid_argument`, `deadline_exceeded`, `unavailable`, ...).
+pub fn code_outcome(code: tonic::Code) -> &'static str {
+    match code {
+        tonic::Code::Ok => "ok",
+        tonic::Code::Cancelled => "cancelled",
+        tonic::Code::Unknown => "unknown",
+        tonic::Code::InvalidArgument => "invalid_argument",
+        tonic::Code::DeadlineExceeded => "deadline_exceeded",
+        tonic::Code::NotFound => "not_found",
+        tonic::Code::AlreadyExists => "already_exists",
+        tonic::Code::PermissionDenied => "permission_denied",
+        tonic::Code::ResourceExhausted => "resource_exhausted",
+        tonic::Code::FailedPrecondition => "failed_precondition",
+        tonic::Code::Aborted => "aborted",
+        tonic::Code::OutOfRange => "out_of_range",
+        tonic::Code::Unimplemented => "unimplemented",
+        tonic::Code::Internal => "internal",
+        tonic::Code::Unavailable => "unavailable",
+        tonic::Code::DataLoss => "data_loss",
+        tonic::Code::Unauthenticated => "unauthenticated",
+    }
+}
 
 /// The server's metrics registry.
 #[derive(Debug)]
@@ -34,16 +73,19 @@ pub struct ServerMetrics {
     inflight_batcher_metrics: Family<Labels, F64Gauge>,
     runtime_memory_metrics: Family<Labels, F64Gauge>,
     general_metrics: Family<Labels, F64Gauge>,
+    input_token_len: HistogramFamily,
+    output_token_len: HistogramFamily,
 }
 
 impl ServerMetrics {
-    /// Metrics for `model`; `version` labels the Triton-compatible families.
-    pub fn new(model: &str, version: &str) -> Arc<Self> {
+    /// Metrics for `model`.
+    pub fn new(model: &str) -> Arc<Self> {
         let mut registry = Registry::default();
         let requests = Family::<Labels, Counter>::default();
         registry.register(
             "trtllm_requests",
-            "Finished requests by outcome (finish reason or gRPC code)",
+            "Requests by outcome: finish reason (stop, length, abort, timeout), cancelled (client went away), \
+             or the gRPC code of the error (deadline_exceeded, unavailable, invalid_argument, ...)",
             requests.clone(),
         );
         let tokens = Family::<Labels, Counter>::default();
@@ -75,10 +117,14 @@ impl ServerMetrics {
         let runtime_memory_metrics =
             gauge(&mut registry, "nv_trt_llm_runtime_memory_metrics", "TRT LLM runtime memory metrics");
         let general_metrics = gauge(&mut registry, "nv_trt_llm_general_metrics", "General TRT LLM metrics");
+        let input_token_len = HistogramFamily::new_with_constructor(token_len_histogram as fn() -> Histogram);
+        registry.register("nv_llm_input_token_len", "TRT LLM response metrics", input_token_len.clone());
+        let output_token_len = HistogramFamily::new_with_constructor(token_len_histogram as fn() -> Histogram);
+        registry.register("nv_llm_output_token_len", "TRT LLM response metrics", output_token_len.clone());
         Arc::new(ServerMetrics {
             registry,
             model: model.to_string(),
-            version: version.to_string(),
+            version: MODEL_VERSION.to_string(),
             requests,
             tokens,
             ttft,
@@ -90,6 +136,8 @@ impl ServerMetrics {
             inflight_batcher_metrics,
             runtime_memory_metrics,
             general_metrics,
+            input_token_len,
+            output_token_len,
         })
     }
 
@@ -99,7 +147,13 @@ impl ServerMetrics {
 
     /// A request that finished with a final output.
     pub fn record_final(&self, done: &FinalOutput) {
-        self.requests.get_or_create(&self.labels("outcome", done.finish_reason.as_openai_str())).inc();
+        self.record_outcome(done.finish_reason.as_openai_str());
+        self.input_token_len
+            .get_or_create(&self.labels("response_metric_type", "total_input_tokens"))
+            .observe(f64::from(done.prompt_tokens));
+        self.output_token_len
+            .get_or_create(&self.labels("response_metric_type", "total_output_tokens"))
+            .observe(f64::from(done.completion_tokens));
         self.tokens.get_or_create(&self.labels("direction", "input")).inc_by(u64::from(done.prompt_tokens));
         self.tokens.get_or_create(&self.labels("direction", "output")).inc_by(u64::from(done.completion_tokens));
         if let Some(ttft) = done.ttft() {
@@ -116,7 +170,12 @@ impl ServerMetrics {
 
     /// A request that ended with an error status.
     pub fn record_error(&self, code: tonic::Code) {
-        self.requests.get_or_create(&self.labels("outcome", &format!("{code:?}").to_lowercase())).inc();
+        self.record_outcome(code_outcome(code));
+    }
+
+    /// A request that ended some other way: `cancelled` when its client went away, or a code name.
+    pub fn record_outcome(&self, outcome: &str) {
+        self.requests.get_or_create(&self.labels("outcome", outcome)).inc();
     }
 
     /// The latest executor iteration.

@@ -1,9 +1,17 @@
 //! The gRPC server: `trtllm.TrtllmService` (the Shepherd Model Gateway's TensorRT-LLM protocol),
 //! `grpc.health.v1.Health` and server reflection, over one executor.
 
+mod auth;
 mod convert;
+mod generation;
+mod health;
+mod kv_events;
+mod lifecycle;
+mod limits;
+mod live;
 mod metrics;
 mod service;
+mod tls;
 mod tokenizer_zip;
 
 use std::future::Future;
@@ -11,31 +19,59 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tonic::service::Interceptor;
-use tonic::{Request, Status};
+use tokio_util::sync::CancellationToken;
+use tonic_health::pb::health_server::HealthServer;
 
 pub use convert::{WallClock, parse_grpc_timeout};
 pub use metrics::ServerMetrics;
 pub use service::{Service, ServiceState};
+pub use tls::TlsConfig;
 pub use tokenizer_zip::zip_files;
 
 use crate::proto::trtllm::trtllm_service_server::TrtllmServiceServer;
 use crate::text::Tokenizer;
 use crate::{AsyncExecutor, ShutdownMode};
 
+/// An error that stops the server.
+pub type ServeError = Box<dyn std::error::Error + Send + Sync>;
+
 /// How the server runs.
+///
+/// ```
+/// use std::time::Duration;
+/// use trtllm::server::ServeOptions;
+/// let options = ServeOptions {
+///     auth_token: Some("s3cret".into()),
+///     grace_period: Duration::from_secs(10),
+///     default_deadline: Some(Duration::from_secs(120)),
+///     ..Default::default()
+/// };
+/// assert!(options.addr.ip().is_loopback());
+/// ```
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// Address to listen on.
+    /// Address to listen on (loopback by default).
     pub addr: SocketAddr,
     /// When set, every call must carry `authorization: Bearer <token>`.
     pub auth_token: Option<String>,
+    /// Let `grpc.health.v1.Health` through without the token (for probes that cannot send
+    /// headers, such as Kubernetes gRPC probes). Every other call still needs it.
+    pub health_without_auth: bool,
+    /// Serve TLS (optionally requiring client certificates) instead of plaintext.
+    pub tls: Option<TlsConfig>,
     /// Requests in flight at once; more are refused with RESOURCE_EXHAUSTED.
     pub max_concurrent_requests: Option<usize>,
     /// Largest message accepted or sent, bytes.
     pub max_message_size: usize,
     /// How long in-flight requests may finish after a shutdown signal before they are cancelled.
     pub grace_period: Duration,
+    /// After the grace period, how long cancelled streams and open connections get to close
+    /// before the server stops regardless.
+    pub shutdown_timeout: Duration,
+    /// Deadline of requests whose client sets none (or a later one); `None` for no limit.
+    pub default_deadline: Option<Duration>,
+    /// Period of the `EngineLoad` heartbeats on `SubscribeKvEvents` streams.
+    pub kv_heartbeat: Duration,
     /// Where to serve Prometheus metrics (`GET /metrics`); `None` for no metrics endpoint.
     pub metrics_addr: Option<SocketAddr>,
 }
@@ -45,50 +81,39 @@ impl Default for ServeOptions {
         ServeOptions {
             addr: SocketAddr::from(([127, 0, 0, 1], 50051)),
             auth_token: None,
+            health_without_auth: false,
+            tls: None,
             max_concurrent_requests: None,
             max_message_size: 64 * 1024 * 1024,
             grace_period: Duration::from_secs(30),
+            shutdown_timeout: Duration::from_secs(5),
+            default_deadline: None,
+            kv_heartbeat: Duration::from_secs(1),
             metrics_addr: None,
         }
     }
 }
 
-/// Checks the bearer token on every call.
-#[derive(Debug, Clone)]
-struct BearerAuth {
-    expected: Option<Arc<str>>,
-}
-
-impl Interceptor for BearerAuth {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let Some(expected) = &self.expected else { return Ok(request) };
-        let given = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
-        match given.and_then(|v| v.strip_prefix("Bearer ")) {
-            Some(token) if token.as_bytes() == expected.as_bytes() => Ok(request),
-            Some(_) => Err(Status::unauthenticated("invalid bearer token")),
-            None => Err(Status::unauthenticated("missing authorization: Bearer <token>")),
-        }
-    }
-}
-
-/// Serves until `shutdown` resolves, then stops accepting work (health goes NOT_SERVING and new
-/// requests get UNAVAILABLE), lets in-flight requests finish for the grace period, cancels the
-/// rest, and returns once every stream has ended.
+/// Serves until `shutdown` resolves, then drains: health goes NOT_SERVING, new requests get
+/// UNAVAILABLE, KV event subscriptions and health watches send a last message and end, and
+/// in-flight generations finish for up to the grace period. Those still running then end with
+/// UNAVAILABLE and are cancelled in the executor; the executor shuts down, and the server returns
+/// once connections close, or after `shutdown_timeout` regardless.
 pub async fn serve(
     executor: AsyncExecutor,
     tokenizer: Option<Tokenizer>,
     options: ServeOptions,
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(), ServeError> {
+    let stopping = CancellationToken::new();
     let metrics = match options.metrics_addr {
-        Some(addr) => Some(start_metrics(&executor, addr).await?),
+        Some(addr) => Some(start_metrics(&executor, addr, stopping.clone()).await?),
         None => None,
     };
-    let service = Service::new(executor.clone(), tokenizer, options.max_concurrent_requests, metrics);
+    let service = Service::new(executor.clone(), tokenizer, &options, metrics);
     let state = service.state().clone();
-    let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    health_reporter.set_serving::<TrtllmServiceServer<Service>>().await;
+    let health = HealthServer::new(health::HealthService::start(state.clone()));
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -97,49 +122,70 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
-    let auth = BearerAuth { expected: options.auth_token.as_deref().map(Arc::from) };
     let trtllm = TrtllmServiceServer::new(service)
         .max_decoding_message_size(options.max_message_size)
         .max_encoding_message_size(options.max_message_size);
+    let mut routes = tonic::service::Routes::builder();
+    routes.add_service(trtllm).add_service(health).add_service(reflection_v1).add_service(reflection_v1alpha);
+    let mut router = routes.routes().into_axum_router();
+    if let Some(token) = &options.auth_token {
+        let auth = auth::BearerAuth::new(token, options.health_without_auth);
+        router = router.layer(axum::middleware::from_fn_with_state(auth, auth::require_token));
+    }
 
-    let (drained_tx, drained_rx) = tokio::sync::oneshot::channel::<()>();
-    let grace = options.grace_period;
-    let drain_state = state.clone();
-    let drain_executor = executor.clone();
-    let drain = async move {
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = &options.tls {
+        builder = builder.tls_config(tls.server_config())?;
+    }
+
+    let lifecycle = state.lifecycle.clone();
+    let hard = options.shutdown_timeout;
+    let stop_serving = stopping.clone();
+    let drain = tokio::spawn(async move {
         shutdown.await;
-        tracing::info!(grace_secs = grace.as_secs_f64(), "shutdown signal: draining");
-        drain_state.begin_shutdown();
-        health_reporter.set_not_serving::<TrtllmServiceServer<Service>>().await;
-        if !drain_executor.wait_idle(grace).await {
-            tracing::warn!("grace period over: cancelling what is still in flight");
+        tracing::info!(grace_secs = lifecycle.grace_period.as_secs_f64(), "shutdown signal: draining");
+        if !lifecycle.drain(hard).await {
+            tracing::warn!(streams = lifecycle.tasks.len(), "streams still open after the shutdown timeout");
         }
-        if let Err(e) = drain_executor.shutdown(ShutdownMode::Cancel).await {
-            tracing::warn!(error = %e, "executor shutdown");
+        match tokio::time::timeout(hard, executor.shutdown(ShutdownMode::Cancel)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "executor shutdown"),
+            Err(_) => tracing::warn!("executor shutdown did not finish in time"),
         }
-        let _ = drained_tx.send(());
+        stop_serving.cancel();
+    });
+
+    // TCP_NODELAY: a streamed token is one small frame; Nagle's algorithm would hold it back
+    // until the client's delayed ACK (tens of milliseconds on loopback).
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let server = builder
+        .add_routes(tonic::service::Routes::from(router))
+        .serve_with_incoming_shutdown(incoming, stopping.clone().cancelled_owned());
+    tokio::pin!(server);
+    let result = tokio::select! {
+        result = &mut server => result.map_err(ServeError::from),
+        _ = async {
+            stopping.cancelled().await;
+            tokio::time::sleep(hard).await;
+        } => {
+            tracing::warn!("connections still open after the shutdown timeout: stopping anyway");
+            Ok(())
+        }
     };
-    tokio::spawn(drain);
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    tonic::transport::Server::builder()
-        .add_service(tonic::service::interceptor::InterceptedService::new(trtllm, auth.clone()))
-        .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .serve_with_incoming_shutdown(incoming, async move {
-            let _ = drained_rx.await;
-        })
-        .await?;
-    Ok(())
+    // A server that failed before any shutdown signal leaves the drain task waiting for one.
+    drain.abort();
+    stopping.cancel();
+    result
 }
 
-/// Serves `GET /metrics` on `addr` and keeps the executor gauges current.
+/// Serves `GET /metrics` on `addr` until `stopping`, and keeps the executor gauges current.
 async fn start_metrics(
     executor: &AsyncExecutor,
     addr: SocketAddr,
-) -> Result<Arc<ServerMetrics>, Box<dyn std::error::Error + Send + Sync>> {
+    stopping: CancellationToken,
+) -> Result<Arc<ServerMetrics>, ServeError> {
     let engine = executor.executor().engine();
-    let metrics = ServerMetrics::new(&engine.model_name, &engine.version);
+    let metrics = ServerMetrics::new(&engine.model_name);
     let mut iterations = executor.executor().subscribe_iteration_stats();
     let gauges = Arc::downgrade(&metrics);
     tokio::spawn(async move {
@@ -170,7 +216,7 @@ async fn start_metrics(
         }),
     );
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned()).await {
             tracing::error!(error = %e, "metrics endpoint stopped");
         }
     });

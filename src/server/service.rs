@@ -1,9 +1,8 @@
 //! The `trtllm.TrtllmService` implementation over an [`AsyncExecutor`].
 
-use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -11,7 +10,12 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use super::ServeOptions;
 use super::convert::{self, WallClock};
+use super::generation::{Deadline, Generation};
+use super::lifecycle::Lifecycle;
+use super::limits::RequestLimits;
+use super::live::LiveTable;
 use super::metrics::ServerMetrics;
 use crate::output::{FinalOutput, TokenChunk};
 use crate::proto::smg::grpc::common as cpb;
@@ -21,24 +25,27 @@ use crate::request::FinishReason;
 use crate::text::Tokenizer;
 use crate::{AsyncExecutor, StreamEvent, TextEvent, TextOptions, TextRequest, TextStream};
 
-type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+pub(crate) type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// A request's events whether or not stop strings are matched in text: a chunk, or the final with
-/// the matched stop string.
-type Event = (Option<TokenChunk>, Option<(FinalOutput, Option<String>)>);
-type EventStream = Pin<Box<dyn Stream<Item = crate::Result<Event>> + Send>>;
+/// the stop string each sequence matched.
+pub(crate) type Event = (Option<TokenChunk>, Option<(FinalOutput, Vec<Option<String>>)>);
+pub(crate) type EventStream = Pin<Box<dyn Stream<Item = crate::Result<Event>> + Send>>;
 
 /// Shared state of the service.
 #[derive(Debug)]
 pub struct ServiceState {
     pub(crate) executor: AsyncExecutor,
     pub(crate) tokenizer: Option<Tokenizer>,
-    pub(crate) live: Mutex<HashMap<String, u64>>,
-    pub(crate) shutting_down: AtomicBool,
+    /// The requests in flight by client request id.
+    pub(crate) live: Arc<LiveTable>,
     pub(crate) wall: WallClock,
     pub(crate) slots: Option<Arc<Semaphore>>,
     pub(crate) heartbeat: Duration,
     pub(crate) metrics: Option<Arc<ServerMetrics>>,
+    pub(crate) limits: RequestLimits,
+    pub(crate) default_deadline: Option<Duration>,
+    pub(crate) lifecycle: Lifecycle,
     next_anonymous: AtomicU64,
 }
 
@@ -49,23 +56,27 @@ pub struct Service {
 }
 
 impl Service {
-    /// A service over `executor`; the tokenizer enables stop strings, bad strings and GetTokenizer.
+    /// A service over `executor` configured by `options`; the tokenizer enables stop strings, bad
+    /// strings and GetTokenizer.
     pub fn new(
         executor: AsyncExecutor,
         tokenizer: Option<Tokenizer>,
-        max_concurrent_requests: Option<usize>,
+        options: &ServeOptions,
         metrics: Option<Arc<ServerMetrics>>,
     ) -> Self {
+        let limits = RequestLimits::of(executor.executor());
         Service {
             state: Arc::new(ServiceState {
                 executor,
                 tokenizer,
-                live: Mutex::new(HashMap::new()),
-                shutting_down: AtomicBool::new(false),
+                live: Arc::new(LiveTable::default()),
                 wall: WallClock::now(),
-                slots: max_concurrent_requests.map(|n| Arc::new(Semaphore::new(n))),
-                heartbeat: Duration::from_secs(1),
+                slots: options.max_concurrent_requests.map(|n| Arc::new(Semaphore::new(n))),
+                heartbeat: options.kv_heartbeat,
                 metrics,
+                limits,
+                default_deadline: options.default_deadline,
+                lifecycle: Lifecycle::new(options.grace_period),
                 next_anonymous: AtomicU64::new(1),
             }),
         }
@@ -86,10 +97,12 @@ impl Service {
         if let Err(why) = state.healthy() {
             return Err(Status::unavailable(why));
         }
-        let deadline =
+        let client_deadline =
             request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(convert::parse_grpc_timeout);
+        let deadline = Deadline::new(client_deadline, state.default_deadline);
         let request = request.into_inner();
         convert::reject_unsupported(&request)?;
+        state.limits.check(&request)?;
         let permit = match &state.slots {
             Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
                 Status::resource_exhausted("the server's max concurrent requests are in flight; retry later")
@@ -124,138 +137,61 @@ impl Service {
             }
             None => (generation, None),
         };
-        if let Some(deadline) = deadline {
-            generation = generation.with_allotted_time(deadline.max(Duration::from_millis(1)));
+        if let Some(deadline) = &deadline {
+            // The executor drops the request at the deadline too, even while it waits in the queue.
+            generation = generation.with_allotted_time(deadline.allotted.max(Duration::from_millis(1)));
         }
         let request_id = if request.request_id.is_empty() {
             format!("trtllm-{}", state.next_anonymous.fetch_add(1, Ordering::Relaxed))
         } else {
             request.request_id.clone()
         };
-        // Register the id, enqueue, and record the executor id under one lock: Abort never sees
-        // a half-registered request and duplicates are refused before any work starts.
-        let stream = {
-            let mut live = state.live.lock().map_err(|_| Status::internal("request table poisoned"))?;
-            if live.contains_key(&request_id) {
-                return Err(Status::already_exists(format!("request_id {request_id:?} is already in flight")));
-            }
+        let (stream, guard) = state.live.register(request_id.clone(), || {
             let stream = state.executor.generate(generation).map_err(|e| convert::status(&e))?;
-            live.insert(request_id.clone(), stream.request_id());
-            stream
-        };
-        let guard = LiveGuard { state: state.clone(), request_id: request_id.clone() };
+            let id = stream.request_id();
+            Ok((stream, id))
+        })?;
         let output_perf = request.output_config.is_some_and(|o| o.return_perf_metrics);
         let stop_token_ids = request.stop_token_ids.clone();
         let include_stop = request.include_stop_token_in_output;
-        let (tx, rx) = mpsc::channel(128);
-        let mut events: EventStream = match text_plan {
-            Some(plan) if plan.needs_text_stream() => {
-                let text = TextStream::new(stream, plan);
-                Box::pin(text.map(|item| {
-                    item.map(|event| match event {
-                        TextEvent::Chunk { chunk, .. } => (Some(chunk), None),
-                        TextEvent::Final { output, matched_stop, .. } => (None, Some((*output, matched_stop))),
-                    })
-                }))
-            }
+        let events: EventStream = match text_plan {
+            Some(plan) if plan.needs_text_stream() => Box::pin(text_events(TextStream::new(stream, plan))),
             _ => Box::pin(stream_events(stream)),
         };
-        let wall = state.wall;
-        let timed = deadline.is_some();
-        let metrics = state.metrics.clone();
-        tokio::spawn(async move {
-            let _guard = guard;
-            let _permit = permit;
-            let ctx = CompleteContext {
-                request_id: &request_id,
-                stop_token_ids: &stop_token_ids,
-                include_stop_token: include_stop,
-                perf: output_perf,
-                wall: &wall,
-            };
-            // A closed channel (client gone) ends the loop at once; dropping the executor stream
-            // then cancels the request.
-            loop {
-                let item = tokio::select! {
-                    item = events.next() => item,
-                    _ = tx.closed() => {
-                        tracing::info!(request_id = %request_id, "client went away; request cancelled");
-                        return;
-                    }
-                };
-                let Some(item) = item else { return };
-                let messages: Vec<Result<pb::GenerateResponse, Status>> = match item {
-                    Ok((Some(chunk), _)) => vec![Ok(chunk_message(&request_id, &chunk))],
-                    Ok((None, Some((done, matched)))) => {
-                        if let Some(metrics) = &metrics {
-                            metrics.record_final(&done);
-                        }
-                        if timed && done.finish_reason == FinishReason::TimedOut {
-                            vec![Err(Status::deadline_exceeded("the request's deadline passed before it finished"))]
-                        } else {
-                            tracing::info!(
-                                request_id = %request_id,
-                                prompt_tokens = done.prompt_tokens,
-                                completion_tokens = done.completion_tokens,
-                                ttft_ms = done.ttft().map(|d| d.as_secs_f64() * 1e3),
-                                finish_reason = %done.finish_reason,
-                                "request finished"
-                            );
-                            complete_messages(&ctx, &done, matched).into_iter().map(Ok).collect()
-                        }
-                    }
-                    Ok((None, None)) => Vec::new(),
-                    Err(e) => {
-                        let status = convert::status(&e);
-                        if let Some(metrics) = &metrics {
-                            metrics.record_error(status.code());
-                        }
-                        vec![Err(status)]
-                    }
-                };
-                for message in messages {
-                    if tx.send(message).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
+        let reply = ReplyContext {
+            request_id: request_id.clone(),
+            stop_token_ids,
+            include_stop_token: include_stop,
+            perf: output_perf,
+            wall: state.wall,
+        };
+        let (tx, rx) = mpsc::channel(128);
+        let generation = Generation { state: state.clone(), reply, guard, permit, events, tx, deadline };
+        state.lifecycle.tasks.spawn(generation.run());
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 }
 
 impl ServiceState {
-    /// Refuses new work from now on.
+    /// Refuses new work from now on: health goes NOT_SERVING, new Generate calls get
+    /// UNAVAILABLE, and subscriptions end.
     pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::Release);
+        self.lifecycle.draining.cancel();
     }
 
-    fn healthy(&self) -> Result<(), String> {
-        if self.shutting_down.load(Ordering::Acquire) {
-            return Err("shutting down".into());
+    /// Why the server cannot take work, if it cannot.
+    pub(crate) fn healthy(&self) -> Result<(), String> {
+        if self.lifecycle.is_draining() {
+            return Err("the server is shutting down".into());
         }
         if !self.executor.executor().is_healthy() {
-            return Err("executor is not healthy".into());
+            return Err("the executor has failed (its response thread stopped); restart the server".into());
         }
         Ok(())
     }
 }
 
-/// Removes a request id from the live table when its stream task ends, however it ends.
-struct LiveGuard {
-    state: Arc<ServiceState>,
-    request_id: String,
-}
-
-impl Drop for LiveGuard {
-    fn drop(&mut self) {
-        if let Ok(mut live) = self.state.live.lock() {
-            live.remove(&self.request_id);
-        }
-    }
-}
-
-fn chunk_message(request_id: &str, chunk: &TokenChunk) -> pb::GenerateResponse {
+pub(crate) fn chunk_message(request_id: &str, chunk: &TokenChunk) -> pb::GenerateResponse {
     pb::GenerateResponse {
         request_id: request_id.to_string(),
         response: Some(pb::generate_response::Response::Chunk(pb::GenerateStreamChunk {
@@ -277,18 +213,21 @@ fn logprobs(ids: &[u32], values: Option<&[f32]>) -> Vec<pb::TokenLogprob> {
         .collect()
 }
 
-struct CompleteContext<'a> {
-    request_id: &'a str,
-    stop_token_ids: &'a [u32],
-    include_stop_token: bool,
-    perf: bool,
-    wall: &'a WallClock,
+/// What the final messages of a request need to know about it.
+#[derive(Debug)]
+pub(crate) struct ReplyContext {
+    pub(crate) request_id: String,
+    pub(crate) stop_token_ids: Vec<u32>,
+    pub(crate) include_stop_token: bool,
+    pub(crate) perf: bool,
+    pub(crate) wall: WallClock,
 }
 
-fn complete_messages(
-    ctx: &CompleteContext<'_>,
+/// One `complete` per sequence, each with the stop that sequence matched.
+pub(crate) fn complete_messages(
+    ctx: &ReplyContext,
     done: &FinalOutput,
-    matched_stop: Option<String>,
+    matched_stops: &[Option<String>],
 ) -> Vec<pb::GenerateResponse> {
     let cached = done.cached_tokens.unwrap_or(0);
     done.sequences
@@ -296,9 +235,7 @@ fn complete_messages(
         .map(|seq| {
             let mut ids = seq.token_ids.clone();
             let mut matched = None;
-            if let Some(stop) = &matched_stop
-                && seq.index == 0
-            {
+            if let Some(Some(stop)) = matched_stops.get(seq.index as usize) {
                 matched = Some(pb::generate_complete::MatchedStop::MatchedStopStr(stop.clone()));
             } else if seq.finish_reason == FinishReason::StopWords
                 && let Some(&last) = ids.last()
@@ -310,7 +247,7 @@ fn complete_messages(
                 }
             }
             pb::GenerateResponse {
-                request_id: ctx.request_id.to_string(),
+                request_id: ctx.request_id.clone(),
                 response: Some(pb::generate_response::Response::Complete(pb::GenerateComplete {
                     completion_tokens: ids.len() as u32,
                     logprobs: logprobs(&ids, seq.log_probs.as_deref()),
@@ -339,9 +276,14 @@ impl TrtllmService for Service {
     type SubscribeKvEventsStream = ResponseStream<cpb::KvEventBatch>;
 
     async fn generate(&self, request: Request<pb::GenerateRequest>) -> Result<Response<Self::GenerateStream>, Status> {
+        // Bounded: the id is only checked against its limit inside.
+        let request_id: String = request.get_ref().request_id.chars().take(128).collect();
         let result = self.generate_inner(request).await;
-        if let (Err(status), Some(metrics)) = (&result, &self.state.metrics) {
-            metrics.record_error(status.code());
+        if let Err(status) = &result {
+            tracing::info!(request_id = %request_id, code = ?status.code(), error = status.message(), "request refused");
+            if let Some(metrics) = &self.state.metrics {
+                metrics.record_error(status.code());
+            }
         }
         result
     }
@@ -362,8 +304,7 @@ impl TrtllmService for Service {
 
     async fn abort(&self, request: Request<pb::AbortRequest>) -> Result<Response<pb::AbortResponse>, Status> {
         let request_id = request.into_inner().request_id;
-        let id =
-            self.state.live.lock().map_err(|_| Status::internal("request table poisoned"))?.get(&request_id).copied();
+        let id = self.state.live.executor_id(&request_id)?;
         Ok(Response::new(match id {
             Some(id) => match self.state.executor.executor().cancel(id) {
                 Ok(()) => pb::AbortResponse { success: true, message: format!("request {request_id:?} cancelled") },
@@ -440,69 +381,27 @@ impl TrtllmService for Service {
         &self,
         request: Request<cpb::SubscribeKvEventsRequest>,
     ) -> Result<Response<Self::SubscribeKvEventsStream>, Status> {
-        let _ = request.into_inner();
-        let state = self.state.clone();
-        let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(async move {
-            let mut sequence = 0u64;
-            let mut ticker = tokio::time::interval(state.heartbeat);
-            loop {
-                tokio::select! {
-                    _ = ticker.tick() => {}
-                    _ = tx.closed() => return,
-                }
-                sequence += 1;
-                // Executor KV events are merged here once the executor exposes them; until then
-                // every batch is a load report.
-                let batch = cpb::KvEventBatch {
-                    sequence_number: sequence,
-                    timestamp: state.wall.seconds(Some(std::time::Instant::now())),
-                    events: Vec::new(),
-                    dp_rank: None,
-                    snapshot: None,
-                    load: Some(engine_load(&state, sequence)),
-                };
-                if tx.send(Ok(batch)).await.is_err() {
-                    return;
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(super::kv_events::subscribe(self.state.clone(), request.into_inner())))
     }
+}
+
+/// A text stream's events, each final with the stop string every sequence matched.
+fn text_events(text: TextStream) -> impl Stream<Item = crate::Result<Event>> + Send {
+    futures::stream::unfold(text, |mut text| async move {
+        let item = text.next().await?;
+        let event = item.map(|event| match event {
+            TextEvent::Chunk { chunk, .. } => (Some(chunk), None),
+            TextEvent::Final { output, .. } => (None, Some((*output, text.matched_stops()))),
+        });
+        Some((event, text))
+    })
 }
 
 fn stream_events(stream: crate::GenerationStream) -> impl Stream<Item = crate::Result<Event>> + Send {
     stream.map(|item| {
         item.map(|event| match event {
             StreamEvent::Chunk(chunk) => (Some(chunk), None),
-            StreamEvent::Final(done) => (None, Some((done, None))),
+            StreamEvent::Final(done) => (None, Some((done, Vec::new()))),
         })
     })
-}
-
-/// What the gateway routes on: running and waiting requests, KV use, throughput.
-fn engine_load(state: &ServiceState, sample: u64) -> cpb::EngineLoad {
-    let executor = state.executor.executor();
-    let latest = executor.latest_iteration_stats();
-    let kv = latest.as_ref().and_then(|s| s.kv_cache);
-    let gen_throughput = latest
-        .as_ref()
-        .and_then(|s| {
-            let batch = s.inflight_batching?;
-            (s.iter_latency_ms > 0.0).then(|| f64::from(batch.num_gen_requests) * 1e3 / s.iter_latency_ms)
-        })
-        .unwrap_or(0.0);
-    cpb::EngineLoad {
-        running_requests: latest.as_ref().map_or(0, |s| s.num_active_requests.max(0) as u32),
-        waiting_requests: latest.as_ref().map_or(0, |s| s.num_queued_requests.max(0) as u32),
-        token_usage: kv.map_or(0.0, |k| k.utilization()),
-        gen_throughput,
-        max_running_requests: executor.engine().max_batch_size as u32,
-        sample,
-        load_only: true,
-        cache_hit_rate: kv.map(|k| f64::from(k.cache_hit_rate)),
-        num_used_tokens: kv.map(|k| k.used_num_blocks * k.tokens_per_block),
-        max_total_num_tokens: kv.map(|k| k.max_num_blocks * k.tokens_per_block),
-        ..Default::default()
-    }
 }

@@ -1,0 +1,161 @@
+//! Command-line flags for every `ExecutorConfig` setting; unset flags keep the library's defaults.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use trtllm::{ContextChunkingPolicy, ExecutorConfig, ParallelConfig, SchedulerPolicy};
+
+/// Executor settings (see `ExecutorConfig` for what each one does).
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Executor")]
+pub struct ExecutorArgs {
+    /// Largest beam width a request may use (default 1; at most the engine's max_beam_width).
+    #[arg(long)]
+    max_beam_width: Option<u32>,
+    /// Runtime cap on requests per batch (default: the engine's max_batch_size).
+    #[arg(long)]
+    max_batch_size: Option<u32>,
+    /// Runtime cap on tokens per iteration (default: the engine's max_num_tokens).
+    #[arg(long)]
+    max_num_tokens: Option<u32>,
+    /// Capacity scheduler policy (default guaranteed-no-evict).
+    #[arg(long, value_enum)]
+    scheduler_policy: Option<SchedulerPolicy>,
+    /// How long prompts are split into chunks.
+    #[arg(long, value_enum)]
+    context_chunking_policy: Option<ContextChunkingPolicy>,
+    /// Do not split long prompts across iterations.
+    #[arg(long)]
+    no_chunked_context: bool,
+    /// Requests that may wait in the executor's queue; more get RESOURCE_EXHAUSTED.
+    #[arg(long)]
+    max_queue_size: Option<u32>,
+    /// Do not reuse KV blocks of identical prompt prefixes.
+    #[arg(long)]
+    no_block_reuse: bool,
+    /// Do not reuse partially matching KV blocks.
+    #[arg(long)]
+    no_partial_reuse: bool,
+    /// Cap on KV-cache tokens (with a memory fraction too, the smaller allocation wins).
+    #[arg(long)]
+    kv_cache_max_tokens: Option<u32>,
+    /// Fraction of free GPU memory for the KV cache, in (0, 1] (default 0.9).
+    #[arg(long)]
+    kv_cache_free_gpu_memory_fraction: Option<f32>,
+    /// Host (secondary) KV-cache size, bytes.
+    #[arg(long)]
+    kv_cache_host_cache_size: Option<u64>,
+    /// KV-cache events kept for SubscribeKvEvents; 0 disables KV events.
+    #[arg(long)]
+    kv_cache_event_buffer_size: Option<u64>,
+    /// Disable multi-block attention.
+    #[arg(long)]
+    no_multi_block_mode: bool,
+    /// FP32 accumulation in context FMHA.
+    #[arg(long)]
+    context_fmha_fp32_acc: bool,
+    /// CUDA graphs for generation steps.
+    #[arg(long)]
+    cuda_graphs: bool,
+    /// CUDA graphs kept in the cache.
+    #[arg(long)]
+    cuda_graph_cache_size: Option<u32>,
+    /// Iterations of iteration statistics the executor buffers (default 1000).
+    #[arg(long)]
+    iter_stats_max_iterations: Option<u32>,
+    /// Iterations of per-request statistics the executor buffers (default 0: off).
+    #[arg(long)]
+    request_stats_max_iterations: Option<u32>,
+    /// Return raw (unnormalised) log probabilities.
+    #[arg(long)]
+    no_normalize_log_probs: bool,
+    /// Fraction of weights kept on the GPU (weight streaming), in (0, 1].
+    #[arg(long)]
+    gpu_weights_percent: Option<f32>,
+    /// Gather generation logits.
+    #[arg(long)]
+    gather_generation_logits: bool,
+    /// Multi-GPU: orchestrator mode (spawns worker processes) instead of leader mode.
+    #[arg(long)]
+    orchestrator: bool,
+    /// Multi-GPU: path of `executorWorker` for orchestrator mode.
+    #[arg(long)]
+    worker_executable: Option<PathBuf>,
+    /// Multi-GPU: GPU ids to run on, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    device_ids: Vec<i32>,
+    /// Multi-GPU: MPI ranks taking part, comma-separated; the first is the leader.
+    #[arg(long, value_delimiter = ',')]
+    participant_ids: Vec<i32>,
+    /// How long the response thread blocks in awaitResponses, ms (1-1000; default 5).
+    #[arg(long)]
+    response_poll_interval_ms: Option<u64>,
+    /// How often iteration statistics are drained, ms (default 100).
+    #[arg(long)]
+    stats_poll_interval_ms: Option<u64>,
+    /// Responses buffered per request before a slow consumer's request is cancelled (default 1024).
+    #[arg(long)]
+    stream_buffer: Option<usize>,
+    /// Load even if the engine was built by another TensorRT-LLM version than the library's.
+    #[arg(long)]
+    allow_version_mismatch: bool,
+}
+
+impl ExecutorArgs {
+    /// The executor configuration these flags describe (validated).
+    pub fn config(&self) -> trtllm::Result<ExecutorConfig> {
+        let mut c = ExecutorConfig::builder()
+            .enable_chunked_context(!self.no_chunked_context)
+            .kv_cache_enable_block_reuse(!self.no_block_reuse)
+            .kv_cache_enable_partial_reuse(!self.no_partial_reuse)
+            .multi_block_mode(!self.no_multi_block_mode)
+            .enable_context_fmha_fp32_acc(self.context_fmha_fp32_acc)
+            .cuda_graph_mode(self.cuda_graphs)
+            .normalize_log_probs(!self.no_normalize_log_probs)
+            .gather_generation_logits(self.gather_generation_logits)
+            .allow_version_mismatch(self.allow_version_mismatch);
+        macro_rules! set {
+            ($($field:ident => $setter:ident $(($map:expr))?;)*) => {
+                $(if let Some(v) = self.$field { c = c.$setter(set!(@map v $(, $map)?)); })*
+            };
+            (@map $v:ident) => { $v };
+            (@map $v:ident, $map:expr) => { $map($v) };
+        }
+        set! {
+            max_beam_width => max_beam_width;
+            max_batch_size => max_batch_size;
+            max_num_tokens => max_num_tokens;
+            scheduler_policy => scheduler_policy;
+            context_chunking_policy => context_chunking_policy;
+            max_queue_size => max_queue_size;
+            kv_cache_max_tokens => kv_cache_max_tokens;
+            kv_cache_free_gpu_memory_fraction => kv_cache_free_gpu_memory_fraction;
+            kv_cache_host_cache_size => kv_cache_host_cache_size;
+            kv_cache_event_buffer_size => kv_cache_event_buffer_max_size;
+            cuda_graph_cache_size => cuda_graph_cache_size;
+            iter_stats_max_iterations => iter_stats_max_iterations;
+            request_stats_max_iterations => request_stats_max_iterations;
+            gpu_weights_percent => gpu_weights_percent;
+            response_poll_interval_ms => response_poll_interval (Duration::from_millis);
+            stats_poll_interval_ms => stats_poll_interval (Duration::from_millis);
+            stream_buffer => stream_buffer;
+        }
+        if self.orchestrator
+            || self.worker_executable.is_some()
+            || !self.device_ids.is_empty()
+            || !self.participant_ids.is_empty()
+        {
+            c = c.parallel(ParallelConfig {
+                orchestrator: self.orchestrator,
+                worker_executable_path: self
+                    .worker_executable
+                    .as_ref()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                device_ids: self.device_ids.clone(),
+                participant_ids: self.participant_ids.clone(),
+            });
+        }
+        c.build()
+    }
+}
