@@ -133,6 +133,9 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
         .args([
             "--slo",
             "ttft:1000,tpot:100",
+            "--label",
+            "small-sweep",
+            "--save-detailed",
             "--output-dir",
             out.path().to_str().unwrap(),
         ])
