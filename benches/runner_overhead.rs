@@ -2,7 +2,9 @@
 //!
 //! 1. Measurement error in process at 1, 64, 256 and 1,000 concurrent streams (10 ms simulated
 //!    iterations in real time): client-side first-token time minus the executor's first-token
-//!    stamp, and client-side mean ITL minus the executor's.
+//!    stamp; per token, each client-side gap minus the gap between the executor iterations that
+//!    produced the two tokens (pooled over every token of every stream); and the runner's own
+//!    scheduling delay (response-thread receipt to the runner task handling the token).
 //! 2. Tokens/s the runner can drive with the simulator at zero latency (no sleeping).
 //! 3. The same through the gRPC server on loopback: tokens/s at zero latency, and the TTFT that
 //!    gRPC adds over in process at 256 streams, from interleaved rounds on one executor (median
@@ -14,8 +16,8 @@
 use std::time::{Duration, Instant};
 
 use trtllm::bench::{
-    BenchTarget, GrpcTarget, LoadPoint, Phase, RandomWorkload, RequestRecord, RunClock, percentile,
-    run_point,
+    BenchTarget, Calibration, GrpcTarget, LoadPlan, Phase, PointRun, PromptSource, RequestRecord,
+    RunClock, WallAnchor, Workload, percentile, run_point,
 };
 use trtllm::server::{ServeOptions, serve};
 use trtllm::sim::SimulatedEngine;
@@ -45,13 +47,41 @@ async fn start_executor(iteration_ms: f64, time_scale: f64) -> (tempfile::TempDi
     (dir, executor)
 }
 
-fn workload() -> RandomWorkload {
-    RandomWorkload {
-        vocab_size: 32000,
-        shared_prefix: 0,
-        seed: 1,
+fn workload(output_len: usize) -> Workload {
+    Workload {
+        source: PromptSource::Random {
+            vocab_size: 32000,
+            input_len: 16,
+            shared_prefix: 0,
+        },
+        output_len: Some(output_len as u32),
+        fallback_output_len: output_len as u32,
+        ignore_eos: true,
+        end_id: None,
         streaming: true,
+        seed: 1,
     }
+}
+
+/// One closed-loop point with every stream in flight at once; the measured records, the run,
+/// its clock and wall anchor, and the seconds it took.
+async fn run_full(
+    target: &BenchTarget,
+    concurrency: usize,
+    output_len: usize,
+) -> (PointRun, RunClock, WallAnchor, f64) {
+    let plan = LoadPlan::closed(concurrency, concurrency);
+    let (clock, anchor) = (RunClock::start(), WallAnchor::now());
+    let started = Instant::now();
+    let run = run_point(target, &workload(output_len), 0, &plan, &clock, |_| {})
+        .await
+        .expect("valid plan");
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(
+        run.records.iter().all(|r| r.is_success()),
+        "a request failed"
+    );
+    (run, clock, anchor, seconds)
 }
 
 async fn run(
@@ -59,51 +89,18 @@ async fn run(
     concurrency: usize,
     output_len: usize,
 ) -> (Vec<RequestRecord>, f64) {
-    let point = LoadPoint {
-        concurrency,
-        input_len: 16,
-        output_len,
-        num_prompts: concurrency,
-        warmup: 0,
-    };
-    let clock = RunClock::start();
-    let started = Instant::now();
-    let run = run_point(target, &workload(), &point, &clock, |_| {}).await;
-    let seconds = started.elapsed().as_secs_f64();
-    let records: Vec<RequestRecord> = run
-        .records
-        .into_iter()
-        .filter(|r| r.phase == Phase::Measure)
-        .collect();
-    assert!(records.iter().all(|r| r.is_success()), "a request failed");
-    (records, seconds)
+    let (run, _, _, seconds) = run_full(target, concurrency, output_len).await;
+    (
+        run.records
+            .into_iter()
+            .filter(|r| r.phase == Phase::Measure)
+            .collect(),
+        seconds,
+    )
 }
 
 fn ms(values: &[f64], p: f64) -> f64 {
     percentile(values, p).unwrap_or(f64::NAN) * 1e3
-}
-
-/// Client first-token time minus the executor's, and client mean ITL minus the executor's.
-fn errors(records: &[RequestRecord]) -> (Vec<f64>, Vec<f64>) {
-    let mut ttft = Vec::new();
-    let mut itl = Vec::new();
-    for r in records {
-        let Some(server) = r.server else { continue };
-        if let (Some(client_first), Some(server_first)) = (r.first_token_s, server.first_token_s) {
-            ttft.push(client_first - server_first);
-        }
-        let n = r.output_tokens as f64;
-        if let (Some(cf), Some(cl), Some(sf), Some(sl)) = (
-            r.first_token_s,
-            r.last_token_s(),
-            server.first_token_s,
-            server.last_token_s,
-        ) && n > 1.0
-        {
-            itl.push(((cl - cf) - (sl - sf)) / (n - 1.0));
-        }
-    }
-    (ttft, itl)
 }
 
 /// Serves `executor` on a loopback port; returns a gRPC target, the stop signal and the server task.
@@ -136,22 +133,49 @@ async fn serve_on_loopback(
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    println!("measurement error in process (10 ms iterations, 32 output tokens):");
+    println!("measurement error in process (10 ms iterations, 32 output tokens), ms:");
     println!(
-        "{:>8} {:>14} {:>14} {:>14} {:>14}",
-        "streams", "p50 TTFT err", "p99 TTFT err", "p50 ITL err", "p99 ITL err"
+        "{:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "streams",
+        "TTFT p50",
+        "TTFT p99",
+        "ITL p50",
+        "ITL p99",
+        "|ITL|p99",
+        "sched p50",
+        "sched p99",
+        "sched max",
+        "tokens"
     );
     for streams in [1, 64, 256, 1000] {
         let (_dir, executor) = start_executor(10.0, 1.0).await;
         let target = BenchTarget::InProcess(executor.clone());
-        let (records, _) = run(&target, streams, 32).await;
-        let (ttft, itl) = errors(&records);
+        let (run, clock, anchor, _) = run_full(&target, streams, 32).await;
+        let ends = run
+            .iterations
+            .as_ref()
+            .map(|log| log.end_times_s(&clock, &anchor))
+            .unwrap_or_default();
+        let c = Calibration::compute(&run.records, &ends, &[50.0, 99.0]).expect("executor stamps");
+        // Per-token errors of either sign: how far a client-side gap can be off.
+        let abs_itl: Vec<f64> = c
+            .itl_error
+            .sorted_samples()
+            .iter()
+            .map(|v| v.abs())
+            .collect();
+        let p = |d: &trtllm::bench::Distribution, q: f64| d.percentile(q).unwrap_or(f64::NAN);
         println!(
-            "{streams:>8} {:>11.3} ms {:>11.3} ms {:>11.3} ms {:>11.3} ms",
-            ms(&ttft, 50.0),
-            ms(&ttft, 99.0),
-            ms(&itl, 50.0),
-            ms(&itl, 99.0)
+            "{streams:>8} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8}",
+            p(&c.ttft_error, 50.0),
+            p(&c.ttft_error, 99.0),
+            p(&c.itl_error, 50.0),
+            p(&c.itl_error, 99.0),
+            percentile(&abs_itl, 99.0).unwrap_or(f64::NAN),
+            p(&c.runner_scheduling_delay, 50.0),
+            p(&c.runner_scheduling_delay, 99.0),
+            c.runner_scheduling_delay.max().unwrap_or(f64::NAN),
+            c.itl_error.count(),
         );
         executor
             .shutdown(trtllm::ShutdownMode::Cancel)

@@ -168,7 +168,7 @@ impl SequenceText {
 /// use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, TextEvent, TextOptions, TextStream};
 ///
 /// let dir = tempfile::tempdir()?;
-/// let engine = trtllm::sim::SimulatedEngine { iteration_ms: 1.0, ..trtllm::builtin::builtin_engine() };
+/// let engine = trtllm::sim::SimulatedEngine { iteration_ms: Some(1.0), ..trtllm::builtin::builtin_engine() };
 /// trtllm::builtin::write_engine(&engine, dir.path())?;
 /// let executor = AsyncExecutor::load(dir.path(), ExecutorConfig::default()).await?;
 /// let tokenizer = Tokenizer::from_dir(dir.path().join("tokenizer"))?;

@@ -89,16 +89,30 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
     rows
 }
 
-/// Polyline elements of an SVG document that have exactly `n` points.
+/// Position of a column of the per-request CSV.
+fn request_column(name: &str) -> usize {
+    REQUEST_CSV_COLUMNS.iter().position(|c| *c == name).unwrap()
+}
+
+/// Parses an SVG document as XML (failing the test if it is not well-formed) and counts its
+/// `<polyline>` elements that have exactly `n` points.
 fn polylines_with_points(svg: &str, n: usize) -> usize {
-    svg.split("<polyline")
-        .skip(1)
-        .filter_map(|el| {
-            let pts = el.split("points=\"").nth(1)?.split('"').next()?;
-            Some(pts.split_whitespace().count())
-        })
-        .filter(|&count| count == n)
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants()
+        .filter(|node| node.has_tag_name("polyline"))
+        .filter_map(|node| node.attribute("points"))
+        .filter(|points| points.split_whitespace().count() == n)
         .count()
+}
+
+/// The text of every `<text>` element of an SVG document (titles, axis labels, legends).
+fn svg_texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    doc.descendants()
+        .filter(|node| node.has_tag_name("text"))
+        .filter_map(|node| node.text().map(|t| t.trim().to_owned()))
+        .collect()
 }
 
 // --- statistics -------------------------------------------------------------------------
@@ -231,7 +245,10 @@ fn max_output_tokens_per_s_uses_one_second_buckets() {
         .build(&records)
         .unwrap()
         .to_json();
-    assert_eq!(num(&json, "max_output_tokens_per_s"), 6.0);
+    // vLLM counts one per streamed response (b0: 2, b1: 2, b2: 1) ...
+    assert_eq!(num(&json, "max_output_tokens_per_s"), 2.0);
+    // ... the by-token variant counts every token (b0: 5, b1: 5, b2: 6).
+    assert_eq!(num(&json, "max_output_tokens_per_s_by_token"), 6.0);
     assert_eq!(json["max_concurrent_requests"], 3);
     assert_eq!(json["total_output_tokens"], 16);
 }
@@ -481,6 +498,7 @@ fn result_files_round_trip() {
         first_scheduled_s: Some(0.27),
         first_token_s: Some(0.29),
         last_token_s: Some(0.35),
+        ..ServerTimes::default()
     });
     let summary = Summary::builder(RunInfo::default())
         .build(&records)
@@ -532,8 +550,8 @@ fn csv_quoting_survives_hostile_text() {
     let rows = parse_csv(&requests_csv(&[r]));
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[1].len(), REQUEST_CSV_COLUMNS.len());
-    assert_eq!(rows[1][10], nasty);
-    assert_eq!(rows[1][9], "a,b");
+    assert_eq!(rows[1][request_column("error")], nasty);
+    assert_eq!(rows[1][request_column("finish_reason")], "a,b");
 }
 
 #[test]
@@ -554,9 +572,13 @@ fn sweep_csv_and_table_have_one_row_per_point() {
     write_sweep_csv(&path, &rows).unwrap();
     let csv = parse_csv(&std::fs::read_to_string(&path).unwrap());
     assert_eq!(csv.len(), 4);
-    assert_eq!(csv[3][0], "16");
-    assert_eq!(csv[3][2], "100");
-    assert_eq!(csv[3][7], "1"); // failed
+    let column = |name: &str| csv[0].iter().position(|c| c == name).unwrap();
+    assert_eq!(csv[3][column("concurrency")], "16");
+    assert_eq!(csv[3][column("input_len")], "100");
+    assert_eq!(csv[3][column("failed")], "1");
+    // In-flight input-token pressure: concurrency × actual mean prompt tokens.
+    let pressure: f64 = csv[3][column("inflight_input_tokens")].parse().unwrap();
+    assert!(close(pressure, 16.0 * rows[2].mean_prompt_tokens));
     let table = console_table(&rows);
     assert_eq!(table.lines().count(), 5);
     for needle in [
@@ -579,12 +601,12 @@ fn pressure_plot_has_one_line_per_prompt_length() {
     let mut points = Vec::new();
     for len in [128u64, 1024, 4096] {
         for c in [1u64, 2, 4, 8, 16] {
-            points.push(PressurePoint {
-                input_len: len,
-                concurrency: c,
-                prompt_tokens: len as f64 + 3.0,
-                p95_ttft_ms: (c * len) as f64 / 100.0,
-            });
+            points.push(PressurePoint::closed(
+                len,
+                c,
+                len as f64 + 3.0,
+                (c * len) as f64 / 100.0,
+            ));
         }
     }
     let svg = plot_ttft_vs_inflight_tokens(&points).unwrap();
@@ -594,8 +616,9 @@ fn pressure_plot_has_one_line_per_prompt_length() {
         3,
         "one 5-point line per prompt length"
     );
+    let texts = svg_texts(&svg);
     for label in ["in=128", "in=1024", "in=4096", "p95 TTFT (ms)"] {
-        assert!(svg.contains(label), "{label}");
+        assert!(texts.iter().any(|t| t == label), "{label} in {texts:?}");
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plots").join("ttft.svg");
@@ -624,7 +647,9 @@ fn latency_throughput_plot_from_sweep_rows() {
         let points = LatencyThroughputPoint::from_rows(&rows, metric);
         let svg = plot_latency_vs_throughput(&points, metric).unwrap();
         assert_eq!(polylines_with_points(&svg, 4), 2);
-        assert!(svg.contains("in=128 out=128") && svg.contains("in=2048 out=256"));
+        let texts = svg_texts(&svg);
+        assert!(texts.iter().any(|t| t == "in=128 out=128"), "{texts:?}");
+        assert!(texts.iter().any(|t| t == "in=2048 out=256"), "{texts:?}");
     }
 }
 
@@ -638,13 +663,14 @@ fn time_series_plot_has_four_panels() {
     let n = samples.len();
     let ttft_points = samples.iter().filter(|s| s.mean_ttft_ms.is_some()).count();
     let svg = plot_time_series(&samples).unwrap();
+    let texts = svg_texts(&svg);
     for caption in [
         "TTFT (ms)",
         "output tokens/s",
         "active requests",
         "KV cache use (%)",
     ] {
-        assert!(svg.contains(caption), "{caption}");
+        assert!(texts.iter().any(|t| t == caption), "{caption} in {texts:?}");
     }
     // Token rate, active requests and KV use have a point per sample; TTFT only where a first
     // token arrived.
@@ -700,6 +726,188 @@ fn compare_reports_ratios_of_two_summaries() {
     assert_eq!(ratio("p99_ttft_ms"), "0.500");
     assert_eq!(ratio("mean_e2el_ms"), "0.500");
     assert_eq!(ratio("completed"), "1.000");
+}
+
+// --- non-streaming, failures by finish reason, calibration --------------------------------
+
+/// A successful non-streaming request: one response, `latency` after `send`.
+fn non_streaming(index: u64, send: f64, latency: f64, tokens: u64) -> RequestRecord {
+    let mut r = RequestRecord::new(index, Phase::Measure, send);
+    r.streaming = false;
+    r.prompt_tokens = 100;
+    r.finish(send + latency, tokens, Some("length".into()));
+    r
+}
+
+#[test]
+fn non_streaming_runs_report_e2e_and_tokens_per_s_but_no_ttft() {
+    let records = [
+        non_streaming(0, 0.0, 2.0, 100),
+        non_streaming(1, 0.5, 4.0, 100),
+    ];
+    let summary = Summary::builder(RunInfo::default())
+        .percentiles(&[50.0])
+        .slos(Slos::parse("ttft:1,tpot:1,e2el:3000").unwrap())
+        .build(&records)
+        .unwrap();
+    let json = summary.to_json();
+    // The first token of a non-streaming request is not observable: no TTFT, TPOT or ITL keys
+    // (rather than TTFT == E2E and TPOT == 0).
+    for key in json.as_object().unwrap().keys() {
+        for metric in ["_ttft_", "_tpot_", "_itl_"] {
+            assert!(!key.contains(metric), "{key} in a non-streaming summary");
+        }
+    }
+    assert_eq!(json["streaming"], false);
+    assert!(close(num(&json, "mean_e2el_ms"), 3000.0));
+    // 100 tokens in 2 s and in 4 s.
+    assert!(close(num(&json, "mean_request_output_tok_s"), 37.5));
+    assert!(close(num(&json, "p50_request_output_tok_s"), 37.5));
+    // Goodput holds requests to the E2E limit only; the others are reported as not applicable.
+    let duration = num(&json, "duration");
+    assert!(close(num(&json, "request_goodput"), 1.0 / duration));
+    assert_eq!(json["goodput_slos"], "e2el:3000");
+    assert_eq!(json["goodput_slos_not_applicable"], "ttft:1,tpot:1");
+    // Without any applicable limit there is no goodput at all.
+    let json = Summary::builder(RunInfo::default())
+        .slos(Slos::parse("tpot:1").unwrap())
+        .build(&records)
+        .unwrap()
+        .to_json();
+    assert_eq!(json["request_goodput"], Value::Null);
+    let row = SweepRow::from_summary(
+        &Summary::builder(RunInfo::default())
+            .build(&records)
+            .unwrap(),
+    );
+    assert_eq!((row.p50_ttft_ms, row.p50_tpot_ms), (None, None));
+    assert!(close(row.p50_e2el_ms.unwrap(), 3000.0));
+}
+
+#[test]
+fn cancelled_and_timed_out_requests_are_failures() {
+    let mut cancelled = streamed(0, 0.0, 0.1, &[(0.0, 1), (0.01, 1)]);
+    cancelled.finish(0.2, 2, Some("abort".into()));
+    let mut timed_out = streamed(1, 0.0, 0.1, &[(0.0, 1)]);
+    timed_out.finish(0.3, 1, Some("timeout".into()));
+    let done = streamed(2, 0.0, 0.1, &[(0.0, 1), (0.01, 1)]);
+    assert!(!cancelled.is_success() && !timed_out.is_success() && done.is_success());
+    let json = Summary::builder(RunInfo::default())
+        .build(&[cancelled, timed_out, done])
+        .unwrap()
+        .to_json();
+    assert_eq!(json["completed"], 1);
+    assert_eq!(json["failed"], 2);
+    assert_eq!(json["total_output_tokens"], 2);
+    let errors: Vec<&str> = json["failed_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["error"].as_str().unwrap())
+        .collect();
+    assert!(
+        errors[0].contains("abort") && errors[1].contains("timeout"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn output_length_mismatches_and_actual_token_counts() {
+    let mut records: Vec<RequestRecord> = (0..4)
+        .map(|i| streamed(i, 0.0, 0.1, &vec![(0.01, 1); 3 + i as usize]))
+        .collect();
+    for (i, r) in records.iter_mut().enumerate() {
+        r.prompt_tokens = 10 + i as u64;
+        r.expected_output_tokens = Some(4);
+        r.cached_tokens = 2 * i as u64;
+    }
+    let json = Summary::builder(RunInfo {
+        max_concurrency: Some(2),
+        ..RunInfo::default()
+    })
+    .build(&records)
+    .unwrap()
+    .to_json();
+    // Output lengths 3, 4, 5, 6 against an expected 4: three mismatches.
+    assert_eq!(json["output_len_mismatches"], 3);
+    assert_eq!(json["min_output_tokens"], 3);
+    assert_eq!(json["max_output_tokens"], 6);
+    assert!(close(num(&json, "mean_prompt_tokens"), 11.5));
+    assert_eq!(json["total_cached_tokens"], 12);
+    // In-flight input-token pressure: concurrency 2 × 11.5 prompt tokens.
+    assert!(close(num(&json, "inflight_input_tokens"), 23.0));
+}
+
+#[test]
+fn calibration_keys_separate_measurement_error_from_queueing() {
+    // The executor took the request off its queue 40 ms after the send and stamped the first
+    // token at 0.300; the runner saw it 2 ms later, and later responses 1 ms late each.
+    let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+    r.prompt_tokens = 8;
+    r.record_chunk_handled(0.302, 1, 0.3021);
+    r.record_chunk_handled(0.313, 1, 0.3131);
+    r.record_chunk_handled(0.323, 1, 0.3231);
+    r.finish(0.323, 3, Some("length".into()));
+    r.server = Some(ServerTimes {
+        arrival_s: Some(0.040),
+        first_scheduled_s: Some(0.040),
+        first_token_s: Some(0.300),
+        last_token_s: Some(0.320),
+        first_iter: Some(5),
+        last_iter: Some(7),
+    });
+    let ends = std::collections::BTreeMap::from([(5, 0.300), (6, 0.310), (7, 0.320)]);
+    let json = Summary::builder(RunInfo::default())
+        .percentiles(&[50.0, 99.0])
+        .iteration_end_times(ends)
+        .build(&[r])
+        .unwrap()
+        .to_json();
+    let c = &json["calibration"];
+    assert!(close(num(c, "p50_ttft_error_ms"), 2.0), "{c}");
+    assert!(close(num(c, "p99_ttft_error_ms"), 2.0));
+    // Gaps 11 and 10 ms against iteration gaps of 10 and 10 ms.
+    assert!(close(num(c, "p50_itl_error_ms"), 0.5));
+    assert!(close(num(c, "mean_runner_scheduling_delay_ms"), 0.1));
+    assert_eq!(c["itl_requests"], 1);
+    // The runner overhead in `server` includes the 40 ms before the executor's arrival stamp.
+    assert!(close(num(&json["server"], "mean_runner_overhead_ms"), 42.0));
+}
+
+// --- open-loop arrivals -------------------------------------------------------------------
+
+/// Mean and coefficient of variation of the gaps between consecutive arrivals.
+fn gap_stats(times: &[f64]) -> (f64, f64) {
+    let gaps: Vec<f64> = std::iter::once(times[0])
+        .chain(times.windows(2).map(|w| w[1] - w[0]))
+        .collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+    (mean, var.sqrt() / mean)
+}
+
+#[test]
+fn gamma_arrivals_have_the_asked_rate_and_burstiness() {
+    // 20,000 gaps with a fixed seed: the sampling error of the CV is about 1 %.
+    let n = 20_000;
+    for (burstiness, cv) in [(1.0, 1.0), (4.0, 0.5), (0.25, 2.0)] {
+        let times = arrival_schedule(n, 50.0, burstiness, 42).unwrap();
+        let (mean, measured_cv) = gap_stats(&times);
+        assert!(close(mean, 1.0 / 50.0), "mean gap {mean}");
+        assert!(
+            (measured_cv - cv).abs() < 0.05 * cv,
+            "burstiness {burstiness}: CV {measured_cv}, expected {cv}"
+        );
+    }
+    let constant = arrival_schedule(100, 4.0, f64::INFINITY, 1).unwrap();
+    assert!(
+        constant
+            .iter()
+            .enumerate()
+            .all(|(i, t)| close(*t, (i + 1) as f64 * 0.25))
+    );
+    assert!(arrival_schedule(10, 0.0, 1.0, 1).is_err());
+    assert!(arrival_schedule(10, 1.0, -1.0, 1).is_err());
 }
 
 // --- invariants ---------------------------------------------------------------------------
@@ -786,7 +994,7 @@ proptest! {
         r.finish_reason = fields.first().cloned();
         let rows = parse_csv(&requests_csv(&[r.clone()]));
         prop_assert_eq!(rows.len(), 2);
-        prop_assert_eq!(&rows[1][10], r.error.as_ref().unwrap());
-        prop_assert_eq!(&rows[1][9], r.finish_reason.as_ref().unwrap());
+        prop_assert_eq!(&rows[1][request_column("error")], r.error.as_ref().unwrap());
+        prop_assert_eq!(&rows[1][request_column("finish_reason")], r.finish_reason.as_ref().unwrap());
     }
 }

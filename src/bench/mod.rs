@@ -1,13 +1,26 @@
-//! Benchmark metrics: per-request records, vLLM-compatible summaries, result files, plots, comparison.
+//! The benchmark: workloads, load shapes, the runner, vLLM-compatible summaries, result files, plots.
 //!
-//! This module holds the pure parts of the benchmark runner; it does not talk to the executor.
-//! The runner stamps each request on one monotonic clock ([`RunClock`]) into a
-//! [`RequestRecord`], then calls:
+//! The runner side:
+//!
+//! - [`Workload`] says what each request asks for: random prompts of exact lengths (with an
+//!   optional shared prefix), or a dataset ([`load_jsonl`], [`load_sharegpt`],
+//!   [`tokenize_entries`]); fixed output lengths or natural stopping; streaming or not. Each
+//!   point and phase draws its own seeded prompt stream ([`Workload::sampler`]).
+//! - [`LoadPlan`] says how requests are offered: closed-loop concurrency, open-loop gamma
+//!   arrivals ([`arrival_schedule`]) with an optional cap, or users ramped up over a time and
+//!   sustained for a duration.
+//! - [`run_point`] drives a [`BenchTarget`] (an executor in process, or a gRPC server) and
+//!   records every request; in process it also collects the executor's iteration statistics
+//!   as they come ([`IterationCollector`], [`IterationLog`]).
+//!
+//! The metrics side is pure: the runner stamps each request on one monotonic clock
+//! ([`RunClock`]) into a [`RequestRecord`], then calls:
 //!
 //! - [`Summary::builder`] → [`Summary`]: every `vllm bench serve` result key with the same
 //!   meaning (TTFT, TPOT, ITL, E2EL statistics with numpy-style percentiles, throughput over
 //!   the measured window, goodput against [`Slos`]), plus per-token ITL, client queue time,
-//!   dispatch delay, executor-side (`server`) statistics and open-ended sections;
+//!   dispatch delay, executor-side (`server`) statistics, the runner's measurement error
+//!   ([`Calibration`]) and open-ended sections;
 //! - [`ResultFiles`] to write `<stem>.json`, `<stem>.requests.jsonl`/`.csv` and
 //!   `<stem>.iters.jsonl`; [`SweepRow`], [`sweep_csv`] and [`console_table`] for sweeps;
 //! - [`plot_ttft_vs_inflight_tokens`], [`plot_latency_vs_throughput`] and [`plot_time_series`]
@@ -39,8 +52,12 @@
 //! assert!(table.contains("c=4"));
 //! ```
 
+mod calibration;
 mod compare;
 mod csv;
+mod dataset;
+mod iterations;
+mod load;
 mod output;
 mod plot;
 mod record;
@@ -49,17 +66,25 @@ mod slo;
 mod stats;
 mod summary;
 mod sweep;
+mod target;
 mod throughput;
 mod timeseries;
+mod workload;
 
+pub use calibration::{Calibration, itl_errors_s};
 pub use compare::{CompareError, compare, compare_files};
+pub use dataset::{
+    DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, tokenize_entries,
+};
+pub use iterations::{IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section};
+pub use load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
 pub use output::{OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv};
 pub use plot::{
     LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput, plot_time_series,
     plot_ttft_vs_inflight_tokens, write_svg,
 };
-pub use record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
-pub use runner::{BenchTarget, GrpcTarget, LoadPoint, PointRun, RandomWorkload, iter_summary, kv_summary, run_point};
+pub use record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
+pub use runner::{PointRun, run_point};
 pub use slo::{SloError, Slos};
 pub use stats::{
     DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile, percentile_key,
@@ -67,5 +92,10 @@ pub use stats::{
 };
 pub use summary::{DetailedArrays, FailedRequest, RunInfo, ServerStats, Summary, SummaryBuilder, SummaryError};
 pub use sweep::{SweepRow, console_table, sweep_csv};
-pub use throughput::{Throughput, measured_window, peak_concurrency, peak_output_tokens_per_s};
+pub use target::{BenchTarget, GrpcTarget};
+pub use throughput::{
+    Throughput, mean_concurrency, measured_window, peak_concurrency, peak_output_tokens_per_s,
+    peak_output_tokens_per_s_by_token,
+};
 pub use timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
+pub use workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};

@@ -11,6 +11,7 @@ use super::csv::{opt_num, push_row};
 use super::record::RequestRecord;
 use super::summary::Summary;
 use super::sweep::{SweepRow, sweep_csv};
+use super::timeseries::TimeSample;
 
 /// Errors from writing result files.
 #[derive(Debug, thiserror::Error)]
@@ -35,15 +36,17 @@ pub enum OutputError {
 }
 
 /// Column names of `<stem>.requests.csv`, in order.
-pub const REQUEST_CSV_COLUMNS: [&str; 29] = [
+pub const REQUEST_CSV_COLUMNS: [&str; 35] = [
     "index",
     "phase",
+    "streaming",
     "scheduled_send_s",
     "send_s",
     "first_token_s",
     "end_s",
     "prompt_tokens",
     "output_tokens",
+    "expected_output_tokens",
     "cached_tokens",
     "finish_reason",
     "error",
@@ -52,6 +55,8 @@ pub const REQUEST_CSV_COLUMNS: [&str; 29] = [
     "server_first_scheduled_s",
     "server_first_token_s",
     "server_last_token_s",
+    "server_first_iter",
+    "server_last_iter",
     "ttft_ms",
     "tpot_ms",
     "e2el_ms",
@@ -61,6 +66,8 @@ pub const REQUEST_CSV_COLUMNS: [&str; 29] = [
     "server_prefill_ms",
     "server_tpot_ms",
     "runner_overhead_ms",
+    "ttft_measurement_error_ms",
+    "request_output_tok_s",
     "num_chunks",
     "chunk_tokens_total",
     "chunk_times_s",
@@ -91,12 +98,14 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
             [
                 r.index.to_string(),
                 r.phase.as_str().to_owned(),
+                r.streaming.to_string(),
                 opt_num(r.scheduled_send_s),
                 r.send_s.to_string(),
                 opt_num(r.first_token_s),
                 opt_num(r.end_s),
                 r.prompt_tokens.to_string(),
                 r.output_tokens.to_string(),
+                r.expected_output_tokens.map(|n| n.to_string()).unwrap_or_default(),
                 r.cached_tokens.to_string(),
                 r.finish_reason.clone().unwrap_or_default(),
                 r.error.clone().unwrap_or_default(),
@@ -105,6 +114,8 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
                 opt_num(server.first_scheduled_s),
                 opt_num(server.first_token_s),
                 opt_num(server.last_token_s),
+                server.first_iter.map(|n| n.to_string()).unwrap_or_default(),
+                server.last_iter.map(|n| n.to_string()).unwrap_or_default(),
                 ms(r.ttft_s()),
                 ms(r.tpot_s()),
                 ms(r.e2el_s()),
@@ -114,6 +125,8 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
                 ms(r.server_prefill_s()),
                 ms(r.server_tpot_s()),
                 ms(r.runner_overhead_s()),
+                ms(r.ttft_measurement_error_s()),
+                opt_num(r.output_tokens_per_s()),
                 r.chunks.len().to_string(),
                 r.chunk_tokens().to_string(),
                 join(&|c| c.t_s.to_string()),
@@ -141,7 +154,8 @@ fn jsonl<T: serde::Serialize>(rows: &[T], what: &'static str) -> Result<String, 
 }
 
 /// Paths and writers for one benchmark point's files, all named from one stem:
-/// `<stem>.json`, `<stem>.requests.jsonl`, `<stem>.requests.csv`, `<stem>.iters.jsonl`.
+/// `<stem>.json`, `<stem>.requests.jsonl`, `<stem>.requests.csv`, `<stem>.iters.jsonl`, and for
+/// duration runs `<stem>.timeseries.jsonl` and `<stem>.timeseries.svg`.
 ///
 /// Parent directories are created on write.
 ///
@@ -195,6 +209,23 @@ impl ResultFiles {
     /// `<stem>.iters.jsonl`.
     pub fn iters_jsonl_path(&self) -> PathBuf {
         self.with_suffix(".iters.jsonl")
+    }
+
+    /// `<stem>.timeseries.jsonl`.
+    pub fn timeseries_jsonl_path(&self) -> PathBuf {
+        self.with_suffix(".timeseries.jsonl")
+    }
+
+    /// `<stem>.timeseries.svg`.
+    pub fn timeseries_svg_path(&self) -> PathBuf {
+        self.with_suffix(".timeseries.svg")
+    }
+
+    /// Writes `<stem>.timeseries.jsonl`, one [`TimeSample`] per line; returns its path.
+    pub fn write_time_series(&self, samples: &[TimeSample]) -> Result<PathBuf, OutputError> {
+        let path = self.timeseries_jsonl_path();
+        write_file(&path, jsonl(samples, "time sample")?.as_bytes())?;
+        Ok(path)
     }
 
     /// Writes the summary as pretty JSON in file order; returns its path.
@@ -263,7 +294,7 @@ mod tests {
         let lines: Vec<&str> = csv.split("\r\n").collect();
         assert_eq!(lines[0].split(',').count(), REQUEST_CSV_COLUMNS.len());
         assert_eq!(lines[1].split(',').count(), REQUEST_CSV_COLUMNS.len());
-        assert!(lines[1].starts_with("0,warmup,"));
+        assert!(lines[1].starts_with("0,warmup,true,"));
         assert!(lines[1].ends_with(",2,3,0.1;0.2,2;1"));
     }
 

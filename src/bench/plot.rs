@@ -36,29 +36,28 @@ fn draw_err(e: impl std::fmt::Display) -> PlotError {
 pub struct PressurePoint {
     /// Configured prompt length: one line per value.
     pub input_len: u64,
-    /// Concurrency of the point.
-    pub concurrency: u64,
-    /// Actual mean prompt tokens of the point.
-    pub prompt_tokens: f64,
+    /// In-flight input tokens: concurrency × actual prompt tokens (the x coordinate).
+    pub inflight_tokens: f64,
     /// 95th-percentile TTFT, ms.
     pub p95_ttft_ms: f64,
 }
 
 impl PressurePoint {
-    /// In-flight input tokens: concurrency × actual prompt tokens (the x coordinate).
-    pub fn inflight_tokens(&self) -> f64 {
-        self.concurrency as f64 * self.prompt_tokens
+    /// A closed-loop point: `concurrency` × `prompt_tokens` in flight.
+    pub fn closed(input_len: u64, concurrency: u64, prompt_tokens: f64, p95_ttft_ms: f64) -> Self {
+        PressurePoint { input_len, inflight_tokens: concurrency as f64 * prompt_tokens, p95_ttft_ms }
     }
 
-    /// Points from sweep rows that have a concurrency and a p95 TTFT; the line is the
-    /// configured input length, else the rounded actual prompt length.
+    /// Points from sweep rows that have a p95 TTFT (streaming runs) and a positive
+    /// [`SweepRow::inflight_input_tokens`]; the line is the configured input length, else the
+    /// rounded actual prompt length.
     pub fn from_rows(rows: &[SweepRow]) -> Vec<Self> {
         rows.iter()
+            .filter(|r| r.inflight_input_tokens > 0.0)
             .filter_map(|r| {
                 Some(PressurePoint {
                     input_len: r.input_len.unwrap_or(r.mean_prompt_tokens.round() as u64),
-                    concurrency: r.concurrency?,
-                    prompt_tokens: r.mean_prompt_tokens,
+                    inflight_tokens: r.inflight_input_tokens,
                     p95_ttft_ms: r.p95_ttft_ms?,
                 })
             })
@@ -73,6 +72,8 @@ pub enum LatencyMetric {
     P50Tpot,
     /// Median time to first token.
     P50Ttft,
+    /// Median end-to-end latency (the one latency of non-streaming runs).
+    P50E2el,
 }
 
 impl LatencyMetric {
@@ -80,6 +81,7 @@ impl LatencyMetric {
         match self {
             LatencyMetric::P50Tpot => "p50 TPOT (ms)",
             LatencyMetric::P50Ttft => "p50 TTFT (ms)",
+            LatencyMetric::P50E2el => "p50 E2E latency (ms)",
         }
     }
 }
@@ -89,8 +91,8 @@ impl LatencyMetric {
 pub struct LatencyThroughputPoint {
     /// Line label (e.g. the shape `in=512 out=128`).
     pub series: String,
-    /// Concurrency, orders the points along a line.
-    pub concurrency: u64,
+    /// Concurrency or request rate: orders the points along a line.
+    pub load: f64,
     /// Output tokens per second (x).
     pub output_throughput: f64,
     /// Latency in ms (y).
@@ -98,7 +100,7 @@ pub struct LatencyThroughputPoint {
 }
 
 impl LatencyThroughputPoint {
-    /// Points from sweep rows with a concurrency and the chosen latency; one line per
+    /// Points from sweep rows with a concurrency or rate and the chosen latency; one line per
     /// input/output shape.
     pub fn from_rows(rows: &[SweepRow], metric: LatencyMetric) -> Vec<Self> {
         rows.iter()
@@ -106,6 +108,7 @@ impl LatencyThroughputPoint {
                 let latency = match metric {
                     LatencyMetric::P50Tpot => r.p50_tpot_ms,
                     LatencyMetric::P50Ttft => r.p50_ttft_ms,
+                    LatencyMetric::P50E2el => r.p50_e2el_ms,
                 }?;
                 let shape = |configured: Option<u64>, actual: f64| configured.unwrap_or(actual.round() as u64);
                 Some(LatencyThroughputPoint {
@@ -114,7 +117,7 @@ impl LatencyThroughputPoint {
                         shape(r.input_len, r.mean_prompt_tokens),
                         shape(r.output_len, r.mean_output_tokens)
                     ),
-                    concurrency: r.concurrency?,
+                    load: r.request_rate.or(r.concurrency.map(|c| c as f64))?,
                     output_throughput: r.output_throughput,
                     latency_ms: latency,
                 })
@@ -144,22 +147,15 @@ const SIZE: (u32, u32) = (900, 560);
 /// ```rust
 /// use trtllm::bench::{plot_ttft_vs_inflight_tokens, PressurePoint};
 ///
-/// let points: Vec<PressurePoint> = [1u64, 4, 16]
-///     .iter()
-///     .map(|&c| PressurePoint {
-///         input_len: 512,
-///         concurrency: c,
-///         prompt_tokens: 512.0,
-///         p95_ttft_ms: 20.0 * c as f64,
-///     })
-///     .collect();
+/// let points: Vec<PressurePoint> =
+///     [1u64, 4, 16].iter().map(|&c| PressurePoint::closed(512, c, 512.0, 20.0 * c as f64)).collect();
 /// let svg = plot_ttft_vs_inflight_tokens(&points).unwrap();
 /// assert!(svg.contains("<svg") && svg.contains("in=512"));
 /// ```
 pub fn plot_ttft_vs_inflight_tokens(points: &[PressurePoint]) -> Result<String, PlotError> {
     let mut lines: BTreeMap<u64, Vec<(f64, f64)>> = BTreeMap::new();
     for p in points {
-        let xy = (p.inflight_tokens(), p.p95_ttft_ms);
+        let xy = (p.inflight_tokens, p.p95_ttft_ms);
         if xy.0 > 0.0 && xy.0.is_finite() && xy.1.is_finite() {
             lines.entry(p.input_len).or_default().push(xy);
         }
@@ -190,7 +186,7 @@ pub fn plot_ttft_vs_inflight_tokens(points: &[PressurePoint]) -> Result<String, 
 }
 
 /// Latency (p50 TPOT or TTFT) against output tokens per second, one line per shape with points
-/// ordered by concurrency, as an SVG document.
+/// ordered by concurrency (or rate), as an SVG document.
 ///
 /// ```rust
 /// use trtllm::bench::{plot_latency_vs_throughput, LatencyMetric, LatencyThroughputPoint};
@@ -199,7 +195,7 @@ pub fn plot_ttft_vs_inflight_tokens(points: &[PressurePoint]) -> Result<String, 
 ///     .iter()
 ///     .map(|&c| LatencyThroughputPoint {
 ///         series: "in=128 out=128".into(),
-///         concurrency: c,
+///         load: c as f64,
 ///         output_throughput: 100.0 * c as f64,
 ///         latency_ms: 10.0 + c as f64,
 ///     })
@@ -211,16 +207,16 @@ pub fn plot_latency_vs_throughput(
     points: &[LatencyThroughputPoint],
     metric: LatencyMetric,
 ) -> Result<String, PlotError> {
-    let mut lines: BTreeMap<&str, Vec<(u64, f64, f64)>> = BTreeMap::new();
+    let mut lines: BTreeMap<&str, Vec<(f64, f64, f64)>> = BTreeMap::new();
     for p in points {
         if p.output_throughput.is_finite() && p.latency_ms.is_finite() {
-            lines.entry(p.series.as_str()).or_default().push((p.concurrency, p.output_throughput, p.latency_ms));
+            lines.entry(p.series.as_str()).or_default().push((p.load, p.output_throughput, p.latency_ms));
         }
     }
     let series: Vec<Series> = lines
         .into_iter()
         .map(|(label, mut pts)| {
-            pts.sort_by_key(|p| p.0);
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series { label: label.to_owned(), points: pts.into_iter().map(|(_, x, y)| (x, y)).collect() }
         })
         .collect();
@@ -423,7 +419,7 @@ mod tests {
 
     #[test]
     fn single_point_still_renders() {
-        let p = PressurePoint { input_len: 64, concurrency: 1, prompt_tokens: 64.0, p95_ttft_ms: 3.0 };
+        let p = PressurePoint::closed(64, 1, 64.0, 3.0);
         let svg = plot_ttft_vs_inflight_tokens(&[p]).unwrap();
         assert!(svg.contains("in=64"));
     }
@@ -432,6 +428,7 @@ mod tests {
     fn rows_become_points() {
         let row = SweepRow {
             concurrency: Some(4),
+            inflight_input_tokens: 4.0 * 511.6,
             mean_prompt_tokens: 511.6,
             mean_output_tokens: 128.0,
             p95_ttft_ms: Some(10.0),
@@ -441,7 +438,7 @@ mod tests {
         };
         let p = PressurePoint::from_rows(std::slice::from_ref(&row));
         assert_eq!(p[0].input_len, 512);
-        assert!((p[0].inflight_tokens() - 4.0 * 511.6).abs() < 1e-9);
+        assert!((p[0].inflight_tokens - 4.0 * 511.6).abs() < 1e-9);
         let l = LatencyThroughputPoint::from_rows(&[row.with_shape(500, 100)], LatencyMetric::P50Tpot);
         assert_eq!(l[0].series, "in=500 out=100");
         assert_eq!(l[0].latency_ms, 2.0);

@@ -6,25 +6,33 @@ use serde::{Deserialize, Serialize};
 
 /// Which part of a run a request belongs to.
 ///
-/// Warmup requests are recorded (so the request files show them) but never enter statistics.
+/// Warmup and ramp-up requests are recorded (so the request files show them) but never enter
+/// statistics; ramp-up requests do appear in a duration run's time series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Sent before measurement to warm the engine; excluded from every statistic.
     Warmup,
+    /// Sent while users were still being added (`--ramp-up`); excluded from statistics.
+    RampUp,
     /// Part of the measured load.
     Measure,
 }
 
 impl Phase {
-    /// The lowercase name used in the JSONL and CSV files (`"warmup"` or `"measure"`).
+    /// The name used in the JSONL and CSV files (`"warmup"`, `"ramp_up"` or `"measure"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Warmup => "warmup",
+            Phase::RampUp => "ramp_up",
             Phase::Measure => "measure",
         }
     }
 }
+
+/// Finish reasons, in the words both targets report (the OpenAI words the gRPC protocol uses),
+/// that end a request without its answer: such a request counts as failed.
+pub const UNSUCCESSFUL_FINISH_REASONS: [&str; 2] = ["abort", "timeout"];
 
 /// One streamed response that carried at least one token.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -33,6 +41,11 @@ pub struct TokenChunk {
     pub t_s: f64,
     /// Number of new tokens in this response (more than one under speculative decoding).
     pub tokens: u32,
+    /// When the runner's task handled this response, seconds since the run start (in process
+    /// only: `t_s` is then the response thread's receive stamp, and the difference is what the
+    /// async runtime added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handled_s: Option<f64>,
 }
 
 /// Executor-side timestamps from `RequestPerfMetrics`, converted to seconds since the run start.
@@ -49,6 +62,12 @@ pub struct ServerTimes {
     pub first_token_s: Option<f64>,
     /// When the executor produced the last token (`lastTokenTime`).
     pub last_token_s: Option<f64>,
+    /// Executor iteration that produced the first token (in process only).
+    #[serde(default)]
+    pub first_iter: Option<u64>,
+    /// Executor iteration that produced the last token (in process only).
+    #[serde(default)]
+    pub last_iter: Option<u64>,
 }
 
 /// Everything measured about one request.
@@ -58,7 +77,11 @@ pub struct ServerTimes {
 /// same origin, be subtracted directly. Derived values are methods and are `None` when the
 /// stamps they need are missing.
 ///
-/// A request is *successful* when [`error`](Self::error) is `None`.
+/// A request is *successful* when [`error`](Self::error) is `None`; [`finish`](Self::finish)
+/// with a cancelled or timed-out reason sets an error.
+///
+/// A non-streaming request ([`streaming`](Self::streaming) false) has one response, the final
+/// one: it has an E2E latency but no TTFT, TPOT or ITL (its first token is not observable).
 ///
 /// ```rust
 /// use trtllm::bench::{Phase, RequestRecord};
@@ -77,8 +100,11 @@ pub struct ServerTimes {
 pub struct RequestRecord {
     /// Position of the request in the run (warmup and measured requests share one sequence).
     pub index: u64,
-    /// Warmup or measured.
+    /// Warmup, ramp-up or measured.
     pub phase: Phase,
+    /// Whether tokens were streamed; without streaming only E2E latency is observable.
+    #[serde(default = "streaming_default")]
+    pub streaming: bool,
     /// When the load generator meant to send it (open-loop rate mode); `None` in closed loop.
     #[serde(default)]
     pub scheduled_send_s: Option<f64>,
@@ -98,11 +124,15 @@ pub struct RequestRecord {
     /// Tokens the executor returned (its own count, never re-tokenized text).
     #[serde(default)]
     pub output_tokens: u64,
+    /// Output length the workload asked for (the fixed length, or the dataset's expected
+    /// length under natural stopping); `None` when it named none.
+    #[serde(default)]
+    pub expected_output_tokens: Option<u64>,
     /// Prompt tokens served from reused KV-cache blocks.
     #[serde(default)]
     pub cached_tokens: u64,
-    /// Executor finish reason in lowercase (`"length"`, `"end_id"`, `"stop_words"`,
-    /// `"timed_out"`, `"cancelled"`, ...), if the request finished.
+    /// Finish reason in the OpenAI words both targets use (`"length"`, `"stop"`, `"abort"`,
+    /// `"timeout"`, `"unknown"`), if the request finished.
     #[serde(default)]
     pub finish_reason: Option<String>,
     /// Error message; `Some` marks the request as failed.
@@ -123,6 +153,7 @@ impl RequestRecord {
         Self {
             index,
             phase,
+            streaming: true,
             scheduled_send_s: None,
             send_s,
             first_token_s: None,
@@ -130,6 +161,7 @@ impl RequestRecord {
             end_s: None,
             prompt_tokens: 0,
             output_tokens: 0,
+            expected_output_tokens: None,
             cached_tokens: 0,
             finish_reason: None,
             error: None,
@@ -149,13 +181,31 @@ impl RequestRecord {
         if self.first_token_s.is_none() {
             self.first_token_s = Some(t_s);
         }
-        self.chunks.push(TokenChunk { t_s, tokens });
+        self.chunks.push(TokenChunk { t_s, tokens, handled_s: None });
+    }
+
+    /// Like [`record_chunk`](Self::record_chunk), also noting when the runner handled the response.
+    pub fn record_chunk_handled(&mut self, t_s: f64, tokens: u32, handled_s: f64) {
+        self.record_chunk(t_s, tokens);
+        if tokens > 0
+            && let Some(last) = self.chunks.last_mut()
+        {
+            last.handled_s = Some(handled_s);
+        }
     }
 
     /// Marks the request finished at `end_s` with the executor's token count and finish reason.
+    ///
+    /// A reason in [`UNSUCCESSFUL_FINISH_REASONS`] (cancelled, timed out) also records an error,
+    /// so the request counts as failed rather than as a short success.
     pub fn finish(&mut self, end_s: f64, output_tokens: u64, finish_reason: Option<String>) {
         self.end_s = Some(end_s);
         self.output_tokens = output_tokens;
+        if let Some(reason) = finish_reason.as_deref().filter(|r| UNSUCCESSFUL_FINISH_REASONS.contains(r))
+            && self.error.is_none()
+        {
+            self.error = Some(format!("request ended with finish reason {reason:?}"));
+        }
         self.finish_reason = finish_reason;
     }
 
@@ -170,7 +220,7 @@ impl RequestRecord {
         self.error.is_none()
     }
 
-    /// True for measured (non-warmup) requests.
+    /// True for measured (not warmup, not ramp-up) requests.
     pub fn is_measured(&self) -> bool {
         self.phase == Phase::Measure
     }
@@ -185,8 +235,11 @@ impl RequestRecord {
         self.chunks.last().map(|c| c.t_s).or(self.first_token_s)
     }
 
-    /// Time to first token: first token − send.
+    /// Time to first token: first token − send (streaming requests only).
     pub fn ttft_s(&self) -> Option<f64> {
+        if !self.streaming {
+            return None;
+        }
         self.first_token_s.map(|t| t - self.send_s)
     }
 
@@ -196,8 +249,8 @@ impl RequestRecord {
         self.last_token_s().or(self.end_s).map(|t| t - self.send_s)
     }
 
-    /// Time per output token after the first: (E2EL − TTFT) / (output_tokens − 1), only when the
-    /// executor returned more than one token.
+    /// Time per output token after the first: (E2EL − TTFT) / (output_tokens − 1), only for a
+    /// streaming request whose executor returned more than one token.
     pub fn tpot_s(&self) -> Option<f64> {
         if self.output_tokens <= 1 {
             return None;
@@ -228,6 +281,33 @@ impl RequestRecord {
             out.extend(std::iter::repeat_n(per_token, w[1].tokens as usize));
         }
         out
+    }
+
+    /// Output tokens per second of this request alone: output tokens / E2E latency (the figure a
+    /// non-streaming client can measure); `None` without tokens or time.
+    pub fn output_tokens_per_s(&self) -> Option<f64> {
+        let e2el = self.e2el_s()?;
+        (self.output_tokens > 0 && e2el > 0.0).then(|| self.output_tokens as f64 / e2el)
+    }
+
+    /// Whether the executor returned a different number of tokens than the workload asked for.
+    pub fn output_len_mismatch(&self) -> bool {
+        self.expected_output_tokens.is_some_and(|e| e != self.output_tokens)
+    }
+
+    /// The runner's first-token measurement error: client-side first-token time − the executor's
+    /// firstTokenTime (streaming only). Unlike [`runner_overhead_s`](Self::runner_overhead_s) it
+    /// excludes the executor's input-queue wait.
+    pub fn ttft_measurement_error_s(&self) -> Option<f64> {
+        if !self.streaming {
+            return None;
+        }
+        Some(self.first_token_s? - self.server?.first_token_s?)
+    }
+
+    /// Per response: when the runner handled it − when the response thread received it.
+    pub fn runner_scheduling_delays_s(&self) -> impl Iterator<Item = f64> + '_ {
+        self.chunks.iter().filter_map(|c| c.handled_s.map(|h| h - c.t_s))
     }
 
     /// Actual send − scheduled send (open-loop rate mode only).
@@ -267,6 +347,10 @@ impl RequestRecord {
     pub fn runner_overhead_s(&self) -> Option<f64> {
         Some(self.ttft_s()? - self.server_ttft_s()?)
     }
+}
+
+fn streaming_default() -> bool {
+    true
 }
 
 /// The run's time origin: converts [`Instant`]s into the `f64` second offsets records use.
@@ -391,6 +475,7 @@ mod tests {
             first_scheduled_s: Some(10.15),
             first_token_s: Some(10.45),
             last_token_s: Some(10.85),
+            ..ServerTimes::default()
         });
         assert!(close(r.server_queue_s().unwrap(), 0.05));
         assert!(close(r.server_ttft_s().unwrap(), 0.35));

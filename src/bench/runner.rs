@@ -1,355 +1,323 @@
-//! The load generator: drives an executor in process, or a server over gRPC, with a workload and
-//! records every request.
+//! The load generator: offers a workload to a target under a load plan and records every request.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
-use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{Mutex, Semaphore, mpsc};
 
-use super::record::{Phase, RequestRecord, RunClock, ServerTimes};
-use crate::proto::trtllm as pb;
-use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
-use crate::{AsyncExecutor, GenerationRequest, IterationStats, SamplingParams, StreamEvent};
+use super::iterations::{IterationCollector, IterationLog};
+use super::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
+use super::record::{Phase, RequestRecord, RunClock};
+use super::target::BenchTarget;
+use super::workload::{PromptSampler, RequestSpec, Workload, WorkloadPhase};
 
-/// Where the load goes: the same workloads and records either way, so the transport's cost shows.
-#[derive(Debug, Clone)]
-pub enum BenchTarget {
-    /// An executor in this process: times come straight from executor events.
-    InProcess(AsyncExecutor),
-    /// A `trtllm.TrtllmService` server: times are taken as messages arrive.
-    Grpc(GrpcTarget),
-}
-
-/// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
-#[derive(Debug, Clone)]
-pub struct GrpcTarget {
-    client: TrtllmServiceClient<tonic::transport::Channel>,
-    anchor: (Instant, Duration),
-}
-
-impl GrpcTarget {
-    /// Connects to `url` (`http://host:port`).
-    pub async fn connect(url: String) -> Result<Self, tonic::transport::Error> {
-        let client = TrtllmServiceClient::connect(url).await?;
-        Ok(GrpcTarget {
-            client,
-            anchor: (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()),
-        })
-    }
-
-    /// The client, for info calls.
-    pub fn client(&self) -> TrtllmServiceClient<tonic::transport::Channel> {
-        self.client.clone()
-    }
-
-    fn instant(&self, unix_s: f64) -> Option<Instant> {
-        if unix_s <= 0.0 {
-            return None;
-        }
-        let (instant, unix) = self.anchor;
-        let unix_s = Duration::from_secs_f64(unix_s);
-        match unix_s.checked_sub(unix) {
-            Some(after) => instant.checked_add(after),
-            None => instant.checked_sub(unix - unix_s),
-        }
-    }
-}
-
-/// One point of a sweep: a closed-loop concurrency and a request shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LoadPoint {
-    /// Requests in flight at once.
-    pub concurrency: usize,
-    /// Prompt tokens per request (the shared prefix included).
-    pub input_len: usize,
-    /// Output tokens per request (fixed: the end id is disabled and min_tokens = max_tokens).
-    pub output_len: usize,
-    /// Measured requests.
-    pub num_prompts: usize,
-    /// Warmup requests sent first, recorded with phase `warmup` and excluded from statistics.
-    pub warmup: usize,
-}
-
-/// How prompts are made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RandomWorkload {
-    /// Vocabulary to draw token ids from.
-    pub vocab_size: usize,
-    /// Tokens shared by every prompt (warm prefix cache) before the random part; 0 for none.
-    pub shared_prefix: usize,
-    /// Seed for reproducible prompts.
-    pub seed: u64,
-    /// Streaming requests (false: one final per request; TTFT equals E2E).
-    pub streaming: bool,
-}
-
-impl RandomWorkload {
-    /// Prompts with exactly `point.input_len` token ids each.
-    fn prompts(&self, point: &LoadPoint, count: usize, salt: u64) -> Vec<Vec<u32>> {
-        let mut rng = StdRng::seed_from_u64(self.seed ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let vocab = self.vocab_size.max(2) as u32;
-        let prefix_len = self.shared_prefix.min(point.input_len);
-        let mut prefix_rng = StdRng::seed_from_u64(self.seed);
-        let prefix: Vec<u32> = (0..prefix_len).map(|_| prefix_rng.random_range(1..vocab)).collect();
-        (0..count)
-            .map(|_| {
-                let mut ids = prefix.clone();
-                ids.extend((prefix_len..point.input_len).map(|_| rng.random_range(1..vocab)));
-                ids
-            })
-            .collect()
-    }
-}
+/// How long a duration-run user waits after a failed request before sending the next.
+const FAILURE_BACKOFF: Duration = Duration::from_millis(10);
 
 /// What one point produced.
 #[derive(Debug)]
 pub struct PointRun {
-    /// Every request, warmup included.
+    /// Every request, warmup and ramp-up included, in completion order.
     pub records: Vec<RequestRecord>,
-    /// Executor iterations during the measured phase.
-    pub iterations: Vec<IterationStats>,
+    /// Executor iterations from the end of the warmup to the end of the point (in process);
+    /// `None` for a target that does not expose them.
+    pub iterations: Option<IterationLog>,
 }
 
-/// Runs one closed-loop point: warmup, then `num_prompts` requests with at most `concurrency`
-/// in flight; times are seconds since `clock`'s origin.
+/// How a request leaves the runner: when it was due and whether it needs a slot first.
+struct Dispatch {
+    index: u64,
+    phase: Phase,
+    spec: RequestSpec,
+    /// Open loop: the scheduled send time on the run clock.
+    scheduled_s: Option<f64>,
+    /// When the request became ready to go (its client queue time counts from here).
+    ready_at: Instant,
+    slots: Option<Arc<Semaphore>>,
+}
+
+/// Runs one point: `plan.warmup` warmup requests, then the load of `plan`, each request from
+/// `workload`'s prompt stream for `point` (warmup and measurement draw separate streams, and so
+/// do different points). Times are seconds since `clock`'s origin; `progress` sees every
+/// request after the warmup as it finishes.
+///
+/// ```rust
+/// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use trtllm::bench::{BenchTarget, LoadPlan, PromptSource, RunClock, Workload, run_point};
+///
+/// let dir = tempfile::tempdir()?;
+/// trtllm::sim::SimulatedEngine::builder().iteration_ms(1.0).build().write_to(dir.path())?;
+/// let executor = trtllm::AsyncExecutor::load(dir.path(), trtllm::ExecutorConfig::default()).await?;
+/// let workload = Workload {
+///     source: PromptSource::Random { vocab_size: 1000, input_len: 16, shared_prefix: 0 },
+///     output_len: Some(4),
+///     fallback_output_len: 4,
+///     ignore_eos: true,
+///     end_id: None,
+///     streaming: true,
+///     seed: 0,
+/// };
+/// let target = BenchTarget::InProcess(executor.clone());
+/// let run = run_point(&target, &workload, 0, &LoadPlan::closed(2, 4), &RunClock::start(), |_| {}).await?;
+/// assert_eq!(run.records.len(), 4);
+/// assert!(run.records.iter().all(|r| r.output_tokens == 4 && r.first_token_s.is_some()));
+/// executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
+/// # Ok(()) }
+/// ```
 pub async fn run_point(
     target: &BenchTarget,
-    workload: &RandomWorkload,
-    point: &LoadPoint,
+    workload: &Workload,
+    point: u64,
+    plan: &LoadPlan,
     clock: &RunClock,
-    mut progress: impl FnMut(usize),
-) -> PointRun {
-    let mut records = Vec::with_capacity(point.warmup + point.num_prompts);
-    let warmup = workload.prompts(point, point.warmup, 1);
-    records.extend(drive(target, workload, point, clock, warmup, Phase::Warmup, 0, &mut |_| {}).await);
-    // Iteration stats of the measured phase only (in process; a server keeps its own).
-    let executor = match target {
-        BenchTarget::InProcess(executor) => Some(executor),
-        BenchTarget::Grpc(_) => None,
-    };
-    if let Some(executor) = executor {
-        executor.executor().refresh_stats();
+    mut progress: impl FnMut(&RequestRecord),
+) -> Result<PointRun, LoadError> {
+    plan.validate()?;
+    let mut records = Vec::new();
+    let next_index = Arc::new(AtomicU64::new(0));
+    if plan.warmup > 0 {
+        let concurrency = plan.load.concurrency().unwrap_or(plan.warmup);
+        let sampler = workload.sampler(point, WorkloadPhase::Warmup);
+        let warm = closed_loop(target, clock, sampler, Phase::Warmup, plan.warmup, concurrency, &next_index);
+        collect(warm, &mut records, &mut |_| {}).await;
     }
-    let mut iterations_rx = executor.map(|e| e.executor().subscribe_iteration_stats());
-    let prompts = workload.prompts(point, point.num_prompts, 2);
-    records.extend(
-        drive(target, workload, point, clock, prompts, Phase::Measure, point.warmup as u64, &mut progress).await,
-    );
-    let mut iterations = Vec::new();
-    if let (Some(executor), Some(rx)) = (executor, iterations_rx.as_mut()) {
-        executor.executor().refresh_stats();
-        while let Ok(stats) = rx.try_recv() {
-            iterations.push((*stats).clone());
+    let collector = target.executor().map(|e| IterationCollector::start(e.executor()));
+    let sampler = workload.sampler(point, WorkloadPhase::Measure);
+    let seed = workload.seed ^ point.rotate_left(32);
+    let done = match (plan.load, plan.duration) {
+        (Load::Closed { concurrency }, None) => {
+            closed_loop(target, clock, sampler, Phase::Measure, plan.num_prompts, concurrency, &next_index)
         }
-    }
-    PointRun { records, iterations }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn drive(
-    target: &BenchTarget,
-    workload: &RandomWorkload,
-    point: &LoadPoint,
-    clock: &RunClock,
-    prompts: Vec<Vec<u32>>,
-    phase: Phase,
-    first_index: u64,
-    progress: &mut dyn FnMut(usize),
-) -> Vec<RequestRecord> {
-    let slots = Arc::new(Semaphore::new(point.concurrency.max(1)));
-    let ready_at = Instant::now();
-    let mut tasks = Vec::with_capacity(prompts.len());
-    for (i, prompt) in prompts.into_iter().enumerate() {
-        // Closed loop: a request waits for a free slot; that wait is its client queue time.
-        let permit = slots.clone().acquire_owned().await;
-        let queued_s = ready_at.elapsed().as_secs_f64();
-        let request = GenerationRequest::new(prompt, point.output_len as u32)
-            .with_streaming(workload.streaming)
-            .with_end_id(-1)
-            .with_sampling(SamplingParams { min_tokens: Some(point.output_len as u32), ..Default::default() });
-        let target = target.clone();
-        let clock = *clock;
-        tasks.push(tokio::spawn(async move {
-            let _permit = permit;
-            let index = first_index + i as u64;
-            let record = match &target {
-                BenchTarget::InProcess(executor) => one_request(executor, request, &clock, index, phase).await,
-                BenchTarget::Grpc(grpc) => one_grpc_request(grpc, request, &clock, index, phase).await,
+        (Load::Closed { concurrency }, Some(duration)) => {
+            users(target, clock, sampler, concurrency, plan.ramp_up.unwrap_or_default(), duration, &next_index)
+        }
+        (Load::Open { rate, burstiness, max_concurrency }, duration) => {
+            let arrivals = match duration {
+                None => Arrivals::Fixed(arrival_schedule(plan.num_prompts, rate, burstiness, seed)?),
+                Some(d) => Arrivals::Until(Box::new(ArrivalProcess::new(rate, burstiness, seed)?), d.as_secs_f64()),
             };
-            (record, queued_s)
-        }));
-    }
-    let mut records = Vec::with_capacity(tasks.len());
-    for (done, task) in tasks.into_iter().enumerate() {
-        match task.await {
-            Ok((mut record, queued_s)) => {
-                // From when the load began (every request was ready) to when it got a slot.
-                record.client_queue_s = queued_s;
-                records.push(record);
-            }
-            Err(e) => tracing::error!(error = %e, "benchmark request task failed"),
+            open_loop(target, clock, sampler, arrivals, max_concurrency, &next_index)
         }
-        progress(done + 1);
-    }
-    records
+    };
+    collect(done, &mut records, &mut progress).await;
+    let iterations = match (collector, target.executor()) {
+        (Some(c), Some(e)) => Some(c.finish(e.executor()).await),
+        _ => None,
+    };
+    Ok(PointRun { records, iterations })
 }
 
-async fn one_request(
-    executor: &AsyncExecutor,
-    request: GenerationRequest,
+/// Receives finished records until every request task is done.
+async fn collect(
+    mut done: mpsc::UnboundedReceiver<RequestRecord>,
+    records: &mut Vec<RequestRecord>,
+    progress: &mut dyn FnMut(&RequestRecord),
+) {
+    while let Some(record) = done.recv().await {
+        progress(&record);
+        records.push(record);
+    }
+}
+
+/// Starts a request task that waits for its slot (if any), sends, and reports its record.
+fn dispatch(target: &BenchTarget, clock: &RunClock, d: Dispatch, done: &mpsc::UnboundedSender<RequestRecord>) {
+    let (target, clock, done) = (target.clone(), *clock, done.clone());
+    tokio::spawn(async move {
+        let _permit = match &d.slots {
+            Some(slots) => slots.clone().acquire_owned().await.ok(),
+            None => None,
+        };
+        let queued_s = d.ready_at.elapsed().as_secs_f64();
+        let mut record = target.send(d.spec, &clock, d.index, d.phase).await;
+        record.client_queue_s = queued_s;
+        record.scheduled_send_s = d.scheduled_s;
+        let _ = done.send(record);
+    });
+}
+
+/// `count` requests with at most `concurrency` in flight; all are ready at once, so each one's
+/// wait for a slot is its client queue time.
+fn closed_loop(
+    target: &BenchTarget,
     clock: &RunClock,
-    index: u64,
+    mut sampler: PromptSampler,
     phase: Phase,
-) -> RequestRecord {
-    let prompt_tokens = request.prompt().len() as u64;
-    let mut stream = match executor.generate(request) {
-        Ok(stream) => stream,
-        Err(e) => {
-            let now = clock.now_s();
-            let mut record = RequestRecord::new(index, phase, now);
-            record.prompt_tokens = prompt_tokens;
-            record.fail(now, e.to_string());
-            return record;
-        }
-    };
-    let mut record = RequestRecord::new(index, phase, clock.offset_s(stream.enqueued_at()));
-    record.prompt_tokens = prompt_tokens;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(StreamEvent::Chunk(chunk)) => {
-                record.record_chunk(clock.offset_s(chunk.received_at), chunk.token_ids.len() as u32)
-            }
-            Ok(StreamEvent::Final(done)) => {
-                if !done.token_ids().is_empty() && record.chunks.is_empty() {
-                    // Non-streaming: the final is the one response that carries tokens.
-                    record.record_chunk(clock.offset_s(done.finished_at), done.completion_tokens);
-                }
-                record.cached_tokens = u64::from(done.cached_tokens.unwrap_or(0));
-                if let Some(perf) = done.perf {
-                    let at = |t: Option<Instant>| t.map(|t| clock.offset_s(t));
-                    record.server = Some(ServerTimes {
-                        arrival_s: at(perf.arrival),
-                        first_scheduled_s: at(perf.first_scheduled),
-                        first_token_s: at(perf.first_token),
-                        last_token_s: at(perf.last_token),
-                    });
-                }
-                record.finish(
-                    clock.offset_s(done.finished_at),
-                    u64::from(done.completion_tokens),
-                    Some(done.finish_reason.to_string()),
-                );
-            }
-            Err(e) => record.fail(clock.now_s(), e.to_string()),
-        }
+    count: usize,
+    concurrency: usize,
+    next_index: &AtomicU64,
+) -> mpsc::UnboundedReceiver<RequestRecord> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let slots = Arc::new(Semaphore::new(concurrency.max(1)));
+    let ready_at = Instant::now();
+    for _ in 0..count {
+        let index = next_index.fetch_add(1, Ordering::Relaxed);
+        let d = Dispatch {
+            index,
+            phase,
+            spec: sampler.next_request(),
+            scheduled_s: None,
+            ready_at,
+            slots: Some(slots.clone()),
+        };
+        dispatch(target, clock, d, &tx);
     }
-    record
+    rx
 }
 
-async fn one_grpc_request(
-    target: &GrpcTarget,
-    request: GenerationRequest,
+enum Arrivals {
+    /// Precomputed send times (seconds after the start).
+    Fixed(Vec<f64>),
+    /// Arrivals drawn one by one until the given number of seconds.
+    Until(Box<ArrivalProcess>, f64),
+}
+
+/// Open loop: each request goes at its scheduled time whatever the engine does (waiting only
+/// for a slot under a cap); the launcher sleeps until each arrival.
+fn open_loop(
+    target: &BenchTarget,
     clock: &RunClock,
-    index: u64,
-    phase: Phase,
-) -> RequestRecord {
-    let prompt_tokens = request.prompt().len() as u64;
-    let message = pb::GenerateRequest {
-        request_id: format!("bench-{index}-{}", clock.now_s().to_bits()),
-        tokenized: Some(pb::TokenizedInput { input_token_ids: request.prompt().to_vec(), ..Default::default() }),
-        sampling_config: Some(pb::SamplingConfig { min_tokens: request.sampling().min_tokens, ..Default::default() }),
-        output_config: Some(pb::OutputConfig { return_perf_metrics: true, ..Default::default() }),
-        max_tokens: request.max_tokens(),
-        streaming: request.streaming(),
-        ignore_eos: true,
-        ..Default::default()
-    };
-    let mut client = target.client.clone();
-    let mut record = RequestRecord::new(index, phase, clock.now_s());
-    record.prompt_tokens = prompt_tokens;
-    let mut stream = match client.generate(message).await {
-        Ok(response) => response.into_inner(),
-        Err(status) => {
-            record.fail(clock.now_s(), status.to_string());
-            return record;
-        }
-    };
-    while let Some(item) = stream.next().await {
-        let now = clock.now_s();
-        match item.map(|m| m.response) {
-            Ok(Some(pb::generate_response::Response::Chunk(chunk))) => {
-                record.record_chunk(now, chunk.token_ids.len() as u32)
-            }
-            Ok(Some(pb::generate_response::Response::Complete(done))) => {
-                if record.chunks.is_empty() && !done.output_token_ids.is_empty() {
-                    record.record_chunk(now, done.completion_tokens);
+    mut sampler: PromptSampler,
+    arrivals: Arrivals,
+    max_concurrency: Option<usize>,
+    next_index: &Arc<AtomicU64>,
+) -> mpsc::UnboundedReceiver<RequestRecord> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let slots = max_concurrency.map(|c| Arc::new(Semaphore::new(c.max(1))));
+    let (target, clock, next_index) = (target.clone(), *clock, next_index.clone());
+    tokio::spawn(async move {
+        let start = Instant::now();
+        let send_at = |offset_s: f64, sampler: &mut PromptSampler| {
+            let due = start + Duration::from_secs_f64(offset_s);
+            let d = Dispatch {
+                index: next_index.fetch_add(1, Ordering::Relaxed),
+                phase: Phase::Measure,
+                spec: sampler.next_request(),
+                scheduled_s: Some(clock.offset_s(due)),
+                ready_at: due,
+                slots: slots.clone(),
+            };
+            (due, d)
+        };
+        match arrivals {
+            Arrivals::Fixed(times) => {
+                for offset in times {
+                    let (due, d) = send_at(offset, &mut sampler);
+                    tokio::time::sleep_until(due.into()).await;
+                    dispatch(&target, &clock, d, &tx);
                 }
-                record.cached_tokens = u64::from(done.cached_tokens);
-                if let Some(perf) = done.perf_metrics {
-                    let at = |unix_s: f64| target.instant(unix_s).map(|t| clock.offset_s(t));
-                    record.server = Some(ServerTimes {
-                        arrival_s: at(perf.arrival_time),
-                        first_scheduled_s: at(perf.first_scheduled_time),
-                        first_token_s: at(perf.first_token_time),
-                        last_token_s: at(perf.last_token_time),
-                    });
-                }
-                record.finish(now, u64::from(done.completion_tokens), Some(done.finish_reason));
             }
-            Ok(None) => {}
-            Err(status) => record.fail(now, status.to_string()),
+            Arrivals::Until(mut process, duration_s) => {
+                let mut offset = process.next_gap_s();
+                while offset < duration_s {
+                    let (due, d) = send_at(offset, &mut sampler);
+                    tokio::time::sleep_until(due.into()).await;
+                    dispatch(&target, &clock, d, &tx);
+                    offset += process.next_gap_s();
+                }
+            }
         }
-    }
-    if record.end_s.is_none() && record.error.is_none() {
-        record.fail(clock.now_s(), "stream ended without a complete message");
-    }
-    record
+    });
+    rx
 }
 
-/// The `kv` summary object: KV utilisation and reuse over the measured iterations.
-pub fn kv_summary(iterations: &[IterationStats]) -> Value {
-    let kv: Vec<_> = iterations.iter().filter_map(|s| s.kv_cache).collect();
-    let mut utilization: Vec<f64> = kv.iter().map(|k| k.utilization()).collect();
-    utilization.sort_by(f64::total_cmp);
-    let last = kv.last();
-    json!({
-        "iterations": kv.len(),
-        "max_utilization": utilization.last().copied().unwrap_or(0.0),
-        "mean_utilization": super::stats::mean(&utilization).unwrap_or(0.0),
-        "p99_utilization": super::stats::percentile(&utilization, 99.0).unwrap_or(0.0),
-        "max_num_blocks": last.map(|k| k.max_num_blocks),
-        "tokens_per_block": last.map(|k| k.tokens_per_block),
-        "reused_blocks": last.map(|k| k.reused_blocks),
-        "missed_blocks": last.map(|k| k.missed_blocks),
-        "cache_hit_rate": last.map(|k| k.cache_hit_rate),
-    })
+/// Closed-loop users added linearly over `ramp_up`, each sending its next request as soon as
+/// the previous one finished (or [`FAILURE_BACKOFF`] after a failure), until
+/// `ramp_up + duration` has passed. Requests sent before the ramp-up ends are ramp-up requests.
+fn users(
+    target: &BenchTarget,
+    clock: &RunClock,
+    sampler: PromptSampler,
+    count: usize,
+    ramp_up: Duration,
+    duration: Duration,
+    next_index: &Arc<AtomicU64>,
+) -> mpsc::UnboundedReceiver<RequestRecord> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let start = Instant::now();
+    let (ramp_end, deadline) = (start + ramp_up, start + ramp_up + duration);
+    let sampler = Arc::new(Mutex::new(sampler));
+    for user in 0..count {
+        let (target, clock, tx, sampler, next_index) =
+            (target.clone(), *clock, tx.clone(), sampler.clone(), next_index.clone());
+        let begin = start + Duration::from_secs_f64(ramp_start_s(user, count, ramp_up.as_secs_f64()));
+        tokio::spawn(async move {
+            tokio::time::sleep_until(begin.into()).await;
+            while Instant::now() < deadline {
+                let spec = sampler.lock().await.next_request();
+                let phase = if Instant::now() < ramp_end { Phase::RampUp } else { Phase::Measure };
+                let index = next_index.fetch_add(1, Ordering::Relaxed);
+                let record = target.send(spec, &clock, index, phase).await;
+                let failed = !record.is_success();
+                if tx.send(record).is_err() {
+                    return;
+                }
+                if failed {
+                    // A target that rejects everything at once must not be hammered in a tight
+                    // loop for the whole duration (nor fill memory with failure records).
+                    tokio::time::sleep(FAILURE_BACKOFF).await;
+                }
+            }
+        });
+    }
+    rx
 }
 
-/// The `iter` summary object: iteration count, latency and batch figures.
-pub fn iter_summary(iterations: &[IterationStats]) -> Value {
-    let latency: Vec<f64> = iterations.iter().map(|s| s.iter_latency_ms).collect();
-    let active: Vec<f64> = iterations.iter().map(|s| f64::from(s.num_active_requests)).collect();
-    let queued: Vec<f64> = iterations.iter().map(|s| f64::from(s.num_queued_requests)).collect();
-    let paused: Vec<f64> =
-        iterations.iter().filter_map(|s| s.inflight_batching).map(|b| f64::from(b.num_paused_requests)).collect();
-    let ctx: Vec<f64> =
-        iterations.iter().filter_map(|s| s.inflight_batching).map(|b| f64::from(b.num_ctx_tokens)).collect();
-    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    json!({
-        "count": iterations.len(),
-        "mean_latency_ms": super::stats::mean(&latency),
-        "p50_latency_ms": super::stats::percentile(&latency, 50.0),
-        "p99_latency_ms": super::stats::percentile(&latency, 99.0),
-        "mean_active_requests": super::stats::mean(&active),
-        "max_active_requests": max(&active),
-        "mean_queued_requests": super::stats::mean(&queued),
-        "max_queued_requests": max(&queued),
-        "max_paused_requests": max(&paused),
-        "mean_context_tokens": super::stats::mean(&ctx),
-        "max_context_tokens": max(&ctx),
-    })
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::workload::PromptSource;
+
+    fn workload() -> Workload {
+        Workload {
+            source: PromptSource::Random { vocab_size: 1000, input_len: 8, shared_prefix: 0 },
+            output_len: Some(3),
+            fallback_output_len: 3,
+            ignore_eos: true,
+            end_id: None,
+            streaming: true,
+            seed: 1,
+        }
+    }
+
+    async fn executor() -> (tempfile::TempDir, crate::AsyncExecutor) {
+        let dir = tempfile::tempdir().unwrap();
+        crate::sim::SimulatedEngine::builder().vocab_size(1000).iteration_ms(1.0).build().write_to(dir.path()).unwrap();
+        let config = crate::ExecutorConfig::builder().stats_poll_interval(Duration::from_millis(10)).build().unwrap();
+        let executor = crate::AsyncExecutor::load(dir.path(), config).await.unwrap();
+        (dir, executor)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn warmup_and_measure_are_indexed_in_one_sequence() {
+        let (_dir, executor) = executor().await;
+        let target = BenchTarget::InProcess(executor.clone());
+        let plan = LoadPlan { warmup: 2, ..LoadPlan::closed(2, 3) };
+        let run = run_point(&target, &workload(), 0, &plan, &RunClock::start(), |_| {}).await.unwrap();
+        let mut indexes: Vec<u64> = run.records.iter().map(|r| r.index).collect();
+        indexes.sort_unstable();
+        assert_eq!(indexes, [0, 1, 2, 3, 4]);
+        assert_eq!(run.records.iter().filter(|r| r.phase == Phase::Warmup).count(), 2);
+        assert!(run.iterations.is_some_and(|log| !log.iterations.is_empty()));
+        executor.shutdown(crate::ShutdownMode::Cancel).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn users_stop_sending_at_the_deadline() {
+        let (_dir, executor) = executor().await;
+        let target = BenchTarget::InProcess(executor.clone());
+        let plan = LoadPlan {
+            ramp_up: Some(Duration::from_millis(100)),
+            duration: Some(Duration::from_millis(200)),
+            ..LoadPlan::closed(3, 0)
+        };
+        let clock = RunClock::start();
+        let run = run_point(&target, &workload(), 0, &plan, &clock, |_| {}).await.unwrap();
+        assert!(run.records.iter().any(|r| r.phase == Phase::RampUp));
+        assert!(run.records.iter().any(|r| r.phase == Phase::Measure));
+        // Nothing is sent after ramp-up + duration (a loose bound: scheduling on a busy machine).
+        assert!(run.records.iter().all(|r| r.send_s < 0.3 + 2.0), "{:?}", run.records.last());
+        executor.shutdown(crate::ShutdownMode::Cancel).await.unwrap();
+    }
 }

@@ -90,17 +90,40 @@ impl Slos {
         self.ttft_ms.is_none() && self.tpot_ms.is_none() && self.e2el_ms.is_none()
     }
 
-    /// Whether a (successful) request meets every limit.
+    /// The limits a run can be held to: all of them with streaming; without streaming only E2E
+    /// latency (a non-streaming client observes no first token, so TTFT and TPOT limits would
+    /// always pass or always fail for reasons that are not the engine's).
+    ///
+    /// ```rust
+    /// use trtllm::bench::Slos;
+    ///
+    /// let slos = Slos::parse("ttft:500,e2el:3000").unwrap();
+    /// assert_eq!(slos.applicable_to(true), slos);
+    /// assert_eq!(slos.applicable_to(false).to_string(), "e2el:3000");
+    /// assert!(Slos::parse("tpot:40").unwrap().applicable_to(false).is_empty());
+    /// ```
+    pub fn applicable_to(&self, streaming: bool) -> Slos {
+        if streaming { *self } else { Slos { ttft_ms: None, tpot_ms: None, e2el_ms: self.e2el_ms } }
+    }
+
+    /// The limits [`applicable_to`](Self::applicable_to) drops for a run.
+    pub fn not_applicable_to(&self, streaming: bool) -> Slos {
+        if streaming { Slos::default() } else { Slos { e2el_ms: None, ..*self } }
+    }
+
+    /// Whether a (successful) request meets every limit that applies to it
+    /// ([`applicable_to`](Self::applicable_to) its streaming mode).
     pub fn is_met_by(&self, record: &RequestRecord) -> bool {
+        let slos = self.applicable_to(record.streaming);
         let within = |limit_ms: Option<f64>, value_s: Option<f64>| match (limit_ms, value_s) {
             (None, _) => true,
             // Compared in seconds, as vLLM does, so boundary cases agree with it.
             (Some(limit), Some(v)) => v <= limit / 1000.0,
             (Some(_), None) => false,
         };
-        within(self.ttft_ms, record.ttft_s())
-            && within(self.tpot_ms, Some(record.tpot_s().unwrap_or(0.0)))
-            && within(self.e2el_ms, record.e2el_s())
+        within(slos.ttft_ms, record.ttft_s())
+            && within(slos.tpot_ms, Some(record.tpot_s().unwrap_or(0.0)))
+            && within(slos.e2el_ms, record.e2el_s())
     }
 }
 

@@ -254,13 +254,28 @@ impl Distribution {
 
     /// The `(key, value)` pairs of [`write_ms_keys`](Self::write_ms_keys), in report order.
     pub fn ms_entries(&self, name: &str) -> Vec<(String, f64)> {
+        self.unit_entries(name, "ms")
+    }
+
+    /// `mean_{name}_{unit}`, `median_…`, `std_…` and `p{P}_{name}_{unit}` pairs in report order
+    /// (`0.0` without samples), for metrics in other units than milliseconds.
+    ///
+    /// ```rust
+    /// use trtllm::bench::Distribution;
+    ///
+    /// let d = Distribution::from_samples(vec![10.0, 30.0], &[50.0]);
+    /// let keys: Vec<String> = d.unit_entries("request_output", "tok_s").into_iter().map(|(k, _)| k).collect();
+    /// assert_eq!(keys, ["mean_request_output_tok_s", "median_request_output_tok_s",
+    ///                   "std_request_output_tok_s", "p50_request_output_tok_s"]);
+    /// ```
+    pub fn unit_entries(&self, name: &str, unit: &str) -> Vec<(String, f64)> {
         let mut out = vec![
-            (format!("mean_{name}_ms"), self.mean().unwrap_or(0.0)),
-            (format!("median_{name}_ms"), self.median().unwrap_or(0.0)),
-            (format!("std_{name}_ms"), self.std().unwrap_or(0.0)),
+            (format!("mean_{name}_{unit}"), self.mean().unwrap_or(0.0)),
+            (format!("median_{name}_{unit}"), self.median().unwrap_or(0.0)),
+            (format!("std_{name}_{unit}"), self.std().unwrap_or(0.0)),
         ];
         for &p in &self.percentiles {
-            out.push((percentile_key(p, name), self.percentile(p).unwrap_or(0.0)));
+            out.push((format!("p{}_{name}_{unit}", percentile_label(p)), self.percentile(p).unwrap_or(0.0)));
         }
         out
     }

@@ -1,9 +1,12 @@
 //! The run summary: every `vllm bench serve` result key with the same meaning, plus our additions.
 
+use std::collections::BTreeMap;
+
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
-use super::record::RequestRecord;
+use super::calibration::Calibration;
+use super::record::{Phase, RequestRecord};
 use super::slo::Slos;
 use super::stats::{DEFAULT_PERCENTILES, Distribution, StatsError, validate_percentile};
 use super::throughput::Throughput;
@@ -106,6 +109,48 @@ impl ServerStats {
     }
 }
 
+/// Actual token counts of the successful measured requests: what the engine really processed,
+/// whatever the workload's size knobs said.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TokenStats {
+    /// Prompt tokens enqueued per request.
+    pub prompt: Distribution,
+    /// Output tokens the executor returned per request.
+    pub output: Distribution,
+    /// Prompt tokens served from reused KV blocks per request.
+    pub cached: Distribution,
+    /// Prompt tokens served from reused KV blocks, in total.
+    pub total_cached_tokens: u64,
+    /// Requests whose output length differs from the one the workload asked for.
+    pub output_len_mismatches: u64,
+}
+
+impl TokenStats {
+    fn compute(ok: &[&RequestRecord]) -> Self {
+        let dist =
+            |f: fn(&RequestRecord) -> u64| Distribution::from_samples(ok.iter().map(|r| f(r) as f64).collect(), &[]);
+        TokenStats {
+            prompt: dist(|r| r.prompt_tokens),
+            output: dist(|r| r.output_tokens),
+            cached: dist(|r| r.cached_tokens),
+            total_cached_tokens: ok.iter().map(|r| r.cached_tokens).sum(),
+            output_len_mismatches: ok.iter().filter(|r| r.output_len_mismatch()).count() as u64,
+        }
+    }
+
+    fn entries(&self, e: &mut Vec<(String, Value)>) {
+        let mut put = |k: &str, v: Value| e.push((k.to_owned(), v));
+        for (name, d) in [("prompt", &self.prompt), ("output", &self.output)] {
+            put(&format!("mean_{name}_tokens"), json!(d.mean().unwrap_or(0.0)));
+            put(&format!("min_{name}_tokens"), json!(d.min().unwrap_or(0.0) as u64));
+            put(&format!("max_{name}_tokens"), json!(d.max().unwrap_or(0.0) as u64));
+        }
+        put("total_cached_tokens", json!(self.total_cached_tokens));
+        put("mean_cached_tokens", json!(self.cached.mean().unwrap_or(0.0)));
+        put("output_len_mismatches", json!(self.output_len_mismatches));
+    }
+}
+
 /// One entry of `failed_requests` (same fields as vLLM's: times in seconds, best effort for
 /// requests that failed before their first token).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -157,13 +202,19 @@ pub struct DetailedArrays {
 /// meaning and types, and everything we add lives under new keys:
 /// `{mean,median,std,pNN}_itl_per_token_ms`, `..._client_queue_time_ms` (the same meaning as
 /// vLLM's optional client-queue metric), `..._dispatch_delay_ms` (only when requests had a
-/// schedule), `goodput_slos`, `warmup_requests`, `server`, and the open-ended `engine`,
+/// schedule), `..._request_output_tok_s` (output tokens / E2E latency per request),
+/// `max_output_tokens_per_s_by_token`, `mean_concurrent_requests`, `inflight_input_tokens`,
+/// actual token counts (`mean_prompt_tokens`, `max_output_tokens`, `total_cached_tokens`,
+/// `output_len_mismatches`, ...), `streaming`, `goodput_slos`, `goodput_slos_not_applicable`,
+/// `warmup_requests`, `ramp_up_requests`, `server`, `calibration`, and the open-ended `engine`,
 /// `workload`, `kv`, `iter`, `prediction` and `metadata` objects (written when set).
 ///
 /// Differences from vLLM worth knowing: `failed_requests` is always written (empty when nothing
 /// failed); `duration` is the measured window (first send to last completion), which is also
 /// the denominator of every rate; latency statistics of a metric without samples are `0.0`, as
-/// vLLM writes them.
+/// vLLM writes them. A non-streaming run has no TTFT, TPOT or ITL, so those keys are left out
+/// (as vLLM leaves them out of its non-streaming, pooling results); E2E latency and
+/// `..._request_output_tok_s` remain, and goodput uses only an `e2el` limit.
 ///
 /// ```rust
 /// use trtllm::bench::{Phase, RequestRecord, RunInfo, Slos, Summary};
@@ -204,6 +255,15 @@ pub struct Summary {
     pub e2el: Distribution,
     /// Inter-token latency attributed per token, pooled, ms.
     pub itl_per_token: Distribution,
+    /// Output tokens per second of each request (output tokens / E2E latency).
+    pub request_output_throughput: Distribution,
+    /// Whether the measured requests streamed (false: TTFT, TPOT and ITL do not exist).
+    pub streaming: bool,
+    /// Actual prompt, output and cached token counts.
+    pub tokens: TokenStats,
+    /// In-flight input-token pressure: concurrency (or, without a cap, the mean number of
+    /// requests in flight) × mean actual prompt tokens.
+    pub inflight_input_tokens: f64,
     /// Time waiting for a concurrency slot, ms.
     pub client_queue: Distribution,
     /// Actual − scheduled send, ms (open-loop requests only).
@@ -214,10 +274,16 @@ pub struct Summary {
     pub failed_requests: Vec<FailedRequest>,
     /// Per-request arrays, when detailed output was asked for.
     pub detailed: Option<DetailedArrays>,
-    /// SLOs used for goodput.
+    /// SLOs used for goodput (the applicable ones).
     pub slos: Option<Slos>,
+    /// SLOs given but not applicable to the run (TTFT and TPOT without streaming).
+    pub slos_not_applicable: Option<Slos>,
     /// Warmup requests that were run (and excluded).
     pub warmup_requests: u64,
+    /// Requests sent during a ramp-up (and excluded).
+    pub ramp_up_requests: u64,
+    /// The runner's measurement error against the executor's stamps.
+    pub calibration: Option<Calibration>,
     /// Engine description (filled by the runner).
     pub engine: Option<Value>,
     /// Workload description (filled by the runner).
@@ -239,6 +305,7 @@ pub struct SummaryBuilder {
     percentiles: Vec<f64>,
     slos: Option<Slos>,
     detailed: bool,
+    iteration_end_s: BTreeMap<u64, f64>,
     sections: [(&'static str, Option<Value>); 6],
 }
 
@@ -260,6 +327,13 @@ impl SummaryBuilder {
     /// Whether to include the per-request arrays (`input_lens`, `ttfts`, `itls`, ...).
     pub fn detailed(mut self, detailed: bool) -> Self {
         self.detailed = detailed;
+        self
+    }
+
+    /// End time (seconds on the run clock) of each executor iteration, by number, for the
+    /// per-response ITL measurement error in `calibration`.
+    pub fn iteration_end_times(mut self, iteration_end_s: BTreeMap<u64, f64>) -> Self {
+        self.iteration_end_s = iteration_end_s;
         self
     }
 
@@ -288,7 +362,7 @@ impl SummaryBuilder {
         self.section(3, value)
     }
 
-    /// The `prediction` object.
+    /// The `prediction` object (the performance model's expectation next to the measurement).
     pub fn prediction(self, value: Value) -> Self {
         self.section(4, value)
     }
@@ -353,22 +427,39 @@ impl SummaryBuilder {
         let mut run = self.run;
         run.num_prompts.get_or_insert(measured.len() as u64);
         let [engine, workload, kv, iter, prediction, metadata] = self.sections.map(|(_, v)| v);
-        let slos = self.slos.filter(|s| !s.is_empty());
+        let streaming = measured.iter().all(|r| r.streaming);
+        let given = self.slos.filter(|s| !s.is_empty());
+        let throughput = Throughput::compute(records, given.as_ref());
+        let slos = given.map(|s| s.applicable_to(streaming)).filter(|s| !s.is_empty());
+        let slos_not_applicable = given.map(|s| s.not_applicable_to(streaming)).filter(|s| !s.is_empty());
+        let tokens = TokenStats::compute(&ok);
+        let concurrency = run.max_concurrency.map_or(throughput.mean_concurrent_requests, |c| c as f64);
+        let count_phase = |phase: Phase| records.iter().filter(|r| r.phase == phase).count() as u64;
 
         Ok(Summary {
-            throughput: Throughput::compute(records, slos.as_ref()),
             ttft: ms(&RequestRecord::ttft_s),
             tpot: ms(&RequestRecord::tpot_s),
             itl: pooled(&RequestRecord::itl_s),
             e2el: ms(&RequestRecord::e2el_s),
             itl_per_token: pooled(&RequestRecord::itl_per_token_s),
+            request_output_throughput: Distribution::from_samples(
+                ok.iter().filter_map(|r| r.output_tokens_per_s()).collect(),
+                ps,
+            ),
+            streaming,
+            inflight_input_tokens: concurrency * tokens.prompt.mean().unwrap_or(0.0),
+            tokens,
             client_queue: ms(&|r| Some(r.client_queue_s)),
             dispatch_delay: ms(&RequestRecord::dispatch_delay_s),
             server,
             failed_requests,
             detailed,
             slos,
-            warmup_requests: (records.len() - measured.len()) as u64,
+            slos_not_applicable,
+            warmup_requests: count_phase(Phase::Warmup),
+            ramp_up_requests: count_phase(Phase::RampUp),
+            calibration: Calibration::compute(records, &self.iteration_end_s, ps),
+            throughput,
             run,
             engine,
             workload,
@@ -413,18 +504,19 @@ impl Summary {
             percentiles: DEFAULT_PERCENTILES.to_vec(),
             slos: None,
             detailed: false,
+            iteration_end_s: BTreeMap::new(),
             sections: SECTION_NAMES.map(|name| (name, None)),
         }
     }
 
     /// Mean prompt tokens of the successful measured requests (0 without any).
     pub fn mean_prompt_tokens(&self) -> f64 {
-        per_completed(self.throughput.total_input_tokens, self.throughput.completed)
+        self.tokens.prompt.mean().unwrap_or(0.0)
     }
 
     /// Mean output tokens of the successful measured requests (0 without any).
     pub fn mean_output_tokens(&self) -> f64 {
-        per_completed(self.throughput.total_output_tokens, self.throughput.completed)
+        self.tokens.output.mean().unwrap_or(0.0)
     }
 
     /// The result object as `(key, value)` pairs in file order.
@@ -463,20 +555,42 @@ impl Summary {
         let mut stats = |d: &Distribution, name: &str| {
             e.extend(d.ms_entries(name).into_iter().map(|(k, v)| (k, json!(v))));
         };
-        stats(&self.ttft, "ttft");
-        stats(&self.tpot, "tpot");
-        stats(&self.itl, "itl");
+        if self.streaming {
+            stats(&self.ttft, "ttft");
+            stats(&self.tpot, "tpot");
+            stats(&self.itl, "itl");
+        }
         stats(&self.e2el, "e2el");
-        stats(&self.itl_per_token, "itl_per_token");
+        if self.streaming {
+            stats(&self.itl_per_token, "itl_per_token");
+        }
         stats(&self.client_queue, "client_queue_time");
         if !self.dispatch_delay.is_empty() {
             stats(&self.dispatch_delay, "dispatch_delay");
         }
+        e.extend(
+            self.request_output_throughput
+                .unit_entries("request_output", "tok_s")
+                .into_iter()
+                .map(|(k, v)| (k, json!(v))),
+        );
+        self.tokens.entries(&mut e);
         let mut put = |k: &str, v: Value| e.push((k.to_owned(), v));
+        put("max_output_tokens_per_s_by_token", json!(t.max_output_tokens_per_s_by_token));
+        put("mean_concurrent_requests", json!(t.mean_concurrent_requests));
+        put("inflight_input_tokens", json!(self.inflight_input_tokens));
+        put("streaming", json!(self.streaming));
         put("goodput_slos", json!(self.slos.map(|s| s.to_string())));
+        if let Some(dropped) = self.slos_not_applicable {
+            put("goodput_slos_not_applicable", json!(dropped.to_string()));
+        }
         put("warmup_requests", json!(self.warmup_requests));
+        put("ramp_up_requests", json!(self.ramp_up_requests));
         if let Some(server) = &self.server {
             put("server", server.to_json());
+        }
+        if let Some(calibration) = &self.calibration {
+            put("calibration", calibration.to_json());
         }
         let sections = [
             ("engine", &self.engine),
@@ -499,10 +613,6 @@ impl Summary {
     pub fn to_json(&self) -> Value {
         Value::Object(self.entries().into_iter().collect())
     }
-}
-
-fn per_completed(total: u64, completed: u64) -> f64 {
-    if completed == 0 { 0.0 } else { total as f64 / completed as f64 }
 }
 
 impl Serialize for Summary {
@@ -565,6 +675,7 @@ mod tests {
             first_scheduled_s: Some(0.06),
             first_token_s: Some(0.15),
             last_token_s: Some(0.35),
+            ..ServerTimes::default()
         });
         let json = Summary::builder(RunInfo::default()).percentiles(&[99.0]).build(&[a]).unwrap().to_json();
         let server = &json["server"];

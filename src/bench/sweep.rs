@@ -25,6 +25,12 @@ pub struct SweepRow {
     pub mean_prompt_tokens: f64,
     /// Actual mean output tokens of successful requests.
     pub mean_output_tokens: f64,
+    /// Mean prompt tokens served from reused KV blocks.
+    pub mean_cached_tokens: f64,
+    /// Requests whose output length differed from the one asked for.
+    pub output_len_mismatches: u64,
+    /// In-flight input-token pressure: concurrency × actual mean prompt tokens.
+    pub inflight_input_tokens: f64,
     /// Successful measured requests.
     pub completed: u64,
     /// Failed measured requests.
@@ -53,8 +59,12 @@ pub struct SweepRow {
     pub p50_itl_ms: Option<f64>,
     /// 99th-percentile per-chunk ITL.
     pub p99_itl_ms: Option<f64>,
+    /// Median E2E latency.
+    pub p50_e2el_ms: Option<f64>,
     /// 99th-percentile E2E latency.
     pub p99_e2el_ms: Option<f64>,
+    /// Mean output tokens per second of a single request.
+    pub mean_request_output_tok_s: Option<f64>,
 }
 
 impl SweepRow {
@@ -70,6 +80,9 @@ impl SweepRow {
             output_len: None,
             mean_prompt_tokens: summary.mean_prompt_tokens(),
             mean_output_tokens: summary.mean_output_tokens(),
+            mean_cached_tokens: summary.tokens.cached.mean().unwrap_or(0.0),
+            output_len_mismatches: summary.tokens.output_len_mismatches,
+            inflight_input_tokens: summary.inflight_input_tokens,
             completed: t.completed,
             failed: t.failed,
             duration_s: t.duration_s,
@@ -84,7 +97,9 @@ impl SweepRow {
             p99_tpot_ms: p(&summary.tpot, 99.0),
             p50_itl_ms: p(&summary.itl, 50.0),
             p99_itl_ms: p(&summary.itl, 99.0),
+            p50_e2el_ms: p(&summary.e2el, 50.0),
             p99_e2el_ms: p(&summary.e2el, 99.0),
+            mean_request_output_tok_s: summary.request_output_throughput.mean(),
         }
     }
 
@@ -106,13 +121,16 @@ impl SweepRow {
     }
 }
 
-const SWEEP_COLUMNS: [&str; 21] = [
+const SWEEP_COLUMNS: [&str; 26] = [
     "concurrency",
     "request_rate",
     "input_len",
     "output_len",
     "mean_prompt_tokens",
     "mean_output_tokens",
+    "mean_cached_tokens",
+    "output_len_mismatches",
+    "inflight_input_tokens",
     "completed",
     "failed",
     "duration_s",
@@ -127,7 +145,9 @@ const SWEEP_COLUMNS: [&str; 21] = [
     "p99_tpot_ms",
     "p50_itl_ms",
     "p99_itl_ms",
+    "p50_e2el_ms",
     "p99_e2el_ms",
+    "mean_request_output_tok_s",
 ];
 
 /// The aggregate sweep CSV (RFC 4180, CRLF line ends): a header and one row per point; empty
@@ -156,6 +176,9 @@ pub fn sweep_csv(rows: &[SweepRow]) -> String {
                 int(r.output_len),
                 r.mean_prompt_tokens.to_string(),
                 r.mean_output_tokens.to_string(),
+                r.mean_cached_tokens.to_string(),
+                r.output_len_mismatches.to_string(),
+                r.inflight_input_tokens.to_string(),
                 r.completed.to_string(),
                 r.failed.to_string(),
                 r.duration_s.to_string(),
@@ -170,7 +193,9 @@ pub fn sweep_csv(rows: &[SweepRow]) -> String {
                 opt_num(r.p99_tpot_ms),
                 opt_num(r.p50_itl_ms),
                 opt_num(r.p99_itl_ms),
+                opt_num(r.p50_e2el_ms),
                 opt_num(r.p99_e2el_ms),
+                opt_num(r.mean_request_output_tok_s),
             ],
         );
     }
@@ -178,8 +203,8 @@ pub fn sweep_csv(rows: &[SweepRow]) -> String {
 }
 
 /// A fixed-width console table, one line per point: load, input/output length (configured,
-/// else the actual mean), req/s, output tok/s, p50/p99 TTFT, p50/p99 TPOT, p99 ITL (ms) and
-/// failures. Missing values print as `-`.
+/// else the actual mean), req/s, output tok/s, p50/p99 TTFT, p50/p99 TPOT, p99 ITL, p99 E2E
+/// (ms) and failures. Missing values (TTFT without streaming, ...) print as `-`.
 ///
 /// ```rust
 /// use trtllm::bench::{console_table, SweepRow};
@@ -207,12 +232,13 @@ pub fn console_table(rows: &[SweepRow]) -> String {
         "p50 TPOT",
         "p99 TPOT",
         "p99 ITL",
+        "p99 E2E",
         "failed",
     ];
     let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.2}"));
     let len =
         |configured: Option<u64>, actual: f64| configured.map_or_else(|| format!("{actual:.0}"), |v| v.to_string());
-    let body: Vec<[String; 11]> = rows
+    let body: Vec<[String; 12]> = rows
         .iter()
         .map(|r| {
             [
@@ -226,6 +252,7 @@ pub fn console_table(rows: &[SweepRow]) -> String {
                 ms(r.p50_tpot_ms),
                 ms(r.p99_tpot_ms),
                 ms(r.p99_itl_ms),
+                ms(r.p99_e2el_ms),
                 r.failed.to_string(),
             ]
         })

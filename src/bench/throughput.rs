@@ -42,11 +42,31 @@ pub fn measured_window(records: &[RequestRecord]) -> Option<(f64, f64)> {
     window
 }
 
-/// Peak output tokens received in any 1 s bucket, over measured successful requests.
+/// Counts per 1 s bucket, from the first send of the measured successful requests; the peak.
+fn peak_per_second(records: &[RequestRecord], count: impl Fn(&RequestRecord, &mut dyn FnMut(f64, u64))) -> f64 {
+    let successes: Vec<&RequestRecord> = measured_successes(records).collect();
+    let Some(origin) = successes.iter().map(|r| r.send_s).reduce(f64::min) else {
+        return 0.0;
+    };
+    let mut buckets: HashMap<i64, u64> = HashMap::new();
+    let mut add = |t: f64, n: u64| {
+        let offset = t - origin;
+        if offset.is_finite() && offset >= 0.0 {
+            *buckets.entry(offset.floor() as i64).or_default() += n;
+        }
+    };
+    for r in successes {
+        count(r, &mut add);
+    }
+    buckets.values().copied().max().unwrap_or(0) as f64
+}
+
+/// vLLM's `max_output_tokens_per_s`: the peak, over 1 s buckets starting at the first send of the
+/// measured successful requests, of the number of *responses* that carried tokens.
 ///
-/// Buckets start at the first send among those requests (as in vLLM); each streamed chunk adds
-/// its token count to the bucket of its receive time. A request without chunks but with a
-/// first-token stamp (non-streaming) adds all its output tokens at that stamp.
+/// vLLM rebuilds token times from TTFT and the per-response gaps, so it counts each streamed
+/// response once however many tokens it carried; this keeps that meaning. A non-streaming
+/// request counts once, at its end. [`peak_output_tokens_per_s_by_token`] counts every token.
 ///
 /// ```rust
 /// use trtllm::bench::{peak_output_tokens_per_s, Phase, RequestRecord};
@@ -56,23 +76,39 @@ pub fn measured_window(records: &[RequestRecord]) -> Option<(f64, f64)> {
 /// r.record_chunk(1.2, 4); // bucket 1
 /// r.record_chunk(1.9, 2); // bucket 1
 /// r.finish(1.9, 9, None);
-/// assert_eq!(peak_output_tokens_per_s(&[r]), 6.0);
+/// assert_eq!(peak_output_tokens_per_s(&[r]), 2.0);
 /// ```
 pub fn peak_output_tokens_per_s(records: &[RequestRecord]) -> f64 {
-    let successes: Vec<&RequestRecord> = measured_successes(records).collect();
-    let Some(origin) = successes.iter().map(|r| r.send_s).reduce(f64::min) else {
-        return 0.0;
-    };
-    let mut buckets: HashMap<i64, u64> = HashMap::new();
-    let mut add = |t: f64, tokens: u64| {
-        let offset = t - origin;
-        if offset.is_finite() && offset >= 0.0 {
-            *buckets.entry(offset.floor() as i64).or_default() += tokens;
-        }
-    };
-    for r in successes {
+    peak_per_second(records, |r, add| {
         if r.chunks.is_empty() {
-            if let Some(t) = r.first_token_s {
+            if let Some(t) = r.end_s.filter(|_| r.output_tokens > 0) {
+                add(t, 1);
+            }
+        } else {
+            for c in &r.chunks {
+                add(c.t_s, 1);
+            }
+        }
+    })
+}
+
+/// Peak output tokens received in any 1 s bucket, every token counted (a response with three
+/// tokens adds three; a non-streaming request adds all its tokens at its end).
+///
+/// ```rust
+/// use trtllm::bench::{peak_output_tokens_per_s_by_token, Phase, RequestRecord};
+///
+/// let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+/// r.record_chunk(0.5, 3);
+/// r.record_chunk(1.2, 4); // bucket 1
+/// r.record_chunk(1.9, 2); // bucket 1
+/// r.finish(1.9, 9, None);
+/// assert_eq!(peak_output_tokens_per_s_by_token(&[r]), 6.0);
+/// ```
+pub fn peak_output_tokens_per_s_by_token(records: &[RequestRecord]) -> f64 {
+    peak_per_second(records, |r, add| {
+        if r.chunks.is_empty() {
+            if let Some(t) = r.end_s {
                 add(t, r.output_tokens);
             }
         } else {
@@ -80,8 +116,30 @@ pub fn peak_output_tokens_per_s(records: &[RequestRecord]) -> f64 {
                 add(c.t_s, u64::from(c.tokens));
             }
         }
+    })
+}
+
+/// Time-averaged number of measured successful requests in flight over the measured window
+/// (Little's law: the sum of their send-to-end times / the window).
+///
+/// ```rust
+/// use trtllm::bench::{mean_concurrency, Phase, RequestRecord};
+///
+/// let mk = |i, s, e| {
+///     let mut r = RequestRecord::new(i, Phase::Measure, s);
+///     r.finish(e, 2, None);
+///     r
+/// };
+/// // Window [0, 4): 2 s + 2 s of requests in flight → 1.0 on average.
+/// assert_eq!(mean_concurrency(&[mk(0, 0.0, 2.0), mk(1, 2.0, 4.0)]), 1.0);
+/// ```
+pub fn mean_concurrency(records: &[RequestRecord]) -> f64 {
+    let Some((start, end)) = measured_window(records) else { return 0.0 };
+    if end <= start {
+        return 0.0;
     }
-    buckets.values().copied().max().unwrap_or(0) as f64
+    let busy: f64 = measured_successes(records).map(|r| (request_end_s(r) - r.send_s).max(0.0)).sum();
+    busy / (end - start)
 }
 
 /// Peak number of measured successful requests in flight at once.
@@ -162,14 +220,20 @@ pub struct Throughput {
     pub output_throughput: f64,
     /// Prompt plus output tokens per second.
     pub total_token_throughput: f64,
-    /// Peak output tokens in a 1 s bucket.
+    /// vLLM's peak: responses carrying tokens in a 1 s bucket ([`peak_output_tokens_per_s`]).
     pub max_output_tokens_per_s: f64,
+    /// Peak output tokens in a 1 s bucket, every token counted.
+    pub max_output_tokens_per_s_by_token: f64,
     /// Peak measured successful requests in flight.
     pub max_concurrent_requests: u64,
+    /// Time-averaged measured successful requests in flight ([`mean_concurrency`]).
+    pub mean_concurrent_requests: f64,
 }
 
 impl Throughput {
-    /// Computes every figure from the records; `slos` enables goodput.
+    /// Computes every figure from the records; `slos` enables goodput (each request is held to
+    /// the limits it can be measured against: E2E only without streaming; no goodput when no
+    /// given limit applies to any request).
     pub fn compute(records: &[RequestRecord], slos: Option<&Slos>) -> Self {
         let duration_s = measured_window(records).map(|(s, e)| (e - s).max(0.0)).unwrap_or(0.0);
         let rate = |count: f64| {
@@ -177,6 +241,9 @@ impl Throughput {
         };
         let mut t = Throughput { duration_s, ..Throughput::default() };
         let mut good = 0_u64;
+        // Runs are all streaming or all not; a limit the run cannot measure is left out.
+        let streaming = records.iter().filter(|r| r.is_measured()).all(|r| r.streaming);
+        let applicable = slos.map(|s| s.applicable_to(streaming)).filter(|s| !s.is_empty());
         for r in records.iter().filter(|r| r.is_measured()) {
             if !r.is_success() {
                 t.failed += 1;
@@ -185,17 +252,19 @@ impl Throughput {
             t.completed += 1;
             t.total_input_tokens += r.prompt_tokens;
             t.total_output_tokens += r.output_tokens;
-            if slos.is_some_and(|s| s.is_met_by(r)) {
+            if applicable.is_some_and(|s| s.is_met_by(r)) {
                 good += 1;
             }
         }
         t.request_throughput = rate(t.completed as f64);
-        t.request_goodput = slos.filter(|s| !s.is_empty()).map(|_| rate(good as f64));
+        t.request_goodput = applicable.map(|_| rate(good as f64));
         t.input_throughput = rate(t.total_input_tokens as f64);
         t.output_throughput = rate(t.total_output_tokens as f64);
         t.total_token_throughput = rate((t.total_input_tokens + t.total_output_tokens) as f64);
         t.max_output_tokens_per_s = peak_output_tokens_per_s(records);
+        t.max_output_tokens_per_s_by_token = peak_output_tokens_per_s_by_token(records);
         t.max_concurrent_requests = peak_concurrency(records);
+        t.mean_concurrent_requests = mean_concurrency(records);
         t
     }
 }
@@ -217,14 +286,16 @@ mod tests {
 
     #[test]
     fn buckets_are_one_second_from_first_send() {
-        // Origin 10.0: tokens at 10.9 (bucket 0), 11.0/11.5/11.99 (bucket 1), 12.0 (bucket 2).
+        // Origin 10.0: responses at 10.9 (bucket 0), 11.0/11.5/11.99 (bucket 1), 12.0 (bucket 2).
         let a = streamed(0, 10.0, &[(10.9, 1), (11.0, 1), (11.5, 2)]);
         let b = streamed(1, 10.5, &[(11.99, 3), (12.0, 5)]);
-        assert_eq!(peak_output_tokens_per_s(&[a.clone(), b.clone()]), 6.0);
+        assert_eq!(peak_output_tokens_per_s(&[a.clone(), b.clone()]), 3.0, "responses, as vLLM counts");
+        assert_eq!(peak_output_tokens_per_s_by_token(&[a.clone(), b.clone()]), 6.0);
         // A warmup request full of tokens in bucket 2 changes nothing.
-        let mut w = streamed(2, 9.0, &[(12.5, 100)]);
+        let mut w = streamed(2, 9.0, &[(12.5, 100), (12.6, 1), (12.7, 1), (12.8, 1)]);
         w.phase = Phase::Warmup;
-        assert_eq!(peak_output_tokens_per_s(&[a, b, w]), 6.0);
+        assert_eq!(peak_output_tokens_per_s(&[a.clone(), b.clone(), w.clone()]), 3.0);
+        assert_eq!(peak_output_tokens_per_s_by_token(&[a, b, w]), 6.0);
     }
 
     #[test]
@@ -232,22 +303,37 @@ mod tests {
         let a = streamed(0, 0.0, &[(0.5, 2)]);
         let mut f = streamed(1, 0.0, &[(0.6, 7)]);
         f.error = Some("disconnect".into());
-        assert_eq!(peak_output_tokens_per_s(&[a.clone(), f.clone()]), 2.0);
+        assert_eq!(peak_output_tokens_per_s_by_token(&[a.clone(), f.clone()]), 2.0);
         assert_eq!(peak_concurrency(&[a, f]), 1);
     }
 
     #[test]
-    fn non_streaming_request_adds_all_tokens_at_first_token() {
+    fn non_streaming_request_counts_at_its_end() {
         let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
-        r.first_token_s = Some(1.5);
+        r.streaming = false;
         r.finish(1.5, 40, None);
-        assert_eq!(peak_output_tokens_per_s(&[r]), 40.0);
+        assert_eq!(peak_output_tokens_per_s(&[r.clone()]), 1.0);
+        assert_eq!(peak_output_tokens_per_s_by_token(&[r]), 40.0);
+    }
+
+    #[test]
+    fn goodput_uses_only_the_limits_a_request_can_meet() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+        r.streaming = false;
+        r.finish(2.0, 40, Some("length".into()));
+        // Without streaming TTFT and TPOT limits do not apply: neither pass nor fail.
+        let ttft_only = Slos::parse("ttft:1,tpot:1").unwrap();
+        assert_eq!(Throughput::compute(std::slice::from_ref(&r), Some(&ttft_only)).request_goodput, None);
+        let with_e2el = Slos::parse("ttft:1,e2el:3000").unwrap();
+        assert_eq!(Throughput::compute(std::slice::from_ref(&r), Some(&with_e2el)).request_goodput, Some(0.5));
+        let tight = Slos::parse("e2el:1000").unwrap();
+        assert_eq!(Throughput::compute(&[r], Some(&tight)).request_goodput, Some(0.0));
     }
 
     #[test]
     fn no_measured_requests_gives_zeros() {
         let mut w = streamed(0, 0.0, &[(1.0, 1)]);
-        w.phase = Phase::Warmup;
+        w.phase = Phase::RampUp;
         let t = Throughput::compute(&[w], None);
         assert_eq!(t, Throughput::default());
         assert_eq!(measured_window(&[]), None);

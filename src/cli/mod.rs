@@ -45,7 +45,7 @@ enum Command {
     /// Generate text for a prompt or chat messages, streaming it to stdout.
     Generate(generate::Args),
     /// Serve trtllm.TrtllmService over gRPC (SMG gateway compatible) until SIGINT/SIGTERM.
-    Serve(serve::Args),
+    Serve(Box<serve::Args>),
     /// Profile latency in process (TTFT, TPOT, ITL from executor events) over a sweep.
     Bench(bench::Args),
     /// Create simulated engine directories from model and GPU presets; list the presets.
@@ -77,7 +77,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sim(args) => sim::run(args),
         Command::Generate(args) => runtime()?.block_on(generate::run(args)),
         Command::Bench(args) => runtime()?.block_on(bench::run(args)),
-        Command::Serve(args) => runtime()?.block_on(serve::run(args)),
+        Command::Serve(args) => runtime()?.block_on(serve::run(*args)),
     }
 }
 

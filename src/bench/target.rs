@@ -1,0 +1,185 @@
+//! Where the load goes: an executor in this process or a gRPC server, recorded the same way.
+
+use std::time::Instant;
+
+use futures::StreamExt;
+
+use super::iterations::WallAnchor;
+use super::record::{Phase, RequestRecord, RunClock, ServerTimes};
+use super::workload::RequestSpec;
+use crate::proto::trtllm as pb;
+use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
+use crate::{AsyncExecutor, GenerationRequest, SamplingParams, StreamEvent};
+
+/// Where the load goes: the same workloads and records either way, so the transport's cost
+/// shows. Both record finish reasons in the same (OpenAI) words and fill cached tokens.
+#[derive(Debug, Clone)]
+pub enum BenchTarget {
+    /// An executor in this process: times come straight from executor events.
+    InProcess(AsyncExecutor),
+    /// A `trtllm.TrtllmService` server: times are taken as messages arrive.
+    Grpc(GrpcTarget),
+}
+
+/// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
+#[derive(Debug, Clone)]
+pub struct GrpcTarget {
+    client: TrtllmServiceClient<tonic::transport::Channel>,
+    anchor: WallAnchor,
+}
+
+impl GrpcTarget {
+    /// Connects to `url` (`http://host:port`).
+    pub async fn connect(url: String) -> Result<Self, tonic::transport::Error> {
+        let client = TrtllmServiceClient::connect(url).await?;
+        Ok(GrpcTarget { client, anchor: WallAnchor::now() })
+    }
+
+    /// The client, for info calls.
+    pub fn client(&self) -> TrtllmServiceClient<tonic::transport::Channel> {
+        self.client.clone()
+    }
+}
+
+impl BenchTarget {
+    /// The in-process executor, if that is the target.
+    pub fn executor(&self) -> Option<&AsyncExecutor> {
+        match self {
+            BenchTarget::InProcess(executor) => Some(executor),
+            BenchTarget::Grpc(_) => None,
+        }
+    }
+
+    /// Sends one request and records it to the end; never fails (errors are recorded).
+    pub async fn send(&self, spec: RequestSpec, clock: &RunClock, index: u64, phase: Phase) -> RequestRecord {
+        match self {
+            BenchTarget::InProcess(executor) => in_process(executor, spec, clock, index, phase).await,
+            BenchTarget::Grpc(grpc) => over_grpc(grpc, spec, clock, index, phase).await,
+        }
+    }
+}
+
+fn generation_request(spec: &RequestSpec) -> GenerationRequest {
+    let mut request = GenerationRequest::new(spec.prompt.clone(), spec.max_tokens)
+        .with_streaming(spec.streaming)
+        .with_perf_metrics(true)
+        .with_sampling(SamplingParams { min_tokens: spec.min_tokens, ..Default::default() });
+    if let Some(end_id) = spec.end_id {
+        request = request.with_end_id(end_id);
+    }
+    request
+}
+
+fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f64) -> RequestRecord {
+    let mut record = RequestRecord::new(index, phase, send_s);
+    record.streaming = spec.streaming;
+    record.prompt_tokens = spec.prompt.len() as u64;
+    record.expected_output_tokens = spec.expected_output_tokens;
+    record
+}
+
+async fn in_process(
+    executor: &AsyncExecutor,
+    spec: RequestSpec,
+    clock: &RunClock,
+    index: u64,
+    phase: Phase,
+) -> RequestRecord {
+    let mut stream = match executor.generate(generation_request(&spec)) {
+        Ok(stream) => stream,
+        Err(e) => {
+            let mut record = new_record(&spec, index, phase, clock.now_s());
+            record.fail(clock.now_s(), e.to_string());
+            return record;
+        }
+    };
+    let mut record = new_record(&spec, index, phase, clock.offset_s(stream.enqueued_at()));
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(StreamEvent::Chunk(chunk)) => record.record_chunk_handled(
+                clock.offset_s(chunk.received_at),
+                chunk.token_ids.len() as u32,
+                clock.now_s(),
+            ),
+            Ok(StreamEvent::Final(done)) => {
+                // The same figure the gRPC server sends in `complete.cached_tokens`.
+                record.cached_tokens = u64::from(done.cached_tokens.unwrap_or(0));
+                if let Some(perf) = done.perf {
+                    let at = |t: Option<Instant>| t.map(|t| clock.offset_s(t));
+                    record.server = Some(ServerTimes {
+                        arrival_s: at(perf.arrival),
+                        first_scheduled_s: at(perf.first_scheduled),
+                        first_token_s: at(perf.first_token),
+                        last_token_s: at(perf.last_token),
+                        first_iter: perf.first_iter,
+                        last_iter: perf.last_iter,
+                    });
+                }
+                record.finish(
+                    clock.offset_s(done.finished_at),
+                    u64::from(done.completion_tokens),
+                    Some(done.finish_reason.as_openai_str().to_owned()),
+                );
+            }
+            Err(e) => record.fail(clock.now_s(), e.to_string()),
+        }
+    }
+    record
+}
+
+async fn over_grpc(
+    target: &GrpcTarget,
+    spec: RequestSpec,
+    clock: &RunClock,
+    index: u64,
+    phase: Phase,
+) -> RequestRecord {
+    let message = pb::GenerateRequest {
+        request_id: format!("bench-{index}-{}", clock.now_s().to_bits()),
+        tokenized: Some(pb::TokenizedInput { input_token_ids: spec.prompt.clone(), ..Default::default() }),
+        sampling_config: Some(pb::SamplingConfig { min_tokens: spec.min_tokens, ..Default::default() }),
+        output_config: Some(pb::OutputConfig { return_perf_metrics: true, ..Default::default() }),
+        max_tokens: spec.max_tokens,
+        streaming: spec.streaming,
+        ignore_eos: spec.ignore_eos,
+        ..Default::default()
+    };
+    let mut client = target.client.clone();
+    let mut record = new_record(&spec, index, phase, clock.now_s());
+    let mut stream = match client.generate(message).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => {
+            record.fail(clock.now_s(), status.to_string());
+            return record;
+        }
+    };
+    while let Some(item) = stream.next().await {
+        let now = clock.now_s();
+        match item.map(|m| m.response) {
+            Ok(Some(pb::generate_response::Response::Chunk(chunk))) => {
+                record.record_chunk(now, chunk.token_ids.len() as u32)
+            }
+            Ok(Some(pb::generate_response::Response::Complete(done))) => {
+                record.cached_tokens = u64::from(done.cached_tokens);
+                if let Some(perf) = done.perf_metrics {
+                    let at = |unix_s: f64| target.anchor.instant_of_unix(unix_s).map(|t| clock.offset_s(t));
+                    record.server = Some(ServerTimes {
+                        arrival_s: at(perf.arrival_time),
+                        first_scheduled_s: at(perf.first_scheduled_time),
+                        first_token_s: at(perf.first_token_time),
+                        last_token_s: at(perf.last_token_time),
+                        first_iter: None,
+                        last_iter: None,
+                    });
+                }
+                record.finish(now, u64::from(done.completion_tokens), Some(done.finish_reason));
+            }
+            Ok(None) => {}
+            Err(status) => record.fail(now, status.to_string()),
+        }
+    }
+    if record.end_s.is_none() && record.error.is_none() {
+        record.fail(clock.now_s(), "stream ended without a complete message");
+    }
+    record
+}

@@ -1,0 +1,264 @@
+//! What each request asks for: prompts (random or from a dataset), output lengths, stopping rules.
+
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+
+/// One prompt, as token ids, with the output length its source expects (if any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// The token ids to enqueue.
+    pub token_ids: Vec<u32>,
+    /// The output length the dataset names for it (JSONL `output_len`, or the token length of
+    /// a ShareGPT conversation's reply); `None` for random prompts.
+    pub output_len: Option<u32>,
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptSource {
+    /// Random token ids with exactly `input_len` tokens each, drawn from `1..vocab_size`.
+    ///
+    /// The first `shared_prefix` tokens are the same in every prompt of every point and phase
+    /// (a warm prefix the KV cache can reuse); the rest differs per request, and the random
+    /// part is seeded per point and phase, so no two points send the same prompts (cold).
+    Random {
+        /// Vocabulary to draw token ids from.
+        vocab_size: usize,
+        /// Prompt tokens per request, the shared prefix included.
+        input_len: usize,
+        /// Tokens shared by every prompt; 0 for fully distinct prompts.
+        shared_prefix: usize,
+    },
+    /// Prompts of a dataset, drawn without replacement in a seeded order (reshuffled when used
+    /// up), so each point and phase draws its own order.
+    Dataset(Arc<[Prompt]>),
+}
+
+/// What a single request asks of the executor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSpec {
+    /// Prompt token ids.
+    pub prompt: Vec<u32>,
+    /// Output tokens at most.
+    pub max_tokens: u32,
+    /// Output tokens at least (`max_tokens` for a fixed length).
+    pub min_tokens: Option<u32>,
+    /// Ignore the end id (the executor gets end id −1): a fixed output length.
+    pub ignore_eos: bool,
+    /// End id for natural stopping; `None` leaves the executor's default.
+    pub end_id: Option<i32>,
+    /// Stream tokens as they are produced.
+    pub streaming: bool,
+    /// The output length the workload expects, for counting mismatches.
+    pub expected_output_tokens: Option<u64>,
+}
+
+/// A workload: prompts plus how each request ends.
+///
+/// With `ignore_eos` every request produces exactly its output length (end id −1 and
+/// `min_tokens == max_tokens`), so every engine does the same work; without it requests stop
+/// naturally at the end id, capped at the output length.
+///
+/// ```rust
+/// use trtllm::bench::{PromptSource, Workload, WorkloadPhase};
+///
+/// let workload = Workload {
+///     source: PromptSource::Random { vocab_size: 1000, input_len: 64, shared_prefix: 16 },
+///     output_len: Some(32),
+///     fallback_output_len: 128,
+///     ignore_eos: true,
+///     end_id: None,
+///     streaming: true,
+///     seed: 7,
+/// };
+/// let mut a = workload.sampler(0, WorkloadPhase::Measure);
+/// let mut b = workload.sampler(1, WorkloadPhase::Measure);
+/// let (pa, pb) = (a.next_request(), b.next_request());
+/// assert_eq!(pa.prompt.len(), 64);
+/// assert_eq!(pa.prompt[..16], pb.prompt[..16], "the shared prefix");
+/// assert_ne!(pa.prompt[16..], pb.prompt[16..], "points draw their own prompts");
+/// assert_eq!((pa.max_tokens, pa.min_tokens, pa.ignore_eos), (32, Some(32), true));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// The prompts.
+    pub source: PromptSource,
+    /// Output tokens per request; `None` uses each prompt's own length, else
+    /// `fallback_output_len`.
+    pub output_len: Option<u32>,
+    /// Output length for prompts that name none when `output_len` is `None`.
+    pub fallback_output_len: u32,
+    /// Fixed output length (true) or natural stopping (false).
+    pub ignore_eos: bool,
+    /// End id for natural stopping (the tokenizer's end-of-sequence id).
+    pub end_id: Option<i32>,
+    /// Streaming requests (false: one response per request, E2E latency only).
+    pub streaming: bool,
+    /// Seed for reproducible prompts.
+    pub seed: u64,
+}
+
+/// The phases a point draws prompts for; each gets its own seeded stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadPhase {
+    /// Warmup requests.
+    Warmup,
+    /// Ramp-up and measured requests.
+    Measure,
+}
+
+impl Workload {
+    /// A prompt stream for sweep point `point` and `phase`; streams of different points or
+    /// phases differ, the same arguments give the same stream.
+    pub fn sampler(&self, point: u64, phase: WorkloadPhase) -> PromptSampler {
+        let phase_code = match phase {
+            WorkloadPhase::Warmup => 1,
+            WorkloadPhase::Measure => 2,
+        };
+        let stream_seed = mix(self.seed ^ mix(point.wrapping_mul(4).wrapping_add(phase_code)));
+        let mut rng = StdRng::seed_from_u64(stream_seed);
+        let (prefix, order) = match &self.source {
+            PromptSource::Random { vocab_size, input_len, shared_prefix } => {
+                // The prefix depends on the seed only: every point and phase shares it.
+                let mut prefix_rng = StdRng::seed_from_u64(mix(self.seed));
+                let vocab = (*vocab_size).max(2) as u32;
+                let prefix: Vec<u32> =
+                    (0..(*shared_prefix).min(*input_len)).map(|_| prefix_rng.random_range(1..vocab)).collect();
+                (prefix, Vec::new())
+            }
+            PromptSource::Dataset(prompts) => {
+                let mut order: Vec<usize> = (0..prompts.len()).collect();
+                order.shuffle(&mut rng);
+                (Vec::new(), order)
+            }
+        };
+        PromptSampler { workload: self.clone(), rng, prefix, order, next: 0 }
+    }
+
+    /// The request for `prompt` under this workload's output-length and stopping rules.
+    pub fn request(&self, prompt: Prompt) -> RequestSpec {
+        let max_tokens = self.output_len.or(prompt.output_len).unwrap_or(self.fallback_output_len).max(1);
+        RequestSpec {
+            prompt: prompt.token_ids,
+            max_tokens,
+            min_tokens: self.ignore_eos.then_some(max_tokens),
+            ignore_eos: self.ignore_eos,
+            end_id: if self.ignore_eos { Some(-1) } else { self.end_id },
+            streaming: self.streaming,
+            expected_output_tokens: Some(u64::from(max_tokens)),
+        }
+    }
+}
+
+/// An endless, reproducible stream of requests for one point and phase.
+#[derive(Debug)]
+pub struct PromptSampler {
+    workload: Workload,
+    rng: StdRng,
+    prefix: Vec<u32>,
+    order: Vec<usize>,
+    next: usize,
+}
+
+impl PromptSampler {
+    /// The next prompt.
+    pub fn next_prompt(&mut self) -> Prompt {
+        match &self.workload.source {
+            PromptSource::Random { vocab_size, input_len, .. } => {
+                let vocab = (*vocab_size).max(2) as u32;
+                let mut ids = self.prefix.clone();
+                ids.extend((self.prefix.len()..*input_len).map(|_| self.rng.random_range(1..vocab)));
+                Prompt { token_ids: ids, output_len: None }
+            }
+            PromptSource::Dataset(prompts) => {
+                if prompts.is_empty() {
+                    return Prompt { token_ids: Vec::new(), output_len: None };
+                }
+                if self.next == self.order.len() {
+                    self.order.shuffle(&mut self.rng);
+                    self.next = 0;
+                }
+                let prompt = prompts[self.order[self.next]].clone();
+                self.next += 1;
+                prompt
+            }
+        }
+    }
+
+    /// The next request: the next prompt under the workload's rules.
+    pub fn next_request(&mut self) -> RequestSpec {
+        let prompt = self.next_prompt();
+        self.workload.request(prompt)
+    }
+}
+
+/// SplitMix64's finaliser: spreads nearby seeds (point 0, 1, 2 ...) over the whole range.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random(shared_prefix: usize) -> Workload {
+        Workload {
+            source: PromptSource::Random { vocab_size: 50_000, input_len: 96, shared_prefix },
+            output_len: Some(8),
+            fallback_output_len: 128,
+            ignore_eos: true,
+            end_id: None,
+            streaming: true,
+            seed: 3,
+        }
+    }
+
+    #[test]
+    fn cold_prompts_differ_across_points_and_phases() {
+        let w = random(0);
+        let draw = |point, phase| w.sampler(point, phase).next_prompt().token_ids;
+        let a = draw(0, WorkloadPhase::Measure);
+        assert_eq!(a, draw(0, WorkloadPhase::Measure), "reproducible");
+        assert_ne!(a[..32], draw(1, WorkloadPhase::Measure)[..32]);
+        assert_ne!(a[..32], draw(0, WorkloadPhase::Warmup)[..32]);
+    }
+
+    #[test]
+    fn warm_prompts_share_exactly_the_prefix() {
+        let w = random(64);
+        let mut s = w.sampler(5, WorkloadPhase::Measure);
+        let (a, b) = (s.next_prompt().token_ids, s.next_prompt().token_ids);
+        let c = w.sampler(9, WorkloadPhase::Warmup).next_prompt().token_ids;
+        assert_eq!(a[..64], b[..64]);
+        assert_eq!(a[..64], c[..64]);
+        assert_ne!(a[64..], b[64..]);
+        assert!(a.iter().all(|&t| (1..50_000).contains(&t)));
+    }
+
+    #[test]
+    fn dataset_prompts_cycle_in_seeded_order() {
+        let prompts: Arc<[Prompt]> =
+            (0..5).map(|i| Prompt { token_ids: vec![i + 1], output_len: Some(10 + i) }).collect();
+        let w = Workload { source: PromptSource::Dataset(prompts), output_len: None, ..random(0) };
+        let mut s = w.sampler(0, WorkloadPhase::Measure);
+        let mut first: Vec<u32> = (0..5).map(|_| s.next_prompt().token_ids[0]).collect();
+        first.sort_unstable();
+        assert_eq!(first, [1, 2, 3, 4, 5], "each prompt once before any repeats");
+        let r = w.sampler(1, WorkloadPhase::Measure).next_request();
+        assert_eq!(u64::from(r.max_tokens), r.expected_output_tokens.unwrap());
+        assert_eq!(r.max_tokens, 10 + r.prompt[0] - 1, "the dataset's own output length");
+    }
+
+    #[test]
+    fn natural_stopping_uses_the_end_id_and_no_minimum() {
+        let w = Workload { ignore_eos: false, end_id: Some(2), ..random(0) };
+        let r = w.sampler(0, WorkloadPhase::Measure).next_request();
+        assert_eq!((r.end_id, r.min_tokens, r.max_tokens), (Some(2), None, 8));
+    }
+}

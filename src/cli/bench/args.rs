@@ -1,0 +1,122 @@
+//! The options of `trtllm bench`.
+
+use std::path::PathBuf;
+
+use clap::ArgAction;
+
+/// Which prompts to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DatasetKind {
+    /// Random token ids of exact lengths (`--input-len`).
+    Random,
+    /// A JSONL file (`--dataset-path`): `{"prompt": text}` or `{"prompt_token_ids": [...]}` per
+    /// line, optionally with `"output_len"`.
+    Jsonl,
+    /// A ShareGPT-style JSON file (`--dataset-path`): the first human turn of each conversation
+    /// is the prompt; the reply's token count is its output length.
+    Sharegpt,
+}
+
+impl DatasetKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetKind::Random => "random",
+            DatasetKind::Jsonl => "jsonl",
+            DatasetKind::Sharegpt => "sharegpt",
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Where to send the load: `inprocess` (an executor in this process) or `grpc://HOST:PORT`
+    /// (a running `trtllm serve`), with identical workloads and reports.
+    #[arg(long, default_value = "inprocess")]
+    pub target: String,
+    /// The engine directory; without it the built-in simulated engine is used (TinyLlama-1.1B-shaped,
+    /// BF16, on a simulated RTX A6000, in real time).
+    #[arg(long, env = "TRTLLM_ENGINE_DIR")]
+    pub engine_dir: Option<PathBuf>,
+    /// Tokenizer directory for text datasets, chat templates and the end id (default: the
+    /// engine's; over gRPC, the server's via GetTokenizer).
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+
+    /// Prompts: random token ids, a JSONL prompt file or ShareGPT-style conversations.
+    #[arg(long, value_enum, default_value_t = DatasetKind::Random)]
+    pub dataset: DatasetKind,
+    /// The dataset file (jsonl, sharegpt).
+    #[arg(long)]
+    pub dataset_path: Option<PathBuf>,
+    /// Render text prompts with the tokenizer's chat template (one user message).
+    #[arg(long)]
+    pub chat_template: bool,
+    /// Prompt lengths in tokens to sweep (random dataset) [default: 128,1024].
+    #[arg(long, value_delimiter = ',')]
+    pub input_len: Option<Vec<usize>>,
+    /// Output lengths in tokens to sweep [default: 128; for datasets, each entry's own length].
+    #[arg(long, value_delimiter = ',')]
+    pub output_len: Option<Vec<usize>>,
+    /// Tokens shared by every random prompt (a warm prefix the KV cache can reuse); 0 sends
+    /// fully distinct prompts (cold).
+    #[arg(long, default_value_t = 0)]
+    pub shared_prefix: usize,
+    /// true: fixed output length (end id ignored, min_tokens = max_tokens); false: stop
+    /// naturally at the end id, capped at the output length.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    pub ignore_eos: bool,
+    /// Seed for prompts and arrivals (each point and phase draws its own stream from it).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Send non-streaming requests: E2E latency and per-request tokens/s only.
+    #[arg(long)]
+    pub non_streaming: bool,
+
+    /// Closed-loop concurrencies to sweep [default: 1,4,16].
+    #[arg(long, value_delimiter = ',', conflicts_with = "request_rate")]
+    pub concurrency: Option<Vec<usize>>,
+    /// Open-loop request rates (requests/s) to sweep instead of concurrencies; `inf` sends all
+    /// at once.
+    #[arg(long, value_delimiter = ',')]
+    pub request_rate: Option<Vec<f64>>,
+    /// Gamma shape of open-loop inter-arrival times: 1 is Poisson, inf constant spacing.
+    #[arg(long, default_value_t = 1.0, requires = "request_rate")]
+    pub burstiness: f64,
+    /// Cap on requests in flight in open-loop mode.
+    #[arg(long, requires = "request_rate")]
+    pub max_concurrency: Option<usize>,
+    /// Measured requests per point [default: 2 × concurrency, at least 4; open loop: 10 s of
+    /// arrivals, 8 to 1000]. Ignored with --duration.
+    #[arg(long)]
+    pub num_prompts: Option<usize>,
+    /// Warmup requests per point, recorded and excluded [default: the concurrency; open loop:
+    /// the cap, else 1].
+    #[arg(long)]
+    pub warmup: Option<usize>,
+    /// Seconds over which closed-loop users are added linearly before the --duration.
+    #[arg(long, requires = "duration")]
+    pub ramp_up: Option<f64>,
+    /// Seconds of sustained load per point (after any ramp-up) instead of a request count;
+    /// writes a time series and its plot.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Seconds per time-series sample (duration runs; giving it writes a series for every run).
+    #[arg(long)]
+    pub sample_interval: Option<f64>,
+
+    /// Percentiles to report.
+    #[arg(long, default_value = "50,90,95,99")]
+    pub percentiles: String,
+    /// Goodput SLOs, e.g. ttft:1000,tpot:40 (milliseconds; only e2el applies without streaming).
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// A label for the results (vLLM's `label`).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Add the per-request arrays (input_lens, output_lens, ttfts, itls, ...) to each summary.
+    #[arg(long)]
+    pub save_detailed: bool,
+    /// Where to write results (default bench-results/<date>).
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+}

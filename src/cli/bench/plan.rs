@@ -1,0 +1,219 @@
+//! The sweep: one point per load (concurrency or rate) × prompt shape × output length.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use trtllm::bench::{
+    Load, LoadPlan, Prompt, PromptSource, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries,
+};
+use trtllm::text::Tokenizer;
+
+use super::args::{DatasetKind, RunArgs};
+
+/// One point of the sweep.
+pub struct Point {
+    /// File stem: `c4_in128_out128`, `r2.5_in128_out128`, `c4_jsonl_outds`, ...
+    pub stem: String,
+    pub plan: LoadPlan,
+    pub workload: Workload,
+    /// Configured prompt length (random prompts).
+    pub input_len: Option<usize>,
+    /// Configured output length (`None`: each dataset entry's own).
+    pub output_len: Option<usize>,
+    /// Open-loop rate (`inf` for all at once).
+    pub request_rate: f64,
+}
+
+impl Point {
+    /// The `workload` object of the summary.
+    pub fn describe(&self, args: &RunArgs, tokenizer_id: Option<&str>) -> Value {
+        let (load, concurrency, max_concurrency) = match self.plan.load {
+            Load::Closed { concurrency } => ("closed", Some(concurrency), None),
+            Load::Open { max_concurrency, .. } => ("open", None, max_concurrency),
+        };
+        json!({
+            "dataset": args.dataset.name(),
+            "dataset_path": args.dataset_path,
+            "input_len": self.input_len,
+            "output_len": self.output_len.map_or(json!("dataset"), |n| json!(n)),
+            "shared_prefix": args.shared_prefix,
+            "prefix_cache": if args.shared_prefix > 0 { "warm" } else { "cold" },
+            "chat_template": args.chat_template,
+            "seed": args.seed,
+            "ignore_eos": self.workload.ignore_eos,
+            "stopping": if self.workload.ignore_eos { "fixed length" } else { "natural (end id)" },
+            "end_id": self.workload.end_id,
+            "streaming": self.workload.streaming,
+            "tokenizer_id": tokenizer_id,
+            "load": load,
+            "concurrency": concurrency,
+            "request_rate": if self.request_rate.is_finite() { json!(self.request_rate) } else { json!("inf") },
+            "burstiness": args.burstiness,
+            "max_concurrency": max_concurrency,
+            "num_prompts": self.plan.duration.is_none().then_some(self.plan.num_prompts),
+            "warmup": self.plan.warmup,
+            "ramp_up_s": self.plan.ramp_up.map(|d| d.as_secs_f64()),
+            "duration_s": self.plan.duration.map(|d| d.as_secs_f64()),
+        })
+    }
+}
+
+/// The prompt sources of the sweep: one per input length (random), or the dataset's prompts.
+pub fn prompt_sources(
+    args: &RunArgs,
+    vocab_size: usize,
+    tokenizer: Option<&Tokenizer>,
+) -> anyhow::Result<Vec<(Option<usize>, PromptSource)>> {
+    if args.dataset == DatasetKind::Random {
+        if args.dataset_path.is_some() {
+            bail!("--dataset-path needs --dataset jsonl or sharegpt");
+        }
+        if args.chat_template {
+            bail!("--chat-template applies to text datasets (jsonl, sharegpt), not random token ids");
+        }
+        let lens = args.input_len.clone().unwrap_or_else(|| vec![128, 1024]);
+        if lens.contains(&0) {
+            bail!("--input-len must be at least 1");
+        }
+        return Ok(lens
+            .into_iter()
+            .map(|input_len| {
+                (Some(input_len), PromptSource::Random { vocab_size, input_len, shared_prefix: args.shared_prefix })
+            })
+            .collect());
+    }
+    if args.input_len.is_some() || args.shared_prefix > 0 {
+        bail!("--input-len and --shared-prefix apply to --dataset random; a dataset's prompts are what they are");
+    }
+    let path = args
+        .dataset_path
+        .as_deref()
+        .with_context(|| format!("--dataset {} needs --dataset-path", args.dataset.name()))?;
+    let entries = match args.dataset {
+        DatasetKind::Jsonl => load_jsonl(path)?,
+        DatasetKind::Sharegpt => load_sharegpt(path)?,
+        DatasetKind::Random => bail!("random prompts come from --input-len, not a file"),
+    };
+    let options =
+        TokenizeOptions { tokenizer, chat_template: args.chat_template, reply_output_len: args.output_len.is_none() };
+    let prompts: Vec<Prompt> = tokenize_entries(&entries, options)?;
+    let tokens: usize = prompts.iter().map(|p| p.token_ids.len()).sum();
+    eprintln!("dataset {}: {} prompts, {tokens} prompt tokens", path.display(), prompts.len());
+    Ok(vec![(None, PromptSource::Dataset(Arc::<[Prompt]>::from(prompts)))])
+}
+
+/// One value of the sweep's load axis.
+#[derive(Clone, Copy)]
+enum LoadAxis {
+    Concurrency(usize),
+    Rate(f64),
+}
+
+/// The load axis: concurrencies, or rates.
+fn load_axis(args: &RunArgs) -> anyhow::Result<Vec<LoadAxis>> {
+    let axis: Vec<LoadAxis> = match &args.request_rate {
+        Some(rates) => rates.iter().map(|&r| LoadAxis::Rate(r)).collect(),
+        None => {
+            args.concurrency.clone().unwrap_or_else(|| vec![1, 4, 16]).into_iter().map(LoadAxis::Concurrency).collect()
+        }
+    };
+    for value in &axis {
+        match *value {
+            LoadAxis::Concurrency(0) => bail!("--concurrency must be at least 1"),
+            LoadAxis::Rate(r) if r.is_nan() || r <= 0.0 => bail!("--request-rate must be positive (or inf), got {r}"),
+            _ => {}
+        }
+    }
+    if args.max_concurrency == Some(0) {
+        bail!("--max-concurrency must be at least 1");
+    }
+    Ok(axis)
+}
+
+fn seconds(name: &str, value: Option<f64>) -> anyhow::Result<Option<Duration>> {
+    value
+        .map(|s| {
+            Duration::try_from_secs_f64(s)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .with_context(|| format!("--{name} must be a positive number of seconds"))
+        })
+        .transpose()
+}
+
+/// The points: load × prompt source × output length, each with its own workload and plan.
+pub fn points(
+    args: &RunArgs,
+    sources: Vec<(Option<usize>, PromptSource)>,
+    end_id: Option<i32>,
+) -> anyhow::Result<Vec<Point>> {
+    let ramp_up = seconds("ramp-up", args.ramp_up)?;
+    let duration = seconds("duration", args.duration)?;
+    if args.burstiness.is_nan() || args.burstiness <= 0.0 {
+        bail!("--burstiness must be positive (1 = Poisson, inf = constant spacing)");
+    }
+    let output_lens: Vec<Option<usize>> = match (&args.output_len, args.dataset) {
+        (Some(lens), _) => lens.iter().map(|&n| Some(n)).collect(),
+        (None, DatasetKind::Random) => vec![Some(128)],
+        (None, _) => vec![None],
+    };
+    if output_lens.contains(&Some(0)) {
+        bail!("--output-len must be at least 1");
+    }
+    let axis = load_axis(args)?;
+    let mut points = Vec::new();
+    for (input_len, source) in &sources {
+        for &output_len in &output_lens {
+            for &value in &axis {
+                // Load, measured requests, warmup, rate, and the load part of the file stem.
+                let (load, num_prompts, warmup, request_rate, load_part) = match value {
+                    LoadAxis::Concurrency(c) => {
+                        let n = args.num_prompts.unwrap_or((2 * c).max(4));
+                        (Load::Closed { concurrency: c }, n, args.warmup.unwrap_or(c), f64::INFINITY, format!("c{c}"))
+                    }
+                    LoadAxis::Rate(rate) if rate.is_infinite() => {
+                        // Everything at once: a closed loop at the cap, or all requests in flight.
+                        let n = args.num_prompts.unwrap_or(8);
+                        let c = args.max_concurrency.unwrap_or(n.max(1));
+                        let stem = args.max_concurrency.map_or("rinf".to_owned(), |c| format!("rinf_mc{c}"));
+                        (Load::Closed { concurrency: c }, n, args.warmup.unwrap_or(1), f64::INFINITY, stem)
+                    }
+                    LoadAxis::Rate(rate) => {
+                        let n = args.num_prompts.unwrap_or(((rate * 10.0).ceil() as usize).clamp(8, 1000));
+                        let load =
+                            Load::Open { rate, burstiness: args.burstiness, max_concurrency: args.max_concurrency };
+                        let stem = args.max_concurrency.map_or(format!("r{rate}"), |c| format!("r{rate}_mc{c}"));
+                        (load, n, args.warmup.unwrap_or(args.max_concurrency.unwrap_or(1)), rate, stem)
+                    }
+                };
+                let plan = LoadPlan { load, num_prompts, warmup, ramp_up, duration };
+                plan.validate()?;
+                let workload = Workload {
+                    source: source.clone(),
+                    output_len: output_len.map(|n| n as u32),
+                    fallback_output_len: 128,
+                    ignore_eos: args.ignore_eos,
+                    end_id,
+                    streaming: !args.non_streaming,
+                    seed: args.seed,
+                };
+                let shape = match input_len {
+                    Some(n) => format!("in{n}"),
+                    None => args.dataset.name().to_owned(),
+                };
+                let out = output_len.map_or("outds".to_owned(), |n| format!("out{n}"));
+                points.push(Point {
+                    stem: format!("{load_part}_{shape}_{out}"),
+                    plan,
+                    workload,
+                    input_len: *input_len,
+                    output_len,
+                    request_rate,
+                });
+            }
+        }
+    }
+    Ok(points)
+}

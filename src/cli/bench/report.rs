@@ -1,0 +1,163 @@
+//! Result files of each point (summary, requests, iterations, time series) and of the sweep.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use trtllm::bench::{
+    LatencyMetric, LatencyThroughputPoint, Phase, PointRun, PressurePoint, RequestRecord, ResultFiles, RunClock,
+    RunInfo, Slos, Summary, SweepRow, WallAnchor, fill_kv_utilization, plot_latency_vs_throughput, plot_time_series,
+    plot_ttft_vs_inflight_tokens, time_series, unavailable_section, write_svg, write_sweep_csv,
+};
+
+use super::args::RunArgs;
+use super::plan::Point;
+use super::setup::Setup;
+
+/// Default seconds per time-series sample.
+const DEFAULT_SAMPLE_INTERVAL_S: f64 = 5.0;
+
+const NO_ITERATION_STATS: &str =
+    "iteration statistics are not exposed over trtllm.TrtllmService; run in process to see them";
+
+/// What every point's files share.
+pub struct Report<'a> {
+    args: &'a RunArgs,
+    setup: &'a Setup,
+    date: String,
+    output_dir: PathBuf,
+    percentiles: Vec<f64>,
+    slos: Option<Slos>,
+    metadata: Value,
+}
+
+impl<'a> Report<'a> {
+    pub fn new(
+        args: &'a RunArgs,
+        setup: &'a Setup,
+        date: &str,
+        output_dir: &Path,
+        percentiles: &[f64],
+        slos: Option<Slos>,
+        tokenizer_loaded: bool,
+    ) -> Self {
+        let metadata = json!({
+            "command_line": std::env::args().collect::<Vec<_>>(),
+            "crate_version": env!("CARGO_PKG_VERSION"),
+            "target": args.target,
+            "backend": setup.backend,
+            "gpu": setup.gpu,
+            "engine_dir": setup.engine_dir,
+            "label": args.label,
+            "tokenizer_id": setup.tokenizer_id(),
+            "tokenizer_loaded": tokenizer_loaded,
+        });
+        Report {
+            args,
+            setup,
+            date: date.to_owned(),
+            output_dir: output_dir.to_owned(),
+            percentiles: percentiles.to_vec(),
+            slos,
+            metadata,
+        }
+    }
+
+    /// Writes the point's summary, request and iteration files (and its time series when it
+    /// ran for a duration); returns its sweep row.
+    pub fn write_point(
+        &self,
+        point: &Point,
+        run: &PointRun,
+        clock: &RunClock,
+        anchor: &WallAnchor,
+    ) -> anyhow::Result<SweepRow> {
+        let run_info = RunInfo {
+            date: self.date.clone(),
+            label: self.args.label.clone(),
+            model_id: self.setup.model_id.clone(),
+            tokenizer_id: self.setup.tokenizer_id().map(str::to_owned),
+            num_prompts: point.plan.duration.is_none().then_some(point.plan.num_prompts as u64),
+            max_model_len: Some(self.setup.max_seq_len as u64),
+            request_rate: point.request_rate,
+            burstiness: self.args.burstiness,
+            max_concurrency: point.plan.load.concurrency().map(|c| c as u64),
+            ..RunInfo::default()
+        };
+        let (kv, iter) = match &run.iterations {
+            Some(log) => (log.kv_summary(), log.iter_summary()),
+            None => (unavailable_section(NO_ITERATION_STATS), unavailable_section(NO_ITERATION_STATS)),
+        };
+        let mut builder = Summary::builder(run_info)
+            .percentiles(&self.percentiles)
+            .detailed(self.args.save_detailed)
+            .engine(self.setup.engine.clone())
+            .workload(point.describe(self.args, self.setup.tokenizer_id()))
+            .kv(kv)
+            .iter(iter)
+            .metadata(self.metadata.clone());
+        if let Some(log) = &run.iterations {
+            builder = builder.iteration_end_times(log.end_times_s(clock, anchor));
+        }
+        if let Some(slos) = self.slos {
+            builder = builder.slos(slos);
+        }
+        // The `prediction` section (the performance model's single-stream TPOT and prefill rate
+        // next to the measured ones) is added here once a model exists; until then it is absent.
+        let summary = builder.build(&run.records)?;
+
+        let files = ResultFiles::new(self.output_dir.join(&point.stem));
+        files.write_summary(&summary)?;
+        files.write_requests(&run.records)?;
+        let iterations: Vec<Value> = match &run.iterations {
+            Some(log) => log.iterations.iter().map(serde_json::to_value).collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        files.write_iterations(&iterations)?;
+        if point.plan.duration.is_some() || self.args.sample_interval.is_some() {
+            self.write_time_series(&files, run, clock, anchor)?;
+        }
+        let mut row = SweepRow::from_summary(&summary);
+        row.input_len = point.input_len.map(|n| n as u64);
+        row.output_len = point.output_len.map(|n| n as u64);
+        Ok(row)
+    }
+
+    fn write_time_series(
+        &self,
+        files: &ResultFiles,
+        run: &PointRun,
+        clock: &RunClock,
+        anchor: &WallAnchor,
+    ) -> anyhow::Result<()> {
+        let interval = self.args.sample_interval.unwrap_or(DEFAULT_SAMPLE_INTERVAL_S);
+        // The load after warmup: ramp-up and measured requests.
+        let records: Vec<RequestRecord> = run.records.iter().filter(|r| r.phase != Phase::Warmup).cloned().collect();
+        let mut samples = time_series(&records, interval)?;
+        if let Some(log) = &run.iterations {
+            fill_kv_utilization(&mut samples, &log.kv_points(clock, anchor));
+        }
+        files.write_time_series(&samples)?;
+        if !samples.is_empty() {
+            write_svg(&files.timeseries_svg_path(), &plot_time_series(&samples)?)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the aggregate CSV and the sweep plots.
+    pub fn write_sweep(&self, rows: &[SweepRow]) -> anyhow::Result<()> {
+        let dir = &self.output_dir;
+        write_sweep_csv(&dir.join("sweep.csv"), rows)?;
+        let pressure = PressurePoint::from_rows(rows);
+        if !pressure.is_empty() {
+            write_svg(&dir.join("ttft_vs_inflight_tokens.svg"), &plot_ttft_vs_inflight_tokens(&pressure)?)?;
+        }
+        // TPOT needs streaming; a non-streaming sweep plots its E2E latency instead.
+        let metric =
+            if rows.iter().any(|r| r.p50_tpot_ms.is_some()) { LatencyMetric::P50Tpot } else { LatencyMetric::P50E2el };
+        let latency = LatencyThroughputPoint::from_rows(rows, metric);
+        if !latency.is_empty() {
+            write_svg(&dir.join("latency_vs_throughput.svg"), &plot_latency_vs_throughput(&latency, metric)?)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,206 @@
+//! Connecting to the target and describing it: the `engine` and metadata of every summary.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use trtllm::bench::{BenchTarget, GrpcTarget};
+use trtllm::proto::trtllm as pb;
+use trtllm::text::Tokenizer;
+use trtllm::{AsyncExecutor, ExecutorConfig};
+
+use super::args::RunArgs;
+
+/// The target and what is known about it.
+pub struct Setup {
+    pub target: BenchTarget,
+    /// The `engine` object: the same keys whichever the target (from the engine config in
+    /// process, from GetModelInfo/GetServerInfo over gRPC), plus the full configs in process.
+    pub engine: Value,
+    pub model_id: String,
+    pub vocab_size: usize,
+    pub max_seq_len: usize,
+    /// `tensorrt-llm <version>`, `simulated <version>`, or the server's backend and version.
+    pub backend: String,
+    /// The GPU, or the simulated GPU preset (simulation.json's `gpu`), when known.
+    pub gpu: Option<String>,
+    pub engine_dir: Option<PathBuf>,
+    /// Where a tokenizer can be loaded from, and its identifier, when there is one.
+    pub tokenizer_source: Option<(TokenizerSource, String)>,
+    /// Keeps the built-in engine's or the fetched tokenizer's files alive.
+    pub _scratch: tempfile::TempDir,
+}
+
+pub enum TokenizerSource {
+    Dir(PathBuf),
+    /// The server's tokenizer, fetched on first use through GetTokenizer.
+    Server(GrpcTarget),
+}
+
+impl Setup {
+    pub async fn new(args: &RunArgs) -> anyhow::Result<Setup> {
+        let scratch = tempfile::tempdir()?;
+        let mut setup = match args.target.as_str() {
+            "inprocess" => in_process(args, scratch).await?,
+            url => grpc(url, scratch).await?,
+        };
+        if let Some(dir) = &args.tokenizer {
+            setup.tokenizer_source = Some((TokenizerSource::Dir(dir.clone()), dir.display().to_string()));
+        }
+        Ok(setup)
+    }
+
+    /// Loads the tokenizer (from a directory, or from the server); `None` when there is none to
+    /// load.
+    pub async fn tokenizer(&self) -> anyhow::Result<Option<Tokenizer>> {
+        let tokenizer = match &self.tokenizer_source {
+            None => return Ok(None),
+            Some((TokenizerSource::Dir(dir), _)) => {
+                Tokenizer::from_dir(dir).with_context(|| format!("loading the tokenizer in {}", dir.display()))?
+            }
+            Some((TokenizerSource::Server(grpc), _)) => {
+                let dir = self._scratch.path().join("server-tokenizer");
+                fetch_tokenizer(grpc, &dir).await.context("fetching the server's tokenizer (GetTokenizer)")?;
+                Tokenizer::from_dir(&dir)?
+            }
+        };
+        Ok(Some(tokenizer))
+    }
+
+    /// The tokenizer's identifier, when there is one.
+    pub fn tokenizer_id(&self) -> Option<&str> {
+        self.tokenizer_source.as_ref().map(|(_, id)| id.as_str())
+    }
+}
+
+async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
+    let (engine_dir, builtin) = match &args.engine_dir {
+        Some(dir) => (dir.clone(), false),
+        None => {
+            eprintln!("no --engine-dir: using the {}", trtllm::builtin::BUILTIN_DESCRIPTION);
+            (trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path())?, true)
+        }
+    };
+    // Frequent stats polls keep the iteration statistics flowing into the collector.
+    let config = ExecutorConfig::builder().stats_poll_interval(std::time::Duration::from_millis(20)).build()?;
+    let executor = AsyncExecutor::load(&engine_dir, config).await?;
+    let engine = executor.executor().engine().clone();
+    let backend = executor.executor().backend().clone();
+    let gpu = simulated_gpu(&engine_dir);
+    eprintln!("engine {} ({}), backend {backend}", engine.model_name, engine_dir.display());
+    let tokenizer_source = engine.tokenizer_dir.clone().map(|dir| {
+        let id = if builtin { format!("{} (built-in)", engine.model_name) } else { dir.display().to_string() };
+        (TokenizerSource::Dir(dir), id)
+    });
+    let engine_json = json!({
+        "source": "engine config",
+        "model_id": engine.model_name,
+        "max_input_len": engine.max_input_len,
+        "max_seq_len": engine.max_seq_len,
+        "max_batch_size": engine.max_batch_size,
+        "vocab_size": engine.vocab_size,
+        "hidden_size": engine.hidden_size,
+        "num_layers": engine.num_layers,
+        "num_heads": engine.num_heads,
+        "tp_size": engine.tp_size,
+        "pp_size": engine.pp_size,
+        "cp_size": engine.cp_size,
+        "backend": backend.kind,
+        "backend_version": backend.version,
+        "gpu": gpu,
+        "config": engine,
+        "executor": executor.executor().config(),
+    });
+    Ok(Setup {
+        model_id: engine.model_name.clone(),
+        vocab_size: engine.vocab_size,
+        max_seq_len: engine.max_seq_len,
+        backend: backend.to_string(),
+        gpu,
+        engine_dir: (!builtin).then_some(engine_dir),
+        tokenizer_source,
+        engine: engine_json,
+        target: BenchTarget::InProcess(executor),
+        _scratch: scratch,
+    })
+}
+
+async fn grpc(url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
+    let Some(addr) = url.strip_prefix("grpc://") else {
+        bail!("--target must be inprocess or grpc://HOST:PORT, not {url:?}");
+    };
+    let grpc = GrpcTarget::connect(format!("http://{addr}")).await.with_context(|| format!("connecting to {url}"))?;
+    let model = grpc.client().get_model_info(pb::GetModelInfoRequest {}).await?.into_inner();
+    let server = grpc.client().get_server_info(pb::GetServerInfoRequest {}).await?.into_inner();
+    eprintln!("target {url}: model {}, {} {}", model.model_id, server.backend, server.version);
+    let engine_json = json!({
+        "source": "GetModelInfo/GetServerInfo",
+        "target": url,
+        "model_id": model.model_id,
+        "max_input_len": model.max_input_len,
+        "max_seq_len": model.max_seq_len,
+        "max_batch_size": model.max_batch_size,
+        "vocab_size": model.vocab_size,
+        "hidden_size": model.hidden_size,
+        "num_layers": model.num_layers,
+        "num_heads": model.num_heads,
+        "tp_size": server.tensor_parallel_size,
+        "pp_size": server.pipeline_parallel_size,
+        "cp_size": server.context_parallel_size,
+        "backend": server.backend,
+        "backend_version": server.version,
+        "gpu": Value::Null,
+        "supported_features": model.supported_features,
+    });
+    Ok(Setup {
+        vocab_size: usize::try_from(model.vocab_size).unwrap_or(0),
+        max_seq_len: usize::try_from(model.max_seq_len).unwrap_or(0),
+        backend: format!("{} {}", server.backend, server.version),
+        gpu: None,
+        engine_dir: None,
+        tokenizer_source: Some((TokenizerSource::Server(grpc.clone()), format!("{} (server)", model.model_id))),
+        model_id: model.model_id,
+        engine: engine_json,
+        target: BenchTarget::Grpc(grpc),
+        _scratch: scratch,
+    })
+}
+
+/// simulation.json's `gpu` (the simulated GPU preset), when the engine directory has one.
+fn simulated_gpu(engine_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(engine_dir.join("simulation.json")).ok()?;
+    let doc: Value = serde_json::from_str(&text).ok()?;
+    doc.get("gpu")?.as_str().map(str::to_owned)
+}
+
+/// Fetches the server's tokenizer zip, checks its sha256, and unpacks it into `dir`.
+async fn fetch_tokenizer(grpc: &GrpcTarget, dir: &Path) -> anyhow::Result<()> {
+    let mut stream =
+        grpc.client().get_tokenizer(trtllm::proto::smg::grpc::common::GetTokenizerRequest {}).await?.into_inner();
+    let (mut bytes, mut digest) = (Vec::new(), String::new());
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        bytes.extend_from_slice(&chunk.data);
+        if !chunk.sha256.is_empty() {
+            digest = chunk.sha256;
+        }
+    }
+    let actual: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    if actual != digest {
+        bail!("the tokenizer archive's sha256 is {actual}, the server said {digest:?}");
+    }
+    std::fs::create_dir_all(dir)?;
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))?;
+    for i in 0..archive.len() {
+        let mut file = archive.by_index(i)?;
+        // Flat archive: keep only the file name, never a path from the archive.
+        let Some(name) = Path::new(file.name()).file_name().map(|n| n.to_owned()) else { continue };
+        let mut content = Vec::new();
+        file.read_to_end(&mut content)?;
+        std::fs::write(dir.join(name), content)?;
+    }
+    Ok(())
+}
