@@ -1,5 +1,4 @@
-//! `EngineLoad` records: what the gateway's load-aware routing reads about this worker, from the
-//! executor's iteration stats and the requests in flight.
+//! `EngineLoad` records: the load the gateway routes on, from iteration stats and requests in flight.
 //!
 //! The gateway treats the record on a `KvEventBatch` as a fresh poll of the worker: it routes
 //! least-load and power-of-two on the running and waiting counts and on `token_usage`, and admits
@@ -11,6 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
 
 use crate::proto::smg::grpc::common as cpb;
 use crate::{Executor, IterationStats};
@@ -33,6 +33,14 @@ pub(crate) struct LoadTracker {
     started: Instant,
     /// The executor's batch size, when the stats do not say it.
     max_running: u32,
+    /// Ends the task that follows the stats, when the tracker goes.
+    stop: CancellationToken,
+}
+
+impl Drop for LoadTracker {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 impl LoadTracker {
@@ -43,12 +51,18 @@ impl LoadTracker {
             samples: Mutex::new(Samples { latest, recent: VecDeque::new() }),
             started: Instant::now(),
             max_running,
+            stop: CancellationToken::new(),
         });
         let mut iterations = executor.subscribe_iteration_stats();
         let weak: Weak<LoadTracker> = Arc::downgrade(&tracker);
+        let stop = tracker.stop.clone();
         tokio::spawn(async move {
             loop {
-                match iterations.recv().await {
+                let received = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    received = iterations.recv() => received,
+                };
+                match received {
                     Ok(stats) => match weak.upgrade() {
                         Some(tracker) => tracker.record(stats),
                         None => return,

@@ -1,5 +1,6 @@
-//! `SubscribeKvEvents`: the executor's KV-cache events as numbered `KvEventBatch`es, each with
-//! the engine's load attached, and load-only heartbeats while no events come.
+//! `SubscribeKvEvents`: the executor's KV-cache events and load as a stream of `KvEventBatch`es.
+//!
+//! Each batch carries the engine's load; load-only heartbeats go out while no events come.
 //!
 //! What the Shepherd Model Gateway relies on, and so what this stream does:
 //! - Event batches are numbered consecutively; the gateway takes a jump as lost batches and

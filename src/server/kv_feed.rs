@@ -1,16 +1,16 @@
-//! The server's KV event feed: the executor's KV-cache events cut into numbered batches, with a
-//! bounded history so that a subscriber can resume where it left off.
+//! The server's KV event feed: executor KV-cache events cut into numbered, resendable batches.
 //!
 //! One feed per server numbers its batches 1, 2, 3 ... from when the server started, so that
 //! every subscription sees the same numbers and a subscriber that reconnects can ask for the
 //! batches it missed (`SubscribeKvEventsRequest::start_sequence_number`).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use futures::{FutureExt, StreamExt};
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::proto::smg::grpc::common as cpb;
 use crate::proto::smg::grpc::common::kv_cache_event::Data;
@@ -104,12 +104,24 @@ struct Log {
 pub(crate) struct KvFeed {
     log: Mutex<Log>,
     enabled: bool,
+    /// Ends the task that cuts the batches, when the feed goes before the executor does.
+    stop: CancellationToken,
+}
+
+impl Drop for KvFeed {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 impl KvFeed {
     /// A feed with no events: the executor was loaded without a KV event buffer.
     pub(crate) fn disabled() -> Arc<Self> {
-        Arc::new(KvFeed { log: Mutex::new(Log { newest: 0, history: VecDeque::new(), live: None }), enabled: false })
+        Arc::new(KvFeed {
+            log: Mutex::new(Log { newest: 0, history: VecDeque::new(), live: None }),
+            enabled: false,
+            stop: CancellationToken::new(),
+        })
     }
 
     /// A feed of `events`, cut into batches by a task on the current runtime. `block_size` is the
@@ -119,9 +131,17 @@ impl KvFeed {
         let feed = Arc::new(KvFeed {
             log: Mutex::new(Log { newest: 0, history: VecDeque::new(), live: Some(live) }),
             enabled: true,
+            stop: CancellationToken::new(),
         });
         // Not a response-stream task: it ends when the executor shuts down, after the drain.
-        tokio::spawn(run(feed.clone(), events, block_size));
+        let stop = feed.stop.clone();
+        let weak = Arc::downgrade(&feed);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = run(weak, events, block_size) => {}
+            }
+        });
         feed
     }
 
@@ -189,9 +209,10 @@ impl KvFeed {
 
 /// Cuts the executor's events into batches: whatever arrived together (one `getLatestEvents`
 /// drain, or what piled up while the previous batch was cut) becomes one batch.
-async fn run(feed: Arc<KvFeed>, mut events: KvEventStream, block_size: i32) {
+async fn run(feed: Weak<KvFeed>, mut events: KvEventStream, block_size: i32) {
     let mut last_id: Option<u64> = None;
     while let Some(first) = events.next().await {
+        let Some(feed) = feed.upgrade() else { return };
         let mut pending = Vec::new();
         let mut item = Some(first);
         while let Some(next) = item.take() {
@@ -221,7 +242,9 @@ async fn run(feed: Arc<KvFeed>, mut events: KvEventStream, block_size: i32) {
         }
         feed.publish(pending);
     }
-    feed.close();
+    if let Some(feed) = feed.upgrade() {
+        feed.close();
+    }
 }
 
 /// The protocol's form of an executor event; `None` for the events the protocol has no use for.
@@ -315,8 +338,11 @@ mod tests {
     #[test]
     fn resuming_replays_from_the_requested_batch_and_refuses_what_is_not_held() {
         let (live, _) = broadcast::channel(4);
-        let feed =
-            KvFeed { log: Mutex::new(Log { newest: 0, history: VecDeque::new(), live: Some(live) }), enabled: true };
+        let feed = KvFeed {
+            log: Mutex::new(Log { newest: 0, history: VecDeque::new(), live: Some(live) }),
+            enabled: true,
+            stop: CancellationToken::new(),
+        };
         for id in 0..3 {
             batch(&feed, id);
         }
