@@ -501,3 +501,59 @@ async fn trtllm_serve_streams_kv_events_by_default_and_the_flag_turns_them_off()
         .unwrap();
     assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "off");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_events_end_the_stream_with_data_loss_and_forbid_resuming_across_them() {
+    // An executor buffer of one event: a request that stores blocks in several events at once
+    // overflows it before the server reads it.
+    let server = builder()
+        .config(|c| c.kv_cache_event_buffer_max_size(1))
+        .start()
+        .await;
+    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let mut client = server.client().await;
+    let mut stream = subscribe(&mut client, 0, false).await;
+    let mut status = None;
+    for i in 0..20 {
+        generate(
+            &mut client,
+            &format!("burst{i}"),
+            prompt(3 * block + 1, 100 * i + 1),
+        )
+        .await;
+        if let Ok(Some(Err(s))) = tokio::time::timeout(HEARTBEAT * 3, async {
+            loop {
+                match stream.next().await {
+                    Some(Ok(_)) => continue,
+                    other => return other,
+                }
+            }
+        })
+        .await
+        {
+            status = Some(s);
+            break;
+        }
+    }
+    let status = status.expect("the overflow is reported");
+    assert_eq!(status.code(), Code::DataLoss, "{status:?}");
+    assert!(
+        status.message().contains("start_sequence_number 0"),
+        "{status:?}"
+    );
+    let refused = client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
+            start_sequence_number: 1,
+            load_records_before_first_batch: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Code::OutOfRange,
+        "no resuming across lost events"
+    );
+    // A fresh subscription works.
+    let mut fresh = subscribe(&mut client, 0, true).await;
+    assert!(next(&mut fresh).await.load.is_some());
+}
