@@ -7,14 +7,18 @@ use std::ffi::OsStr;
 
 use common::python::{python_script, python_with_smg_stubs, run_python};
 use common::server::TestServer;
-use trtllm::server::ServeOptions;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upstream_python_stubs_drive_our_server() {
     let Some(python) = python_with_smg_stubs() else {
         return;
     };
-    let server = TestServer::start(1.0, ServeOptions::default()).await;
+    // With KV events, so that the stubs decode stored blocks from SubscribeKvEvents.
+    let server = TestServer::builder()
+        .iteration_ms(1.0)
+        .config(|c| c.kv_cache_event_buffer_max_size(1024))
+        .start()
+        .await;
     let addr = server.addr.to_string();
     let script = python_script("interop_client.py");
     let output =
@@ -30,7 +34,7 @@ async fn the_upstream_python_stubs_drive_our_server() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(
-        stdout.lines().filter(|l| l.starts_with("ok ")).count() >= 15,
+        stdout.lines().filter(|l| l.starts_with("ok ")).count() >= 20,
         "{stdout}"
     );
 }

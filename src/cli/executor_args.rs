@@ -45,7 +45,8 @@ pub struct ExecutorArgs {
     /// Host (secondary) KV-cache size, bytes.
     #[arg(long)]
     kv_cache_host_cache_size: Option<u64>,
-    /// KV-cache events kept for SubscribeKvEvents; 0 disables KV events.
+    /// KV-cache events the executor buffers between reads; 0 disables KV events (default 0;
+    /// `trtllm serve`: 4096, for SubscribeKvEvents).
     #[arg(long)]
     kv_cache_event_buffer_size: Option<u64>,
     /// Disable multi-block attention.
@@ -102,6 +103,11 @@ pub struct ExecutorArgs {
 }
 
 impl ExecutorArgs {
+    /// `--kv-cache-event-buffer-size`, when given.
+    pub fn kv_cache_event_buffer_size(&self) -> Option<u64> {
+        self.kv_cache_event_buffer_size
+    }
+
     /// The executor configuration these flags describe (validated).
     pub fn config(&self) -> trtllm::Result<ExecutorConfig> {
         let mut c = ExecutorConfig::builder()

@@ -12,6 +12,11 @@ use trtllm::text::Tokenizer;
 
 use super::executor_args::ExecutorArgs;
 
+/// KV-cache events the executor buffers when serving and `--kv-cache-event-buffer-size` is not
+/// given: SubscribeKvEvents works out of the box. The server reads the buffer continuously, so it
+/// only needs to hold what one burst of evictions produces.
+const DEFAULT_KV_EVENT_BUFFER: u64 = 4096;
+
 /// Arguments of `trtllm serve`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -95,7 +100,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if default_deadline.is_some_and(|d| d.is_zero()) || args.kv_heartbeat_ms == 0 {
         anyhow::bail!("--request-timeout-secs and --kv-heartbeat-ms must be positive");
     }
-    let config = args.executor.config()?;
+    let mut config = args.executor.config()?;
+    if args.executor.kv_cache_event_buffer_size().is_none() {
+        config.kv_cache_event_buffer_max_size = DEFAULT_KV_EVENT_BUFFER;
+    }
     let executor = AsyncExecutor::load(&engine_dir, config).await?;
     let tokenizer_dir = args.tokenizer.clone().or(executor.executor().engine().tokenizer_dir.clone());
     let tokenizer = match &tokenizer_dir {

@@ -1,99 +1,196 @@
-//! `SubscribeKvEvents`: a stream of `KvEventBatch`es carrying the executor's load (what the
-//! gateway routes on) as heartbeats, ending with one last batch when the server drains.
+//! `SubscribeKvEvents`: the executor's KV-cache events and load as a stream of `KvEventBatch`es.
+//!
+//! Each batch carries the engine's load; load-only heartbeats go out while no events come.
+//!
+//! What the Shepherd Model Gateway relies on, and so what this stream does:
+//! - Event batches are numbered consecutively; the gateway takes a jump as lost batches and
+//!   resubscribes asking for them, so the numbers are the server's, shared by every
+//!   subscription, and batches are kept for resending ([`super::kv_feed`]).
+//! - A load-only batch (`EngineLoad::load_only`, no events) repeats the number of the last event
+//!   batch: the gateway reads its load and never counts it as a batch.
+//! - OUT_OF_RANGE when the requested start cannot be served, DATA_LOSS when events were lost
+//!   mid-stream: the gateway then drops what it learned from this worker and subscribes afresh.
+//! - UNIMPLEMENTED would make the gateway stop subscribing for good, and with it stop reading
+//!   this worker's load, so an executor without KV events still streams load-only batches.
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::Status;
+use tonic::{Response, Status};
 
+use super::engine_load::LoadTracker;
+use super::kv_feed::{FeedBatch, FeedItem, KvFeed};
 use super::service::{ResponseStream, ServiceState};
 use crate::proto::smg::grpc::common as cpb;
+use crate::{AsyncExecutor, Error};
 
-/// Numbers the batches of one subscription.
+/// Response header saying whether the stream carries KV events (`on`) or only load (`off`).
+pub const KV_EVENTS_HEADER: &str = "trtllm-kv-events";
+
+/// How long the last batch may wait for a subscriber that stopped reading, on shutdown.
+const LAST_BATCH_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The server's KV event feed and load tracker, started with the server (or by the first
+/// subscription when the service runs without [`super::serve`]).
 #[derive(Debug, Default)]
-struct BatchNumbers {
-    /// `KvEventBatch::sequence_number`: monotonic per stream, one per batch.
+pub(crate) struct KvSources {
+    started: OnceLock<(Arc<KvFeed>, Arc<LoadTracker>)>,
+}
+
+impl KvSources {
+    /// The feed and the tracker; must be called on a tokio runtime.
+    pub(crate) fn get(&self, executor: &AsyncExecutor, max_running: u32) -> (Arc<KvFeed>, Arc<LoadTracker>) {
+        self.started
+            .get_or_init(|| {
+                let executor = executor.executor();
+                let block_size = i32::try_from(executor.engine().tokens_per_block).unwrap_or(i32::MAX);
+                let feed = match executor.subscribe_kv_events() {
+                    Ok(events) => KvFeed::start(events, block_size),
+                    Err(Error::KvEventsDisabled) => {
+                        tracing::info!(
+                            "the executor keeps no KV-cache events (kv_cache_event_buffer_max_size 0): \
+                             SubscribeKvEvents streams load only"
+                        );
+                        KvFeed::disabled()
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no KV-cache events: SubscribeKvEvents streams load only");
+                        KvFeed::disabled()
+                    }
+                };
+                (feed, LoadTracker::start(executor, max_running))
+            })
+            .clone()
+    }
+}
+
+/// Numbers and sends the batches of one subscription.
+struct Outbox {
+    tx: mpsc::Sender<Result<cpb::KvEventBatch, Status>>,
+    state: Arc<ServiceState>,
+    load: Arc<LoadTracker>,
+    /// The last event batch's number, which load-only batches repeat.
     sequence: u64,
-    /// `EngineLoad::sample`: monotonic per stream, one per load record.
+    /// `EngineLoad::sample`: one per load record sent on this stream.
     sample: u64,
 }
 
-impl BatchNumbers {
-    /// The next batch: `events` (possibly none) with the current load attached. A batch without
-    /// events is a heartbeat (`load_only`).
-    fn batch(&mut self, state: &ServiceState, events: Vec<cpb::KvCacheEvent>) -> cpb::KvEventBatch {
-        self.sequence += 1;
+impl Outbox {
+    fn message(&mut self, sequence_number: u64, cut_at: Instant, events: Vec<cpb::KvCacheEvent>) -> cpb::KvEventBatch {
         self.sample += 1;
-        let mut load = engine_load(state, self.sample);
+        let mut load = self.load.load(self.state.executor.executor(), self.sample);
         load.load_only = events.is_empty();
         cpb::KvEventBatch {
-            sequence_number: self.sequence,
-            timestamp: state.wall.seconds(Some(Instant::now())),
+            sequence_number,
+            timestamp: self.state.wall.seconds(Some(cut_at)),
             events,
             dp_rank: None,
             snapshot: None,
             load: Some(load),
         }
     }
+
+    /// Sends an event batch with the load now; false once the client is gone.
+    async fn batch(&mut self, batch: &FeedBatch) -> bool {
+        self.sequence = batch.sequence_number;
+        let message = self.message(batch.sequence_number, batch.cut_at, batch.events.clone());
+        self.tx.send(Ok(message)).await.is_ok()
+    }
+
+    /// Sends a load-only batch; false once the client is gone.
+    async fn heartbeat(&mut self) -> bool {
+        let message = self.message(self.sequence, Instant::now(), Vec::new());
+        self.tx.send(Ok(message)).await.is_ok()
+    }
 }
 
-/// Starts a subscription: a load heartbeat every `state.heartbeat` until the client leaves or the
-/// server drains; on draining one final batch is sent and the stream ends with status OK.
+/// The next item of a live feed; never resolves without one.
+async fn next_item(live: &mut Option<broadcast::Receiver<FeedItem>>) -> Result<FeedItem, broadcast::error::RecvError> {
+    match live {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Starts a subscription.
+///
+/// `start_sequence_number` 0 streams the batches cut from now on; N resends the held batches
+/// from N on first, then continues live; a number this server never sent or no longer holds is
+/// refused with OUT_OF_RANGE. `load_records_before_first_batch` sends a load-only batch at once,
+/// before any event batch; otherwise the first load record rides on the first batch, or on a
+/// heartbeat one period in. While no event batch is sent for a heartbeat period a load-only
+/// batch goes out. When the server drains, one last load-only batch is sent and the stream
+/// ends with status OK.
 pub(crate) fn subscribe(
     state: Arc<ServiceState>,
-    _request: cpb::SubscribeKvEventsRequest,
-) -> ResponseStream<cpb::KvEventBatch> {
+    request: cpb::SubscribeKvEventsRequest,
+) -> Result<Response<ResponseStream<cpb::KvEventBatch>>, Status> {
+    let (feed, load) = state.kv.get(&state.executor, state.limits.max_return_sequences);
+    let subscription =
+        feed.subscribe(request.start_sequence_number).map_err(|e| Status::out_of_range(e.to_string()))?;
     let (tx, rx) = mpsc::channel::<Result<cpb::KvEventBatch, Status>>(16);
     let tasks = state.lifecycle.tasks.clone();
+    let heartbeat = state.heartbeat;
+    let draining = state.lifecycle.draining.clone();
+    let mut out = Outbox { tx, state, load, sequence: subscription.before_first, sample: 0 };
     tasks.spawn(async move {
-        let mut numbers = BatchNumbers::default();
-        let mut heartbeat = tokio::time::interval(state.heartbeat);
-        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            // The executor's KV cache events join here as another branch, each delivered as a
-            // batch of events with the load attached.
-            tokio::select! {
-                _ = heartbeat.tick() => {}
-                _ = state.lifecycle.draining.cancelled() => break,
-                _ = tx.closed() => return,
-            }
-            if tx.send(Ok(numbers.batch(&state, Vec::new()))).await.is_err() {
+        if request.load_records_before_first_batch && !out.heartbeat().await {
+            return;
+        }
+        for batch in &subscription.replay {
+            if !out.batch(batch).await {
                 return;
+            }
+        }
+        let mut live = subscription.live;
+        let mut quiet_since = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                biased;
+                _ = draining.cancelled() => break,
+                _ = out.tx.closed() => return,
+                item = next_item(&mut live) => match item {
+                    Ok(FeedItem::Batch(batch)) => {
+                        if !out.batch(&batch).await {
+                            return;
+                        }
+                        quiet_since = tokio::time::Instant::now();
+                    }
+                    Ok(FeedItem::Lost { missed }) => {
+                        let _ = out.tx.send(Err(lost(missed, "the executor's KV event buffer overflowed"))).await;
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        let _ = out.tx.send(Err(lost(missed, "this subscriber fell behind"))).await;
+                        return;
+                    }
+                    // The executor shut down; load heartbeats go on until the server drains.
+                    Err(broadcast::error::RecvError::Closed) => live = None,
+                },
+                _ = tokio::time::sleep_until(quiet_since + heartbeat) => {
+                    if !out.heartbeat().await {
+                        return;
+                    }
+                    quiet_since = tokio::time::Instant::now();
+                }
             }
         }
         // The last word: the load as the server stops. A subscriber that stopped reading must not
         // hold up shutdown, hence the bounded wait.
-        let last = numbers.batch(&state, Vec::new());
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), tx.send(Ok(last))).await;
+        let _ = tokio::time::timeout(LAST_BATCH_TIMEOUT, out.heartbeat()).await;
     });
-    Box::pin(ReceiverStream::new(rx))
+    let mut response: Response<ResponseStream<cpb::KvEventBatch>> = Response::new(Box::pin(ReceiverStream::new(rx)));
+    let flag = if feed.enabled() { "on" } else { "off" };
+    response.metadata_mut().insert(KV_EVENTS_HEADER, tonic::metadata::MetadataValue::from_static(flag));
+    Ok(response)
 }
 
-/// What the gateway routes on: running and waiting requests, KV use, throughput.
-fn engine_load(state: &ServiceState, sample: u64) -> cpb::EngineLoad {
-    let executor = state.executor.executor();
-    let latest = executor.latest_iteration_stats();
-    let kv = latest.as_ref().and_then(|s| s.kv_cache);
-    let gen_throughput = latest
-        .as_ref()
-        .and_then(|s| {
-            let batch = s.inflight_batching?;
-            (s.iter_latency_ms > 0.0).then(|| f64::from(batch.num_gen_requests) * 1e3 / s.iter_latency_ms)
-        })
-        .unwrap_or(0.0);
-    cpb::EngineLoad {
-        running_requests: latest.as_ref().map_or(0, |s| s.num_active_requests.max(0) as u32),
-        waiting_requests: latest.as_ref().map_or(0, |s| s.num_queued_requests.max(0) as u32),
-        token_usage: kv.map_or(0.0, |k| k.utilization()),
-        gen_throughput,
-        max_running_requests: state.limits.max_return_sequences,
-        sample,
-        load_only: true,
-        cache_hit_rate: kv.map(|k| f64::from(k.cache_hit_rate)),
-        num_used_tokens: kv.map(|k| k.used_num_blocks * k.tokens_per_block),
-        max_total_num_tokens: kv.map(|k| k.max_num_blocks * k.tokens_per_block),
-        ..Default::default()
-    }
+/// DATA_LOSS: the subscriber's view of the cache is incomplete from here on.
+fn lost(missed: u64, why: &str) -> Status {
+    Status::data_loss(format!(
+        "{missed} KV-cache events or batches were lost ({why}); drop what this stream reported and \
+         subscribe again with start_sequence_number 0"
+    ))
 }

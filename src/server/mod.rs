@@ -3,9 +3,11 @@
 
 mod auth;
 mod convert;
+mod engine_load;
 mod generation;
 mod health;
 mod kv_events;
+mod kv_feed;
 mod lifecycle;
 mod limits;
 mod live;
@@ -23,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tonic_health::pb::health_server::HealthServer;
 
 pub use convert::{WallClock, parse_grpc_timeout};
+pub use kv_events::KV_EVENTS_HEADER;
 pub use metrics::ServerMetrics;
 pub use service::{Service, ServiceState};
 pub use tls::TlsConfig;
@@ -113,6 +116,9 @@ pub async fn serve(
     };
     let service = Service::new(executor.clone(), tokenizer, &options, metrics);
     let state = service.state().clone();
+    // From the start, so that KV event batches are numbered and kept for resuming subscribers
+    // before the first one arrives.
+    state.kv.get(&state.executor, state.limits.max_return_sequences);
     let health = HealthServer::new(health::HealthService::start(state.clone()));
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)

@@ -46,6 +46,8 @@ pub struct ServiceState {
     pub(crate) limits: RequestLimits,
     pub(crate) default_deadline: Option<Duration>,
     pub(crate) lifecycle: Lifecycle,
+    /// The KV event feed and load tracker behind SubscribeKvEvents.
+    pub(crate) kv: super::kv_events::KvSources,
     next_anonymous: AtomicU64,
 }
 
@@ -77,6 +79,7 @@ impl Service {
                 limits,
                 default_deadline: options.default_deadline,
                 lifecycle: Lifecycle::new(options.grace_period),
+                kv: Default::default(),
                 next_anonymous: AtomicU64::new(1),
             }),
         }
@@ -381,7 +384,7 @@ impl TrtllmService for Service {
         &self,
         request: Request<cpb::SubscribeKvEventsRequest>,
     ) -> Result<Response<Self::SubscribeKvEventsStream>, Status> {
-        Ok(Response::new(super::kv_events::subscribe(self.state.clone(), request.into_inner())))
+        super::kv_events::subscribe(self.state.clone(), request.into_inner())
     }
 }
 

@@ -78,6 +78,28 @@ def main():
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     check("tokenizer.json" in names, "GetTokenizer zip opens and holds tokenizer.json")
 
+    kv = stub.SubscribeKvEvents(
+        common_pb2.SubscribeKvEventsRequest(load_records_before_first_batch=True), timeout=60
+    )
+    first = next(kv)
+    check(first.load.load_only and not first.events, "SubscribeKvEvents starts with a load-only batch")
+    prompt = list(range(1, 200))
+    list(stub.Generate(request("py-kv", prompt, 1, False), timeout=30))
+    stored = None
+    while stored is None:
+        batch = next(kv)
+        check(batch.HasField("load"), "every KvEventBatch carries an EngineLoad")
+        for event in batch.events:
+            if event.WhichOneof("data") == "stored":
+                stored = (batch, event.stored)
+                break
+    batch, blocks = stored
+    check(batch.sequence_number >= 1 and not batch.load.load_only, "an event batch is numbered and not load-only")
+    size = blocks.blocks[0].block_size
+    check(size > 0 and list(blocks.blocks[0].token_ids) == prompt[:size], "stored block holds the prompt's tokens")
+    check(not blocks.HasField("parent_block_hash"), "the first stored block has no parent")
+    kv.cancel()
+
     try:
         list(stub.Generate(request("py-bad", [], 4, True), timeout=10))
         check(False, "empty prompt rejected")

@@ -1,0 +1,559 @@
+//! `SubscribeKvEvents` over gRPC: the executor's stored and removed blocks, batch numbers and
+//! resuming, load records and heartbeats, the end of the stream on drain, and an executor
+//! without KV events.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::server::{
+    Client, TestServer, TestServerBuilder, chunks_and_completes, collect, drain, request,
+};
+use futures::StreamExt;
+use tonic::Code;
+use trtllm::proto::smg::grpc::common as cpb;
+use trtllm::proto::smg::grpc::common::kv_cache_event::Data;
+use trtllm::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
+use trtllm::server::{KV_EVENTS_HEADER, ServeOptions};
+
+/// Long enough that a quiet stream is visibly quiet between heartbeats, short enough for tests.
+const HEARTBEAT: Duration = Duration::from_millis(40);
+/// How long any expected batch may take to arrive on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn builder() -> TestServerBuilder {
+    TestServer::builder()
+        .iteration_ms(1.0)
+        .options(ServeOptions {
+            kv_heartbeat: HEARTBEAT,
+            ..Default::default()
+        })
+}
+
+fn with_events(builder: TestServerBuilder) -> TestServerBuilder {
+    builder.config(|c| c.kv_cache_event_buffer_max_size(1024))
+}
+
+async fn subscribe(
+    client: &mut Client,
+    start_sequence_number: u64,
+    load_first: bool,
+) -> tonic::Streaming<cpb::KvEventBatch> {
+    client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
+            start_sequence_number,
+            load_records_before_first_batch: load_first,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+async fn next(stream: &mut tonic::Streaming<cpb::KvEventBatch>) -> cpb::KvEventBatch {
+    tokio::time::timeout(PATIENCE, stream.next())
+        .await
+        .expect("a batch in time")
+        .expect("the stream goes on")
+        .expect("a batch, not an error")
+}
+
+/// Batches until `done` says the events seen so far are enough; every batch is returned.
+async fn until(
+    stream: &mut tonic::Streaming<cpb::KvEventBatch>,
+    mut done: impl FnMut(&[cpb::KvEventBatch]) -> bool,
+) -> Vec<cpb::KvEventBatch> {
+    let mut batches = Vec::new();
+    while !done(&batches) {
+        batches.push(next(stream).await);
+    }
+    batches
+}
+
+fn stored_blocks(batches: &[cpb::KvEventBatch]) -> Vec<cpb::KvBlock> {
+    events(batches)
+        .filter_map(|e| match e.data {
+            Some(Data::Stored(s)) => Some(s.blocks),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+fn removed_hashes(batches: &[cpb::KvEventBatch]) -> HashSet<i64> {
+    events(batches)
+        .filter_map(|e| match e.data {
+            Some(Data::Removed(r)) => Some(r.block_hashes),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+fn events(batches: &[cpb::KvEventBatch]) -> impl Iterator<Item = cpb::KvCacheEvent> + '_ {
+    batches.iter().flat_map(|b| b.events.iter().cloned())
+}
+
+fn event_batches(batches: &[cpb::KvEventBatch]) -> Vec<&cpb::KvEventBatch> {
+    batches.iter().filter(|b| !b.events.is_empty()).collect()
+}
+
+fn prompt(len: u32, first: u32) -> Vec<u32> {
+    (first..first + len).collect()
+}
+
+async fn generate(client: &mut Client, id: &str, prompt: Vec<u32>) -> u32 {
+    let messages = collect(client, request(id, prompt, 1, false))
+        .await
+        .unwrap();
+    let (_, completes) = chunks_and_completes(&messages);
+    completes[0].cached_tokens
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_request_streams_its_stored_blocks_and_a_repeat_is_served_from_them() {
+    let server = with_events(builder()).start().await;
+    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let mut client = server.client().await;
+    let mut stream = subscribe(&mut client, 0, false).await;
+
+    // Two full blocks and one more token: the last token is always computed, never cached.
+    let tokens = prompt(2 * block + 1, 7);
+    assert_eq!(generate(&mut client, "first", tokens.clone()).await, 0);
+    let batches = until(&mut stream, |b| stored_blocks(b).len() >= 2).await;
+    let blocks = stored_blocks(&batches);
+    // The full blocks; the executor may also store the partial block holding the rest.
+    for partial in &blocks[2..] {
+        assert!(partial.token_ids.len() < block as usize, "{batches:?}");
+    }
+    assert_eq!(blocks[0].token_ids, tokens[..block as usize]);
+    assert_eq!(
+        blocks[1].token_ids,
+        tokens[block as usize..2 * block as usize]
+    );
+    for b in &blocks[..2] {
+        assert_eq!(b.block_size, block as i32);
+        assert_eq!(b.cache_level, Some(0), "stored on the GPU");
+        assert_eq!(b.lora_id, None);
+    }
+    assert_ne!(blocks[0].block_hash, blocks[1].block_hash);
+    let first_store = events(&batches)
+        .find_map(|e| match e.data {
+            Some(Data::Stored(s)) => Some(s),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        first_store.parent_block_hash, None,
+        "the first block starts a sequence"
+    );
+    // Event batches carry the load too, and are not load-only.
+    for b in event_batches(&batches) {
+        assert!(!b.load.as_ref().unwrap().load_only, "{b:?}");
+        assert!(b.timestamp > 1.6e9, "seconds since the Unix epoch");
+    }
+
+    // The same prompt again is served from those blocks.
+    assert_eq!(
+        generate(&mut client, "again", tokens).await,
+        2 * block,
+        "the repeat reuses both blocks"
+    );
+    drop(stream);
+    // The load follows the executor's stats, which arrive shortly after the iteration ran.
+    let mut fresh = subscribe(&mut client, 0, true).await;
+    let batches = until(&mut fresh, |b| {
+        b.last()
+            .and_then(|b| b.load.as_ref()?.cache_hit_rate)
+            .is_some_and(|hit| hit > 0.0)
+    })
+    .await;
+    let hit = batches
+        .last()
+        .unwrap()
+        .load
+        .as_ref()
+        .unwrap()
+        .cache_hit_rate;
+    // The first request's lookups missed, the repeat's hit.
+    assert!(hit.is_some_and(|hit| hit < 1.0), "{hit:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evicted_blocks_stream_as_removed_events() {
+    // A cache of four blocks: the second prompt needs them all and evicts the first's blocks.
+    let engine_block = trtllm::builtin::builtin_engine().tokens_per_block as u32;
+    let server = with_events(builder())
+        .config(|c| c.kv_cache_max_tokens(4 * engine_block))
+        .start()
+        .await;
+    let block = server.executor.executor().engine().tokens_per_block as u32;
+    assert_eq!(block, engine_block);
+    let mut client = server.client().await;
+    let mut stream = subscribe(&mut client, 0, false).await;
+
+    generate(&mut client, "small", prompt(2 * block + 1, 1)).await;
+    let first = until(&mut stream, |b| stored_blocks(b).len() >= 2).await;
+    let stored: HashSet<i64> = stored_blocks(&first).iter().map(|b| b.block_hash).collect();
+
+    generate(&mut client, "large", prompt(3 * block + 1, 500)).await;
+    let second = until(&mut stream, |b| {
+        stored.iter().all(|h| removed_hashes(b).contains(h))
+    })
+    .await;
+    let removed = removed_hashes(&second);
+    assert!(
+        stored.is_subset(&removed),
+        "every evicted block is reported: stored {stored:?}, removed {removed:?}"
+    );
+    let all: Vec<cpb::KvEventBatch> = first.into_iter().chain(second).collect();
+    let ids: Vec<u64> = events(&all).map(|e| e.event_id).collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "event ids increase: {ids:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_numbers_are_consecutive_shared_and_resumable() {
+    let server = with_events(builder()).start().await;
+    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let mut client = server.client().await;
+    let mut stream = subscribe(&mut client, 0, false).await;
+
+    // Three unrelated prompts, one after the other: at least three event batches.
+    for i in 0..3 {
+        generate(
+            &mut client,
+            &format!("p{i}"),
+            prompt(block + 1, 1000 * (i + 1)),
+        )
+        .await;
+    }
+    let batches = until(&mut stream, |b| stored_blocks(b).len() >= 3).await;
+    let numbers: Vec<u64> = event_batches(&batches)
+        .iter()
+        .map(|b| b.sequence_number)
+        .collect();
+    assert!(numbers.len() >= 2, "{batches:?}");
+    assert_eq!(numbers[0], 1, "the server's first event batch");
+    assert!(
+        numbers.windows(2).all(|w| w[1] == w[0] + 1),
+        "consecutive: {numbers:?}"
+    );
+    // A load-only batch repeats the number of the event batch before it.
+    let mut last = 0;
+    for b in &batches {
+        if b.events.is_empty() {
+            assert!(b.load.as_ref().unwrap().load_only);
+            assert_eq!(b.sequence_number, last, "{batches:?}");
+        } else {
+            last = b.sequence_number;
+        }
+    }
+
+    // Resuming from the second batch resends it and what followed, with the same events.
+    let newest = *numbers.last().unwrap();
+    let mut resumed = subscribe(&mut client, 2, false).await;
+    let mut replayed = Vec::new();
+    while replayed.len() < (newest - 1) as usize {
+        let b = next(&mut resumed).await;
+        if !b.events.is_empty() {
+            replayed.push(b);
+        }
+    }
+    let original: Vec<&cpb::KvEventBatch> = event_batches(&batches)[1..].to_vec();
+    assert_eq!(
+        replayed
+            .iter()
+            .map(|b| (b.sequence_number, &b.events))
+            .collect::<Vec<_>>(),
+        original
+            .iter()
+            .map(|b| (b.sequence_number, &b.events))
+            .collect::<Vec<_>>()
+    );
+    // ... and goes on live, numbered as every other subscriber sees it.
+    generate(&mut client, "later", prompt(block + 1, 3500)).await;
+    let live = until(&mut resumed, |b| !stored_blocks(b).is_empty()).await;
+    let theirs = until(&mut stream, |b| !stored_blocks(b).is_empty()).await;
+    let number = |bs: &[cpb::KvEventBatch]| event_batches(bs)[0].sequence_number;
+    assert_eq!(number(&live), newest + 1);
+    assert_eq!(number(&theirs), newest + 1);
+
+    // A number this server never sent is refused.
+    let ahead = client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
+            start_sequence_number: newest + 10,
+            load_records_before_first_batch: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(ahead.code(), Code::OutOfRange, "{ahead:?}");
+    assert!(ahead.message().contains("subscribe with 0"), "{ahead:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_server_sends_load_only_heartbeats() {
+    let server = with_events(builder()).start().await;
+    let mut client = server.client().await;
+    let response = client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
+            start_sequence_number: 0,
+            load_records_before_first_batch: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        response.metadata().get(KV_EVENTS_HEADER).unwrap(),
+        "on",
+        "the stream says it carries KV events"
+    );
+    let mut stream = response.into_inner();
+    let mut batches = Vec::new();
+    for _ in 0..4 {
+        batches.push(next(&mut stream).await);
+    }
+    for b in &batches {
+        let load = b.load.as_ref().unwrap();
+        assert!(load.load_only && b.events.is_empty(), "{b:?}");
+        assert_eq!(b.sequence_number, 0, "no event batch yet");
+        assert_eq!((load.running_requests, load.waiting_requests), (0, 0));
+        assert_eq!(load.age_ms, 0, "idle figures are exact");
+        assert!(load.max_running_requests > 0);
+        assert_eq!(load.num_used_tokens.unwrap_or(0), 0);
+    }
+    let samples: Vec<u64> = batches
+        .iter()
+        .map(|b| b.load.as_ref().unwrap().sample)
+        .collect();
+    assert_eq!(samples, vec![1, 2, 3, 4]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_load_counts_a_running_request_and_its_kv_tokens() {
+    let server = with_events(
+        TestServer::builder()
+            .iteration_ms(5.0)
+            .options(ServeOptions {
+                kv_heartbeat: HEARTBEAT,
+                ..Default::default()
+            }),
+    )
+    .start()
+    .await;
+    let mut client = server.client().await;
+    let mut stream = subscribe(&mut client, 0, false).await;
+    let mut generation = client
+        .generate(request("long", prompt(100, 1), 2000, true))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(generation.next().await.unwrap().is_ok(), "the request runs");
+
+    let batches = until(&mut stream, |b| {
+        b.last().and_then(|b| b.load.as_ref()).is_some_and(|l| {
+            l.running_requests == 1 && l.num_used_tokens.unwrap_or(0) > 0 && l.gen_throughput > 0.0
+        })
+    })
+    .await;
+    let load = batches.last().unwrap().load.clone().unwrap();
+    assert_eq!(load.waiting_requests, 0);
+    let used = load.num_used_tokens.unwrap();
+    let total = load.max_total_num_tokens.unwrap();
+    assert!(
+        used >= 100 && used <= total,
+        "the prompt's blocks are in use: {load:?}"
+    );
+    assert!(
+        load.token_usage > 0.0 && load.token_usage <= 1.0,
+        "{load:?}"
+    );
+    assert!(
+        (load.token_usage - f64::from(used) / f64::from(total)).abs() < 1e-9,
+        "{load:?}"
+    );
+    assert_eq!(load.queues.unwrap().waiting, 0);
+    drop(generation);
+    server.wait_executor_idle(PATIENCE).await;
+    let idle = until(&mut stream, |b| {
+        b.last()
+            .and_then(|b| b.load.as_ref())
+            .is_some_and(|l| l.running_requests == 0)
+    })
+    .await;
+    let load = idle.last().unwrap().load.clone().unwrap();
+    assert_eq!(load.num_used_tokens, Some(0), "{load:?}");
+    assert_eq!(load.token_usage, 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_ends_the_subscription_with_a_last_load_record_and_ok() {
+    let mut server = with_events(builder()).start().await;
+    let mut client = server.client().await;
+    let mut stream = subscribe(&mut client, 0, true).await;
+    next(&mut stream).await;
+    server.signal_shutdown();
+    let (batches, status) = tokio::time::timeout(PATIENCE, drain(&mut stream))
+        .await
+        .expect("the stream ends");
+    assert!(status.is_none(), "ends with OK: {status:?}");
+    let last = batches.last().expect("a last batch");
+    assert!(last.load.as_ref().unwrap().load_only);
+    tokio::time::timeout(PATIENCE, server.handle)
+        .await
+        .expect("the server stops")
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_event_buffer_the_stream_carries_load_only() {
+    // The library's default: no KV event buffer.
+    let server = builder().start().await;
+    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let mut client = server.client().await;
+    let response = client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "off");
+    let mut stream = response.into_inner();
+    generate(&mut client, "unseen", prompt(2 * block + 1, 1)).await;
+    for _ in 0..5 {
+        let b = next(&mut stream).await;
+        assert!(
+            b.events.is_empty() && b.load.as_ref().unwrap().load_only,
+            "{b:?}"
+        );
+        assert_eq!(b.sequence_number, 0);
+    }
+    let refused = client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
+            start_sequence_number: 5,
+            load_records_before_first_batch: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::OutOfRange);
+}
+
+/// `trtllm serve` with `extra` flags; its address, and the process (killed on drop).
+struct Served(std::process::Child, String);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(extra: &[&str]) -> Served {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trtllm"))
+        .args(["serve", "--port", "0", "--kv-heartbeat-ms", "50"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("listening line")
+        .to_string();
+    Served(child, addr)
+}
+
+async fn serve_client(served: &Served) -> Client {
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", served.1))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    TrtllmServiceClient::new(channel)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trtllm_serve_streams_kv_events_by_default_and_the_flag_turns_them_off() {
+    let served = serve(&[]);
+    let mut client = serve_client(&served).await;
+    let response = client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "on");
+    let mut stream = response.into_inner();
+    generate(&mut client, "cli", prompt(200, 1)).await;
+    let batches = until(&mut stream, |b| !stored_blocks(b).is_empty()).await;
+    assert_eq!(stored_blocks(&batches)[0].token_ids[0], 1);
+    drop(served);
+
+    let off = serve(&["--kv-cache-event-buffer-size", "0"]);
+    let mut client = serve_client(&off).await;
+    let response = client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "off");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_events_end_the_stream_with_data_loss_and_forbid_resuming_across_them() {
+    // An executor buffer of one event: a request that stores blocks in several events at once
+    // overflows it before the server reads it.
+    let server = builder()
+        .config(|c| c.kv_cache_event_buffer_max_size(1))
+        .start()
+        .await;
+    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let mut client = server.client().await;
+    let mut stream = subscribe(&mut client, 0, false).await;
+    let mut status = None;
+    for i in 0..20 {
+        generate(
+            &mut client,
+            &format!("burst{i}"),
+            prompt(3 * block + 1, 100 * i + 1),
+        )
+        .await;
+        if let Ok(Some(Err(s))) = tokio::time::timeout(HEARTBEAT * 3, async {
+            loop {
+                match stream.next().await {
+                    Some(Ok(_)) => continue,
+                    other => return other,
+                }
+            }
+        })
+        .await
+        {
+            status = Some(s);
+            break;
+        }
+    }
+    let status = status.expect("the overflow is reported");
+    assert_eq!(status.code(), Code::DataLoss, "{status:?}");
+    assert!(
+        status.message().contains("start_sequence_number 0"),
+        "{status:?}"
+    );
+    let refused = client
+        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
+            start_sequence_number: 1,
+            load_records_before_first_batch: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Code::OutOfRange,
+        "no resuming across lost events"
+    );
+    // A fresh subscription works.
+    let mut fresh = subscribe(&mut client, 0, true).await;
+    assert!(next(&mut fresh).await.load.is_some());
+}
