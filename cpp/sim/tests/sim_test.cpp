@@ -19,6 +19,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -1778,6 +1779,49 @@ void testKvExhaustionWithReusableFreeBlocksStillAdmits()
     }
 }
 
+/// The process's resident memory in bytes, or nullopt where /proc is unavailable.
+std::optional<long long> residentBytes()
+{
+    std::ifstream statm("/proc/self/statm");
+    long long sizePages = 0;
+    long long residentPages = 0;
+    if (!(statm >> sizePages >> residentPages))
+    {
+        return std::nullopt;
+    }
+    return residentPages * static_cast<long long>(::sysconf(_SC_PAGESIZE));
+}
+
+void testAHugeKvPoolCostsNothingUntilUsed()
+{
+    // 4,194,304 blocks of 16 tokens: per-block state allocated up front would take hundreds of megabytes.
+    constexpr int kBlocks = 1 << 22;
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 1, "clock": "virtual", "kv_cache_max_tokens": )" + std::to_string(kBlocks * 16)
+                      + "}";
+    auto const before = residentBytes();
+    auto executor = makeExecutor(spec, reuseConfig());
+    auto const loaded = residentBytes();
+    // Two requests: blocks are handed out and reused as in any pool.
+    auto const first = runOnce(*executor, prompt(40), 8);
+    auto const second = runOnce(*executor, prompt(40), 8);
+    CHECK(second.tokens == first.tokens);
+    // Blocks [1..16], [17..32] and the partial [33..47] were cached by the first request.
+    CHECK_EQ(second.perf.kvCacheMetrics.numReusedBlocks, 3);
+    auto const cache = latestKvStats(*executor);
+    CHECK_EQ(cache.maxNumBlocks, kBlocks);
+    CHECK_EQ(cache.freeNumBlocks, kBlocks);
+    CHECK_EQ(cache.usedNumBlocks, 0);
+    CHECK_EQ(cache.allocNewBlocks, 3);
+    auto const served = residentBytes();
+    if (before && loaded && served)
+    {
+        constexpr long long kLimit = 32LL << 20;
+        CHECK(*loaded - *before < kLimit);
+        CHECK(*served - *before < kLimit);
+    }
+}
+
 void testBeamsShareContextBlocks()
 {
     EngineSpec spec;
@@ -1988,6 +2032,7 @@ int main()
             testLruEvictsTheLeastRecentlyUsedBlocksAndReportsThem},
         {"kv: exhaustion with reusable free blocks still admits", testKvExhaustionWithReusableFreeBlocksStillAdmits},
         {"kv: beams share context blocks", testBeamsShareContextBlocks},
+        {"kv: a huge pool costs nothing until used", testAHugeKvPoolCostsNothingUntilUsed},
         {"kv events: created, stored and chained", testKvEventsCreatedStoredAndChained},
         {"kv events: none without a buffer", testNoKvEventsWithoutABuffer},
         {"kv events: the buffer is bounded", testKvEventBufferIsBounded},
