@@ -1822,6 +1822,113 @@ void testAHugeKvPoolCostsNothingUntilUsed()
     }
 }
 
+void testRequestStatsPausedOnlyInThePausingIteration()
+{
+    tle::ExecutorConfig config;
+    config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kMAX_UTILIZATION));
+    config.setRequestStatsMaxIterations(1000);
+    auto executor = makeExecutor(smallCacheEngine(), config);
+    // Three requests of 4 blocks each in an 8-block cache: they start together, then pause as they grow.
+    std::vector<tle::Request> three(3, tle::Request(prompt(16), 48));
+    auto const ids = executor->enqueueRequests(three);
+    auto const responses = collect(*executor, ids);
+    for (auto const id : ids)
+    {
+        REQUIRE(responses.at(id).size() == 1);
+        CHECK(!responses.at(id)[0].hasError());
+    }
+    std::this_thread::sleep_for(10ms);
+    std::map<tle::IterationType, int> numPaused;
+    for (auto const& s : executor->getLatestIterationStats())
+    {
+        numPaused[s.iter] = s.inflightBatchingStats->numPausedRequests;
+    }
+    std::map<tle::IterationType, std::set<tle::IdType>> pausedIds;
+    std::map<tle::IterationType, std::set<tle::IdType>> scheduledIds;
+    for (auto const& perIteration : executor->getLatestRequestStats())
+    {
+        for (auto const& stats : perIteration.requestStats)
+        {
+            if (stats.paused)
+            {
+                pausedIds[perIteration.iter].insert(stats.id);
+                // Paused requests are not scheduled in that iteration.
+                CHECK(!stats.scheduled);
+            }
+            if (stats.scheduled)
+            {
+                scheduledIds[perIteration.iter].insert(stats.id);
+            }
+        }
+    }
+    int pauses = 0;
+    int iterationsWithPauses = 0;
+    for (auto const& [iter, count] : numPaused)
+    {
+        // The flags of an iteration are exactly the requests paused in it.
+        CHECK_EQ(static_cast<int>(pausedIds[iter].size()), count);
+        pauses += count;
+        iterationsWithPauses += count > 0 ? 1 : 0;
+        for (auto const id : pausedIds[iter])
+        {
+            // The next iteration no longer reports it paused unless it is paused again, which needs it to have
+            // been scheduled in between: a paused request is not paused twice in a row.
+            CHECK(pausedIds[iter + 1].count(id) == 0);
+        }
+    }
+    CHECK(pauses > 0);
+    // Pausing is an event, not a state: far fewer iterations report it than the requests spend waiting.
+    CHECK(iterationsWithPauses < static_cast<int>(numPaused.size()) / 2);
+}
+
+void testPausedFlagDoesNotOutliveItsIteration()
+{
+    // On the virtual clock with 10 ms iterations, three requests of 16 + 48 tokens fill the 8-block cache in
+    // iteration 17 (33 tokens each need a third block): the last started one is paused there. Its allotted time
+    // ends it at the start of the next iteration, before any scheduling: it must not be reported paused again.
+    tle::ExecutorConfig config;
+    config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kMAX_UTILIZATION));
+    config.setRequestStatsMaxIterations(1000);
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 10, "clock": "virtual", "kv_cache_max_tokens": 128})";
+    auto executor = makeExecutor(spec, config);
+    std::vector<tle::Request> three(3, tle::Request(prompt(16), 48));
+    three[2].setAllottedTimeMs(std::chrono::milliseconds(175));
+    auto const ids = executor->enqueueRequests(three);
+    auto responses = collect(*executor, ids);
+    REQUIRE(responses.at(ids[2]).size() == 1);
+    CHECK(responses.at(ids[2])[0].getResult().finishReasons.at(0) == tle::FinishReason::kTIMED_OUT);
+    std::this_thread::sleep_for(10ms);
+
+    std::map<tle::IterationType, tle::RequestStats> last;
+    for (auto const& perIteration : executor->getLatestRequestStats())
+    {
+        for (auto const& stats : perIteration.requestStats)
+        {
+            if (stats.id == ids[2])
+            {
+                last[perIteration.iter] = stats;
+            }
+        }
+    }
+    std::optional<tle::IterationType> pausedIn;
+    for (auto const& [iter, stats] : last)
+    {
+        if (stats.paused)
+        {
+            CHECK(!pausedIn.has_value()); // paused once
+            pausedIn = iter;
+        }
+    }
+    REQUIRE(pausedIn.has_value());
+    CHECK_EQ(*pausedIn, tle::IterationType{17});
+    auto const next = last.find(*pausedIn + 1);
+    REQUIRE(next != last.end());
+    CHECK(next->second.stage == tle::RequestStage::kGENERATION_COMPLETE);
+    CHECK(!next->second.paused);
+    CHECK(!next->second.scheduled);
+}
+
 void testBeamsShareContextBlocks()
 {
     EngineSpec spec;
@@ -2033,6 +2140,8 @@ int main()
         {"kv: exhaustion with reusable free blocks still admits", testKvExhaustionWithReusableFreeBlocksStillAdmits},
         {"kv: beams share context blocks", testBeamsShareContextBlocks},
         {"kv: a huge pool costs nothing until used", testAHugeKvPoolCostsNothingUntilUsed},
+        {"request stats: paused only in the pausing iteration", testRequestStatsPausedOnlyInThePausingIteration},
+        {"request stats: the paused flag does not outlive its iteration", testPausedFlagDoesNotOutliveItsIteration},
         {"kv events: created, stored and chained", testKvEventsCreatedStoredAndChained},
         {"kv events: none without a buffer", testNoKvEventsWithoutABuffer},
         {"kv events: the buffer is bounded", testKvEventBufferIsBounded},
