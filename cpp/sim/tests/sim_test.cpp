@@ -334,6 +334,27 @@ void testEngineConfigErrorsNameTheField()
     CHECK_EQ(config.maxSeqLen, 20);
     CHECK_EQ(config.tokensPerBlock, 8);
     CHECK_EQ(config.maxBeamWidth, 1);
+
+    // Tensor parallelism must split the heads. 32 query heads and 4 KV heads allow tp 1 to 32 in powers of two
+    // (beyond 4, each KV head is replicated on tp / 4 ranks); 3 does not divide the query heads; with 24 query
+    // heads and 6 KV heads, tp 4 divides the former but neither divides nor is a multiple of the latter.
+    auto const withTp = [](int heads, int kvHeads, int tp)
+    {
+        return EngineConfig::parse(R"({"pretrained_config": {"vocab_size": 100, "hidden_size": 512,
+            "num_hidden_layers": 2, "num_attention_heads": )"
+                + std::to_string(heads) + R"(, "num_key_value_heads": )" + std::to_string(kvHeads)
+                + R"(, "mapping": {"tp_size": )" + std::to_string(tp) + R"(}}, "build_config": {}})",
+            "config.json");
+    };
+    for (int const tp : {1, 2, 4, 8, 16, 32})
+    {
+        CHECK_EQ(withTp(32, 4, tp).tpSize, tp);
+    }
+    CHECK(throwsWith([&]() { withTp(32, 4, 3); },
+        "config.json: pretrained_config.mapping.tp_size (3) must divide pretrained_config.num_attention_heads (32)"));
+    CHECK(throwsWith([&]() { withTp(24, 6, 4); },
+        "pretrained_config.mapping.tp_size (4) must divide pretrained_config.num_key_value_heads (6), or be a "
+        "multiple of it"));
 }
 
 void testSimulationJsonIsOptionalAndChecked()
