@@ -76,6 +76,10 @@ pub struct ExecutorConfig {
     pub kv_cache_enable_block_reuse: bool,
     /// Reuse partially matching blocks (default true).
     pub kv_cache_enable_partial_reuse: bool,
+    /// With partial reuse, copy the matching tokens of a partially matching block that is in use (or that
+    /// other cached blocks build on) into a fresh block (`copyOnPartialReuse`, default true). When false,
+    /// only a partially matching block nobody uses and nothing builds on can be reused: it is taken over.
+    pub kv_cache_copy_on_partial_reuse: bool,
     /// Cap on KV-cache tokens; with a memory fraction too, the smaller allocation wins.
     pub kv_cache_max_tokens: Option<u32>,
     /// Fraction of free GPU memory for the KV cache (TensorRT-LLM default 0.9).
@@ -128,6 +132,7 @@ impl Default for ExecutorConfig {
             enable_chunked_context: true,
             kv_cache_enable_block_reuse: true,
             kv_cache_enable_partial_reuse: true,
+            kv_cache_copy_on_partial_reuse: true,
             kv_cache_max_tokens: None,
             kv_cache_free_gpu_memory_fraction: None,
             kv_cache_host_cache_size: None,
@@ -215,6 +220,7 @@ impl ExecutorConfig {
             enable_chunked_context: self.enable_chunked_context,
             kv_enable_block_reuse: self.kv_cache_enable_block_reuse,
             kv_enable_partial_reuse: self.kv_cache_enable_partial_reuse,
+            kv_copy_on_partial_reuse: self.kv_cache_copy_on_partial_reuse,
             kv_max_tokens: self.kv_cache_max_tokens.map_or(0, clamp),
             kv_free_gpu_memory_fraction: self.kv_cache_free_gpu_memory_fraction.unwrap_or(-1.0),
             kv_host_cache_size: self.kv_cache_host_cache_size.unwrap_or(0),
@@ -273,6 +279,22 @@ setters! {
     kv_cache_enable_block_reuse: bool => kv_cache_enable_block_reuse;
     /// Enable or disable partial block reuse.
     kv_cache_enable_partial_reuse: bool => kv_cache_enable_partial_reuse;
+    /// Copy partially matching blocks that are in use (or have cached successors) instead of skipping
+    /// them (`KvCacheConfig::setCopyOnPartialReuse`, default true).
+    ///
+    /// With `false`, a prompt that shares only part of a block with a cached prompt reuses that block
+    /// only when nobody holds it and no cached block follows it; otherwise those tokens are computed.
+    ///
+    /// ```
+    /// use trtllm::ExecutorConfig;
+    /// let config = ExecutorConfig::builder()
+    ///     .kv_cache_copy_on_partial_reuse(false)
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(!config.kv_cache_copy_on_partial_reuse);
+    /// assert!(config.kv_cache_enable_partial_reuse);
+    /// ```
+    kv_cache_copy_on_partial_reuse: bool => kv_cache_copy_on_partial_reuse;
     /// Cap on KV-cache tokens.
     kv_cache_max_tokens: u32 => kv_cache_max_tokens (Some);
     /// Fraction of free GPU memory for the KV cache.

@@ -66,6 +66,7 @@ pub(crate) mod sys {
         enable_chunked_context: bool,
         kv_enable_block_reuse: bool,
         kv_enable_partial_reuse: bool,
+        kv_copy_on_partial_reuse: bool,
         /// 0: unset.
         kv_max_tokens: i32,
         /// <= 0: unset (the executor then uses 0.9).

@@ -118,6 +118,37 @@ fn reuse_off_serves_nothing_from_cache() {
     assert_eq!((kv.reused_blocks, kv.cache_hit_rate), (0, 0.0));
 }
 
+#[test]
+fn copy_on_partial_reuse_decides_whether_a_block_others_build_on_is_reused() {
+    for (copy, reused_blocks, computed) in [(true, 2, 24), (false, 1, 32)] {
+        let (_dir, executor) = load(|c| c.kv_cache_copy_on_partial_reuse(copy));
+        let mut stats = executor.subscribe_iteration_stats();
+        // The first request caches [1..32], [33..64] and, when it ends, the partial block [65..80] after them.
+        drain(
+            executor
+                .enqueue(GenerationRequest::new(prompt(80, 1), 1))
+                .unwrap(),
+        );
+        context_tokens(&executor, &mut stats);
+        // The second shares [1..32] and 8 tokens of [33..64]. That block has a cached successor, so its 8
+        // tokens are reused only by copying them into a fresh block; without copying they are computed.
+        let mut input = prompt(40, 1);
+        input.extend(prompt(24, 900));
+        let second = drain(executor.enqueue(GenerationRequest::new(input, 1)).unwrap());
+        let perf = second.done().perf.as_ref().expect("perf metrics");
+        assert_eq!(
+            perf.reused_blocks(),
+            reused_blocks,
+            "copy_on_partial_reuse {copy}"
+        );
+        assert_eq!(
+            context_tokens(&executor, &mut stats),
+            vec![computed],
+            "copy_on_partial_reuse {copy}"
+        );
+    }
+}
+
 /// Events of a stream until a `Stored` event with `count` blocks or more arrived.
 async fn until_stored(stream: &mut KvEventStream, blocks: usize) -> Vec<KvCacheEvent> {
     let mut out = Vec::new();

@@ -176,6 +176,7 @@ tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
     tle::KvCacheConfig kv;
     kv.setEnableBlockReuse(o.kv_enable_block_reuse);
     kv.setEnablePartialReuse(o.kv_enable_partial_reuse);
+    kv.setCopyOnPartialReuse(o.kv_copy_on_partial_reuse);
     if (o.kv_max_tokens > 0)
     {
         kv.setMaxTokens(static_cast<tle::SizeType32>(o.kv_max_tokens));

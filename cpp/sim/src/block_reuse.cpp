@@ -51,11 +51,6 @@ std::vector<VecTokens> splitIntoBlocks(
     return blocks;
 }
 
-ReuseTree::ReuseTree(SizeType32 numBlocks)
-    : mNodes(static_cast<std::size_t>(numBlocks))
-{
-}
-
 SizeType32 ReuseTree::commonPrefix(VecTokens const& a, VecTokens const& b)
 {
     auto const mismatch = std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())),

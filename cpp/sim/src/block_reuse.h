@@ -26,7 +26,9 @@ public:
     /// The parent of a sequence's first block.
     static constexpr SizeType32 kRoot = -1;
 
-    explicit ReuseTree(SizeType32 numBlocks);
+    /// Adds the next block id (the tree knows blocks 0..n-1 once n have been added): the pool adds a block the
+    /// first time it hands it out, so that the tree's memory follows the blocks in use, not the pool's capacity.
+    void addBlock() { mNodes.emplace_back(); }
 
     /// A reusable block found for a key.
     struct Match

@@ -121,6 +121,25 @@ EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
                                             + ") must equal tp_size * pp_size * cp_size ("
                                             + std::to_string(config.tpSize * config.ppSize * config.cpSize) + ")");
         }
+        // Tensor parallelism splits the attention heads across the ranks: each needs a whole number of query
+        // heads, and of KV heads unless there are fewer KV heads than ranks, which then share replicated ones.
+        if (config.numAttentionHeads % config.tpSize != 0)
+        {
+            mapping->fail("tp_size", "(" + std::to_string(config.tpSize)
+                                         + ") must divide pretrained_config.num_attention_heads ("
+                                         + std::to_string(config.numAttentionHeads)
+                                         + "): every tensor-parallel rank runs a whole number of attention heads");
+        }
+        bool const kvHeadsSplit = config.numKvHeads % config.tpSize == 0;
+        bool const kvHeadsReplicated = config.numKvHeads < config.tpSize && config.tpSize % config.numKvHeads == 0;
+        if (!kvHeadsSplit && !kvHeadsReplicated)
+        {
+            mapping->fail("tp_size", "(" + std::to_string(config.tpSize)
+                                         + ") must divide pretrained_config.num_key_value_heads ("
+                                         + std::to_string(config.numKvHeads)
+                                         + "), or be a multiple of it (each KV head then replicated on tp_size / "
+                                           "num_key_value_heads ranks)");
+        }
     }
 
     auto const build = root.object("build_config");

@@ -122,6 +122,13 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     bool const wasActive = !mActive.empty();
     IterationCounters counters;
     SequenceList finished;
+    // RequestStats' scheduled and paused describe this iteration only (TensorRT-LLM reports the requests its
+    // scheduler picked or paused in the iteration): clear last iteration's before anything ends this one early.
+    for (auto const& sequence : mActive)
+    {
+        sequence->scheduled = false;
+        sequence->paused = false;
+    }
     terminateActive(input.cancelledActive, iterStart, responses, finished);
     activate(input.fetched, iterStart, counters, responses);
 

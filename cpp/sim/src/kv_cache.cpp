@@ -49,15 +49,8 @@ KvCachePool::KvCachePool(SizeType32 totalBlocks, SizeType32 tokensPerBlock, KvRe
     , mTokensPerBlock(tokensPerBlock)
     , mReuse(reuse)
     , mEvents(std::move(events))
-    , mTree(totalBlocks)
-    , mRefCount(static_cast<std::size_t>(totalBlocks), 0)
-    , mFreePosition(static_cast<std::size_t>(totalBlocks))
-    , mIsFree(static_cast<std::size_t>(totalBlocks), true)
 {
-    for (SizeType32 block = 0; block < totalBlocks; ++block)
-    {
-        mFreePosition[static_cast<std::size_t>(block)] = mFree.insert(mFree.end(), block);
-    }
+    // No per-block state yet: blocks get it when first handed out (takeFreeBlock).
     if (mEvents)
     {
         // GPU blocks, and no host (secondary) blocks.
@@ -304,11 +297,9 @@ void KvCachePool::release(Sequence& sequence, bool storeForReuse)
     // Last block first, so that a sequence's leaves are evicted before its earlier blocks.
     for (auto it = sequence.heldBlocks.rbegin(); it != sequence.heldBlocks.rend(); ++it)
     {
-        auto const block = static_cast<std::size_t>(*it);
-        if (--mRefCount[block] == 0)
+        if (--mRefCount[static_cast<std::size_t>(*it)] == 0)
         {
-            mFreePosition[block] = mFree.insert(mFree.end(), *it);
-            mIsFree[block] = true;
+            pushFree(*it);
         }
     }
     mReservedBlocks -= sequence.reservedBlocks;
@@ -371,14 +362,25 @@ void KvCachePool::storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType3
 
 SizeType32 KvCachePool::takeFreeBlock()
 {
-    if (mFree.empty())
+    if (mTouchedBlocks < mTotalBlocks)
+    {
+        ++mAllocTotalBlocks;
+        // Never used blocks go first, in id order, as from the real pool's initial free queue.
+        SizeType32 const block = mTouchedBlocks++;
+        mRefCount.push_back(0);
+        mPrevFree.push_back(kNotQueued);
+        mNextFree.push_back(kNotQueued);
+        mTree.addBlock();
+        ++mAllocNewBlocks;
+        return block;
+    }
+    if (mFreeHead == kNoBlock)
     {
         throw std::runtime_error("the simulated KV cache has no free block left (scheduler accounting error)");
     }
-    SizeType32 const block = mFree.front();
-    mFree.pop_front();
-    mIsFree[static_cast<std::size_t>(block)] = false;
     ++mAllocTotalBlocks;
+    SizeType32 const block = mFreeHead;
+    claim(block);
     if (!mTree.hasContent(block))
     {
         ++mAllocNewBlocks;
@@ -401,11 +403,27 @@ SizeType32 KvCachePool::takeFreeBlock()
 void KvCachePool::claim(SizeType32 block)
 {
     auto const index = static_cast<std::size_t>(block);
-    if (mIsFree[index])
+    if (mPrevFree[index] == kNotQueued)
     {
-        mFree.erase(mFreePosition[index]);
-        mIsFree[index] = false;
+        return;
     }
+    SizeType32 const prev = mPrevFree[index];
+    SizeType32 const next = mNextFree[index];
+    (prev == kNoBlock ? mFreeHead : mNextFree[static_cast<std::size_t>(prev)]) = next;
+    (next == kNoBlock ? mFreeTail : mPrevFree[static_cast<std::size_t>(next)]) = prev;
+    mPrevFree[index] = kNotQueued;
+    mNextFree[index] = kNotQueued;
+    --mReleasedFree;
+}
+
+void KvCachePool::pushFree(SizeType32 block)
+{
+    auto const index = static_cast<std::size_t>(block);
+    mPrevFree[index] = mFreeTail;
+    mNextFree[index] = kNoBlock;
+    (mFreeTail == kNoBlock ? mFreeHead : mNextFree[static_cast<std::size_t>(mFreeTail)]) = block;
+    mFreeTail = block;
+    ++mReleasedFree;
 }
 
 void KvCachePool::hold(Sequence& sequence, SizeType32 block)

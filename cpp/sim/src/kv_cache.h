@@ -7,13 +7,15 @@
 // count as free; a fresh block comes from the least recently released free block (a sequence releases its last
 // block first, so leaves go before their parents), evicting it and everything below it from the tree. Beams share
 // the context blocks except the last; every later block is one per beam.
+// Blocks that were never handed out have no state at all: they are taken in id order before any released block
+// (as the real pool's initial free queue hands them out), and per-block state (reference counts, the free queue's
+// links, reuse-tree nodes) grows only as blocks are first used. A pool of a million blocks costs nothing to create.
 #pragma once
 
 #include "block_reuse.h"
 #include "kv_events.h"
 #include "sequence.h"
 
-#include <list>
 #include <memory>
 #include <vector>
 
@@ -47,7 +49,9 @@ public:
     /// Blocks held by sequences.
     [[nodiscard]] SizeType32 usedBlocks() const { return mTotalBlocks - freeBlocks(); }
     /// Blocks nobody holds, reusable cached blocks included (a fresh allocation evicts those).
-    [[nodiscard]] SizeType32 freeBlocks() const { return static_cast<SizeType32>(mFree.size()); }
+    [[nodiscard]] SizeType32 freeBlocks() const { return mTotalBlocks - mTouchedBlocks + mReleasedFree; }
+    /// Blocks that have ever been handed out, the only ones with per-block state.
+    [[nodiscard]] SizeType32 touchedBlocks() const { return mTouchedBlocks; }
     /// Blocks promised to started sequences (GUARANTEED_NO_EVICT reserves a request's whole length).
     [[nodiscard]] SizeType32 reservedBlocks() const { return mReservedBlocks; }
     [[nodiscard]] bool reuseEnabled() const { return mReuse.enableBlockReuse; }
@@ -85,10 +89,13 @@ private:
     void growTo(Sequence& sequence, SizeType32 tokens);
     /// Links the sequence's blocks into the reuse tree under `keys` (matching blocks already there are kept).
     void storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType32> const& blockIds);
-    /// Takes the least recently released free block, evicting it (and what is below it) from the reuse tree.
+    /// Takes a never used block if any is left, else the least recently released free block, evicting it (and
+    /// what is below it) from the reuse tree.
     SizeType32 takeFreeBlock();
     /// Removes a free block from the free queue (it is about to be held).
     void claim(SizeType32 block);
+    /// Appends a block nobody holds any more to the free queue (most recently released last).
+    void pushFree(SizeType32 block);
     void hold(Sequence& sequence, SizeType32 block);
     [[nodiscard]] SizeType32 contextBlocksOf(SizeType32 contextTokens) const;
 
@@ -97,12 +104,19 @@ private:
     KvReuseConfig mReuse;
     std::shared_ptr<batch_manager::kv_cache_manager::BaseKVCacheManager> mEvents;
     ReuseTree mTree;
-    /// Holders of each block.
+    /// Blocks [0, mTouchedBlocks) have been handed out at least once; the rest are free and stateless.
+    SizeType32 mTouchedBlocks{0};
+    /// Holders of each touched block.
     std::vector<SizeType32> mRefCount;
-    /// Free blocks, least recently released first.
-    std::list<SizeType32> mFree;
-    std::vector<std::list<SizeType32>::iterator> mFreePosition;
-    std::vector<bool> mIsFree;
+    /// The free queue of released blocks, least recently released first: a doubly linked list through the
+    /// touched blocks' ids (kNoBlock ends it; kNotQueued marks a block that is held).
+    static constexpr SizeType32 kNoBlock = -1;
+    static constexpr SizeType32 kNotQueued = -2;
+    std::vector<SizeType32> mPrevFree;
+    std::vector<SizeType32> mNextFree;
+    SizeType32 mFreeHead{kNoBlock};
+    SizeType32 mFreeTail{kNoBlock};
+    SizeType32 mReleasedFree{0};
 
     SizeType32 mReservedBlocks{0};
     SizeType32 mAllocTotalBlocks{0};

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -333,6 +334,27 @@ void testEngineConfigErrorsNameTheField()
     CHECK_EQ(config.maxSeqLen, 20);
     CHECK_EQ(config.tokensPerBlock, 8);
     CHECK_EQ(config.maxBeamWidth, 1);
+
+    // Tensor parallelism must split the heads. 32 query heads and 4 KV heads allow tp 1 to 32 in powers of two
+    // (beyond 4, each KV head is replicated on tp / 4 ranks); 3 does not divide the query heads; with 24 query
+    // heads and 6 KV heads, tp 4 divides the former but neither divides nor is a multiple of the latter.
+    auto const withTp = [](int heads, int kvHeads, int tp)
+    {
+        return EngineConfig::parse(R"({"pretrained_config": {"vocab_size": 100, "hidden_size": 512,
+            "num_hidden_layers": 2, "num_attention_heads": )"
+                + std::to_string(heads) + R"(, "num_key_value_heads": )" + std::to_string(kvHeads)
+                + R"(, "mapping": {"tp_size": )" + std::to_string(tp) + R"(}}, "build_config": {}})",
+            "config.json");
+    };
+    for (int const tp : {1, 2, 4, 8, 16, 32})
+    {
+        CHECK_EQ(withTp(32, 4, tp).tpSize, tp);
+    }
+    CHECK(throwsWith([&]() { withTp(32, 4, 3); },
+        "config.json: pretrained_config.mapping.tp_size (3) must divide pretrained_config.num_attention_heads (32)"));
+    CHECK(throwsWith([&]() { withTp(24, 6, 4); },
+        "pretrained_config.mapping.tp_size (4) must divide pretrained_config.num_key_value_heads (6), or be a "
+        "multiple of it"));
 }
 
 void testSimulationJsonIsOptionalAndChecked()
@@ -1778,6 +1800,156 @@ void testKvExhaustionWithReusableFreeBlocksStillAdmits()
     }
 }
 
+/// The process's resident memory in bytes, or nullopt where /proc is unavailable.
+std::optional<long long> residentBytes()
+{
+    std::ifstream statm("/proc/self/statm");
+    long long sizePages = 0;
+    long long residentPages = 0;
+    if (!(statm >> sizePages >> residentPages))
+    {
+        return std::nullopt;
+    }
+    return residentPages * static_cast<long long>(::sysconf(_SC_PAGESIZE));
+}
+
+void testAHugeKvPoolCostsNothingUntilUsed()
+{
+    // 4,194,304 blocks of 16 tokens: per-block state allocated up front would take hundreds of megabytes.
+    constexpr int kBlocks = 1 << 22;
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 1, "clock": "virtual", "kv_cache_max_tokens": )" + std::to_string(kBlocks * 16)
+                      + "}";
+    auto const before = residentBytes();
+    auto executor = makeExecutor(spec, reuseConfig());
+    auto const loaded = residentBytes();
+    // Two requests: blocks are handed out and reused as in any pool.
+    auto const first = runOnce(*executor, prompt(40), 8);
+    auto const second = runOnce(*executor, prompt(40), 8);
+    CHECK(second.tokens == first.tokens);
+    // Blocks [1..16], [17..32] and the partial [33..47] were cached by the first request.
+    CHECK_EQ(second.perf.kvCacheMetrics.numReusedBlocks, 3);
+    auto const cache = latestKvStats(*executor);
+    CHECK_EQ(cache.maxNumBlocks, kBlocks);
+    CHECK_EQ(cache.freeNumBlocks, kBlocks);
+    CHECK_EQ(cache.usedNumBlocks, 0);
+    CHECK_EQ(cache.allocNewBlocks, 3);
+    auto const served = residentBytes();
+    if (before && loaded && served)
+    {
+        constexpr long long kLimit = 32LL << 20;
+        CHECK(*loaded - *before < kLimit);
+        CHECK(*served - *before < kLimit);
+    }
+}
+
+void testRequestStatsPausedOnlyInThePausingIteration()
+{
+    tle::ExecutorConfig config;
+    config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kMAX_UTILIZATION));
+    config.setRequestStatsMaxIterations(1000);
+    auto executor = makeExecutor(smallCacheEngine(), config);
+    // Three requests of 4 blocks each in an 8-block cache: they start together, then pause as they grow.
+    std::vector<tle::Request> three(3, tle::Request(prompt(16), 48));
+    auto const ids = executor->enqueueRequests(three);
+    auto const responses = collect(*executor, ids);
+    for (auto const id : ids)
+    {
+        REQUIRE(responses.at(id).size() == 1);
+        CHECK(!responses.at(id)[0].hasError());
+    }
+    std::this_thread::sleep_for(10ms);
+    std::map<tle::IterationType, int> numPaused;
+    for (auto const& s : executor->getLatestIterationStats())
+    {
+        numPaused[s.iter] = s.inflightBatchingStats->numPausedRequests;
+    }
+    std::map<tle::IterationType, std::set<tle::IdType>> pausedIds;
+    std::map<tle::IterationType, std::set<tle::IdType>> scheduledIds;
+    for (auto const& perIteration : executor->getLatestRequestStats())
+    {
+        for (auto const& stats : perIteration.requestStats)
+        {
+            if (stats.paused)
+            {
+                pausedIds[perIteration.iter].insert(stats.id);
+                // Paused requests are not scheduled in that iteration.
+                CHECK(!stats.scheduled);
+            }
+            if (stats.scheduled)
+            {
+                scheduledIds[perIteration.iter].insert(stats.id);
+            }
+        }
+    }
+    int pauses = 0;
+    int iterationsWithPauses = 0;
+    for (auto const& [iter, count] : numPaused)
+    {
+        // The flags of an iteration are exactly the requests paused in it.
+        CHECK_EQ(static_cast<int>(pausedIds[iter].size()), count);
+        pauses += count;
+        iterationsWithPauses += count > 0 ? 1 : 0;
+        for (auto const id : pausedIds[iter])
+        {
+            // The next iteration no longer reports it paused unless it is paused again, which needs it to have
+            // been scheduled in between: a paused request is not paused twice in a row.
+            CHECK(pausedIds[iter + 1].count(id) == 0);
+        }
+    }
+    CHECK(pauses > 0);
+    // Pausing is an event, not a state: far fewer iterations report it than the requests spend waiting.
+    CHECK(iterationsWithPauses < static_cast<int>(numPaused.size()) / 2);
+}
+
+void testPausedFlagDoesNotOutliveItsIteration()
+{
+    // On the virtual clock with 10 ms iterations, three requests of 16 + 48 tokens fill the 8-block cache in
+    // iteration 17 (33 tokens each need a third block): the last started one is paused there. Its allotted time
+    // ends it at the start of the next iteration, before any scheduling: it must not be reported paused again.
+    tle::ExecutorConfig config;
+    config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kMAX_UTILIZATION));
+    config.setRequestStatsMaxIterations(1000);
+    EngineSpec spec;
+    spec.simulation = R"({"iteration_ms": 10, "clock": "virtual", "kv_cache_max_tokens": 128})";
+    auto executor = makeExecutor(spec, config);
+    std::vector<tle::Request> three(3, tle::Request(prompt(16), 48));
+    three[2].setAllottedTimeMs(std::chrono::milliseconds(175));
+    auto const ids = executor->enqueueRequests(three);
+    auto responses = collect(*executor, ids);
+    REQUIRE(responses.at(ids[2]).size() == 1);
+    CHECK(responses.at(ids[2])[0].getResult().finishReasons.at(0) == tle::FinishReason::kTIMED_OUT);
+    std::this_thread::sleep_for(10ms);
+
+    std::map<tle::IterationType, tle::RequestStats> last;
+    for (auto const& perIteration : executor->getLatestRequestStats())
+    {
+        for (auto const& stats : perIteration.requestStats)
+        {
+            if (stats.id == ids[2])
+            {
+                last[perIteration.iter] = stats;
+            }
+        }
+    }
+    std::optional<tle::IterationType> pausedIn;
+    for (auto const& [iter, stats] : last)
+    {
+        if (stats.paused)
+        {
+            CHECK(!pausedIn.has_value()); // paused once
+            pausedIn = iter;
+        }
+    }
+    REQUIRE(pausedIn.has_value());
+    CHECK_EQ(*pausedIn, tle::IterationType{17});
+    auto const next = last.find(*pausedIn + 1);
+    REQUIRE(next != last.end());
+    CHECK(next->second.stage == tle::RequestStage::kGENERATION_COMPLETE);
+    CHECK(!next->second.paused);
+    CHECK(!next->second.scheduled);
+}
+
 void testBeamsShareContextBlocks()
 {
     EngineSpec spec;
@@ -1988,6 +2160,9 @@ int main()
             testLruEvictsTheLeastRecentlyUsedBlocksAndReportsThem},
         {"kv: exhaustion with reusable free blocks still admits", testKvExhaustionWithReusableFreeBlocksStillAdmits},
         {"kv: beams share context blocks", testBeamsShareContextBlocks},
+        {"kv: a huge pool costs nothing until used", testAHugeKvPoolCostsNothingUntilUsed},
+        {"request stats: paused only in the pausing iteration", testRequestStatsPausedOnlyInThePausingIteration},
+        {"request stats: the paused flag does not outlive its iteration", testPausedFlagDoesNotOutliveItsIteration},
         {"kv events: created, stored and chained", testKvEventsCreatedStoredAndChained},
         {"kv events: none without a buffer", testNoKvEventsWithoutABuffer},
         {"kv events: the buffer is bounded", testKvEventBufferIsBounded},
