@@ -36,6 +36,10 @@ pub struct ExecutorArgs {
     /// Do not reuse partially matching KV blocks.
     #[arg(long)]
     no_partial_reuse: bool,
+    /// Do not copy partially matching blocks that are in use or that other cached blocks build
+    /// on; such tokens are computed again instead.
+    #[arg(long)]
+    no_copy_on_partial_reuse: bool,
     /// Cap on KV-cache tokens (with a memory fraction too, the smaller allocation wins).
     #[arg(long)]
     kv_cache_max_tokens: Option<u32>,
@@ -114,6 +118,7 @@ impl ExecutorArgs {
             .enable_chunked_context(!self.no_chunked_context)
             .kv_cache_enable_block_reuse(!self.no_block_reuse)
             .kv_cache_enable_partial_reuse(!self.no_partial_reuse)
+            .kv_cache_copy_on_partial_reuse(!self.no_copy_on_partial_reuse)
             .multi_block_mode(!self.no_multi_block_mode)
             .enable_context_fmha_fp32_acc(self.context_fmha_fp32_acc)
             .cuda_graph_mode(self.cuda_graphs)
@@ -163,5 +168,45 @@ impl ExecutorArgs {
             });
         }
         c.build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::ExecutorArgs;
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        executor: ExecutorArgs,
+    }
+
+    fn config(args: &[&str]) -> trtllm::ExecutorConfig {
+        let cli = Cli::try_parse_from(std::iter::once("trtllm").chain(args.iter().copied())).unwrap();
+        cli.executor.config().unwrap()
+    }
+
+    #[test]
+    fn no_flags_keep_the_library_defaults() {
+        let defaults = trtllm::ExecutorConfig::default();
+        let parsed = config(&[]);
+        assert_eq!(parsed.kv_cache_enable_block_reuse, defaults.kv_cache_enable_block_reuse);
+        assert_eq!(parsed.kv_cache_enable_partial_reuse, defaults.kv_cache_enable_partial_reuse);
+        assert_eq!(parsed.kv_cache_copy_on_partial_reuse, defaults.kv_cache_copy_on_partial_reuse);
+        assert_eq!(parsed.max_batch_size, defaults.max_batch_size);
+    }
+
+    #[test]
+    fn reuse_flags_turn_their_settings_off() {
+        let parsed = config(&["--no-block-reuse", "--no-partial-reuse", "--no-copy-on-partial-reuse"]);
+        assert!(!parsed.kv_cache_enable_block_reuse);
+        assert!(!parsed.kv_cache_enable_partial_reuse);
+        assert!(!parsed.kv_cache_copy_on_partial_reuse);
+        let parsed = config(&["--no-copy-on-partial-reuse", "--max-batch-size", "8"]);
+        assert!(parsed.kv_cache_enable_partial_reuse);
+        assert!(!parsed.kv_cache_copy_on_partial_reuse);
+        assert_eq!(parsed.max_batch_size, Some(8));
     }
 }
