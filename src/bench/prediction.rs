@@ -171,12 +171,18 @@ impl Prediction {
         if let (Some(c), Some(step)) = (self.concurrency, self.batch_decode_step_ms) {
             let measured = iterations.map(|log| decode_only_latencies(log, c)).unwrap_or_default();
             let median = super::stats::median(&measured);
+            // When the KV cache (or the token budget) never lets all `c` requests decode at once,
+            // no iteration matches: the largest batch seen says why.
+            let largest = iterations.and_then(|log| {
+                log.iterations.iter().filter_map(|s| s.inflight_batching).map(|b| b.num_gen_requests).max()
+            });
             section["batch"] = json!({
                 "concurrency": c,
                 "context_tokens": self.batch_context_tokens,
                 "decode_step_ms": step,
                 "measured_decode_step_ms": median,
                 "measured_iterations": measured.len(),
+                "largest_generation_batch": largest,
                 "ratio": ratio(median, step),
             });
         }
@@ -199,12 +205,17 @@ impl Prediction {
         );
         if let Some(batch) = section.get("batch") {
             line.push_str(&format!(
-                "; decode step at {} {:.2} ms predicted, {} measured ({}x)",
+                "; decode step at {} {:.2} ms predicted, ",
                 batch["concurrency"],
                 batch["decode_step_ms"].as_f64().unwrap_or(0.0),
-                fmt(&batch["measured_decode_step_ms"]),
-                fmt(&batch["ratio"]),
             ));
+            match batch["measured_decode_step_ms"].as_f64() {
+                Some(ms) => line.push_str(&format!("{ms:.2} measured ({}x)", fmt(&batch["ratio"]))),
+                None => line.push_str(&format!(
+                    "never reached (at most {} requests decoded together)",
+                    batch["largest_generation_batch"]
+                )),
+            }
         }
         line
     }
