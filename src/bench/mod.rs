@@ -59,9 +59,12 @@ mod dataset;
 mod iterations;
 mod load;
 mod output;
+mod planning;
 mod plot;
+mod prediction;
 mod record;
 mod runner;
+mod simulation;
 mod slo;
 mod stats;
 mod summary;
@@ -79,18 +82,23 @@ pub use dataset::{
 pub use iterations::{IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section};
 pub use load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
 pub use output::{OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv};
+pub use planning::{PlanningError, VirtualClockRun, iteration_latencies_ms, run_virtual_point, to_simulated_time};
 pub use plot::{
     LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput, plot_time_series,
     plot_ttft_vs_inflight_tokens, write_svg,
 };
+pub use prediction::Prediction;
 pub use record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
 pub use runner::{PointRun, run_point};
+pub use simulation::{EngineSimulation, SimulationError};
 pub use slo::{SloError, Slos};
 pub use stats::{
     DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile, percentile_key,
     percentile_label, percentile_nearest_rank, std_dev, validate_percentile,
 };
-pub use summary::{DetailedArrays, FailedRequest, RunInfo, ServerStats, Summary, SummaryBuilder, SummaryError};
+pub use summary::{
+    ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats, Summary, SummaryBuilder, SummaryError,
+};
 pub use sweep::{SweepRow, console_table, sweep_csv};
 pub use target::{BenchTarget, GrpcTarget};
 pub use throughput::{

@@ -79,6 +79,16 @@ impl Default for RunInfo {
     }
 }
 
+/// Which clock a summary's times were taken on, written as `clock.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockKind {
+    /// The process's monotonic clock: what a client saw.
+    Wall,
+    /// The simulated executor's virtual clock: simulated time, not what the run took.
+    Virtual,
+}
+
 /// Executor-side statistics from `RequestPerfMetrics` (milliseconds), written under `server`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServerStats {
@@ -284,6 +294,8 @@ pub struct Summary {
     pub ramp_up_requests: u64,
     /// The runner's measurement error against the executor's stamps.
     pub calibration: Option<Calibration>,
+    /// Which clock the times come from, and details (written as `clock` when set).
+    pub clock: Option<Value>,
     /// Engine description (filled by the runner).
     pub engine: Option<Value>,
     /// Workload description (filled by the runner).
@@ -306,6 +318,7 @@ pub struct SummaryBuilder {
     slos: Option<Slos>,
     detailed: bool,
     iteration_end_s: BTreeMap<u64, f64>,
+    clock: Option<(ClockKind, Value)>,
     sections: [(&'static str, Option<Value>); 6],
 }
 
@@ -334,6 +347,14 @@ impl SummaryBuilder {
     /// per-response ITL measurement error in `calibration`.
     pub fn iteration_end_times(mut self, iteration_end_s: BTreeMap<u64, f64>) -> Self {
         self.iteration_end_s = iteration_end_s;
+        self
+    }
+
+    /// Says which clock the records' times come from: written as `clock` (`kind` plus the
+    /// entries of the `details` object). On the virtual clock the runner's measurement error
+    /// (`calibration`) is not computed: client and executor times are then the same figures.
+    pub fn clock(mut self, kind: ClockKind, details: Value) -> Self {
+        self.clock = Some((kind, details));
         self
     }
 
@@ -458,7 +479,18 @@ impl SummaryBuilder {
             slos_not_applicable,
             warmup_requests: count_phase(Phase::Warmup),
             ramp_up_requests: count_phase(Phase::RampUp),
-            calibration: Calibration::compute(records, &self.iteration_end_s, ps),
+            calibration: match &self.clock {
+                Some((ClockKind::Virtual, _)) => None,
+                _ => Calibration::compute(records, &self.iteration_end_s, ps),
+            },
+            clock: self.clock.map(|(kind, details)| {
+                let mut section = Map::new();
+                section.insert("kind".into(), json!(kind));
+                if let Value::Object(details) = details {
+                    section.extend(details);
+                }
+                Value::Object(section)
+            }),
             throughput,
             run,
             engine,
@@ -505,6 +537,7 @@ impl Summary {
             slos: None,
             detailed: false,
             iteration_end_s: BTreeMap::new(),
+            clock: None,
             sections: SECTION_NAMES.map(|name| (name, None)),
         }
     }
@@ -586,6 +619,9 @@ impl Summary {
         }
         put("warmup_requests", json!(self.warmup_requests));
         put("ramp_up_requests", json!(self.ramp_up_requests));
+        if let Some(clock) = &self.clock {
+            put("clock", clock.clone());
+        }
         if let Some(server) = &self.server {
             put("server", server.to_json());
         }

@@ -85,15 +85,40 @@ async fn in_process(
     index: u64,
     phase: Phase,
 ) -> RequestRecord {
-    let mut stream = match executor.generate(generation_request(&spec)) {
-        Ok(stream) => stream,
-        Err(e) => {
-            let mut record = new_record(&spec, index, phase, clock.now_s());
-            record.fail(clock.now_s(), e.to_string());
-            return record;
+    match enqueue_in_process(executor, &spec, clock, index, phase) {
+        (Some(stream), record) => consume_in_process(stream, record, clock).await,
+        (None, record) => record,
+    }
+}
+
+/// Enqueues one request on `executor`: its stream and the record started at its enqueue time,
+/// or no stream and the failed record when the executor refused it.
+pub(crate) fn enqueue_in_process(
+    executor: &AsyncExecutor,
+    spec: &RequestSpec,
+    clock: &RunClock,
+    index: u64,
+    phase: Phase,
+) -> (Option<crate::GenerationStream>, RequestRecord) {
+    match executor.generate(generation_request(spec)) {
+        Ok(stream) => {
+            let record = new_record(spec, index, phase, clock.offset_s(stream.enqueued_at()));
+            (Some(stream), record)
         }
-    };
-    let mut record = new_record(&spec, index, phase, clock.offset_s(stream.enqueued_at()));
+        Err(e) => {
+            let mut record = new_record(spec, index, phase, clock.now_s());
+            record.fail(clock.now_s(), e.to_string());
+            (None, record)
+        }
+    }
+}
+
+/// Receives an enqueued request's responses into its record until the end.
+pub(crate) async fn consume_in_process(
+    mut stream: crate::GenerationStream,
+    mut record: RequestRecord,
+    clock: &RunClock,
+) -> RequestRecord {
     while let Some(item) = stream.next().await {
         match item {
             Ok(StreamEvent::Chunk(chunk)) => record.record_chunk_handled(

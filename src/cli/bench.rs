@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::{
-    Phase, RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point,
+    Phase, PlanningError, RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point,
+    run_virtual_point,
 };
 
 use self::args::{DatasetKind, RunArgs};
@@ -57,6 +58,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let output_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("bench-results").join(&date));
 
     let setup = Setup::new(&args).await?;
+    // A virtual-clock engine plans rather than measures: points run in simulated time.
+    let planning_dir = match (&setup.simulation, &setup.loaded_dir) {
+        (Some(sim), Some(dir)) if sim.is_virtual() => {
+            check_virtual_clock(&args)?;
+            eprintln!("virtual clock: latencies, durations and rates are simulated executor time");
+            Some(dir.clone())
+        }
+        _ => None,
+    };
     // A tokenizer only when the workload needs one: text prompts, a chat template, or the end
     // id for natural stopping in process (a server applies its own).
     let required = args.chat_template || (!args.ignore_eos && setup.target.executor().is_some());
@@ -85,6 +95,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
     let mut rows: Vec<SweepRow> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;
     for (index, point) in points.iter().enumerate() {
         bar.set_message(point.stem.clone());
@@ -95,16 +106,42 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 bar.inc(1);
             }
         };
-        let run = run_point(&setup.target, &point.workload, index as u64, &point.plan, &clock, count).await?;
+        let (run, virtual_run) = match &planning_dir {
+            Some(dir) => {
+                let (run, v) = run_virtual_point(dir, &point.workload, index as u64, &point.plan, count).await?;
+                (run, Some(v))
+            }
+            None => (run_point(&setup.target, &point.workload, index as u64, &point.plan, &clock, count).await?, None),
+        };
         succeeded += run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
-        rows.push(report.write_point(point, &run, &clock, &anchor)?);
+        let (row, point_notes) = report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref())?;
+        rows.push(row);
+        notes.extend(point_notes);
     }
     bar.finish_and_clear();
     report.write_sweep(&rows)?;
     println!("{}", console_table(&rows));
+    for note in &notes {
+        println!("{note}");
+    }
     println!("results in {}", output_dir.display());
     if let Some(executor) = setup.target.executor() {
         executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
     }
     Ok(if succeeded == 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Refuses the options that count wall-clock time when the engine runs on the virtual clock.
+fn check_virtual_clock(args: &RunArgs) -> Result<(), PlanningError> {
+    let finite_rate = args.request_rate.as_ref().is_some_and(|rates| rates.iter().any(|r| r.is_finite()));
+    let wall_clock = [
+        (finite_rate, "--request-rate"),
+        (args.duration.is_some(), "--duration"),
+        (args.ramp_up.is_some(), "--ramp-up"),
+        (args.sample_interval.is_some(), "--sample-interval"),
+    ];
+    match wall_clock.into_iter().find(|(given, _)| *given) {
+        Some((_, option)) => Err(PlanningError::NeedsWallClock(option)),
+        None => Ok(()),
+    }
 }

@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use trtllm::bench::{
-    LatencyMetric, LatencyThroughputPoint, Phase, PointRun, PressurePoint, RequestRecord, ResultFiles, RunClock,
-    RunInfo, Slos, Summary, SweepRow, WallAnchor, fill_kv_utilization, plot_latency_vs_throughput, plot_time_series,
-    plot_ttft_vs_inflight_tokens, time_series, unavailable_section, write_svg, write_sweep_csv,
+    ClockKind, LatencyMetric, LatencyThroughputPoint, Phase, PointRun, Prediction, PressurePoint, RequestRecord,
+    ResultFiles, RunClock, RunInfo, Slos, Summary, SweepRow, VirtualClockRun, WallAnchor, fill_kv_utilization,
+    plot_latency_vs_throughput, plot_time_series, plot_ttft_vs_inflight_tokens, time_series, unavailable_section,
+    write_svg, write_sweep_csv,
 };
 
 use super::args::RunArgs;
@@ -63,14 +64,15 @@ impl<'a> Report<'a> {
     }
 
     /// Writes the point's summary, request and iteration files (and its time series when it
-    /// ran for a duration); returns its sweep row.
+    /// ran for a duration); returns its sweep row and lines for the console.
     pub fn write_point(
         &self,
         point: &Point,
         run: &PointRun,
         clock: &RunClock,
         anchor: &WallAnchor,
-    ) -> anyhow::Result<SweepRow> {
+        virtual_run: Option<&VirtualClockRun>,
+    ) -> anyhow::Result<(SweepRow, Vec<String>)> {
         let run_info = RunInfo {
             date: self.date.clone(),
             label: self.args.label.clone(),
@@ -95,15 +97,50 @@ impl<'a> Report<'a> {
             .kv(kv)
             .iter(iter)
             .metadata(self.metadata.clone());
-        if let Some(log) = &run.iterations {
-            builder = builder.iteration_end_times(log.end_times_s(clock, anchor));
+        let mut notes = Vec::new();
+        match virtual_run {
+            Some(v) => {
+                notes.push(format!(
+                    "virtual clock {}: {:.1} s simulated in {:.2} s of wall time",
+                    point.stem, v.simulated_s, v.wall_s
+                ));
+                builder = builder.clock(
+                    ClockKind::Virtual,
+                    json!({
+                        "figures": "simulated executor time: every latency, duration and rate is what the simulated GPU would take, not what the run took",
+                        "closed_loop": "in the executor: runtime max_batch_size = concurrency, all requests queued at once (warmup first)",
+                        "max_batch_size": v.max_batch_size,
+                        "simulated_s": v.simulated_s,
+                        "wall_s": v.wall_s,
+                        "itl_unmapped_requests": v.itl_unmapped_requests,
+                        "queue_wall_s": v.queue_wall_s,
+                        "finished_while_queueing": v.finished_while_queueing,
+                    }),
+                );
+            }
+            None => {
+                builder = builder.clock(
+                    ClockKind::Wall,
+                    json!({"figures": "measured by the runner on this process's monotonic clock"}),
+                );
+                if let Some(log) = &run.iterations {
+                    builder = builder.iteration_end_times(log.end_times_s(clock, anchor));
+                }
+            }
         }
         if let Some(slos) = self.slos {
             builder = builder.slos(slos);
         }
-        // The `prediction` section (the performance model's single-stream TPOT and prefill rate
-        // next to the measured ones) is added here once a model exists; until then it is absent.
-        let summary = builder.build(&run.records)?;
+        let mut summary = builder.build(&run.records)?;
+        // The timing model's expectation, on a simulated engine whose iterations it times.
+        if let Some(sim) = &self.setup.simulation {
+            let concurrency = point.plan.load.concurrency();
+            if let Some(prediction) = Prediction::for_summary(sim, &summary, concurrency) {
+                let section = prediction.section(sim, &summary, run.iterations.as_ref());
+                notes.push(prediction.console_line(&point.stem, &section));
+                summary.prediction = Some(section);
+            }
+        }
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
         files.write_summary(&summary)?;
@@ -119,7 +156,7 @@ impl<'a> Report<'a> {
         let mut row = SweepRow::from_summary(&summary);
         row.input_len = point.input_len.map(|n| n as u64);
         row.output_len = point.output_len.map(|n| n as u64);
-        Ok(row)
+        Ok((row, notes))
     }
 
     fn write_time_series(

@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use trtllm::bench::{BenchTarget, GrpcTarget};
+use trtllm::bench::{BenchTarget, EngineSimulation, GrpcTarget};
 use trtllm::proto::trtllm as pb;
 use trtllm::text::Tokenizer;
 use trtllm::{AsyncExecutor, ExecutorConfig};
@@ -28,6 +28,11 @@ pub struct Setup {
     /// The GPU, or the simulated GPU preset (simulation.json's `gpu`), when known.
     pub gpu: Option<String>,
     pub engine_dir: Option<PathBuf>,
+    /// The directory the in-process executor loaded (the built-in engine's scratch copy too).
+    pub loaded_dir: Option<PathBuf>,
+    /// The simulated executor's timing (GPU, clock, performance model), in process on the
+    /// simulated backend.
+    pub simulation: Option<EngineSimulation>,
     /// Where a tokenizer can be loaded from, and its identifier, when there is one.
     pub tokenizer_source: Option<(TokenizerSource, String)>,
     /// Keeps the built-in engine's or the fetched tokenizer's files alive.
@@ -90,6 +95,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
     let engine = executor.executor().engine().clone();
     let backend = executor.executor().backend().clone();
     let gpu = simulated_gpu(&engine_dir);
+    let simulation = EngineSimulation::from_engine_dir(&engine_dir)?;
     eprintln!("engine {} ({}), backend {backend}", engine.model_name, engine_dir.display());
     let tokenizer_source = engine.tokenizer_dir.clone().map(|dir| {
         let id = if builtin { format!("{} (built-in)", engine.model_name) } else { dir.display().to_string() };
@@ -120,7 +126,9 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         max_seq_len: engine.max_seq_len,
         backend: backend.to_string(),
         gpu,
-        engine_dir: (!builtin).then_some(engine_dir),
+        engine_dir: (!builtin).then(|| engine_dir.clone()),
+        loaded_dir: Some(engine_dir),
+        simulation,
         tokenizer_source,
         engine: engine_json,
         target: BenchTarget::InProcess(executor),
@@ -161,6 +169,8 @@ async fn grpc(url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
         backend: format!("{} {}", server.backend, server.version),
         gpu: None,
         engine_dir: None,
+        loaded_dir: None,
+        simulation: None,
         tokenizer_source: Some((TokenizerSource::Server(grpc.clone()), format!("{} (server)", model.model_id))),
         model_id: model.model_id,
         engine: engine_json,
