@@ -36,6 +36,14 @@ pub enum Error {
     /// The request breaks a limit of the engine or a rule of the API; nothing was enqueued.
     #[error("invalid request: {0}")]
     InvalidRequest(#[from] InvalidRequest),
+    /// One request of a batch given to `enqueue_many` breaks a limit; nothing was enqueued.
+    #[error("invalid request at position {index} of the batch: {reason}")]
+    InvalidBatchRequest {
+        /// The request's position in the batch.
+        index: usize,
+        /// What it breaks.
+        reason: InvalidRequest,
+    },
     /// The executor's queue is full (`max_queue_size`); retry later.
     #[error("queue full: {0}")]
     QueueFull(String),

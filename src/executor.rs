@@ -247,6 +247,52 @@ impl Executor {
     /// response can be lost. Errors: [`Error::InvalidRequest`] (nothing enqueued),
     /// [`Error::QueueFull`], [`Error::ShutDown`], [`Error::Executor`].
     pub fn enqueue(&self, request: GenerationRequest) -> Result<GenerationStream> {
+        self.check(&request)?;
+        let spec = request.to_ffi();
+        let mut streams =
+            self.register(std::slice::from_ref(&request), |handle| handle.enqueue(&spec).map(|id| vec![id]))?;
+        Ok(streams.remove(0))
+    }
+
+    /// Validates every request, then hands them all to the executor in one call
+    /// (`enqueueRequests`): they join its queue together, so the first is not scheduled before
+    /// the last has arrived. Streams come back in the order given.
+    ///
+    /// All or nothing: if any request is invalid, or the executor refuses the batch (a full queue
+    /// counts every request), none is enqueued. Errors as for [`Executor::enqueue`]; an invalid
+    /// request's error names it by its position.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use trtllm::{Executor, ExecutorConfig, GenerationRequest, StreamEvent};
+    /// let dir = tempfile::tempdir()?;
+    /// trtllm::sim::SimulatedEngine::builder().iteration_ms(1.0).build().write_to(dir.path())?;
+    /// let executor = Executor::load(dir.path(), ExecutorConfig::default())?;
+    /// let requests = (0..4).map(|i| GenerationRequest::new(vec![1, 2, 3 + i], 5)).collect();
+    /// for stream in executor.enqueue_many(requests)? {
+    ///     let last = stream.blocking_iter().last().expect("a terminal item")?;
+    ///     let StreamEvent::Final(done) = last else { panic!("the last item is the final") };
+    ///     assert_eq!(done.completion_tokens, 5);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn enqueue_many(&self, requests: Vec<GenerationRequest>) -> Result<Vec<GenerationStream>> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        for (index, request) in requests.iter().enumerate() {
+            self.check(request).map_err(|e| match e {
+                Error::InvalidRequest(reason) => Error::InvalidBatchRequest { index, reason },
+                other => other,
+            })?;
+        }
+        let specs: Vec<_> = requests.iter().map(GenerationRequest::to_ffi).collect();
+        self.register(&requests, |handle| handle.enqueue_many(&specs).map(|ids| ids.into_iter().collect()))
+    }
+
+    /// The checks made before the executor sees a request: the engine's limits and the
+    /// configured beam width.
+    fn check(&self, request: &GenerationRequest) -> Result<()> {
         request.validate(&self.inner.engine)?;
         let beam_width = request.sampling().beam_width;
         if beam_width > self.inner.config.max_beam_width {
@@ -254,11 +300,21 @@ impl Executor {
                 InvalidRequest::BeamWidth { requested: beam_width, max: self.inner.config.max_beam_width }.into()
             );
         }
-        let spec = request.to_ffi();
-        let (tx, rx) = mpsc::channel(self.inner.config.stream_buffer);
-        let end = Arc::new(OnceLock::new());
+        Ok(())
+    }
+
+    /// Calls `submit` (which enqueues `requests` and returns their ids in order) with the routing
+    /// table locked, registers a route per id before any response can be routed, and returns the
+    /// streams.
+    fn register(
+        &self,
+        requests: &[GenerationRequest],
+        submit: impl FnOnce(&sys::ExecutorHandle) -> std::result::Result<Vec<u64>, cxx::Exception>,
+    ) -> Result<Vec<GenerationStream>> {
+        let channels: Vec<_> = requests.iter().map(|_| mpsc::channel(self.inner.config.stream_buffer)).collect();
+        let ends: Vec<_> = requests.iter().map(|_| Arc::new(OnceLock::new())).collect();
         let enqueued_at;
-        let id = {
+        let ids = {
             let mut routes = self.inner.routes.lock().map_err(|_| Error::Executor("routing table poisoned".into()))?;
             if !self.inner.accepting.load(Ordering::Acquire) {
                 return Err(match self.inner.failure.get() {
@@ -267,20 +323,44 @@ impl Executor {
                 });
             }
             enqueued_at = Instant::now();
-            let id = self.inner.handle.enqueue(&spec).map_err(|e| Error::from_executor(e.what()))?;
-            routes.insert(id, Route { tx, end: end.clone() });
-            id
+            let ids = submit(&self.inner.handle).map_err(|e| Error::from_executor(e.what()))?;
+            if ids.len() != requests.len() {
+                // Not expected from any executor; the ids cannot be matched to the requests, so
+                // they are cancelled rather than left running unrouted.
+                for id in &ids {
+                    let _ = self.inner.handle.cancel(*id);
+                }
+                return Err(Error::Executor(format!(
+                    "the executor returned {} request ids for {} requests",
+                    ids.len(),
+                    requests.len()
+                )));
+            }
+            for ((id, (tx, _)), end) in ids.iter().zip(&channels).zip(&ends) {
+                routes.insert(*id, Route { tx: tx.clone(), end: end.clone() });
+            }
+            ids
         };
-        let accumulator = Accumulator::new(
-            id,
-            request.prompt().len() as u32,
-            u32::try_from(self.inner.engine.tokens_per_block).unwrap_or(u32::MAX),
-            request.sampling().sequences(),
-            request.streaming(),
-            beam_width > 1,
-            enqueued_at,
-        );
-        Ok(GenerationStream::new(self.inner.clone(), id, rx, end, accumulator))
+        let tokens_per_block = u32::try_from(self.inner.engine.tokens_per_block).unwrap_or(u32::MAX);
+        let streams = requests
+            .iter()
+            .zip(ids)
+            .zip(channels)
+            .zip(ends)
+            .map(|(((request, id), (_, rx)), end)| {
+                let accumulator = Accumulator::new(
+                    id,
+                    request.prompt().len() as u32,
+                    tokens_per_block,
+                    request.sampling().sequences(),
+                    request.streaming(),
+                    request.sampling().beam_width > 1,
+                    enqueued_at,
+                );
+                GenerationStream::new(self.inner.clone(), id, rx, end, accumulator)
+            })
+            .collect();
+        Ok(streams)
     }
 
     /// Cancels a request by id. Its stream ends with a final whose reason is `Cancelled`.

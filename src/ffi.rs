@@ -310,6 +310,8 @@ pub(crate) mod sys {
 
         fn new_executor(engine_dir: &str, options: &ExecutorOptions) -> Result<UniquePtr<ExecutorHandle>>;
         fn enqueue(self: &ExecutorHandle, request: &RequestSpec) -> Result<u64>;
+        /// Enqueues every request in one call (`enqueueRequests`); ids in the order given.
+        fn enqueue_many(self: &ExecutorHandle, requests: &[RequestSpec]) -> Result<Vec<u64>>;
         fn await_responses(self: &ExecutorHandle, timeout_ms: u32) -> Result<Vec<ResponseItem>>;
         fn cancel(self: &ExecutorHandle, request_id: u64) -> Result<()>;
         fn iteration_stats(self: &ExecutorHandle) -> Result<Vec<IterationStatsItem>>;

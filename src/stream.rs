@@ -246,6 +246,12 @@ impl AsyncExecutor {
         self.executor.enqueue(request)
     }
 
+    /// Enqueues every request in one executor call and returns their streams in order; all or
+    /// nothing (see [`Executor::enqueue_many`]).
+    pub fn generate_many(&self, requests: Vec<GenerationRequest>) -> Result<Vec<GenerationStream>> {
+        self.executor.enqueue_many(requests)
+    }
+
     /// Shuts down on a blocking thread; see [`Executor::shutdown`].
     pub async fn shutdown(&self, mode: ShutdownMode) -> Result<()> {
         let executor = self.executor.clone();

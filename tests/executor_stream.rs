@@ -373,3 +373,48 @@ fn beam_search_returns_every_beam_in_full_once() {
         ));
     }
 }
+
+#[test]
+fn enqueue_many_streams_every_request_in_order() {
+    let (_dir, executor) = executor();
+    let requests = (0..8u32)
+        .map(|i| GenerationRequest::new(vec![1, 2, 3 + i], 4 + i))
+        .collect();
+    let streams = executor.enqueue_many(requests).unwrap();
+    assert_eq!(streams.len(), 8);
+    for (i, stream) in streams.into_iter().enumerate() {
+        let drained = drain(stream);
+        assert_eq!(drained.tokens().len(), 4 + i, "request {i}");
+        assert_eq!(drained.done().finish_reason, FinishReason::Length);
+    }
+    assert!(executor.wait_idle(Duration::from_secs(10)));
+}
+
+#[test]
+fn enqueue_many_is_all_or_nothing_and_names_the_bad_request() {
+    let (_dir, executor) = executor();
+    let mut requests: Vec<_> = (0..3)
+        .map(|_| GenerationRequest::new(vec![1, 2, 3], 4))
+        .collect();
+    requests.push(GenerationRequest::new(Vec::new(), 4));
+    match executor.enqueue_many(requests) {
+        Err(trtllm::Error::InvalidBatchRequest {
+            index: 3,
+            reason: trtllm::InvalidRequest::EmptyPrompt,
+        }) => {}
+        other => panic!("expected the empty prompt at position 3 to be refused, got {other:?}"),
+    }
+    assert_eq!(
+        executor.in_flight(),
+        0,
+        "nothing of the refused batch was enqueued"
+    );
+    assert!(executor.enqueue_many(Vec::new()).unwrap().is_empty());
+    // The executor is unaffected.
+    let drained = drain(
+        executor
+            .enqueue(GenerationRequest::new(vec![1, 2, 3], 4))
+            .unwrap(),
+    );
+    assert_eq!(drained.tokens().len(), 4);
+}

@@ -510,6 +510,26 @@ std::uint64_t ExecutorHandle::enqueue(RequestSpec const& request) const
     return guarded("enqueueRequest", [&] { return mImpl->executor->enqueueRequest(toRequest(request)); });
 }
 
+rust::Vec<std::uint64_t> ExecutorHandle::enqueue_many(rust::Slice<RequestSpec const> requests) const
+{
+    return guarded("enqueueRequests",
+        [&]
+        {
+            std::vector<tle::Request> converted;
+            converted.reserve(requests.size());
+            for (auto const& spec : requests)
+            {
+                converted.push_back(toRequest(spec));
+            }
+            rust::Vec<std::uint64_t> ids;
+            for (auto const id : mImpl->executor->enqueueRequests(converted))
+            {
+                ids.push_back(id);
+            }
+            return ids;
+        });
+}
+
 rust::Vec<ResponseItem> ExecutorHandle::await_responses(std::uint32_t timeoutMs) const
 {
     return guarded("awaitResponses",

@@ -15,7 +15,7 @@ use crate::request::{GenerationRequest, SamplingParams};
 /// except for the executor's own refusal of a malformed request, which is INVALID_ARGUMENT.
 pub fn status(error: &Error) -> Status {
     let code = match error {
-        Error::InvalidRequest(_) => Code::InvalidArgument,
+        Error::InvalidRequest(_) | Error::InvalidBatchRequest { .. } => Code::InvalidArgument,
         Error::QueueFull(_) | Error::ConsumerTooSlow { .. } => Code::ResourceExhausted,
         Error::ShutDown => Code::Unavailable,
         Error::EngineDir { .. } | Error::EngineConfig { .. } | Error::InvalidConfig(_) => Code::FailedPrecondition,

@@ -29,6 +29,9 @@ public:
     // const methods over a mutable inner executor: TensorRT-LLM guards every entry point with its own
     // mutexes, so Rust may call these through a shared reference from several threads.
     std::uint64_t enqueue(RequestSpec const& request) const;
+    // enqueueRequests: every request joins the queue under one lock, so the executor schedules them
+    // together; ids in the order given.
+    rust::Vec<std::uint64_t> enqueue_many(rust::Slice<RequestSpec const> requests) const;
     rust::Vec<ResponseItem> await_responses(std::uint32_t timeoutMs) const;
     void cancel(std::uint64_t requestId) const;
     rust::Vec<IterationStatsItem> iteration_stats() const;
