@@ -237,6 +237,51 @@ fn a_virtual_clock_run_fills_the_batch_with_the_concurrency() {
 }
 
 #[test]
+fn a_virtual_clock_point_gives_the_same_figures_every_run() {
+    // A planning answer that changed from run to run would be no answer: every request is queued
+    // in one call, so the simulated executor starts from the same state each time.
+    let engine = write(llama_h100().clock(ClockMode::Virtual).build());
+    let figures = || {
+        let out = tempfile::tempdir().unwrap();
+        bench(&[
+            "--engine-dir",
+            engine.path().to_str().unwrap(),
+            "--concurrency",
+            "8",
+            "--input-len",
+            "256",
+            "--output-len",
+            "32",
+            "--num-prompts",
+            "24",
+            "--warmup",
+            "8",
+            "--output-dir",
+            out.path().to_str().unwrap(),
+        ]);
+        let summary = read_json(&out.path().join("c8_in256_out32.json"));
+        [
+            "/mean_ttft_ms",
+            "/p99_ttft_ms",
+            "/mean_tpot_ms",
+            "/p99_itl_ms",
+            "/duration",
+            "/output_throughput",
+        ]
+        .map(|pointer| num(&summary, pointer))
+    };
+    // Equal to the nanosecond: the executor's stamps are whole nanoseconds on a clock that
+    // starts at a different instant each run, so only float rounding may differ.
+    let (first, second) = (figures(), figures());
+    for (a, b) in first.iter().zip(&second) {
+        assert!(
+            (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+            "{first:?} vs {second:?}"
+        );
+    }
+}
+
+#[test]
 fn the_virtual_clock_refuses_load_shapes_that_count_wall_clock_time() {
     let engine = write(llama_h100().clock(ClockMode::Virtual).build());
     let dir = engine.path().to_str().unwrap();

@@ -22,7 +22,7 @@ use super::iterations::{IterationCollector, IterationLog};
 use super::load::{Load, LoadError, LoadPlan};
 use super::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
 use super::runner::PointRun;
-use super::target::{consume_in_process, enqueue_in_process};
+use super::target::{consume_in_process, enqueue_all_in_process};
 use super::workload::{Workload, WorkloadPhase};
 use crate::{AsyncExecutor, EngineConfig, ExecutorConfig};
 
@@ -148,17 +148,18 @@ pub async fn run_virtual_point(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let clock = RunClock::start();
     let wall_start = Instant::now();
-    // Everything is queued from this one loop, in order: the executor's own queue then admits
-    // the next request whenever one of `concurrency` leaves, as a closed-loop user would send it.
-    for (index, (phase, spec)) in specs.iter().enumerate() {
-        match enqueue_in_process(&executor, spec, &clock, index as u64, *phase) {
-            (Some(stream), record) => {
+    // Everything is queued in one executor call, in order: the executor's own queue then admits
+    // the next request whenever one of `concurrency` leaves, as a closed-loop user would send it,
+    // and the first iteration already sees the whole queue, so every run of a point is the same.
+    for (stream, record) in enqueue_all_in_process(&executor, &specs, &clock) {
+        match stream {
+            Some(stream) => {
                 let tx = tx.clone();
                 tokio::spawn(async move {
                     let _ = tx.send(consume_in_process(stream, record, &clock).await);
                 });
             }
-            (None, record) => {
+            None => {
                 let _ = tx.send(record);
             }
         }
@@ -173,6 +174,8 @@ pub async fn run_virtual_point(
         }
         records.push(record);
     }
+    // In request order, not completion order: sums then add up in the same order every run.
+    records.sort_by_key(|r| r.index);
     let log = collector.finish(executor.executor()).await;
     let wall_s = wall_start.elapsed().as_secs_f64();
     executor.shutdown(crate::ShutdownMode::Cancel).await?;

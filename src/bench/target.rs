@@ -113,6 +113,36 @@ pub(crate) fn enqueue_in_process(
     }
 }
 
+/// Enqueues every request in one executor call, so the executor schedules them together (on a
+/// virtual clock, a point then starts identically every run). Should the executor refuse the
+/// batch (an invalid request, a full queue), each request is enqueued on its own instead, so
+/// that only the refused ones fail, each with its own error.
+pub(crate) fn enqueue_all_in_process(
+    executor: &AsyncExecutor,
+    specs: &[(Phase, RequestSpec)],
+    clock: &RunClock,
+) -> Vec<(Option<crate::GenerationStream>, RequestRecord)> {
+    match executor.generate_many(specs.iter().map(|(_, spec)| generation_request(spec)).collect()) {
+        Ok(streams) => specs
+            .iter()
+            .zip(streams)
+            .enumerate()
+            .map(|(index, ((phase, spec), stream))| {
+                let record = new_record(spec, index as u64, *phase, clock.offset_s(stream.enqueued_at()));
+                (Some(stream), record)
+            })
+            .collect(),
+        Err(error) => {
+            tracing::warn!(%error, "the executor refused the requests as one batch; enqueueing them one by one");
+            specs
+                .iter()
+                .enumerate()
+                .map(|(index, (phase, spec))| enqueue_in_process(executor, spec, clock, index as u64, *phase))
+                .collect()
+        }
+    }
+}
+
 /// Receives an enqueued request's responses into its record until the end.
 pub(crate) async fn consume_in_process(
     mut stream: crate::GenerationStream,
