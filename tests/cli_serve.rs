@@ -1,37 +1,18 @@
 //! `trtllm serve` as a process: it listens, answers, and exits 0 on SIGTERM, whether its streams
 //! drain in time or the grace period runs out.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use common::server::spawn_serve;
 use futures::StreamExt;
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 use trtllm::proto::smg::grpc::common as cpb;
 use trtllm::proto::trtllm as pb;
 use trtllm::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
-
-/// Starts `trtllm serve --port 0 <extra>` and returns it with the address it printed.
-fn start(extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .args(["serve", "--port", "0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_string();
-    (child, addr)
-}
 
 fn sigterm(child: &Child) {
     // SAFETY: kill sends a signal to our own child process, whose pid we hold.
@@ -69,7 +50,7 @@ fn long_request(id: &str, max_tokens: u32) -> pb::GenerateRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_streams_subscriptions_and_watches_then_exits_0() {
-    let (child, addr) = start(&["--grace-period-secs", "10", "--kv-heartbeat-ms", "50"]);
+    let (child, addr) = spawn_serve(&["--grace-period-secs", "10", "--kv-heartbeat-ms", "50"]);
     let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -132,7 +113,7 @@ async fn sigterm_drains_streams_subscriptions_and_watches_then_exits_0() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_past_the_grace_period_cancels_with_unavailable_then_exits_0() {
-    let (child, addr) = start(&["--grace-period-secs", "0.3"]);
+    let (child, addr) = spawn_serve(&["--grace-period-secs", "0.3"]);
     let mut client = TrtllmServiceClient::connect(format!("http://{addr}"))
         .await
         .unwrap();

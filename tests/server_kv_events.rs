@@ -5,8 +5,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::server::{
@@ -450,22 +448,11 @@ impl Drop for Served {
 }
 
 fn serve(extra: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .args(["serve", "--port", "0", "--kv-heartbeat-ms", "50"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_string();
+    let args: Vec<&str> = ["--kv-heartbeat-ms", "50"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    let (child, addr) = common::server::spawn_serve(&args);
     Served(child, addr)
 }
 

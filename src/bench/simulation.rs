@@ -199,32 +199,22 @@ mod tests {
 
     #[test]
     fn reads_precision_tp_and_overrides() {
-        let dir = tempfile::tempdir().unwrap();
-        SimulatedEngine::builder()
+        let engine = SimulatedEngine::builder()
             .model(ModelPreset::by_id("llama-3.1-70b").unwrap())
             .gpu("h100-sxm")
             .tensor_parallel(4)
             .dtype(WeightDtype::Fp8)
             .kv_cache_dtype(KvCacheDtype::Fp8)
             .gpu_override("mfu", 0.5)
-            .build()
-            .write_to(dir.path())
-            .unwrap();
+            .build();
+        let dir = tempfile::tempdir().unwrap();
+        engine.write_to(dir.path()).unwrap();
         let sim = EngineSimulation::read(dir.path()).unwrap();
         assert_eq!((sim.tp_size, sim.weights, sim.kv_cache), (4, Some(WeightDtype::Fp8), Some(KvCacheDtype::Fp8)));
         assert_eq!(sim.clock, ClockMode::Real);
         let model = sim.perf_model.unwrap();
         assert_eq!(model.gpu().mfu, 0.5);
-        let expected = SimulatedEngine::builder()
-            .model(ModelPreset::by_id("llama-3.1-70b").unwrap())
-            .gpu("h100-sxm")
-            .tensor_parallel(4)
-            .dtype(WeightDtype::Fp8)
-            .kv_cache_dtype(KvCacheDtype::Fp8)
-            .gpu_override("mfu", 0.5)
-            .build()
-            .perf_model()
-            .unwrap();
+        let expected = engine.perf_model().unwrap();
         assert_eq!(model.decode_step_ms(512), expected.decode_step_ms(512));
     }
 
