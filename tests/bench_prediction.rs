@@ -1,34 +1,14 @@
 //! `trtllm bench` on simulated GPUs: the timing model's prediction beside the measurement, and
 //! planning runs on the virtual clock reported in simulated time.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+use std::process::Output;
+
+use common::cli::{bench, read_json, run_bench};
 use serde_json::Value;
 use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine, SimulatedEngineBuilder};
-
-fn run_bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .arg("bench")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// Runs `trtllm bench`; fails the test (with its stderr) unless it succeeds.
-fn bench(args: &[&str]) -> Output {
-    let out = run_bench(args);
-    assert!(
-        out.status.success(),
-        "bench {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 fn num(v: &Value, pointer: &str) -> f64 {
     v.pointer(pointer)

@@ -3,8 +3,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::cli::{bench, read_json};
 use serde_json::Value;
 use trtllm::text::{ChatMessage, Tokenizer};
 
@@ -50,25 +51,6 @@ const VLLM_KEYS: &[&str] = &[
     "std_e2el_ms",
     "p99_e2el_ms",
 ];
-
-/// Runs `trtllm bench` with `args`; fails the test (with its stderr) unless it succeeds.
-fn bench(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .arg("bench")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 fn num(v: &Value, key: &str) -> f64 {
     v[key]
