@@ -35,16 +35,26 @@ fn with_events(builder: TestServerBuilder) -> TestServerBuilder {
     builder.config(|c| c.kv_cache_event_buffer_max_size(1024))
 }
 
-async fn subscribe(
+/// The raw call: the response (with its headers) or the status it was refused with.
+async fn subscribe_call(
     client: &mut Client,
     start_sequence_number: u64,
     load_first: bool,
-) -> tonic::Streaming<cpb::KvEventBatch> {
+) -> Result<tonic::Response<tonic::Streaming<cpb::KvEventBatch>>, tonic::Status> {
     client
         .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
             start_sequence_number,
             load_records_before_first_batch: load_first,
         })
+        .await
+}
+
+async fn subscribe(
+    client: &mut Client,
+    start_sequence_number: u64,
+    load_first: bool,
+) -> tonic::Streaming<cpb::KvEventBatch> {
+    subscribe_call(client, start_sequence_number, load_first)
         .await
         .unwrap()
         .into_inner()
@@ -282,11 +292,7 @@ async fn batch_numbers_are_consecutive_shared_and_resumable() {
     assert_eq!(number(&theirs), newest + 1);
 
     // A number this server never sent is refused.
-    let ahead = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
-            start_sequence_number: newest + 10,
-            load_records_before_first_batch: false,
-        })
+    let ahead = subscribe_call(&mut client, newest + 10, false)
         .await
         .unwrap_err();
     assert_eq!(ahead.code(), Code::OutOfRange, "{ahead:?}");
@@ -297,13 +303,7 @@ async fn batch_numbers_are_consecutive_shared_and_resumable() {
 async fn an_idle_server_sends_load_only_heartbeats() {
     let server = with_events(builder()).start().await;
     let mut client = server.client().await;
-    let response = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
-            start_sequence_number: 0,
-            load_records_before_first_batch: true,
-        })
-        .await
-        .unwrap();
+    let response = subscribe_call(&mut client, 0, true).await.unwrap();
     assert_eq!(
         response.metadata().get(KV_EVENTS_HEADER).unwrap(),
         "on",
@@ -412,10 +412,7 @@ async fn without_an_event_buffer_the_stream_carries_load_only() {
     let server = builder().start().await;
     let block = server.executor.executor().engine().tokens_per_block as u32;
     let mut client = server.client().await;
-    let response = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
-        .await
-        .unwrap();
+    let response = subscribe_call(&mut client, 0, false).await.unwrap();
     assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "off");
     let mut stream = response.into_inner();
     generate(&mut client, "unseen", prompt(2 * block + 1, 1)).await;
@@ -427,13 +424,7 @@ async fn without_an_event_buffer_the_stream_carries_load_only() {
         );
         assert_eq!(b.sequence_number, 0);
     }
-    let refused = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
-            start_sequence_number: 5,
-            load_records_before_first_batch: false,
-        })
-        .await
-        .unwrap_err();
+    let refused = subscribe_call(&mut client, 5, false).await.unwrap_err();
     assert_eq!(refused.code(), Code::OutOfRange);
 }
 
@@ -469,10 +460,7 @@ async fn serve_client(served: &Served) -> Client {
 async fn trtllm_serve_streams_kv_events_by_default_and_the_flag_turns_them_off() {
     let served = serve(&[]);
     let mut client = serve_client(&served).await;
-    let response = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
-        .await
-        .unwrap();
+    let response = subscribe_call(&mut client, 0, false).await.unwrap();
     assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "on");
     let mut stream = response.into_inner();
     generate(&mut client, "cli", prompt(200, 1)).await;
@@ -482,10 +470,7 @@ async fn trtllm_serve_streams_kv_events_by_default_and_the_flag_turns_them_off()
 
     let off = serve(&["--kv-cache-event-buffer-size", "0"]);
     let mut client = serve_client(&off).await;
-    let response = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
-        .await
-        .unwrap();
+    let response = subscribe_call(&mut client, 0, false).await.unwrap();
     assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "off");
 }
 
@@ -528,13 +513,7 @@ async fn lost_events_end_the_stream_with_data_loss_and_forbid_resuming_across_th
         status.message().contains("start_sequence_number 0"),
         "{status:?}"
     );
-    let refused = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest {
-            start_sequence_number: 1,
-            load_records_before_first_batch: false,
-        })
-        .await
-        .unwrap_err();
+    let refused = subscribe_call(&mut client, 1, false).await.unwrap_err();
     assert_eq!(
         refused.code(),
         Code::OutOfRange,
