@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what the tests need, then runs them.
 #   - valgrind (Debian package) for the FFI memcheck test
-#   - Python packages for the protocol interop tests are installed by those tests into target/py-venv
+#   - Python packages for the protocol interop tests are installed by those tests into a venv
+#     under the target directory (target/tmp/py-venv)
 # No GPU and no network other than the package registries are needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,5 +21,10 @@ export TRTLLM_REQUIRE_VALGRIND=1
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo test --all-targets --locked
-cargo test --doc --locked
+# Both test runs are also logged, so the suite can end on one line that counts every test.
+log=target/test-suite.log
+mkdir -p target
+cargo test --all-targets --locked 2>&1 | tee "$log"
+cargo test --doc --locked 2>&1 | tee -a "$log"
+awk '/^test result:/ { passed += $4; failed += $6 }
+     END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
