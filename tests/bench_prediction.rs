@@ -208,6 +208,37 @@ fn a_virtual_clock_run_fills_the_batch_with_the_concurrency() {
     assert_eq!(summary["clock"]["max_batch_size"], 16);
     assert_eq!(summary["iter"]["max_active_requests"], 16.0);
     assert_eq!(summary["completed"], 32);
+    // The iteration figures cover the measured window, not the 16 warmup requests before it:
+    // they start at the iteration that scheduled the first measured request.
+    let jsonl = |name: &str| -> Vec<Value> {
+        std::fs::read_to_string(out.path().join(name))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let first_measured = jsonl("c16_in256_out64.requests.jsonl")
+        .iter()
+        .filter(|r| r["phase"] == "measure")
+        .map(|r| r["server"]["first_iter"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    let iterations = jsonl("c16_in256_out64.iters.jsonl");
+    assert!(first_measured > 0);
+    assert!(
+        iterations
+            .iter()
+            .all(|i| i["iter"].as_u64().unwrap() >= first_measured),
+        "iterations before {first_measured} reported"
+    );
+    let passes = iterations
+        .iter()
+        .filter(|i| i["num_active_requests"].as_i64().unwrap() > 0)
+        .count();
+    assert_eq!(summary["iter"]["count"], passes);
+    // The 32 measured prompts' blocks, none reused, and none of the warmup's.
+    let block = summary["kv"]["tokens_per_block"].as_u64().unwrap();
+    assert_eq!(summary["kv"]["missed_blocks"], 32 * 256 / block);
     // Sixteen requests share every decode step: each token takes longer than alone, and the
     // executor serves far more than one stream's tokens per simulated second.
     let tpot = num(&summary, "/mean_tpot_ms");

@@ -78,6 +78,15 @@ impl IterationLog {
         }
     }
 
+    /// The log from iteration `first` on, for a phase that shared the executor with an
+    /// earlier one: earlier iterations are dropped, and the KV counters at the end of the last
+    /// dropped one become the baseline, so block reuse counts only the window.
+    pub fn from_iteration(self, first: u64) -> IterationLog {
+        let (before, window): (Vec<_>, Vec<_>) = self.iterations.into_iter().partition(|s| s.iter < first);
+        let baseline_kv = before.iter().rev().find_map(|s| s.kv_cache).or(self.baseline_kv);
+        IterationLog { iterations: window, lagged: self.lagged, baseline_kv }
+    }
+
     /// End time of each forward pass, seconds on `clock`, by iteration number (from the
     /// timestamp text; entries that report an idle executor are skipped, as they reuse the
     /// next pass's number).
@@ -137,10 +146,12 @@ impl IterationLog {
         })
     }
 
-    /// The `iter` summary object: iteration count, latency and batch figures, and how many
-    /// iterations were lost.
+    /// The `iter` summary object: forward-pass count, latency and batch figures, and how many
+    /// iterations were lost. The entries that report an idle executor (nothing active, no
+    /// forward pass, latency 0) are counted apart, so they do not pull the figures down.
     pub fn iter_summary(&self) -> Value {
-        let iterations = &self.iterations;
+        let (iterations, idle): (Vec<&IterationStats>, Vec<&IterationStats>) =
+            self.iterations.iter().partition(|s| s.num_active_requests > 0);
         let latency: Vec<f64> = iterations.iter().map(|s| s.iter_latency_ms).collect();
         let active: Vec<f64> = iterations.iter().map(|s| f64::from(s.num_active_requests)).collect();
         let queued: Vec<f64> = iterations.iter().map(|s| f64::from(s.num_queued_requests)).collect();
@@ -152,6 +163,7 @@ impl IterationLog {
         json!({
             "available": true,
             "count": iterations.len(),
+            "idle_entries": idle.len(),
             "lost_iterations": self.lagged,
             "missing_iterations": self.missing_iterations(),
             "mean_latency_ms": super::stats::mean(&latency),
@@ -292,6 +304,47 @@ mod tests {
         assert_eq!(kv["cache_hit_rate"], 0.75);
         assert_eq!(kv["max_utilization"], 0.2);
         assert_eq!(kv["counted_from"], "start of the measured phase");
+    }
+
+    #[test]
+    fn a_window_counts_reuse_from_the_iteration_before_it() {
+        let log = IterationLog {
+            iterations: vec![stats(10, 40, 10, 5), stats(11, 46, 12, 20), stats(12, 50, 15, 21)],
+            lagged: 1,
+            baseline_kv: stats(9, 30, 0, 0).kv_cache,
+        };
+        let window = log.from_iteration(11);
+        assert_eq!(window.iterations.iter().map(|s| s.iter).collect::<Vec<_>>(), [11, 12]);
+        assert_eq!(window.lagged, 1);
+        let kv = window.kv_summary();
+        // Counted from the end of iteration 10 (40 reused, 10 missed), not from the phase start.
+        assert_eq!(kv["reused_blocks"], 10);
+        assert_eq!(kv["missed_blocks"], 5);
+        assert_eq!(window.iter_summary()["count"], 2);
+        // A window that starts before the log keeps the phase's own baseline.
+        let all = IterationLog {
+            iterations: vec![stats(10, 40, 10, 5)],
+            lagged: 0,
+            baseline_kv: stats(9, 34, 8, 0).kv_cache,
+        };
+        assert_eq!(all.from_iteration(0).kv_summary()["reused_blocks"], 6);
+    }
+
+    #[test]
+    fn idle_entries_are_counted_apart_from_forward_passes() {
+        let mut idle = stats(12, 0, 0, 0);
+        idle.num_active_requests = 0;
+        idle.iter_latency_ms = 0.0;
+        let log = IterationLog {
+            iterations: vec![stats(10, 0, 0, 0), stats(11, 0, 0, 0), idle],
+            lagged: 0,
+            baseline_kv: None,
+        };
+        let iter = log.iter_summary();
+        assert_eq!(iter["count"], 2);
+        assert_eq!(iter["idle_entries"], 1);
+        assert_eq!(iter["mean_latency_ms"], 10.0);
+        assert_eq!(iter["mean_active_requests"], 1.0);
     }
 
     #[test]

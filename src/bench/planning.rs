@@ -73,7 +73,8 @@ pub struct VirtualClockRun {
 
 /// Runs one closed-loop point on a virtual-clock engine in `engine_dir`: its own executor with
 /// the concurrency as batch cap, `plan.warmup` warmup requests then `plan.num_prompts` measured
-/// ones queued at once, records rebuilt in simulated time (seconds since the first arrival).
+/// ones queued at once, records rebuilt in simulated time (seconds since the first arrival),
+/// and the iteration log from the iteration that scheduled the first measured request.
 /// `progress` sees every measured request as it finishes.
 ///
 /// ```rust
@@ -181,6 +182,14 @@ pub async fn run_virtual_point(
     executor.shutdown(crate::ShutdownMode::Cancel).await?;
 
     let latencies = iteration_latencies_ms(&log);
+    // `kv` and `iter` describe the measured window, as in a wall-clock run: from the iteration
+    // that scheduled the first measured request (warmup requests still finishing share it).
+    let first_measured =
+        records.iter().filter(|r| r.phase == Phase::Measure).filter_map(|r| r.server.and_then(|s| s.first_iter)).min();
+    let log = match first_measured {
+        Some(first) => log.from_iteration(first),
+        None => log,
+    };
     let (records, itl_unmapped_requests) = to_simulated_time(records, &latencies);
     let simulated_s = records.iter().filter_map(|r| r.end_s).fold(0.0_f64, f64::max);
     let clock_run = VirtualClockRun {
