@@ -75,7 +75,10 @@ impl TextOptions {
 ///   lists several, e.g. Llama-3's end-of-text, end-of-message and end-of-turn) becomes a
 ///   single-token executor stop word. The text stream treats them like the end id: they end the
 ///   sequence with [`FinishReason::EndId`](crate::FinishReason::EndId) and are not part of the
-///   output's tokens or text.
+///   output's tokens or text. Like the end id, they wait for the sampling's `min_tokens`: with
+///   `min_tokens` set they are no executor stop words (the executor would stop on them at
+///   once), the request streams in the executor, and the text stream ends the sequence (and
+///   cancels the work) at the first one that follows at least `min_tokens` tokens.
 /// - **Stop strings.** Every stop string is matched in the decoded text. Those that are
 ///   token-aligned (see [`token_stop_sequences`]) are also executor stop words, so the executor
 ///   stops on them by itself when the model produces that tokenization. A stop string that is a
@@ -124,8 +127,11 @@ pub struct TextPlan {
     /// Token-aligned stop strings with their id sequences, to name the string when the
     /// executor stopped on one that the text did not show.
     pub(crate) token_stops: Vec<(Vec<u32>, String)>,
-    /// Eos ids other than the end id: executor stop words that end the sequence like the end id.
+    /// Eos ids other than the end id: they end the sequence like the end id.
     pub(crate) extra_end_ids: Vec<u32>,
+    /// Tokens a sequence has before an eos id in `extra_end_ids` may end it (the sampling's
+    /// `min_tokens`, which the executor applies to the end id alone).
+    pub(crate) min_tokens: usize,
     pub(crate) include_stop: bool,
     pub(crate) skip_special_tokens: bool,
     pub(crate) client_streaming: bool,
@@ -178,6 +184,7 @@ impl TextRequest {
         for (ids, _) in &token_stops {
             add_word(ids.clone());
         }
+        let min_tokens = request.sampling().min_tokens.unwrap_or(0) as usize;
         if ignore_eos {
             request = request.with_end_id(-1);
         } else if let Some((&end_id, others)) = tokenizer.eos_token_ids().split_first() {
@@ -185,16 +192,20 @@ impl TextRequest {
             for &id in others {
                 if id != end_id && !extra_end_ids.contains(&id) {
                     extra_end_ids.push(id);
-                    add_word(vec![id]);
+                    if min_tokens == 0 {
+                        // Executor stop words ignore min_tokens: with it, only the text ends here.
+                        add_word(vec![id]);
+                    }
                 }
             }
         }
         request = request.with_stop_words(stop_words);
 
         let client_streaming = request.streaming();
-        if !stop_strings.is_empty() {
+        if !stop_strings.is_empty() || (min_tokens > 0 && !extra_end_ids.is_empty()) {
             // Even a token-aligned stop string may reach the text through another tokenization,
-            // which only the text sees: stream, so the stop can cancel the work when it appears.
+            // which only the text sees (and an eos id after min_tokens only the text ends on):
+            // stream, so the text can cancel the work when it ends.
             request = request.with_streaming(true);
         }
         let plan = TextPlan {
@@ -203,6 +214,7 @@ impl TextRequest {
             special_stops,
             token_stops,
             extra_end_ids,
+            min_tokens,
             include_stop,
             skip_special_tokens,
             client_streaming,
@@ -240,7 +252,8 @@ impl TextPlan {
         self.has_stop_strings() || !self.extra_end_ids.is_empty()
     }
 
-    /// The eos ids besides the end id that the executor stops on as single-token stop words.
+    /// The eos ids besides the end id, which end the text like the end id (and are the
+    /// executor's single-token stop words unless the request sets `min_tokens`).
     pub fn extra_end_ids(&self) -> &[u32] {
         &self.extra_end_ids
     }

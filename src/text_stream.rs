@@ -95,7 +95,7 @@ impl SequenceText {
     /// returns how many of `ids` belong to the output.
     fn feed(&mut self, plan: &TextPlan, ids: &[u32]) -> std::result::Result<usize, TextError> {
         for (i, &id) in ids.iter().enumerate() {
-            if plan.extra_end_ids.contains(&id) {
+            if plan.extra_end_ids.contains(&id) && self.delivered + i >= plan.min_tokens {
                 // Like the end id: the sequence is over and the eos is not part of it.
                 self.flush();
                 self.end.get_or_insert(End::Eos);
@@ -405,6 +405,28 @@ mod tests {
         assert_eq!(sequence.feed(&plan, &ids(&tokenizer, "abcdef")).ok(), Some(4));
         assert_eq!(sequence.text, "ab");
         assert_eq!(sequence.end, Some(End::Stop("cd".into())));
+    }
+
+    #[test]
+    fn an_eos_id_within_min_tokens_is_an_ordinary_token() {
+        let tokenizer = byte_tokenizer();
+        let eos = ids(&tokenizer, "!?");
+        let tokenizer = tokenizer.with_eos_token_ids(eos.clone());
+        let request = GenerationRequest::new(vec![1], 16)
+            .with_streaming(false)
+            .with_sampling(crate::SamplingParams { min_tokens: Some(3), ..Default::default() });
+        let (request, plan) = TextRequest::new(request, &tokenizer, TextOptions::new()).unwrap().into_parts();
+        assert!(request.stop_words().is_empty(), "the executor would stop on it before min_tokens");
+        assert!(request.streaming(), "so the text can cancel the work when it ends");
+        assert!(!plan.client_streaming());
+        let mut sequence = SequenceText::new(&plan);
+        // "a?b?c": the "?" at position 1 comes before 3 tokens, the one at position 3 after.
+        assert_eq!(sequence.feed(&plan, &ids(&tokenizer, "a?")).ok(), Some(2));
+        sequence.delivered += 2;
+        assert_eq!(sequence.end, None);
+        assert_eq!(sequence.feed(&plan, &ids(&tokenizer, "b?c")).ok(), Some(1));
+        assert_eq!(sequence.end, Some(End::Eos));
+        assert_eq!(sequence.text, "a?b");
     }
 
     #[test]

@@ -382,6 +382,66 @@ async fn every_eos_id_ends_the_text_like_the_end_id() {
 }
 
 #[tokio::test]
+async fn an_eos_id_besides_the_end_id_waits_for_min_tokens() {
+    let (_dir, executor, tokenizer) = words_setup(&[
+        (
+            "tokenizer_config.json",
+            json!({"eos_token": "<|im_end|>"}).to_string(),
+        ),
+        (
+            "generation_config.json",
+            json!({"eos_token_id": [2, 3, 0]}).to_string(),
+        ),
+    ])
+    .await;
+    let is_eos = |id: &u32| [0, 2, 3].contains(id);
+    // Generated ids whose first eos id is not the end id (2), and a later one that is not
+    // either: with min_tokens just past the first, the text must run on to the second.
+    let (seed, ids) = find_seed(&executor, &tokenizer, |ids| {
+        let Some(first) = ids.iter().position(is_eos) else {
+            return false;
+        };
+        let next = ids[first + 1..]
+            .iter()
+            .position(is_eos)
+            .map(|p| first + 1 + p);
+        first >= 1 && ids[first] != 2 && next.is_some_and(|n| ids[n] != 2)
+    })
+    .await;
+    let first = ids.iter().position(is_eos).unwrap();
+    let next = first + 1 + ids[first + 1..].iter().position(is_eos).unwrap();
+    for streaming in [true, false] {
+        let request = words_request(&tokenizer, seed, 40)
+            .with_streaming(streaming)
+            .with_sampling(SamplingParams {
+                seed: Some(seed),
+                min_tokens: Some(first as u32 + 1),
+                ..Default::default()
+            });
+        let ended = run_request(&executor, &tokenizer, request, TextOptions::new()).await;
+        assert_eq!(ended.output.finish_reason, FinishReason::EndId);
+        assert_eq!(
+            ended.output.token_ids(),
+            &ids[..next],
+            "the eos id within min_tokens is an ordinary (special) token; the next one ends it"
+        );
+        assert_eq!(ended.text, tokenizer.decode(&ids[..next], true).unwrap());
+        assert_eq!(ended.deltas.is_empty(), !streaming);
+    }
+    assert_eq!(executor.executor().in_flight(), 0);
+
+    // Without min_tokens the first one ends it, as before.
+    let ended = run_request(
+        &executor,
+        &tokenizer,
+        words_request(&tokenizer, seed, 40),
+        TextOptions::new(),
+    )
+    .await;
+    assert_eq!(ended.output.token_ids(), &ids[..first]);
+}
+
+#[tokio::test]
 async fn a_special_token_stop_string_matches_on_its_id() {
     let (_dir, executor, tokenizer) = words_setup(&[]).await;
     let im_start = tokenizer.token_to_id("<|im_start|>").unwrap();
