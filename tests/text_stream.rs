@@ -53,6 +53,22 @@ async fn words_setup(files: &[(&str, String)]) -> (tempfile::TempDir, AsyncExecu
     load(engine_with_tokenizer(&word_level_tokenizer(), files)).await
 }
 
+/// Llama-3 style: `<|im_end|>` (2) as the configured eos token, and more eos ids (3 and 0) in
+/// generation_config.json.
+async fn several_eos_setup() -> (tempfile::TempDir, AsyncExecutor, Tokenizer) {
+    words_setup(&[
+        (
+            "tokenizer_config.json",
+            json!({"eos_token": "<|im_end|>"}).to_string(),
+        ),
+        (
+            "generation_config.json",
+            json!({"eos_token_id": [2, 3, 0]}).to_string(),
+        ),
+    ])
+    .await
+}
+
 async fn load(dir: tempfile::TempDir) -> (tempfile::TempDir, AsyncExecutor, Tokenizer) {
     let executor = AsyncExecutor::load(dir.path(), ExecutorConfig::default())
         .await
@@ -330,18 +346,7 @@ async fn token_aligned_stop_strings_reach_the_executor_as_stop_words() {
 
 #[tokio::test]
 async fn every_eos_id_ends_the_text_like_the_end_id() {
-    // Llama-3 style: the configured eos token plus more eos ids in generation_config.json.
-    let (_dir, executor, tokenizer) = words_setup(&[
-        (
-            "tokenizer_config.json",
-            json!({"eos_token": "<|im_end|>"}).to_string(),
-        ),
-        (
-            "generation_config.json",
-            json!({"eos_token_id": [2, 3, 0]}).to_string(),
-        ),
-    ])
-    .await;
+    let (_dir, executor, tokenizer) = several_eos_setup().await;
     assert_eq!(tokenizer.eos_token_ids(), [2, 3, 0]);
     for other_eos in [3, 0] {
         // Generated ids whose first eos id is `other_eos`, not the end id 2.
@@ -383,17 +388,7 @@ async fn every_eos_id_ends_the_text_like_the_end_id() {
 
 #[tokio::test]
 async fn an_eos_id_besides_the_end_id_waits_for_min_tokens() {
-    let (_dir, executor, tokenizer) = words_setup(&[
-        (
-            "tokenizer_config.json",
-            json!({"eos_token": "<|im_end|>"}).to_string(),
-        ),
-        (
-            "generation_config.json",
-            json!({"eos_token_id": [2, 3, 0]}).to_string(),
-        ),
-    ])
-    .await;
+    let (_dir, executor, tokenizer) = several_eos_setup().await;
     let is_eos = |id: &u32| [0, 2, 3].contains(id);
     // Generated ids whose first eos id is not the end id (2), and a later one that is not
     // either: with min_tokens just past the first, the text must run on to the second.
