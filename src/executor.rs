@@ -311,7 +311,8 @@ impl Executor {
         requests: &[GenerationRequest],
         submit: impl FnOnce(&sys::ExecutorHandle) -> std::result::Result<Vec<u64>, cxx::Exception>,
     ) -> Result<Vec<GenerationStream>> {
-        let channels: Vec<_> = requests.iter().map(|_| mpsc::channel(self.inner.config.stream_buffer)).collect();
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            requests.iter().map(|_| mpsc::channel(self.inner.config.stream_buffer)).unzip();
         let ends: Vec<_> = requests.iter().map(|_| Arc::new(OnceLock::new())).collect();
         let enqueued_at;
         let ids = {
@@ -336,8 +337,8 @@ impl Executor {
                     requests.len()
                 )));
             }
-            for ((id, (tx, _)), end) in ids.iter().zip(&channels).zip(&ends) {
-                routes.insert(*id, Route { tx: tx.clone(), end: end.clone() });
+            for ((id, tx), end) in ids.iter().zip(senders).zip(&ends) {
+                routes.insert(*id, Route { tx, end: end.clone() });
             }
             ids
         };
@@ -345,9 +346,9 @@ impl Executor {
         let streams = requests
             .iter()
             .zip(ids)
-            .zip(channels)
+            .zip(receivers)
             .zip(ends)
-            .map(|(((request, id), (_, rx)), end)| {
+            .map(|(((request, id), rx), end)| {
                 let accumulator = Accumulator::new(
                     id,
                     request.prompt().len() as u32,
@@ -450,6 +451,13 @@ impl Executor {
     /// The executor configuration it was loaded with.
     pub fn config(&self) -> &ExecutorConfig {
         &self.inner.config
+    }
+
+    /// The most requests it runs at once: the configured `max_batch_size`, capped by the
+    /// engine's (at least 1).
+    pub fn max_batch_size(&self) -> usize {
+        let engine = self.inner.engine.max_batch_size;
+        self.inner.config.max_batch_size.map_or(engine, |b| (b as usize).min(engine)).max(1)
     }
 
     /// Which executor this is: `tensorrt-llm <version>` or `simulated`.
