@@ -41,7 +41,7 @@ pub(crate) struct KvSources {
 
 impl KvSources {
     /// The feed and the tracker; must be called on a tokio runtime.
-    pub(crate) fn get(&self, executor: &AsyncExecutor, max_running: u32) -> (Arc<KvFeed>, Arc<LoadTracker>) {
+    pub(crate) fn get(&self, executor: &AsyncExecutor) -> (Arc<KvFeed>, Arc<LoadTracker>) {
         self.started
             .get_or_init(|| {
                 let executor = executor.executor();
@@ -60,6 +60,7 @@ impl KvSources {
                         KvFeed::disabled()
                     }
                 };
+                let max_running = u32::try_from(executor.max_batch_size()).unwrap_or(u32::MAX);
                 (feed, LoadTracker::start(executor, max_running))
             })
             .clone()
@@ -127,7 +128,7 @@ pub(crate) fn subscribe(
     state: Arc<ServiceState>,
     request: cpb::SubscribeKvEventsRequest,
 ) -> Result<Response<ResponseStream<cpb::KvEventBatch>>, Status> {
-    let (feed, load) = state.kv.get(&state.executor, state.limits.max_return_sequences);
+    let (feed, load) = state.kv.get(&state.executor);
     let subscription =
         feed.subscribe(request.start_sequence_number).map_err(|e| Status::out_of_range(e.to_string()))?;
     let (tx, rx) = mpsc::channel::<Result<cpb::KvEventBatch, Status>>(16);

@@ -32,9 +32,8 @@ impl RequestLimits {
     pub fn of(executor: &Executor) -> Self {
         let engine = executor.engine();
         let config = executor.config();
-        let batch = config.max_batch_size.map_or(engine.max_batch_size, |b| (b as usize).min(engine.max_batch_size));
         RequestLimits {
-            max_return_sequences: u32::try_from(batch).unwrap_or(u32::MAX).max(1),
+            max_return_sequences: u32::try_from(executor.max_batch_size()).unwrap_or(u32::MAX),
             max_beam_width: config.max_beam_width.min(u32::try_from(engine.max_beam_width).unwrap_or(u32::MAX)),
             vocab_size: engine.vocab_size,
         }

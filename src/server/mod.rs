@@ -118,7 +118,7 @@ pub async fn serve(
     let state = service.state().clone();
     // From the start, so that KV event batches are numbered and kept for resuming subscribers
     // before the first one arrives.
-    state.kv.get(&state.executor, state.limits.max_return_sequences);
+    state.kv.get(&state.executor);
     let health = HealthServer::new(health::HealthService::start(state.clone()));
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
