@@ -9,24 +9,14 @@ use std::process::Command;
 mod proto;
 
 fn main() {
-    for var in [
-        "TRTLLM_ROOT",
-        "CUDA_INCLUDE_DIR",
-        "TRTLLM_CXX11_ABI",
-        "TRTLLM_EXTRA_LIB_DIRS",
-    ] {
+    for var in ["TRTLLM_ROOT", "CUDA_INCLUDE_DIR", "TRTLLM_CXX11_ABI", "TRTLLM_EXTRA_LIB_DIRS"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rustc-check-cfg=cfg(trtllm_real)");
-    let manifest =
-        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
 
     let mut build = cxx_build::bridge("src/ffi.rs");
-    build
-        .std("c++17")
-        .file("cpp/src/shim.cc")
-        .flag_if_supported("-Wall")
-        .flag_if_supported("-Wextra");
+    build.std("c++17").file("cpp/src/shim.cc").flag_if_supported("-Wall").flag_if_supported("-Wextra");
     track(&manifest.join("cpp/include/trtllm/shim.h"));
     track(&manifest.join("cpp/src/shim.cc"));
 
@@ -46,14 +36,10 @@ fn configure_real(build: &mut cc::Build, root: &Path) {
     let include = root.join("include");
     let lib = root.join("lib");
     if !include.join("tensorrt_llm/executor/executor.h").is_file() {
-        panic!(
-            "TRTLLM_ROOT={} has no include/tensorrt_llm/executor/executor.h",
-            root.display()
-        );
+        panic!("TRTLLM_ROOT={} has no include/tensorrt_llm/executor/executor.h", root.display());
     }
-    let cuda_include = env::var_os("CUDA_INCLUDE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/local/cuda/include"));
+    let cuda_include =
+        env::var_os("CUDA_INCLUDE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/local/cuda/include"));
     // The upstream headers warn under stricter flags: include them as system headers.
     build
         .flag("-isystem")
@@ -63,9 +49,7 @@ fn configure_real(build: &mut cc::Build, root: &Path) {
         .define("TRTLLM_SHIM_REAL", None)
         .define("ENABLE_BF16", None)
         .define("ENABLE_FP8", None);
-    let abi = env::var("TRTLLM_CXX11_ABI")
-        .ok()
-        .or_else(|| detect_cxx11_abi(&lib.join("libtensorrt_llm.so")));
+    let abi = env::var("TRTLLM_CXX11_ABI").ok().or_else(|| detect_cxx11_abi(&lib.join("libtensorrt_llm.so")));
     if let Some(abi) = abi {
         build.define("_GLIBCXX_USE_CXX11_ABI", abi.as_str());
     }
@@ -88,24 +72,12 @@ fn configure_real(build: &mut cc::Build, root: &Path) {
 
 /// `nm -D` shows `[abi:cxx11]`-tagged symbols only in a library built with the new ABI.
 fn detect_cxx11_abi(library: &Path) -> Option<String> {
-    let output = Command::new("nm")
-        .arg("-D")
-        .arg("--demangle")
-        .arg(library)
-        .output()
-        .ok()?;
+    let output = Command::new("nm").arg("-D").arg("--demangle").arg(library).output().ok()?;
     if !output.status.success() {
         return None;
     }
     let text = String::from_utf8_lossy(&output.stdout);
-    Some(
-        if text.contains("[abi:cxx11]") {
-            "1"
-        } else {
-            "0"
-        }
-        .to_string(),
-    )
+    Some(if text.contains("[abi:cxx11]") { "1" } else { "0" }.to_string())
 }
 
 fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
@@ -115,11 +87,7 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     track(&sim.join("src"));
     track(&sim.join("include/tensorrt_llm/executor"));
     track(&sim.join("include/tensorrt_llm/runtime"));
-    for dir in [
-        "include/tensorrt_llm/executor",
-        "include/tensorrt_llm/runtime",
-        "src",
-    ] {
+    for dir in ["include/tensorrt_llm/executor", "include/tensorrt_llm/runtime", "src"] {
         let Ok(entries) = std::fs::read_dir(sim.join(dir)) else {
             continue;
         };

@@ -68,9 +68,7 @@ fn detokenize(c: &mut Criterion) {
     let tokenizer = trained_tokenizer();
     let mut rng = SplitMix::new(7);
     let single = generated_ids(&tokenizer, &mut rng, SINGLE_STREAM_TOKENS);
-    let streams: Vec<Vec<u32>> = (0..STREAMS)
-        .map(|_| generated_ids(&tokenizer, &mut rng, TOKENS_PER_STREAM))
-        .collect();
+    let streams: Vec<Vec<u32>> = (0..STREAMS).map(|_| generated_ids(&tokenizer, &mut rng, TOKENS_PER_STREAM)).collect();
 
     let mut group = c.benchmark_group("detokenize_tokens_per_core");
     group.throughput(Throughput::Elements(SINGLE_STREAM_TOKENS as u64));
@@ -89,9 +87,8 @@ fn detokenize(c: &mut Criterion) {
     group.throughput(Throughput::Elements((STREAMS * TOKENS_PER_STREAM) as u64));
     group.bench_function("256_streams", |b| {
         b.iter(|| {
-            let mut decoders: Vec<IncrementalDecoder> = (0..STREAMS)
-                .map(|_| tokenizer.incremental_decoder(true))
-                .collect();
+            let mut decoders: Vec<IncrementalDecoder> =
+                (0..STREAMS).map(|_| tokenizer.incremental_decoder(true)).collect();
             let mut bytes = 0;
             for step in 0..TOKENS_PER_STREAM {
                 for (decoder, ids) in decoders.iter_mut().zip(&streams) {

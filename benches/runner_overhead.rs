@@ -16,8 +16,8 @@
 use std::time::{Duration, Instant};
 
 use trtllm::bench::{
-    BenchTarget, Calibration, GrpcTarget, LoadPlan, Phase, PointRun, PromptSource, RequestRecord,
-    RunClock, WallAnchor, Workload, percentile, run_point,
+    BenchTarget, Calibration, GrpcTarget, LoadPlan, Phase, PointRun, PromptSource, RequestRecord, RunClock, WallAnchor,
+    Workload, percentile, run_point,
 };
 use trtllm::server::{ServeOptions, serve};
 use trtllm::sim::SimulatedEngine;
@@ -39,21 +39,14 @@ fn engine(dir: &std::path::Path, iteration_ms: f64, time_scale: f64) {
 async fn start_executor(iteration_ms: f64, time_scale: f64) -> (tempfile::TempDir, AsyncExecutor) {
     let dir = tempfile::tempdir().unwrap();
     engine(dir.path(), iteration_ms, time_scale);
-    let config = ExecutorConfig::builder()
-        .stream_buffer(4096)
-        .build()
-        .unwrap();
+    let config = ExecutorConfig::builder().stream_buffer(4096).build().unwrap();
     let executor = AsyncExecutor::load(dir.path(), config).await.unwrap();
     (dir, executor)
 }
 
 fn workload(output_len: usize) -> Workload {
     Workload {
-        source: PromptSource::Random {
-            vocab_size: 32000,
-            input_len: 16,
-            shared_prefix: 0,
-        },
+        source: PromptSource::Random { vocab_size: 32000, input_len: 16, shared_prefix: 0 },
         output_len: Some(output_len as u32),
         fallback_output_len: output_len as u32,
         ignore_eos: true,
@@ -73,30 +66,15 @@ async fn run_full(
     let plan = LoadPlan::closed(concurrency, concurrency);
     let (clock, anchor) = (RunClock::start(), WallAnchor::now());
     let started = Instant::now();
-    let run = run_point(target, &workload(output_len), 0, &plan, &clock, |_| {})
-        .await
-        .expect("valid plan");
+    let run = run_point(target, &workload(output_len), 0, &plan, &clock, |_| {}).await.expect("valid plan");
     let seconds = started.elapsed().as_secs_f64();
-    assert!(
-        run.records.iter().all(|r| r.is_success()),
-        "a request failed"
-    );
+    assert!(run.records.iter().all(|r| r.is_success()), "a request failed");
     (run, clock, anchor, seconds)
 }
 
-async fn run(
-    target: &BenchTarget,
-    concurrency: usize,
-    output_len: usize,
-) -> (Vec<RequestRecord>, f64) {
+async fn run(target: &BenchTarget, concurrency: usize, output_len: usize) -> (Vec<RequestRecord>, f64) {
     let (run, _, _, seconds) = run_full(target, concurrency, output_len).await;
-    (
-        run.records
-            .into_iter()
-            .filter(|r| r.phase == Phase::Measure)
-            .collect(),
-        seconds,
-    )
+    (run.records.into_iter().filter(|r| r.phase == Phase::Measure).collect(), seconds)
 }
 
 fn ms(values: &[f64], p: f64) -> f64 {
@@ -106,21 +84,13 @@ fn ms(values: &[f64], p: f64) -> f64 {
 /// Serves `executor` on a loopback port; returns a gRPC target, the stop signal and the server task.
 async fn serve_on_loopback(
     executor: &AsyncExecutor,
-) -> (
-    BenchTarget,
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<()>,
-) {
+) -> (BenchTarget, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let served = executor.clone();
     let server = tokio::spawn(async move {
-        let options = ServeOptions {
-            addr,
-            grace_period: Duration::from_secs(1),
-            ..Default::default()
-        };
+        let options = ServeOptions { addr, grace_period: Duration::from_secs(1), ..Default::default() };
         serve(served, None, options, listener, async {
             let _ = stop_rx.await;
         })
@@ -151,19 +121,10 @@ async fn main() {
         let (_dir, executor) = start_executor(10.0, 1.0).await;
         let target = BenchTarget::InProcess(executor.clone());
         let (run, clock, anchor, _) = run_full(&target, streams, 32).await;
-        let ends = run
-            .iterations
-            .as_ref()
-            .map(|log| log.end_times_s(&clock, &anchor))
-            .unwrap_or_default();
+        let ends = run.iterations.as_ref().map(|log| log.end_times_s(&clock, &anchor)).unwrap_or_default();
         let c = Calibration::compute(&run.records, &ends, &[50.0, 99.0]).expect("executor stamps");
         // Per-token errors of either sign: how far a client-side gap can be off.
-        let abs_itl: Vec<f64> = c
-            .itl_error
-            .sorted_samples()
-            .iter()
-            .map(|v| v.abs())
-            .collect();
+        let abs_itl: Vec<f64> = c.itl_error.sorted_samples().iter().map(|v| v.abs()).collect();
         let p = |d: &trtllm::bench::Distribution, q: f64| d.percentile(q).unwrap_or(f64::NAN);
         println!(
             "{streams:>8} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8}",
@@ -177,10 +138,7 @@ async fn main() {
             c.runner_scheduling_delay.max().unwrap_or(f64::NAN),
             c.itl_error.count(),
         );
-        executor
-            .shutdown(trtllm::ShutdownMode::Cancel)
-            .await
-            .unwrap();
+        executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
     }
 
     println!("\nzero-latency simulator (no sleeping), 256 streams x 256 tokens:");
@@ -188,18 +146,12 @@ async fn main() {
     let target = BenchTarget::InProcess(executor.clone());
     let (records, seconds) = run(&target, 256, 256).await;
     let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
-    println!(
-        "  in process: {:>10.0} tokens/s ({tokens} tokens in {seconds:.2} s)",
-        tokens as f64 / seconds
-    );
+    println!("  in process: {:>10.0} tokens/s ({tokens} tokens in {seconds:.2} s)", tokens as f64 / seconds);
 
     let (grpc, stop_tx, server) = serve_on_loopback(&executor).await;
     let (records, seconds) = run(&grpc, 256, 256).await;
     let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
-    println!(
-        "  via gRPC:   {:>10.0} tokens/s ({tokens} tokens in {seconds:.2} s)",
-        tokens as f64 / seconds
-    );
+    println!("  via gRPC:   {:>10.0} tokens/s ({tokens} tokens in {seconds:.2} s)", tokens as f64 / seconds);
     let _ = stop_tx.send(());
     let _ = server.await;
 
@@ -215,17 +167,9 @@ async fn main() {
     let (_dir, executor) = start_executor(10.0, 1.0).await;
     let in_process = BenchTarget::InProcess(executor.clone());
     let (grpc, stop_tx, server) = serve_on_loopback(&executor).await;
-    let ttfts = |records: &[RequestRecord]| {
-        records
-            .iter()
-            .filter_map(RequestRecord::ttft_s)
-            .collect::<Vec<_>>()
-    };
+    let ttfts = |records: &[RequestRecord]| records.iter().filter_map(RequestRecord::ttft_s).collect::<Vec<_>>();
     let delivery = |records: &[RequestRecord]| {
-        records
-            .iter()
-            .filter_map(|r| Some(r.first_token_s? - r.server?.first_token_s?))
-            .collect::<Vec<_>>()
+        records.iter().filter_map(|r| Some(r.first_token_s? - r.server?.first_token_s?)).collect::<Vec<_>>()
     };
     let (mut added_p50, mut added_p99) = (Vec::new(), Vec::new());
     let (mut local_all, mut remote_all) = (Vec::new(), Vec::new());

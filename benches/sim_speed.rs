@@ -39,19 +39,12 @@ async fn run(streaming: bool) -> Window {
         .build()
         .write_to(dir.path())
         .unwrap();
-    let config = ExecutorConfig::builder()
-        .stream_buffer(2 * OUTPUT as usize)
-        .build()
-        .unwrap();
+    let config = ExecutorConfig::builder().stream_buffer(2 * OUTPUT as usize).build().unwrap();
     let executor = AsyncExecutor::load(dir.path(), config).await.unwrap();
     let mut finals: FuturesUnordered<_> = (0..BATCH)
         .map(|i| {
-            let prompt: Vec<u32> = (0..PROMPT as u32)
-                .map(|t| 1 + (t * 31 + i as u32 * 7) % 30000)
-                .collect();
-            let request = GenerationRequest::new(prompt, OUTPUT)
-                .with_streaming(streaming)
-                .with_perf_metrics(true);
+            let prompt: Vec<u32> = (0..PROMPT as u32).map(|t| 1 + (t * 31 + i as u32 * 7) % 30000).collect();
+            let request = GenerationRequest::new(prompt, OUTPUT).with_streaming(streaming).with_perf_metrics(true);
             executor.generate(request).unwrap().collect_final()
         })
         .collect();
@@ -62,18 +55,12 @@ async fn run(streaming: bool) -> Window {
         first_final.get_or_insert_with(Instant::now);
         perf.push(done.unwrap().perf.unwrap());
     }
-    executor
-        .shutdown(trtllm::ShutdownMode::Cancel)
-        .await
-        .unwrap();
+    executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
     let last_start = perf.iter().filter_map(|p| p.first_iter).max().unwrap();
     let first_end = perf.iter().filter_map(|p| p.last_iter).min().unwrap();
     let last_arrival = perf.iter().filter_map(|p| p.first_scheduled).max().unwrap();
     let first_done = perf.iter().filter_map(|p| p.last_token).min().unwrap();
-    assert!(
-        first_end > last_start + 100,
-        "the requests did not overlap: enqueueing took too long"
-    );
+    assert!(first_end > last_start + 100, "the requests did not overlap: enqueueing took too long");
     Window {
         iterations: first_end - last_start,
         wall_s: (first_final.unwrap() - all_enqueued).as_secs_f64(),
@@ -82,10 +69,7 @@ async fn run(streaming: bool) -> Window {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     println!(
         "Simulator speed at batch {BATCH}: Llama-3.1-8B on a simulated H200, virtual clock, {PROMPT}+{OUTPUT} tokens per request"
     );
@@ -93,11 +77,7 @@ fn main() {
         let window = runtime.block_on(run(streaming));
         println!(
             "  {:<13} {:>5} iterations in {:.3} s = {:>6.0} iterations/s ({:.1} simulated s: {:.0}x faster than the GPU)",
-            if streaming {
-                "streaming"
-            } else {
-                "non-streaming"
-            },
+            if streaming { "streaming" } else { "non-streaming" },
             window.iterations,
             window.wall_s,
             window.iterations as f64 / window.wall_s,

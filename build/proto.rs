@@ -37,9 +37,6 @@ pub fn compile_protos() -> Result<(), Box<dyn Error>> {
     let fds = protox::compile(PROTO_FILES, [&root])?;
     fs::write(out_dir.join(DESCRIPTOR_FILE), fds.encode_to_vec())?;
 
-    tonic_prost_build::configure()
-        .build_server(true)
-        .build_client(true)
-        .compile_fds(fds)?;
+    tonic_prost_build::configure().build_server(true).build_client(true).compile_fds(fds)?;
     Ok(())
 }

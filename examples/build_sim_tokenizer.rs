@@ -38,23 +38,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .min_frequency(2)
         .show_progress(false)
         .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
-        .special_tokens(
-            SPECIAL_TOKENS
-                .iter()
-                .map(|t| AddedToken::from(*t, true))
-                .collect(),
-        )
+        .special_tokens(SPECIAL_TOKENS.iter().map(|t| AddedToken::from(*t, true)).collect())
         .build()
         .into();
-    tokenizer
-        .train(&mut trainer, corpus.iter())
-        .map_err(|e| format!("training: {e}"))?;
+    tokenizer.train(&mut trainer, corpus.iter()).map_err(|e| format!("training: {e}"))?;
 
     let out = root.join("assets/sim-tokenizer");
     std::fs::create_dir_all(&out)?;
-    tokenizer
-        .save(out.join("tokenizer.json"), false)
-        .map_err(|e| format!("saving: {e}"))?;
+    tokenizer.save(out.join("tokenizer.json"), false).map_err(|e| format!("saving: {e}"))?;
     let config = serde_json::json!({
         "bos_token": null,
         "eos_token": "<|im_end|>",
@@ -63,20 +54,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "model_max_length": 8192,
         "chat_template": CHAT_TEMPLATE,
     });
-    std::fs::write(
-        out.join("tokenizer_config.json"),
-        serde_json::to_string_pretty(&config)? + "\n",
-    )?;
+    std::fs::write(out.join("tokenizer_config.json"), serde_json::to_string_pretty(&config)? + "\n")?;
     let generation = serde_json::json!({ "eos_token_id": [2, 0] });
-    std::fs::write(
-        out.join("generation_config.json"),
-        serde_json::to_string_pretty(&generation)? + "\n",
-    )?;
-    println!(
-        "wrote {} ({} tokens)",
-        out.display(),
-        tokenizer.get_vocab_size(true)
-    );
+    std::fs::write(out.join("generation_config.json"), serde_json::to_string_pretty(&generation)? + "\n")?;
+    println!("wrote {} ({} tokens)", out.display(), tokenizer.get_vocab_size(true));
     Ok(())
 }
 
@@ -95,20 +76,12 @@ fn collect(dir: &Path, corpus: &mut Vec<String>) -> std::io::Result<()> {
             Some("md") => std::fs::read_to_string(&path)?,
             Some("rs") => std::fs::read_to_string(&path)?
                 .lines()
-                .filter_map(|l| {
-                    l.trim_start()
-                        .strip_prefix("///")
-                        .or_else(|| l.trim_start().strip_prefix("//!"))
-                })
+                .filter_map(|l| l.trim_start().strip_prefix("///").or_else(|| l.trim_start().strip_prefix("//!")))
                 .map(|l| l.trim().to_string() + "\n")
                 .collect(),
             _ => continue,
         };
-        corpus.extend(
-            text.lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| l.to_string()),
-        );
+        corpus.extend(text.lines().filter(|l| !l.trim().is_empty()).map(|l| l.to_string()));
     }
     Ok(())
 }

@@ -20,13 +20,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(dir) => std::path::PathBuf::from(dir),
         None => {
             // A TinyLlama-shaped simulated engine with 20 ms iterations in real time.
-            trtllm::sim::SimulatedEngine::builder()
-                .build()
-                .write_to(scratch.path())?;
-            println!(
-                "no engine dir given: created a simulated engine in {}",
-                scratch.path().display()
-            );
+            trtllm::sim::SimulatedEngine::builder().build().write_to(scratch.path())?;
+            println!("no engine dir given: created a simulated engine in {}", scratch.path().display());
             scratch.path().to_path_buf()
         }
     };
@@ -47,35 +42,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             StreamEvent::Final(done) => {
                 println!();
-                let ms = |d: Option<Duration>| {
-                    d.map_or("n/a".to_string(), |d| {
-                        format!("{:.2} ms", d.as_secs_f64() * 1e3)
-                    })
-                };
+                let ms =
+                    |d: Option<Duration>| d.map_or("n/a".to_string(), |d| format!("{:.2} ms", d.as_secs_f64() * 1e3));
                 println!(
                     "{} prompt tokens, {} completion tokens, finish reason {}",
                     done.prompt_tokens, done.completion_tokens, done.finish_reason
                 );
-                println!(
-                    "TTFT {}  TPOT {}  E2E {}",
-                    ms(done.ttft()),
-                    ms(done.tpot()),
-                    ms(Some(done.e2e_latency()))
-                );
+                println!("TTFT {}  TPOT {}  E2E {}", ms(done.ttft()), ms(done.tpot()), ms(Some(done.e2e_latency())));
                 if let Some(perf) = done.perf {
-                    println!(
-                        "executor-side TTFT {} (queue {})",
-                        ms(perf.ttft()),
-                        ms(perf.queue_time())
-                    );
+                    println!("executor-side TTFT {} (queue {})", ms(perf.ttft()), ms(perf.queue_time()));
                 }
             }
         }
     }
-    executor
-        .shutdown(trtllm::ShutdownMode::Drain {
-            timeout: Duration::from_secs(5),
-        })
-        .await?;
+    executor.shutdown(trtllm::ShutdownMode::Drain { timeout: Duration::from_secs(5) }).await?;
     Ok(())
 }

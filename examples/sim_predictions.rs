@@ -23,28 +23,16 @@ fn run_request(executor: &Executor, prompt: usize) -> anyhow::Result<(f64, f64)>
         }
     }
     let done = done.ok_or_else(|| anyhow::anyhow!("no final output"))?;
-    let perf = done
-        .perf
-        .ok_or_else(|| anyhow::anyhow!("no perf metrics"))?;
-    let (Some(arrival), Some(first), Some(last)) =
-        (perf.arrival, perf.first_token, perf.last_token)
-    else {
+    let perf = done.perf.ok_or_else(|| anyhow::anyhow!("no perf metrics"))?;
+    let (Some(arrival), Some(first), Some(last)) = (perf.arrival, perf.first_token, perf.last_token) else {
         anyhow::bail!("incomplete perf metrics");
     };
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    Ok((
-        ms(first - arrival),
-        (OUTPUT - 1) as f64 / (ms(last - first) / 1000.0),
-    ))
+    Ok((ms(first - arrival), (OUTPUT - 1) as f64 / (ms(last - first) / 1000.0)))
 }
 
 /// The smallest tensor-parallel size (1, 2, 4, 8) whose GPUs hold the weights and one 8k-token request.
-fn engine_for(
-    model: &ModelPreset,
-    gpu: &GpuPreset,
-    dtype: WeightDtype,
-    kv: KvCacheDtype,
-) -> Option<SimulatedEngine> {
+fn engine_for(model: &ModelPreset, gpu: &GpuPreset, dtype: WeightDtype, kv: KvCacheDtype) -> Option<SimulatedEngine> {
     let max_seq_len = model.max_position_embeddings.min(8192 + OUTPUT);
     [1, 2, 4, 8].into_iter().find_map(|tp| {
         let engine = SimulatedEngine::builder()
@@ -61,10 +49,7 @@ fn engine_for(
             .build();
         let perf = engine.perf_model().ok()?;
         let reserve = perf.runtime_reserve_bytes(engine.max_num_tokens, engine.max_batch_size, 1);
-        let capacity = perf.kv_capacity_tokens(
-            trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION,
-            reserve,
-        );
+        let capacity = perf.kv_capacity_tokens(trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve);
         (capacity.ok()? >= max_seq_len as u64).then_some(engine)
     })
 }
@@ -86,9 +71,7 @@ fn table(dtype: WeightDtype, kv: KvCacheDtype, gpus: &[&GpuPreset]) -> anyhow::R
             engine.write_to(dir.path())?;
             // Cold prompts: one executor measures every prompt length, and block reuse would
             // serve the shorter prompts' blocks to the longer ones.
-            let config = ExecutorConfig::builder()
-                .kv_cache_enable_block_reuse(false)
-                .build()?;
+            let config = ExecutorConfig::builder().kv_cache_enable_block_reuse(false).build()?;
             let executor = Executor::load(dir.path(), config)?;
             let (mut decode, mut ttft) = (Vec::new(), Vec::new());
             for prompt in PROMPTS {
@@ -98,21 +81,12 @@ fn table(dtype: WeightDtype, kv: KvCacheDtype, gpus: &[&GpuPreset]) -> anyhow::R
                     continue;
                 }
                 let (ttft_ms, tokens_per_s) = run_request(&executor, prompt)?;
-                let predicted = perf.single_stream(
-                    prompt,
-                    OUTPUT,
-                    engine.max_num_tokens,
-                    engine.tokens_per_block,
-                );
+                let predicted = perf.single_stream(prompt, OUTPUT, engine.max_num_tokens, engine.tokens_per_block);
                 worst = worst
                     .max((ttft_ms / predicted.ttft_ms - 1.0).abs())
                     .max((tokens_per_s / predicted.decode_tokens_per_s - 1.0).abs());
                 decode.push(format!("{tokens_per_s:.1}"));
-                ttft.push(if ttft_ms < 100.0 {
-                    format!("{ttft_ms:.1}")
-                } else {
-                    format!("{ttft_ms:.0}")
-                });
+                ttft.push(if ttft_ms < 100.0 { format!("{ttft_ms:.1}") } else { format!("{ttft_ms:.0}") });
             }
             executor.shutdown(ShutdownMode::Cancel)?;
             out += &format!(
@@ -127,9 +101,7 @@ fn table(dtype: WeightDtype, kv: KvCacheDtype, gpus: &[&GpuPreset]) -> anyhow::R
             );
         }
     }
-    out += &format!(
-        "\n(Rust performance model vs simulator: largest relative difference {worst:.1e})\n"
-    );
+    out += &format!("\n(Rust performance model vs simulator: largest relative difference {worst:.1e})\n");
     Ok(out)
 }
 

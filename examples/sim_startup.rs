@@ -19,10 +19,7 @@ fn status_kib(field: &str) -> Option<u64> {
 }
 
 fn mib(kib: Option<u64>) -> String {
-    kib.map_or_else(
-        || "n/a".to_string(),
-        |kib| format!("{:.1} MiB", kib as f64 / 1024.0),
-    )
+    kib.map_or_else(|| "n/a".to_string(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

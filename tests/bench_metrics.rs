@@ -26,9 +26,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 fn num(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{key} is not a number: {}", v[key]))
+    v[key].as_f64().unwrap_or_else(|| panic!("{key} is not a number: {}", v[key]))
 }
 
 /// JSON equality up to float parsing: serde_json (without its `float_roundtrip` feature) may
@@ -46,11 +44,7 @@ fn assert_json_close(a: &Value, b: &Value, at: &str) {
             }
         }
         (Value::Object(x), Value::Object(y)) => {
-            assert_eq!(
-                x.keys().collect::<Vec<_>>(),
-                y.keys().collect::<Vec<_>>(),
-                "{at}: keys"
-            );
+            assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>(), "{at}: keys");
             for (k, v) in x {
                 assert_json_close(v, &y[k], &format!("{at}.{k}"));
             }
@@ -117,9 +111,7 @@ fn svg_texts(svg: &str) -> Vec<String> {
 
 // --- statistics -------------------------------------------------------------------------
 
-const SAMPLE: [f64; 13] = [
-    0.7, 12.5, 3.25, 8.0, 8.0, 1e-3, 42.0, 5.5, 19.75, 2.0, 6.125, 30.5, 0.25,
-];
+const SAMPLE: [f64; 13] = [0.7, 12.5, 3.25, 8.0, 8.0, 1e-3, 42.0, 5.5, 19.75, 2.0, 6.125, 30.5, 0.25];
 
 #[test]
 fn percentiles_match_numpy_default() {
@@ -173,9 +165,7 @@ fn tpot_excludes_one_token_requests() {
         streamed(1, 0.0, 0.2, &[(0.0, 1)]),                       // one token: no tpot
         streamed(2, 0.0, 0.1, &[(0.0, 1), (0.04, 1)]),            // tpot 40 ms
     ];
-    let s = Summary::builder(RunInfo::default())
-        .build(&records)
-        .unwrap();
+    let s = Summary::builder(RunInfo::default()).build(&records).unwrap();
     assert_eq!(s.tpot.count(), 2);
     assert!(close(s.tpot.mean().unwrap(), 30.0));
     assert_eq!(s.ttft.count(), 3);
@@ -188,10 +178,7 @@ fn tpot_excludes_one_token_requests() {
 fn per_token_itl_splits_multi_token_chunks() {
     // Chunks: 2 tokens at 100 ms, 4 tokens 80 ms later, 1 token 10 ms later.
     let r = streamed(0, 0.0, 0.1, &[(0.0, 2), (0.08, 4), (0.01, 1)]);
-    let s = Summary::builder(RunInfo::default())
-        .percentiles(&[50.0, 100.0])
-        .build(std::slice::from_ref(&r))
-        .unwrap();
+    let s = Summary::builder(RunInfo::default()).percentiles(&[50.0, 100.0]).build(std::slice::from_ref(&r)).unwrap();
     // vLLM per-chunk ITL: two gaps, 80 and 10 ms.
     assert_eq!(s.itl.sorted_samples().len(), 2);
     assert!(close(s.itl.max().unwrap(), 80.0));
@@ -202,10 +189,7 @@ fn per_token_itl_splits_multi_token_chunks() {
     assert!(close(per_token[1], 10.0));
     assert!(per_token[2..].iter().all(|&v| close(v, 20.0)));
     // Its mean equals TPOT: (190 - 100) ms / (7 - 1).
-    assert!(close(
-        s.itl_per_token.mean().unwrap(),
-        s.tpot.mean().unwrap()
-    ));
+    assert!(close(s.itl_per_token.mean().unwrap(), s.tpot.mean().unwrap()));
     let json = s.to_json();
     assert!(close(num(&json, "p100_itl_per_token_ms"), 20.0));
     assert!(close(num(&json, "p100_itl_ms"), 80.0));
@@ -220,10 +204,7 @@ fn goodput_counts_requests_meeting_every_slo() {
         streamed(3, 1.0, 0.08, &[(0.0, 1)]),            // 1 token: tpot 0 → good
     ];
     let slos = Slos::parse("ttft:100,tpot:50").unwrap();
-    let s = Summary::builder(RunInfo::default())
-        .slos(slos)
-        .build(&records)
-        .unwrap();
+    let s = Summary::builder(RunInfo::default()).slos(slos).build(&records).unwrap();
     let json = s.to_json();
     let duration = num(&json, "duration");
     assert!(close(duration, 1.08)); // first send 0.0, last completion 1.08
@@ -241,10 +222,7 @@ fn max_output_tokens_per_s_uses_one_second_buckets() {
         streamed(1, 2.2, 0.9, &[(0.0, 4), (1.0, 6)]), // 3.1 → b1 (4), 4.1 → b2 (6)
         streamed(2, 2.3, 0.8, &[(0.0, 1)]),           // 3.1 → b1 (1)
     ];
-    let json = Summary::builder(RunInfo::default())
-        .build(&records)
-        .unwrap()
-        .to_json();
+    let json = Summary::builder(RunInfo::default()).build(&records).unwrap().to_json();
     // vLLM counts one per streamed response (b0: 2, b1: 2, b2: 1) ...
     assert_eq!(num(&json, "max_output_tokens_per_s"), 2.0);
     // ... the by-token variant counts every token (b0: 5, b1: 5, b2: 6).
@@ -262,10 +240,7 @@ fn failed_requests_are_excluded_and_listed() {
     let mut early = RequestRecord::new(2, Phase::Measure, 0.1);
     early.prompt_tokens = 9000;
     early.fail(0.15, "prompt longer than max_input_len");
-    let s = Summary::builder(RunInfo::default())
-        .detailed(true)
-        .build(&[good, partial, early])
-        .unwrap();
+    let s = Summary::builder(RunInfo::default()).detailed(true).build(&[good, partial, early]).unwrap();
     let json = s.to_json();
     assert_eq!(json["completed"], 1);
     assert_eq!(json["failed"], 2);
@@ -282,14 +257,7 @@ fn failed_requests_are_excluded_and_listed() {
     assert_eq!(failed[1]["prompt_len"], 9000);
     assert_eq!(failed[1]["ttft"], 0.0);
     assert!(close(num(&failed[1], "latency"), 0.05));
-    assert_eq!(
-        json["errors"],
-        json!([
-            "",
-            "executor error: out of KV blocks",
-            "prompt longer than max_input_len"
-        ])
-    );
+    assert_eq!(json["errors"], json!(["", "executor error: out of KV blocks", "prompt longer than max_input_len"]));
     assert_eq!(json["output_lens"], json!([2, 0, 0]));
 }
 
@@ -298,14 +266,8 @@ fn warmup_requests_are_excluded_from_every_statistic() {
     let mut warm = streamed(0, 0.0, 5.0, &[(0.0, 50), (3.0, 50)]);
     warm.phase = Phase::Warmup;
     let measured = streamed(1, 10.0, 0.1, &[(0.0, 1), (0.01, 1)]);
-    let with = Summary::builder(RunInfo::default())
-        .build(&[warm, measured.clone()])
-        .unwrap()
-        .to_json();
-    let without = Summary::builder(RunInfo::default())
-        .build(&[measured])
-        .unwrap()
-        .to_json();
+    let with = Summary::builder(RunInfo::default()).build(&[warm, measured.clone()]).unwrap().to_json();
+    let without = Summary::builder(RunInfo::default()).build(&[measured]).unwrap().to_json();
     for key in [
         "completed",
         "duration",
@@ -352,22 +314,12 @@ const VLLM_KEYS: [&str; 24] = [
     "failed_requests",
 ];
 
-const DETAILED_KEYS: [&str; 7] = [
-    "input_lens",
-    "output_lens",
-    "ttfts",
-    "itls",
-    "latencies",
-    "start_times",
-    "errors",
-];
+const DETAILED_KEYS: [&str; 7] = ["input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "errors"];
 
 fn sample_records() -> Vec<RequestRecord> {
     let mut records: Vec<RequestRecord> = (0..20)
         .map(|i| {
-            let gaps: Vec<(f64, u32)> = (0..(i % 5 + 1))
-                .map(|k| (0.01 + k as f64 * 0.001, 1))
-                .collect();
+            let gaps: Vec<(f64, u32)> = (0..(i % 5 + 1)).map(|k| (0.01 + k as f64 * 0.001, 1)).collect();
             streamed(i, i as f64 * 0.05, 0.05 + i as f64 * 0.002, &gaps)
         })
         .collect();
@@ -409,29 +361,16 @@ fn summary_has_every_vllm_key_with_vllm_types() {
         assert!(json.get(key).is_some(), "missing vLLM key {key}");
     }
     // Types as vLLM writes them.
-    assert!(
-        json["date"]
-            .as_str()
-            .is_some_and(|d| d.len() == 15 && d.as_bytes()[8] == b'-')
-    );
+    assert!(json["date"].as_str().is_some_and(|d| d.len() == 15 && d.as_bytes()[8] == b'-'));
     assert_eq!(json["endpoint_type"], json["backend"]);
     assert_eq!(json["request_rate"], "inf");
     assert_eq!(json["max_concurrency"], 8);
     assert_eq!(json["max_model_len"], 4096);
     assert!(json["request_goodput"].is_f64());
-    for k in [
-        "completed",
-        "failed",
-        "total_input_tokens",
-        "total_output_tokens",
-        "max_concurrent_requests",
-    ] {
+    for k in ["completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"] {
         assert!(json[k].is_u64(), "{k} should be an integer");
     }
-    assert_eq!(
-        json["completed"].as_u64().unwrap() + json["failed"].as_u64().unwrap(),
-        20
-    );
+    assert_eq!(json["completed"].as_u64().unwrap() + json["failed"].as_u64().unwrap(), 20);
     for k in DETAILED_KEYS {
         assert_eq!(json[k].as_array().map(Vec::len), Some(20), "{k}");
     }
@@ -439,11 +378,7 @@ fn summary_has_every_vllm_key_with_vllm_types() {
     for k in ["engine", "workload", "kv", "iter", "prediction", "metadata"] {
         assert!(json[k].is_object(), "{k}");
     }
-    for k in [
-        "mean_itl_per_token_ms",
-        "p99.9_itl_per_token_ms",
-        "p99_client_queue_time_ms",
-    ] {
+    for k in ["mean_itl_per_token_ms", "p99.9_itl_per_token_ms", "p99_client_queue_time_ms"] {
         assert!(json[k].is_f64(), "{k}");
     }
     // Closed-loop run: no schedule, so no dispatch-delay keys.
@@ -452,10 +387,7 @@ fn summary_has_every_vllm_key_with_vllm_types() {
 
 #[test]
 fn detailed_arrays_only_when_asked() {
-    let json = Summary::builder(RunInfo::default())
-        .build(&sample_records())
-        .unwrap()
-        .to_json();
+    let json = Summary::builder(RunInfo::default()).build(&sample_records()).unwrap().to_json();
     for k in DETAILED_KEYS {
         assert!(json.get(k).is_none(), "{k} without detailed output");
     }
@@ -469,16 +401,8 @@ fn open_loop_reports_dispatch_delay_and_client_queue() {
         r.scheduled_send_s = Some(r.send_s - 0.001 * i as f64);
         r.client_queue_s = 0.002;
     }
-    let run = RunInfo {
-        request_rate: 20.0,
-        burstiness: 0.5,
-        ..RunInfo::default()
-    };
-    let json = Summary::builder(run)
-        .percentiles(&[100.0])
-        .build(&records)
-        .unwrap()
-        .to_json();
+    let run = RunInfo { request_rate: 20.0, burstiness: 0.5, ..RunInfo::default() };
+    let json = Summary::builder(run).percentiles(&[100.0]).build(&records).unwrap().to_json();
     assert_eq!(json["request_rate"], 20.0);
     assert_eq!(json["burstiness"], 0.5);
     assert!(close(num(&json, "p100_dispatch_delay_ms"), 19.0)); // index 19 is a success
@@ -500,9 +424,7 @@ fn result_files_round_trip() {
         last_token_s: Some(0.35),
         ..ServerTimes::default()
     });
-    let summary = Summary::builder(RunInfo::default())
-        .build(&records)
-        .unwrap();
+    let summary = Summary::builder(RunInfo::default()).build(&records).unwrap();
     let path = files.write_summary(&summary).unwrap();
     let back: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert_json_close(&back, &summary.to_json(), "summary");
@@ -510,10 +432,7 @@ fn result_files_round_trip() {
 
     files.write_requests(&records).unwrap();
     let jsonl = std::fs::read_to_string(files.requests_jsonl_path()).unwrap();
-    let parsed: Vec<RequestRecord> = jsonl
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let parsed: Vec<RequestRecord> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_json_close(&json!(parsed), &json!(records), "requests");
 
     let csv = parse_csv(&std::fs::read_to_string(files.requests_csv_path()).unwrap());
@@ -528,16 +447,10 @@ fn result_files_round_trip() {
     assert!(!csv[6][col("server_ttft_ms")].is_empty());
     assert!(csv[7][col("server_ttft_ms")].is_empty());
 
-    let iters = [
-        json!({"iter": 1, "numActiveRequests": 3}),
-        json!({"iter": 2}),
-    ];
+    let iters = [json!({"iter": 1, "numActiveRequests": 3}), json!({"iter": 2})];
     let path = files.write_iterations(&iters).unwrap();
-    let lines: Vec<Value> = std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<Value> =
+        std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines, iters);
 }
 
@@ -560,10 +473,7 @@ fn sweep_csv_and_table_have_one_row_per_point() {
     let rows: Vec<SweepRow> = [1u64, 4, 16]
         .iter()
         .map(|&c| {
-            let run = RunInfo {
-                max_concurrency: Some(c),
-                ..RunInfo::default()
-            };
+            let run = RunInfo { max_concurrency: Some(c), ..RunInfo::default() };
             let s = Summary::builder(run).build(&sample_records()).unwrap();
             SweepRow::from_summary(&s).with_shape(100, 3)
         })
@@ -581,15 +491,7 @@ fn sweep_csv_and_table_have_one_row_per_point() {
     assert!(close(pressure, 16.0 * rows[2].mean_prompt_tokens));
     let table = console_table(&rows);
     assert_eq!(table.lines().count(), 5);
-    for needle in [
-        "c=1",
-        "c=4",
-        "c=16",
-        "p99 TTFT",
-        "p50 TPOT",
-        "p99 ITL",
-        "out tok/s",
-    ] {
+    for needle in ["c=1", "c=4", "c=16", "p99 TTFT", "p50 TPOT", "p99 ITL", "out tok/s"] {
         assert!(table.contains(needle), "{needle}\n{table}");
     }
 }
@@ -601,21 +503,12 @@ fn pressure_plot_has_one_line_per_prompt_length() {
     let mut points = Vec::new();
     for len in [128u64, 1024, 4096] {
         for c in [1u64, 2, 4, 8, 16] {
-            points.push(PressurePoint::closed(
-                len,
-                c,
-                len as f64 + 3.0,
-                (c * len) as f64 / 100.0,
-            ));
+            points.push(PressurePoint::closed(len, c, len as f64 + 3.0, (c * len) as f64 / 100.0));
         }
     }
     let svg = plot_ttft_vs_inflight_tokens(&points).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    assert_eq!(
-        polylines_with_points(&svg, 5),
-        3,
-        "one 5-point line per prompt length"
-    );
+    assert_eq!(polylines_with_points(&svg, 5), 3, "one 5-point line per prompt length");
     let texts = svg_texts(&svg);
     for label in ["in=128", "in=1024", "in=4096", "p95 TTFT (ms)"] {
         assert!(texts.iter().any(|t| t == label), "{label} in {texts:?}");
@@ -664,12 +557,7 @@ fn time_series_plot_has_four_panels() {
     let ttft_points = samples.iter().filter(|s| s.mean_ttft_ms.is_some()).count();
     let svg = plot_time_series(&samples).unwrap();
     let texts = svg_texts(&svg);
-    for caption in [
-        "TTFT (ms)",
-        "output tokens/s",
-        "active requests",
-        "KV cache use (%)",
-    ] {
+    for caption in ["TTFT (ms)", "output tokens/s", "active requests", "KV cache use (%)"] {
         assert!(texts.iter().any(|t| t == caption), "{caption} in {texts:?}");
     }
     // Token rate, active requests and KV use have a point per sample; TTFT only where a first
@@ -686,12 +574,9 @@ fn time_series_plot_has_four_panels() {
 
 #[test]
 fn compare_reports_ratios_of_two_summaries() {
-    let a = Summary::builder(RunInfo {
-        label: Some("base".into()),
-        ..RunInfo::default()
-    })
-    .build(&sample_records())
-    .unwrap();
+    let a = Summary::builder(RunInfo { label: Some("base".into()), ..RunInfo::default() })
+        .build(&sample_records())
+        .unwrap();
     let faster: Vec<RequestRecord> = sample_records()
         .into_iter()
         .map(|mut r| {
@@ -707,12 +592,7 @@ fn compare_reports_ratios_of_two_summaries() {
             r
         })
         .collect();
-    let b = Summary::builder(RunInfo {
-        label: Some("fast".into()),
-        ..RunInfo::default()
-    })
-    .build(&faster)
-    .unwrap();
+    let b = Summary::builder(RunInfo { label: Some("fast".into()), ..RunInfo::default() }).build(&faster).unwrap();
     let text = compare(&a.to_json(), &b.to_json());
     assert!(text.starts_with("A: base"));
     let ratio = |key: &str| -> String {
@@ -741,10 +621,7 @@ fn non_streaming(index: u64, send: f64, latency: f64, tokens: u64) -> RequestRec
 
 #[test]
 fn non_streaming_runs_report_e2e_and_tokens_per_s_but_no_ttft() {
-    let records = [
-        non_streaming(0, 0.0, 2.0, 100),
-        non_streaming(1, 0.5, 4.0, 100),
-    ];
+    let records = [non_streaming(0, 0.0, 2.0, 100), non_streaming(1, 0.5, 4.0, 100)];
     let summary = Summary::builder(RunInfo::default())
         .percentiles(&[50.0])
         .slos(Slos::parse("ttft:1,tpot:1,e2el:3000").unwrap())
@@ -769,17 +646,10 @@ fn non_streaming_runs_report_e2e_and_tokens_per_s_but_no_ttft() {
     assert_eq!(json["goodput_slos"], "e2el:3000");
     assert_eq!(json["goodput_slos_not_applicable"], "ttft:1,tpot:1");
     // Without any applicable limit there is no goodput at all.
-    let json = Summary::builder(RunInfo::default())
-        .slos(Slos::parse("tpot:1").unwrap())
-        .build(&records)
-        .unwrap()
-        .to_json();
+    let json =
+        Summary::builder(RunInfo::default()).slos(Slos::parse("tpot:1").unwrap()).build(&records).unwrap().to_json();
     assert_eq!(json["request_goodput"], Value::Null);
-    let row = SweepRow::from_summary(
-        &Summary::builder(RunInfo::default())
-            .build(&records)
-            .unwrap(),
-    );
+    let row = SweepRow::from_summary(&Summary::builder(RunInfo::default()).build(&records).unwrap());
     assert_eq!((row.p50_ttft_ms, row.p50_tpot_ms), (None, None));
     assert!(close(row.p50_e2el_ms.unwrap(), 3000.0));
 }
@@ -792,42 +662,26 @@ fn cancelled_and_timed_out_requests_are_failures() {
     timed_out.finish(0.3, 1, Some("timeout".into()));
     let done = streamed(2, 0.0, 0.1, &[(0.0, 1), (0.01, 1)]);
     assert!(!cancelled.is_success() && !timed_out.is_success() && done.is_success());
-    let json = Summary::builder(RunInfo::default())
-        .build(&[cancelled, timed_out, done])
-        .unwrap()
-        .to_json();
+    let json = Summary::builder(RunInfo::default()).build(&[cancelled, timed_out, done]).unwrap().to_json();
     assert_eq!(json["completed"], 1);
     assert_eq!(json["failed"], 2);
     assert_eq!(json["total_output_tokens"], 2);
-    let errors: Vec<&str> = json["failed_requests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["error"].as_str().unwrap())
-        .collect();
-    assert!(
-        errors[0].contains("abort") && errors[1].contains("timeout"),
-        "{errors:?}"
-    );
+    let errors: Vec<&str> =
+        json["failed_requests"].as_array().unwrap().iter().map(|f| f["error"].as_str().unwrap()).collect();
+    assert!(errors[0].contains("abort") && errors[1].contains("timeout"), "{errors:?}");
 }
 
 #[test]
 fn output_length_mismatches_and_actual_token_counts() {
-    let mut records: Vec<RequestRecord> = (0..4)
-        .map(|i| streamed(i, 0.0, 0.1, &vec![(0.01, 1); 3 + i as usize]))
-        .collect();
+    let mut records: Vec<RequestRecord> =
+        (0..4).map(|i| streamed(i, 0.0, 0.1, &vec![(0.01, 1); 3 + i as usize])).collect();
     for (i, r) in records.iter_mut().enumerate() {
         r.prompt_tokens = 10 + i as u64;
         r.expected_output_tokens = Some(4);
         r.cached_tokens = 2 * i as u64;
     }
-    let json = Summary::builder(RunInfo {
-        max_concurrency: Some(2),
-        ..RunInfo::default()
-    })
-    .build(&records)
-    .unwrap()
-    .to_json();
+    let json =
+        Summary::builder(RunInfo { max_concurrency: Some(2), ..RunInfo::default() }).build(&records).unwrap().to_json();
     // Output lengths 3, 4, 5, 6 against an expected 4: three mismatches.
     assert_eq!(json["output_len_mismatches"], 3);
     assert_eq!(json["min_output_tokens"], 3);
@@ -878,9 +732,7 @@ fn calibration_keys_separate_measurement_error_from_queueing() {
 
 /// Mean and coefficient of variation of the gaps between consecutive arrivals.
 fn gap_stats(times: &[f64]) -> (f64, f64) {
-    let gaps: Vec<f64> = std::iter::once(times[0])
-        .chain(times.windows(2).map(|w| w[1] - w[0]))
-        .collect();
+    let gaps: Vec<f64> = std::iter::once(times[0]).chain(times.windows(2).map(|w| w[1] - w[0])).collect();
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
     let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
     (mean, var.sqrt() / mean)
@@ -894,18 +746,10 @@ fn gamma_arrivals_have_the_asked_rate_and_burstiness() {
         let times = arrival_schedule(n, 50.0, burstiness, 42).unwrap();
         let (mean, measured_cv) = gap_stats(&times);
         assert!(close(mean, 1.0 / 50.0), "mean gap {mean}");
-        assert!(
-            (measured_cv - cv).abs() < 0.05 * cv,
-            "burstiness {burstiness}: CV {measured_cv}, expected {cv}"
-        );
+        assert!((measured_cv - cv).abs() < 0.05 * cv, "burstiness {burstiness}: CV {measured_cv}, expected {cv}");
     }
     let constant = arrival_schedule(100, 4.0, f64::INFINITY, 1).unwrap();
-    assert!(
-        constant
-            .iter()
-            .enumerate()
-            .all(|(i, t)| close(*t, (i + 1) as f64 * 0.25))
-    );
+    assert!(constant.iter().enumerate().all(|(i, t)| close(*t, (i + 1) as f64 * 0.25)));
     assert!(arrival_schedule(10, 0.0, 1.0, 1).is_err());
     assert!(arrival_schedule(10, 1.0, -1.0, 1).is_err());
 }

@@ -11,17 +11,12 @@ use serde_json::Value;
 use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine, SimulatedEngineBuilder};
 
 fn num(v: &Value, pointer: &str) -> f64 {
-    v.pointer(pointer)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{pointer} missing in {v:#}"))
+    v.pointer(pointer).and_then(Value::as_f64).unwrap_or_else(|| panic!("{pointer} missing in {v:#}"))
 }
 
 /// Llama-3.1-8B's shape on a simulated H100.
 fn llama_h100() -> SimulatedEngineBuilder {
-    SimulatedEngine::builder()
-        .model(ModelPreset::by_id("llama-3.1-8b").unwrap())
-        .gpu("h100-sxm")
-        .max_batch_size(64)
+    SimulatedEngine::builder().model(ModelPreset::by_id("llama-3.1-8b").unwrap()).gpu("h100-sxm").max_batch_size(64)
 }
 
 fn write(engine: SimulatedEngine) -> tempfile::TempDir {
@@ -55,59 +50,33 @@ fn the_prediction_sits_beside_the_measurement_with_ratios() {
     let out = tempfile::tempdir().unwrap();
     let output = sweep(engine.path(), out.path(), "1,4");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("prediction c1_in512_out32: TTFT"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("prediction c1_in512_out32: TTFT"), "{stdout}");
 
     for stem in ["c1_in512_out32", "c4_in512_out32"] {
         let summary = read_json(&out.path().join(format!("{stem}.json")));
         let p = &summary["prediction"];
         assert_eq!(p["gpu"], "h100-sxm");
-        assert_eq!(
-            (p["prompt_tokens"].as_u64(), p["output_tokens"].as_u64()),
-            (Some(512), Some(32))
-        );
+        assert_eq!((p["prompt_tokens"].as_u64(), p["output_tokens"].as_u64()), (Some(512), Some(32)));
         // Measured figures are the executor's, as the server section reports them.
-        assert_eq!(
-            num(p, "/measured/ttft_ms"),
-            num(&summary, "/server/mean_ttft_ms")
-        );
-        assert_eq!(
-            num(p, "/measured/tpot_ms"),
-            num(&summary, "/server/mean_tpot_ms")
-        );
+        assert_eq!(num(p, "/measured/ttft_ms"), num(&summary, "/server/mean_ttft_ms"));
+        assert_eq!(num(p, "/measured/tpot_ms"), num(&summary, "/server/mean_tpot_ms"));
         // Ratios are measured / predicted.
         for (ratio, measured, predicted) in [
             ("/ratio/ttft", "/measured/ttft_ms", "/single_stream/ttft_ms"),
-            (
-                "/ratio/prefill",
-                "/measured/prefill_ms",
-                "/single_stream/prefill_ms",
-            ),
+            ("/ratio/prefill", "/measured/prefill_ms", "/single_stream/prefill_ms"),
             ("/ratio/tpot", "/measured/tpot_ms", "/single_stream/tpot_ms"),
         ] {
             let expected = num(p, measured) / num(p, predicted);
-            assert!(
-                (num(p, ratio) - expected).abs() < 1e-9 * expected,
-                "{ratio} in {p:#}"
-            );
+            assert!((num(p, ratio) - expected).abs() < 1e-9 * expected, "{ratio} in {p:#}");
         }
     }
 
     let one = read_json(&out.path().join("c1_in512_out32.json"));
     // One stream alone on the executor is what the model describes: generous tolerance.
     for ratio in ["/prediction/ratio/ttft", "/prediction/ratio/tpot"] {
-        assert!(
-            (num(&one, ratio) - 1.0).abs() < 0.05,
-            "{ratio} = {}",
-            num(&one, ratio)
-        );
+        assert!((num(&one, ratio) - 1.0).abs() < 0.05, "{ratio} = {}", num(&one, ratio));
     }
-    assert!(
-        one["prediction"].get("batch").is_none(),
-        "no batch figure at concurrency 1"
-    );
+    assert!(one["prediction"].get("batch").is_none(), "no batch figure at concurrency 1");
 
     let four = read_json(&out.path().join("c4_in512_out32.json"));
     let batch = &four["prediction"]["batch"];
@@ -126,17 +95,10 @@ fn no_prediction_without_a_timing_model() {
     let out = tempfile::tempdir().unwrap();
     let output = sweep(engine.path(), out.path(), "2");
     let summary = read_json(&out.path().join("c2_in512_out32.json"));
-    assert!(
-        summary.get("prediction").is_none(),
-        "{:#}",
-        summary["prediction"]
-    );
+    assert!(summary.get("prediction").is_none(), "{:#}", summary["prediction"]);
     assert!(!String::from_utf8_lossy(&output.stdout).contains("prediction"));
     assert_eq!(summary["clock"]["kind"], "wall");
-    assert!(
-        summary.get("calibration").is_some(),
-        "real time keeps the runner's own error"
-    );
+    assert!(summary.get("calibration").is_some(), "real time keeps the runner's own error");
 }
 
 #[test]
@@ -151,39 +113,23 @@ fn a_virtual_clock_run_reports_simulated_time_and_matches_the_model_at_one_strea
     let clock = &summary["clock"];
     assert_eq!(clock["kind"], "virtual");
     assert_eq!(clock["itl_unmapped_requests"], 0);
-    assert!(
-        summary.get("calibration").is_none(),
-        "client and executor times are one figure here"
-    );
+    assert!(summary.get("calibration").is_none(), "client and executor times are one figure here");
 
     // The headline TTFT is the executor's simulated TTFT, and it is what the model says.
     let predicted_ttft = model.ttft_ms(512, engine.max_num_tokens, engine.tokens_per_block);
     let ttft = num(&summary, "/mean_ttft_ms");
-    assert!(
-        (ttft / predicted_ttft - 1.0).abs() < 0.05,
-        "TTFT {ttft} ms vs predicted {predicted_ttft} ms"
-    );
+    assert!((ttft / predicted_ttft - 1.0).abs() < 0.05, "TTFT {ttft} ms vs predicted {predicted_ttft} ms");
     let single = model.single_stream(512, 32, engine.max_num_tokens, engine.tokens_per_block);
     let tpot = num(&summary, "/mean_tpot_ms");
-    assert!(
-        (tpot / single.tpot_ms - 1.0).abs() < 0.05,
-        "TPOT {tpot} ms vs predicted {} ms",
-        single.tpot_ms
-    );
+    assert!((tpot / single.tpot_ms - 1.0).abs() < 0.05, "TPOT {tpot} ms vs predicted {} ms", single.tpot_ms);
     // Per-token ITL comes from the iterations that produced the tokens: one decode step each.
     let itl = num(&summary, "/median_itl_ms");
-    assert!(
-        (itl / model.decode_step_ms(512 + 16) - 1.0).abs() < 0.05,
-        "ITL {itl} ms"
-    );
+    assert!((itl / model.decode_step_ms(512 + 16) - 1.0).abs() < 0.05, "ITL {itl} ms");
 
     // Duration and rates are in simulated time too: six requests one after another.
     let e2el = num(&summary, "/mean_e2el_ms");
     let duration_ms = num(&summary, "/duration") * 1e3;
-    assert!(
-        (duration_ms / (6.0 * e2el) - 1.0).abs() < 0.05,
-        "duration {duration_ms} ms for 6 x {e2el} ms"
-    );
+    assert!((duration_ms / (6.0 * e2el) - 1.0).abs() < 0.05, "duration {duration_ms} ms for 6 x {e2el} ms");
     let rate = num(&summary, "/request_throughput");
     assert!((rate * duration_ms / 1e3 - 6.0).abs() < 1e-6);
 }
@@ -226,15 +172,10 @@ fn a_virtual_clock_run_fills_the_batch_with_the_concurrency() {
     let iterations = jsonl("c16_in256_out64.iters.jsonl");
     assert!(first_measured > 0);
     assert!(
-        iterations
-            .iter()
-            .all(|i| i["iter"].as_u64().unwrap() >= first_measured),
+        iterations.iter().all(|i| i["iter"].as_u64().unwrap() >= first_measured),
         "iterations before {first_measured} reported"
     );
-    let passes = iterations
-        .iter()
-        .filter(|i| i["num_active_requests"].as_i64().unwrap() > 0)
-        .count();
+    let passes = iterations.iter().filter(|i| i["num_active_requests"].as_i64().unwrap() > 0).count();
     assert_eq!(summary["iter"]["count"], passes);
     // The 32 measured prompts' blocks, none reused, and none of the warmup's.
     let block = summary["kv"]["tokens_per_block"].as_u64().unwrap();
@@ -271,24 +212,14 @@ fn a_virtual_clock_point_gives_the_same_figures_every_run() {
             out.path().to_str().unwrap(),
         ]);
         let summary = read_json(&out.path().join("c8_in256_out32.json"));
-        [
-            "/mean_ttft_ms",
-            "/p99_ttft_ms",
-            "/mean_tpot_ms",
-            "/p99_itl_ms",
-            "/duration",
-            "/output_throughput",
-        ]
-        .map(|pointer| num(&summary, pointer))
+        ["/mean_ttft_ms", "/p99_ttft_ms", "/mean_tpot_ms", "/p99_itl_ms", "/duration", "/output_throughput"]
+            .map(|pointer| num(&summary, pointer))
     };
     // Equal to the nanosecond: the executor's stamps are whole nanoseconds on a clock that
     // starts at a different instant each run, so only float rounding may differ.
     let (first, second) = (figures(), figures());
     for (a, b) in first.iter().zip(&second) {
-        assert!(
-            (a - b).abs() <= 1e-9 * a.abs().max(1.0),
-            "{first:?} vs {second:?}"
-        );
+        assert!((a - b).abs() <= 1e-9 * a.abs().max(1.0), "{first:?} vs {second:?}");
     }
 }
 
@@ -296,18 +227,8 @@ fn a_virtual_clock_point_gives_the_same_figures_every_run() {
 fn the_virtual_clock_refuses_load_shapes_that_count_wall_clock_time() {
     let engine = write(llama_h100().clock(ClockMode::Virtual).build());
     let dir = engine.path().to_str().unwrap();
-    for extra in [
-        &["--request-rate", "4"][..],
-        &["--concurrency", "2", "--duration", "5"],
-    ] {
-        let mut args = vec![
-            "--engine-dir",
-            dir,
-            "--input-len",
-            "64",
-            "--output-len",
-            "4",
-        ];
+    for extra in [&["--request-rate", "4"][..], &["--concurrency", "2", "--duration", "5"]] {
+        let mut args = vec!["--engine-dir", dir, "--input-len", "64", "--output-len", "4"];
         args.extend_from_slice(extra);
         let out = run_bench(&args);
         assert!(!out.status.success(), "{extra:?} should be refused");

@@ -53,17 +53,14 @@ const VLLM_KEYS: &[&str] = &[
 ];
 
 fn num(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+    v[key].as_f64().unwrap_or_else(|| panic!("{key} is not a number in {v}"))
 }
 
 /// Parses an SVG file as XML and returns its `<text>` contents and the point counts of its
 /// `<polyline>`s.
 fn parse_svg(path: &Path) -> (Vec<String>, Vec<usize>) {
     let text = std::fs::read_to_string(path).unwrap();
-    let doc = roxmltree::Document::parse(&text)
-        .unwrap_or_else(|e| panic!("{} is not XML: {e}", path.display()));
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{} is not XML: {e}", path.display()));
     assert_eq!(doc.root_element().tag_name().name(), "svg");
     let texts = doc
         .descendants()
@@ -82,10 +79,7 @@ fn parse_svg(path: &Path) -> (Vec<String>, Vec<usize>) {
 /// The built-in engine (with its shipped tokenizer) at 1 ms per iteration.
 fn builtin_engine_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let engine = trtllm::sim::SimulatedEngine {
-        iteration_ms: Some(1.0),
-        ..trtllm::builtin::builtin_engine()
-    };
+    let engine = trtllm::sim::SimulatedEngine { iteration_ms: Some(1.0), ..trtllm::builtin::builtin_engine() };
     trtllm::builtin::write_engine(&engine, dir.path()).unwrap();
     dir
 }
@@ -95,23 +89,8 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
     let engine = common::sim::engine_dir(|b| b.iteration_ms(1.0));
     let out = tempfile::tempdir().unwrap();
     let status = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .args([
-            "bench",
-            "--engine-dir",
-            engine.path().to_str().unwrap(),
-            "--concurrency",
-            "1,4",
-        ])
-        .args([
-            "--input-len",
-            "16",
-            "--output-len",
-            "8",
-            "--num-prompts",
-            "8",
-            "--warmup",
-            "2",
-        ])
+        .args(["bench", "--engine-dir", engine.path().to_str().unwrap(), "--concurrency", "1,4"])
+        .args(["--input-len", "16", "--output-len", "8", "--num-prompts", "8", "--warmup", "2"])
         .args([
             "--slo",
             "ttft:1000,tpot:100",
@@ -123,19 +102,14 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
         ])
         .output()
         .unwrap();
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
     let table = String::from_utf8_lossy(&status.stdout);
     assert!(table.contains("c=1") && table.contains("c=4"), "{table}");
 
     for concurrency in [1, 4] {
         let stem = out.path().join(format!("c{concurrency}_in16_out8"));
         let summary: Value =
-            serde_json::from_str(&std::fs::read_to_string(stem.with_extension("json")).unwrap())
-                .unwrap();
+            serde_json::from_str(&std::fs::read_to_string(stem.with_extension("json")).unwrap()).unwrap();
         for key in VLLM_KEYS {
             assert!(summary.get(key).is_some(), "summary lacks {key}");
         }
@@ -144,57 +118,27 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
         assert_eq!(summary["total_input_tokens"], 8 * 16);
         assert_eq!(summary["max_concurrency"], concurrency);
         assert!(summary["mean_ttft_ms"].as_f64().unwrap() > 0.0);
-        assert!(
-            summary["p99_ttft_ms"].as_f64().unwrap() >= summary["median_ttft_ms"].as_f64().unwrap()
-        );
+        assert!(summary["p99_ttft_ms"].as_f64().unwrap() >= summary["median_ttft_ms"].as_f64().unwrap());
         // TPOT and ITL: no faster than the simulator's 1 ms iterations, one token per response.
         assert!(num(&summary, "mean_tpot_ms") >= 0.9);
-        assert!(
-            (num(&summary, "mean_itl_per_token_ms") - num(&summary, "mean_tpot_ms")).abs() < 1e-6
-        );
+        assert!((num(&summary, "mean_itl_per_token_ms") - num(&summary, "mean_tpot_ms")).abs() < 1e-6);
         assert!(summary["request_goodput"].as_f64().unwrap() > 0.0);
         assert!(summary["iter"]["count"].as_u64().unwrap() >= 8);
         assert_eq!(summary["iter"]["lost_iterations"], 0);
         assert!(summary["kv"]["max_num_blocks"].as_u64().unwrap() > 0);
         assert_eq!(summary["engine"]["config"]["model_name"], "test-model");
         assert_eq!(summary["engine"]["model_id"], "test-model");
-        assert_eq!(
-            summary["metadata"]["crate_version"],
-            env!("CARGO_PKG_VERSION")
-        );
-        assert!(
-            summary["metadata"]["backend"]
-                .as_str()
-                .unwrap()
-                .starts_with("simulated")
-        );
-        assert_eq!(
-            summary["metadata"]["gpu"], "rtx-a6000",
-            "simulation.json's gpu"
-        );
-        assert!(
-            num(&summary, "inflight_input_tokens") == (concurrency * 16) as f64,
-            "concurrency × prompt tokens"
-        );
-        assert!(
-            summary["calibration"]["p99_ttft_error_ms"]
-                .as_f64()
-                .unwrap()
-                >= 0.0
-        );
+        assert_eq!(summary["metadata"]["crate_version"], env!("CARGO_PKG_VERSION"));
+        assert!(summary["metadata"]["backend"].as_str().unwrap().starts_with("simulated"));
+        assert_eq!(summary["metadata"]["gpu"], "rtx-a6000", "simulation.json's gpu");
+        assert!(num(&summary, "inflight_input_tokens") == (concurrency * 16) as f64, "concurrency × prompt tokens");
+        assert!(summary["calibration"]["p99_ttft_error_ms"].as_f64().unwrap() >= 0.0);
 
-        let requests =
-            std::fs::read_to_string(format!("{}.requests.jsonl", stem.display())).unwrap();
-        let rows: Vec<Value> = requests
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let requests = std::fs::read_to_string(format!("{}.requests.jsonl", stem.display())).unwrap();
+        let rows: Vec<Value> = requests.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(rows.len(), 10, "8 measured + 2 warmup");
         assert_eq!(rows.iter().filter(|r| r["phase"] == "warmup").count(), 2);
-        assert!(
-            rows.iter()
-                .all(|r| r["output_tokens"] == 8 && r["prompt_tokens"] == 16)
-        );
+        assert!(rows.iter().all(|r| r["output_tokens"] == 8 && r["prompt_tokens"] == 16));
         let csv = std::fs::read_to_string(format!("{}.requests.csv", stem.display())).unwrap();
         assert_eq!(csv.lines().count(), 11);
         let iters = std::fs::read_to_string(format!("{}.iters.jsonl", stem.display())).unwrap();
@@ -206,31 +150,18 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
             .map(|it| {
                 let b = &it["inflight_batching"];
-                b["num_context_requests"].as_i64().unwrap()
-                    + b["num_gen_requests"].as_i64().unwrap()
+                b["num_context_requests"].as_i64().unwrap() + b["num_gen_requests"].as_i64().unwrap()
             })
             .sum();
         assert_eq!(summary["total_output_tokens"], executor_tokens);
-        assert!(
-            rows.iter()
-                .all(|r| r["finish_reason"] == "length" && r["streaming"] == true)
-        );
+        assert!(rows.iter().all(|r| r["finish_reason"] == "length" && r["streaming"] == true));
     }
     let sweep = std::fs::read_to_string(out.path().join("sweep.csv")).unwrap();
     assert_eq!(sweep.lines().count(), 3);
-    assert!(
-        sweep
-            .lines()
-            .next()
-            .unwrap()
-            .contains("inflight_input_tokens")
-    );
+    assert!(sweep.lines().next().unwrap().contains("inflight_input_tokens"));
     let (texts, lines) = parse_svg(&out.path().join("ttft_vs_inflight_tokens.svg"));
     assert!(texts.iter().any(|t| t == "in=16"), "{texts:?}");
-    assert!(
-        lines.contains(&2),
-        "one line through both concurrencies: {lines:?}"
-    );
+    assert!(lines.contains(&2), "one line through both concurrencies: {lines:?}");
     let (texts, lines) = parse_svg(&out.path().join("latency_vs_throughput.svg"));
     assert!(texts.iter().any(|t| t == "in=16 out=8"), "{texts:?}");
     assert!(lines.contains(&2), "{lines:?}");
@@ -247,42 +178,21 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
 
 #[test]
 fn bad_bench_arguments_exit_with_code_2() {
-    let out = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .args(["bench", "--concurrency", "x"])
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_trtllm")).args(["bench", "--concurrency", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_grpc_target_gives_the_same_token_counts() {
-    let server =
-        common::server::TestServer::start(1.0, trtllm::server::ServeOptions::default()).await;
+    let server = common::server::TestServer::start(1.0, trtllm::server::ServeOptions::default()).await;
     let out = tempfile::tempdir().unwrap();
     let target = format!("grpc://{}", server.addr);
-    let args = [
-        "--concurrency",
-        "4",
-        "--input-len",
-        "16",
-        "--output-len",
-        "8",
-        "--num-prompts",
-        "8",
-        "--warmup",
-        "1",
-    ];
+    let args = ["--concurrency", "4", "--input-len", "16", "--output-len", "8", "--num-prompts", "8", "--warmup", "1"];
     let grpc = tokio::task::spawn_blocking({
         let dir = out.path().join("grpc");
         move || {
             Command::new(env!("CARGO_BIN_EXE_trtllm"))
-                .args([
-                    "bench",
-                    "--target",
-                    &target,
-                    "--output-dir",
-                    dir.to_str().unwrap(),
-                ])
+                .args(["bench", "--target", &target, "--output-dir", dir.to_str().unwrap()])
                 .args(args)
                 .output()
                 .unwrap()
@@ -290,73 +200,34 @@ async fn the_grpc_target_gives_the_same_token_counts() {
     })
     .await
     .unwrap();
-    assert!(
-        grpc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&grpc.stderr)
-    );
+    assert!(grpc.status.success(), "{}", String::from_utf8_lossy(&grpc.stderr));
     let local = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .args([
-            "bench",
-            "--engine-dir",
-            server.dir.path().to_str().unwrap(),
-            "--output-dir",
-        ])
+        .args(["bench", "--engine-dir", server.dir.path().to_str().unwrap(), "--output-dir"])
         .arg(out.path().join("local"))
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        local.status.success(),
-        "{}",
-        String::from_utf8_lossy(&local.stderr)
-    );
+    assert!(local.status.success(), "{}", String::from_utf8_lossy(&local.stderr));
     let read = |sub: &str| -> Value {
-        serde_json::from_str(
-            &std::fs::read_to_string(out.path().join(sub).join("c4_in16_out8.json")).unwrap(),
-        )
-        .unwrap()
+        serde_json::from_str(&std::fs::read_to_string(out.path().join(sub).join("c4_in16_out8.json")).unwrap()).unwrap()
     };
     let (grpc, local) = (read("grpc"), read("local"));
-    for key in [
-        "completed",
-        "failed",
-        "total_input_tokens",
-        "total_output_tokens",
-    ] {
+    for key in ["completed", "failed", "total_input_tokens", "total_output_tokens"] {
         assert_eq!(grpc[key], local[key], "{key}");
     }
     assert_eq!(grpc["total_output_tokens"], 64);
-    assert!(
-        grpc["server"]["mean_ttft_ms"].as_f64().unwrap() > 0.0,
-        "server times come through the protocol"
-    );
-    assert_eq!(
-        grpc["metadata"]["target"],
-        format!("grpc://{}", server.addr)
-    );
+    assert!(grpc["server"]["mean_ttft_ms"].as_f64().unwrap() > 0.0, "server times come through the protocol");
+    assert_eq!(grpc["metadata"]["target"], format!("grpc://{}", server.addr));
     // The same engine description, from the engine config in process and from
     // GetModelInfo/GetServerInfo over gRPC.
-    for key in [
-        "model_id",
-        "max_seq_len",
-        "max_batch_size",
-        "vocab_size",
-        "num_layers",
-        "tp_size",
-    ] {
+    for key in ["model_id", "max_seq_len", "max_batch_size", "vocab_size", "num_layers", "tp_size"] {
         assert_eq!(grpc["engine"][key], local["engine"][key], "engine.{key}");
     }
     assert_eq!(grpc["engine"]["source"], "GetModelInfo/GetServerInfo");
     // Iteration statistics are not available over gRPC, and say so instead of showing zeros.
     for section in ["kv", "iter"] {
         assert_eq!(grpc[section]["available"], false, "{section}");
-        assert!(
-            grpc[section]["reason"]
-                .as_str()
-                .unwrap()
-                .contains("in process")
-        );
+        assert!(grpc[section]["reason"].as_str().unwrap().contains("in process"));
         assert_eq!(local[section]["available"], true, "{section}");
     }
     // The same finish-reason words and cached-token counts per request.
@@ -401,27 +272,17 @@ fn ramp_up_and_duration_write_a_time_series_and_its_plot() {
     assert!(summary["ramp_up_requests"].as_u64().unwrap() > 0);
     assert!(summary["completed"].as_u64().unwrap() > 0);
     assert_eq!(summary["workload"]["duration_s"], 0.6);
-    let series: Vec<Value> =
-        std::fs::read_to_string(format!("{}.timeseries.jsonl", stem.display()))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+    let series: Vec<Value> = std::fs::read_to_string(format!("{}.timeseries.jsonl", stem.display()))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert!(series.len() >= 4, "{} samples", series.len());
-    assert!(
-        series
-            .iter()
-            .all(|s| (num(s, "end_s") - num(s, "start_s") - 0.2).abs() < 1e-9)
-    );
+    assert!(series.iter().all(|s| (num(s, "end_s") - num(s, "start_s") - 0.2).abs() < 1e-9));
     assert!(series.iter().any(|s| num(s, "output_tokens_per_s") > 0.0));
     assert!(series.iter().any(|s| s["kv_utilization"].is_number()));
     let (texts, lines) = parse_svg(Path::new(&format!("{}.timeseries.svg", stem.display())));
-    for panel in [
-        "TTFT (ms)",
-        "output tokens/s",
-        "active requests",
-        "KV cache use (%)",
-    ] {
+    for panel in ["TTFT (ms)", "output tokens/s", "active requests", "KV cache use (%)"] {
         assert!(texts.iter().any(|t| t == panel), "{panel} in {texts:?}");
     }
     assert!(
@@ -498,21 +359,13 @@ fn datasets_report_the_tokens_actually_sent() {
     // JSONL text: each prompt drawn twice (4 requests over 2 entries), its own output length.
     let s = run("jsonl", &jsonl_text, &[]);
     assert_eq!(s["num_prompts"], 4);
-    assert!(
-        (num(&s, "mean_prompt_tokens") - (count(texts[0]) + count(texts[1])) / 2.0).abs() < 1e-9
-    );
+    assert!((num(&s, "mean_prompt_tokens") - (count(texts[0]) + count(texts[1])) / 2.0).abs() < 1e-9);
     assert_eq!(s["total_output_tokens"], 2 * (5 + 7));
     assert_eq!(s["output_len_mismatches"], 0);
     assert_eq!(s["workload"]["output_len"], "dataset");
     // --output-len overrides the file's lengths.
     let s = run("jsonl", &jsonl_text, &["--output-len", "3"]);
-    assert_eq!(
-        (
-            s["min_output_tokens"].clone(),
-            s["max_output_tokens"].clone()
-        ),
-        (3.into(), 3.into())
-    );
+    assert_eq!((s["min_output_tokens"].clone(), s["max_output_tokens"].clone()), (3.into(), 3.into()));
 
     // A chat template adds its own tokens around the prompt.
     let s = run("jsonl", &jsonl_text, &["--chat-template"]);
@@ -521,10 +374,7 @@ fn datasets_report_the_tokens_actually_sent() {
         let rendered = template.render(&[ChatMessage::user(t)], true).unwrap();
         tokenizer.encode(&rendered, false).unwrap().len() as f64
     };
-    assert!(
-        (num(&s, "mean_prompt_tokens") - (templated(texts[0]) + templated(texts[1])) / 2.0).abs()
-            < 1e-9
-    );
+    assert!((num(&s, "mean_prompt_tokens") - (templated(texts[0]) + templated(texts[1])) / 2.0).abs() < 1e-9);
     assert!(num(&s, "mean_prompt_tokens") > (count(texts[0]) + count(texts[1])) / 2.0);
 
     // JSONL token ids: sent as they are.
@@ -546,17 +396,10 @@ fn bad_workload_combinations_are_refused_with_a_reason() {
         (vec!["--ramp-up", "1"], "--duration"),
         (vec!["--burstiness", "2"], "--request-rate"),
         (vec!["--request-rate", "0"], "positive"),
-        (
-            vec!["--concurrency", "4", "--request-rate", "2"],
-            "cannot be used with",
-        ),
+        (vec!["--concurrency", "4", "--request-rate", "2"], "cannot be used with"),
         (vec!["--chat-template"], "text datasets"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-            .arg("bench")
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_trtllm")).arg("bench").args(&args).output().unwrap();
         assert!(!out.status.success(), "{args:?} succeeded");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(needle), "{args:?}: {stderr}");

@@ -37,10 +37,7 @@ async fn exits_cleanly(mut child: Child) {
 fn long_request(id: &str, max_tokens: u32) -> pb::GenerateRequest {
     pb::GenerateRequest {
         request_id: id.into(),
-        tokenized: Some(pb::TokenizedInput {
-            input_token_ids: vec![1, 2, 3],
-            ..Default::default()
-        }),
+        tokenized: Some(pb::TokenizedInput { input_token_ids: vec![1, 2, 3], ..Default::default() }),
         max_tokens,
         streaming: true,
         ignore_eos: true,
@@ -51,44 +48,16 @@ fn long_request(id: &str, max_tokens: u32) -> pb::GenerateRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_streams_subscriptions_and_watches_then_exits_0() {
     let (child, addr) = spawn_serve(&["--grace-period-secs", "10", "--kv-heartbeat-ms", "50"]);
-    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
     let mut client = TrtllmServiceClient::new(channel.clone());
-    assert_eq!(
-        client
-            .health_check(pb::HealthCheckRequest {})
-            .await
-            .unwrap()
-            .into_inner()
-            .status,
-        "OK"
-    );
+    assert_eq!(client.health_check(pb::HealthCheckRequest {}).await.unwrap().into_inner().status, "OK");
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
-    let mut watch = health
-        .watch(tonic_health::pb::HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        watch.next().await.unwrap().unwrap().status,
-        ServingStatus::Serving as i32
-    );
-    let mut kv = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let mut watch =
+        health.watch(tonic_health::pb::HealthCheckRequest { service: String::new() }).await.unwrap().into_inner();
+    assert_eq!(watch.next().await.unwrap().unwrap().status, ServingStatus::Serving as i32);
+    let mut kv = client.subscribe_kv_events(cpb::SubscribeKvEventsRequest::default()).await.unwrap().into_inner();
     assert!(kv.next().await.unwrap().is_ok());
-    let mut stream = client
-        .generate(long_request("sig", 20))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = client.generate(long_request("sig", 20)).await.unwrap().into_inner();
     assert!(stream.next().await.is_some());
 
     sigterm(&child);
@@ -114,20 +83,10 @@ async fn sigterm_drains_streams_subscriptions_and_watches_then_exits_0() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_past_the_grace_period_cancels_with_unavailable_then_exits_0() {
     let (child, addr) = spawn_serve(&["--grace-period-secs", "0.3"]);
-    let mut client = TrtllmServiceClient::connect(format!("http://{addr}"))
-        .await
-        .unwrap();
-    let mut stream = client
-        .generate(long_request("endless", 8000))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut client = TrtllmServiceClient::connect(format!("http://{addr}")).await.unwrap();
+    let mut stream = client.generate(long_request("endless", 8000)).await.unwrap().into_inner();
     assert!(stream.next().await.is_some());
-    let mut kv = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let mut kv = client.subscribe_kv_events(cpb::SubscribeKvEventsRequest::default()).await.unwrap().into_inner();
     assert!(kv.next().await.unwrap().is_ok());
 
     sigterm(&child);
@@ -140,11 +99,7 @@ async fn sigterm_past_the_grace_period_cancels_with_unavailable_then_exits_0() {
     }
     let status = terminal.expect("a terminal status");
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    assert!(
-        status.message().contains("grace period"),
-        "{}",
-        status.message()
-    );
+    assert!(status.message().contains("grace period"), "{}", status.message());
     while let Some(batch) = kv.next().await {
         batch.expect("the subscription ends cleanly");
     }
@@ -155,27 +110,16 @@ async fn sigterm_past_the_grace_period_cancels_with_unavailable_then_exits_0() {
 fn bad_flags_are_refused_before_serving() {
     for args in [
         &["--tls-cert", "/nonexistent/cert.pem"][..],
-        &[
-            "--tls-cert",
-            "/nonexistent/cert.pem",
-            "--tls-key",
-            "/nonexistent/key.pem",
-        ],
+        &["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"],
         &["--grace-period-secs", "-1"],
         &["--kv-cache-free-gpu-memory-fraction", "1.5"],
         &["--max-beam-width", "4"],
         &["--health-without-auth"],
     ] {
-        let output = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-            .args(["serve", "--port", "0"])
-            .args(args)
-            .output()
-            .unwrap();
+        let output =
+            Command::new(env!("CARGO_BIN_EXE_trtllm")).args(["serve", "--port", "0"]).args(args).output().unwrap();
         assert!(!output.status.success(), "{args:?} was accepted");
         assert!(output.stdout.is_empty(), "{args:?}: nothing was served");
-        assert!(
-            !output.stderr.is_empty(),
-            "{args:?}: the error is explained"
-        );
+        assert!(!output.stderr.is_empty(), "{args:?}: the error is explained");
     }
 }

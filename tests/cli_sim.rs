@@ -3,10 +3,7 @@
 use std::process::{Command, Output};
 
 fn trtllm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .args(args)
-        .output()
-        .expect("run trtllm")
+    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
 }
 
 fn stderr(output: &Output) -> String {
@@ -49,18 +46,13 @@ fn build_writes_an_engine_directory_the_executor_loads() {
     assert!(stdout.contains("bandwidth bound"), "{stdout}");
 
     let engine = trtllm::EngineConfig::from_dir(&out).unwrap();
-    assert_eq!(
-        (engine.tp_size, engine.max_batch_size, engine.max_input_len),
-        (4, 256, 8192)
-    );
+    assert_eq!((engine.tp_size, engine.max_batch_size, engine.max_input_len), (4, 256, 8192));
     assert_eq!((engine.max_seq_len, engine.max_num_tokens), (16384, 4096));
     let simulation: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("simulation.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out.join("simulation.json")).unwrap()).unwrap();
     assert_eq!(simulation["gpu"], "h100-sxm");
     assert_eq!(simulation["clock"], "virtual");
-    let executor =
-        trtllm::Executor::load(&out, Default::default()).expect("the simulator loads it");
+    let executor = trtllm::Executor::load(&out, Default::default()).expect("the simulator loads it");
     executor.shutdown(trtllm::ShutdownMode::Cancel).unwrap();
 }
 
@@ -70,70 +62,22 @@ fn build_refuses_what_the_hardware_cannot_run() {
     let out = dir.path().join("engine");
     let out = out.to_str().unwrap();
     let cases: [(&[&str], &str); 5] = [
-        (
-            &["--model", "llama-3.1-70b", "--gpu", "h100-sxm"],
-            "does not fit",
-        ),
-        (
-            &[
-                "--model",
-                "qwen2.5-7b",
-                "--gpu",
-                "a100-sxm-80gb",
-                "--dtype",
-                "fp8",
-            ],
-            "FP8 tensor cores",
-        ),
-        (
-            &[
-                "--model",
-                "qwen2.5-7b",
-                "--gpu",
-                "rtx-a6000",
-                "--kv-cache-dtype",
-                "fp8",
-            ],
-            "Ampere",
-        ),
-        (
-            &["--model", "qwen-7b", "--gpu", "rtx-a6000"],
-            "unknown model preset \"qwen-7b\"",
-        ),
-        (
-            &["--model", "qwen2.5-7b", "--gpu", "a6000"],
-            "known: rtx-a6000",
-        ),
+        (&["--model", "llama-3.1-70b", "--gpu", "h100-sxm"], "does not fit"),
+        (&["--model", "qwen2.5-7b", "--gpu", "a100-sxm-80gb", "--dtype", "fp8"], "FP8 tensor cores"),
+        (&["--model", "qwen2.5-7b", "--gpu", "rtx-a6000", "--kv-cache-dtype", "fp8"], "Ampere"),
+        (&["--model", "qwen-7b", "--gpu", "rtx-a6000"], "unknown model preset \"qwen-7b\""),
+        (&["--model", "qwen2.5-7b", "--gpu", "a6000"], "known: rtx-a6000"),
     ];
     for (args, message) in cases {
         let mut full = vec!["sim", "build", "--output", out];
         full.extend_from_slice(args);
         let output = trtllm(&full);
         assert!(!output.status.success(), "{args:?} succeeded");
-        assert!(
-            stderr(&output).contains(message),
-            "{args:?}: {}",
-            stderr(&output)
-        );
+        assert!(stderr(&output).contains(message), "{args:?}: {}", stderr(&output));
         assert!(!dir.path().join("engine").exists(), "{args:?} wrote files");
     }
-    let output = trtllm(&[
-        "sim",
-        "build",
-        "--model",
-        "qwen2.5-7b",
-        "--gpu",
-        "rtx-a6000",
-        "--tp",
-        "3",
-        "--output",
-        out,
-    ]);
-    assert!(
-        stderr(&output).contains("divide the 28 attention heads"),
-        "{}",
-        stderr(&output)
-    );
+    let output = trtllm(&["sim", "build", "--model", "qwen2.5-7b", "--gpu", "rtx-a6000", "--tp", "3", "--output", out]);
+    assert!(stderr(&output).contains("divide the 28 attention heads"), "{}", stderr(&output));
 }
 
 #[test]
@@ -141,15 +85,7 @@ fn presets_lists_models_and_gpus_with_their_figures() {
     let output = trtllm(&["sim", "presets"]);
     assert!(output.status.success());
     let text = String::from_utf8_lossy(&output.stdout);
-    for id in [
-        "tinyllama-1.1b",
-        "qwen2.5-7b",
-        "llama-3.1-8b",
-        "llama-3.1-70b",
-        "rtx-a6000",
-        "l40s",
-        "h200",
-    ] {
+    for id in ["tinyllama-1.1b", "qwen2.5-7b", "llama-3.1-8b", "llama-3.1-70b", "rtx-a6000", "l40s", "h200"] {
         assert!(text.contains(id), "{id} missing from:\n{text}");
     }
     let output = trtllm(&["sim", "presets", "--json"]);
@@ -157,8 +93,5 @@ fn presets_lists_models_and_gpus_with_their_figures() {
     assert_eq!(json["gpus"][3]["id"], "h100-sxm");
     assert_eq!(json["gpus"][3]["fp8_tflops"], 1979.0);
     assert_eq!(json["models"][1]["shape"]["intermediate_size"], 18944);
-    assert_eq!(
-        json["models"][2]["eos_token_ids"],
-        serde_json::json!([128001, 128008, 128009])
-    );
+    assert_eq!(json["models"][2]["eos_token_ids"], serde_json::json!([128001, 128008, 128009]));
 }

@@ -23,30 +23,16 @@ fn a_malformed_config_names_the_problem() {
     assert!(matches!(err, Error::EngineConfig { .. }));
     assert!(err.to_string().contains("not valid JSON"), "{err}");
 
-    std::fs::write(
-        dir.path().join("config.json"),
-        r#"{"version": "1.2.0", "pretrained_config": {}}"#,
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("config.json"), r#"{"version": "1.2.0", "pretrained_config": {}}"#).unwrap();
     let err = EngineConfig::from_dir(dir.path()).unwrap_err().to_string();
-    assert!(
-        err.contains("pretrained_config.num_attention_heads is missing"),
-        "{err}"
-    );
+    assert!(err.contains("pretrained_config.num_attention_heads is missing"), "{err}");
 }
 
 #[test]
 fn engine_limits_are_read_before_enqueue() {
     let dir = engine_dir(|b| b.max_input_len(100).max_seq_len(300).max_batch_size(7));
     let engine = EngineConfig::from_dir(dir.path()).unwrap();
-    assert_eq!(
-        (
-            engine.max_input_len,
-            engine.max_seq_len,
-            engine.max_batch_size
-        ),
-        (100, 300, 7)
-    );
+    assert_eq!((engine.max_input_len, engine.max_seq_len, engine.max_batch_size), (100, 300, 7));
     assert_eq!(engine.vocab_size, 1000);
     assert_eq!(engine.model_name, "test-model");
 }
@@ -56,18 +42,11 @@ fn a_version_mismatch_is_refused_unless_overridden() {
     let dir = engine_dir(|b| b.version("1.1.0"));
     match Executor::load(dir.path(), config().build().unwrap()) {
         Err(Error::UnsupportedVersion(message)) => {
-            assert!(
-                message.contains("1.1.0") && message.contains("allow_version_mismatch"),
-                "{message}"
-            )
+            assert!(message.contains("1.1.0") && message.contains("allow_version_mismatch"), "{message}")
         }
         other => panic!("expected UnsupportedVersion, got {other:?}"),
     }
-    let executor = Executor::load(
-        dir.path(),
-        config().allow_version_mismatch(true).build().unwrap(),
-    )
-    .unwrap();
+    let executor = Executor::load(dir.path(), config().allow_version_mismatch(true).build().unwrap()).unwrap();
     assert!(executor.is_healthy());
 }
 
@@ -76,20 +55,12 @@ fn config_over_engine_limits_is_refused() {
     let dir = engine_dir(|b| b.max_batch_size(8));
     let err = Executor::load(dir.path(), config().max_batch_size(9).build().unwrap()).unwrap_err();
     assert!(matches!(err, Error::InvalidConfig(_)));
-    assert!(
-        err.to_string()
-            .contains("max_batch_size 9 exceeds the engine's build limit of 8"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("max_batch_size 9 exceeds the engine's build limit of 8"), "{err}");
 }
 
 #[test]
 fn the_backend_is_reported() {
     let backend = trtllm::Backend::current();
     assert!(backend.kind == "simulated" || backend.kind == "tensorrt-llm");
-    assert!(
-        trtllm::SUPPORTED_LINES
-            .iter()
-            .any(|line| backend.version.starts_with(line))
-    );
+    assert!(trtllm::SUPPORTED_LINES.iter().any(|line| backend.version.starts_with(line)));
 }

@@ -9,9 +9,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use trtllm::sim::{SimFaults, SimulatedEngine};
-use trtllm::{
-    Error, Executor, ExecutorConfig, FinishReason, GenerationRequest, ShutdownMode, StreamEvent,
-};
+use trtllm::{Error, Executor, ExecutorConfig, FinishReason, GenerationRequest, ShutdownMode, StreamEvent};
 
 const INSIDE: &str = "TRTLLM_MEMCHECK_INSIDE";
 
@@ -25,10 +23,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let have_valgrind = Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let have_valgrind = Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
     if !have_valgrind {
         if std::env::var_os("TRTLLM_REQUIRE_VALGRIND").is_some() {
             eprintln!("valgrind is required but not installed");
@@ -38,15 +33,9 @@ fn main() -> ExitCode {
         eprintln!("valgrind not installed: running the FFI exercise natively");
         // SAFETY: set before any thread is spawned by this process.
         unsafe { std::env::set_var(INSIDE, "1") };
-        let ok = exercise()
-            .inspect_err(|e| eprintln!("exercise failed: {e}"))
-            .is_ok();
+        let ok = exercise().inspect_err(|e| eprintln!("exercise failed: {e}")).is_ok();
         println!("{} passed, {} failed", ok as u8, !ok as u8);
-        return if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        };
+        return if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE };
     }
     let exe = std::env::current_exe().expect("own path");
     let output = Command::new("valgrind")
@@ -63,44 +52,29 @@ fn main() -> ExitCode {
         .output()
         .expect("run valgrind");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let summary: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("ERROR SUMMARY") || l.contains("definitely lost"))
-        .collect();
+    let summary: Vec<&str> =
+        stderr.lines().filter(|l| l.contains("ERROR SUMMARY") || l.contains("definitely lost")).collect();
     println!("valgrind memcheck of the FFI exercise:");
     for line in &summary {
         println!("  {line}");
     }
     let clean = output.status.success()
         && stderr.contains("ERROR SUMMARY: 0 errors")
-        && !stderr
-            .lines()
-            .any(|l| l.contains("definitely lost:") && !l.contains("definitely lost: 0 bytes"));
+        && !stderr.lines().any(|l| l.contains("definitely lost:") && !l.contains("definitely lost: 0 bytes"));
     if !clean {
         eprintln!("{stderr}");
     }
     println!("{} passed, {} failed", clean as u8, !clean as u8);
-    if clean {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 fn check(condition: bool, what: &str) -> Result<(), String> {
-    if condition {
-        Ok(())
-    } else {
-        Err(what.to_string())
-    }
+    if condition { Ok(()) } else { Err(what.to_string()) }
 }
 
 fn exercise() -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let faults = SimFaults {
-        fail_prompt_token: Some(13),
-        ..Default::default()
-    };
+    let faults = SimFaults { fail_prompt_token: Some(13), ..Default::default() };
     SimulatedEngine::builder()
         .vocab_size(1000)
         .iteration_ms(1.0)
@@ -134,57 +108,27 @@ fn exercise() -> Result<(), String> {
     let prompt: Vec<u32> = (100..165).collect();
     let (_, done) = run(GenerationRequest::new(prompt.clone(), 2))?;
     let (_, again) = run(GenerationRequest::new(prompt, 2))?;
-    check(
-        done.is_ok() && again.is_ok_and(|d| d.cached_tokens == Some(64)),
-        "cached prompt tokens",
-    )?;
-    let events = executor
-        .kv_cache_events(Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
+    check(done.is_ok() && again.is_ok_and(|d| d.cached_tokens == Some(64)), "cached prompt tokens")?;
+    let events = executor.kv_cache_events(Duration::from_secs(10)).map_err(|e| e.to_string())?;
     check(!events.is_empty(), "kv cache events")?;
     let (_, done) = run(GenerationRequest::new(vec![1, 2, 3], 8).with_streaming(false))?;
-    check(
-        done.is_ok_and(|d| d.completion_tokens == 8),
-        "non-streaming request",
-    )?;
+    check(done.is_ok_and(|d| d.completion_tokens == 8), "non-streaming request")?;
     let (_, done) = run(GenerationRequest::new(vec![1, 13], 8))?;
     check(matches!(done, Err(Error::Executor(_))), "error response")?;
-    let mut stream = executor
-        .enqueue(GenerationRequest::new(vec![4, 5], 500))
-        .map_err(|e| e.to_string())?;
+    let mut stream = executor.enqueue(GenerationRequest::new(vec![4, 5], 500)).map_err(|e| e.to_string())?;
     let _ = stream.blocking_next();
-    executor
-        .cancel(stream.request_id())
-        .map_err(|e| e.to_string())?;
+    executor.cancel(stream.request_id()).map_err(|e| e.to_string())?;
     let last = stream.blocking_iter().last();
-    check(
-        matches!(last, Some(Ok(StreamEvent::Final(ref d))) if d.finish_reason == FinishReason::Cancelled),
-        "cancel",
-    )?;
-    let mut dropped = executor
-        .enqueue(GenerationRequest::new(vec![6, 7], 500))
-        .map_err(|e| e.to_string())?;
+    check(matches!(last, Some(Ok(StreamEvent::Final(ref d))) if d.finish_reason == FinishReason::Cancelled), "cancel")?;
+    let mut dropped = executor.enqueue(GenerationRequest::new(vec![6, 7], 500)).map_err(|e| e.to_string())?;
     let _ = dropped.blocking_next();
     drop(dropped);
-    check(
-        executor.enqueue(GenerationRequest::new(vec![], 4)).is_err(),
-        "invalid request",
-    )?;
+    check(executor.enqueue(GenerationRequest::new(vec![], 4)).is_err(), "invalid request")?;
     executor.refresh_stats();
-    check(
-        executor.latest_iteration_stats().is_some(),
-        "iteration stats",
-    )?;
-    let pending = executor
-        .enqueue(GenerationRequest::new(vec![8, 9], 500))
-        .map_err(|e| e.to_string())?;
-    executor
-        .shutdown(ShutdownMode::Cancel)
-        .map_err(|e| e.to_string())?;
-    check(
-        pending.blocking_iter().last().is_some(),
-        "shutdown ends the stream",
-    )?;
+    check(executor.latest_iteration_stats().is_some(), "iteration stats")?;
+    let pending = executor.enqueue(GenerationRequest::new(vec![8, 9], 500)).map_err(|e| e.to_string())?;
+    executor.shutdown(ShutdownMode::Cancel).map_err(|e| e.to_string())?;
+    check(pending.blocking_iter().last().is_some(), "shutdown ends the stream")?;
     let mut delivered = 0;
     while let Some(item) = kv_subscriber.blocking_next() {
         check(item.is_ok(), "kv event subscriber")?;
@@ -195,24 +139,14 @@ fn exercise() -> Result<(), String> {
 
     // A thrown exception crossing the bridge.
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let faults = SimFaults {
-        throw_in: Some("enqueueRequest".into()),
-        ..Default::default()
-    };
+    let faults = SimFaults { throw_in: Some("enqueueRequest".into()), ..Default::default() };
     SimulatedEngine::builder()
         .iteration_ms(1.0)
         .faults(faults)
         .build()
         .write_to(dir.path())
         .map_err(|e| e.to_string())?;
-    let executor =
-        Executor::load(dir.path(), ExecutorConfig::default()).map_err(|e| e.to_string())?;
-    check(
-        matches!(
-            executor.enqueue(GenerationRequest::new(vec![1], 2)),
-            Err(Error::Executor(_))
-        ),
-        "exception",
-    )?;
+    let executor = Executor::load(dir.path(), ExecutorConfig::default()).map_err(|e| e.to_string())?;
+    check(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::Executor(_))), "exception")?;
     Ok(())
 }

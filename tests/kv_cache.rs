@@ -12,8 +12,8 @@ use trtllm::proto::trtllm as pb;
 use trtllm::proto::trtllm::generate_response::Response as Kind;
 use trtllm::server::ServeOptions;
 use trtllm::{
-    AsyncExecutor, Error, Executor, ExecutorConfig, GenerationRequest, KvCacheEvent,
-    KvCacheEventData, KvEventStream, ShutdownMode,
+    AsyncExecutor, Error, Executor, ExecutorConfig, GenerationRequest, KvCacheEvent, KvCacheEventData, KvEventStream,
+    ShutdownMode,
 };
 
 /// Tokens per KV-cache block of the simulated engines (the builder's default).
@@ -52,52 +52,25 @@ fn a_repeated_prompt_is_served_from_cache_with_the_same_tokens() {
     let mut stats = executor.subscribe_iteration_stats();
     // Three full blocks and one more token, which is always computed.
     let input = prompt(3 * BLOCK + 1, 1);
-    let first = drain(
-        executor
-            .enqueue(GenerationRequest::new(input.clone(), 6))
-            .unwrap(),
-    );
+    let first = drain(executor.enqueue(GenerationRequest::new(input.clone(), 6)).unwrap());
     assert_eq!(first.done().cached_tokens, Some(0));
-    assert_eq!(
-        context_tokens(&executor, &mut stats),
-        vec![3 * BLOCK as i32 + 1]
-    );
+    assert_eq!(context_tokens(&executor, &mut stats), vec![3 * BLOCK as i32 + 1]);
 
-    let second = drain(
-        executor
-            .enqueue(GenerationRequest::new(input.clone(), 6))
-            .unwrap(),
-    );
-    assert_eq!(
-        second.tokens(),
-        first.tokens(),
-        "reuse does not change the output"
-    );
+    let second = drain(executor.enqueue(GenerationRequest::new(input.clone(), 6)).unwrap());
+    assert_eq!(second.tokens(), first.tokens(), "reuse does not change the output");
     let done = second.done();
     assert_eq!(done.cached_tokens, Some(3 * BLOCK));
-    assert_eq!(
-        second.chunks[0].cached_tokens,
-        Some(3 * BLOCK),
-        "chunks carry it too"
-    );
+    assert_eq!(second.chunks[0].cached_tokens, Some(3 * BLOCK), "chunks carry it too");
     let perf = done.perf.expect("perf metrics by default");
     assert_eq!((perf.num_reused_blocks, perf.num_missed_blocks), (3, 1));
     assert_eq!(perf.cached_tokens(BLOCK, done.prompt_tokens), 3 * BLOCK);
-    assert_eq!(
-        context_tokens(&executor, &mut stats),
-        vec![1],
-        "only the last prompt token is prefilled"
-    );
+    assert_eq!(context_tokens(&executor, &mut stats), vec![1], "only the last prompt token is prefilled");
     let kv = executor.kv_cache_stats().expect("kv stats");
     assert_eq!((kv.reused_blocks, kv.missed_blocks), (3, 5));
     assert!((kv.cache_hit_rate - 3.0 / 8.0).abs() < 1e-6);
 
     // Without perf metrics the executor does not say.
-    let quiet = drain(
-        executor
-            .enqueue(GenerationRequest::new(input, 2).with_perf_metrics(false))
-            .unwrap(),
-    );
+    let quiet = drain(executor.enqueue(GenerationRequest::new(input, 2).with_perf_metrics(false)).unwrap());
     assert_eq!(quiet.done().cached_tokens, None);
 }
 
@@ -105,11 +78,7 @@ fn a_repeated_prompt_is_served_from_cache_with_the_same_tokens() {
 fn reuse_off_serves_nothing_from_cache() {
     let (_dir, executor) = load(|c| c.kv_cache_enable_block_reuse(false));
     let input = prompt(2 * BLOCK + 1, 1);
-    let first = drain(
-        executor
-            .enqueue(GenerationRequest::new(input.clone(), 4))
-            .unwrap(),
-    );
+    let first = drain(executor.enqueue(GenerationRequest::new(input.clone(), 4)).unwrap());
     let second = drain(executor.enqueue(GenerationRequest::new(input, 4)).unwrap());
     assert_eq!(second.tokens(), first.tokens());
     assert_eq!(second.done().cached_tokens, Some(0));
@@ -124,11 +93,7 @@ fn copy_on_partial_reuse_decides_whether_a_block_others_build_on_is_reused() {
         let (_dir, executor) = load(|c| c.kv_cache_copy_on_partial_reuse(copy));
         let mut stats = executor.subscribe_iteration_stats();
         // The first request caches [1..32], [33..64] and, when it ends, the partial block [65..80] after them.
-        drain(
-            executor
-                .enqueue(GenerationRequest::new(prompt(80, 1), 1))
-                .unwrap(),
-        );
+        drain(executor.enqueue(GenerationRequest::new(prompt(80, 1), 1)).unwrap());
         context_tokens(&executor, &mut stats);
         // The second shares [1..32] and 8 tokens of [33..64]. That block has a cached successor, so its 8
         // tokens are reused only by copying them into a fresh block; without copying they are computed.
@@ -136,16 +101,8 @@ fn copy_on_partial_reuse_decides_whether_a_block_others_build_on_is_reused() {
         input.extend(prompt(24, 900));
         let second = drain(executor.enqueue(GenerationRequest::new(input, 1)).unwrap());
         let perf = second.done().perf.as_ref().expect("perf metrics");
-        assert_eq!(
-            perf.reused_blocks(),
-            reused_blocks,
-            "copy_on_partial_reuse {copy}"
-        );
-        assert_eq!(
-            context_tokens(&executor, &mut stats),
-            vec![computed],
-            "copy_on_partial_reuse {copy}"
-        );
+        assert_eq!(perf.reused_blocks(), reused_blocks, "copy_on_partial_reuse {copy}");
+        assert_eq!(context_tokens(&executor, &mut stats), vec![computed], "copy_on_partial_reuse {copy}");
     }
 }
 
@@ -154,8 +111,7 @@ async fn until_stored(stream: &mut KvEventStream, blocks: usize) -> Vec<KvCacheE
     let mut out = Vec::new();
     while let Some(item) = stream.next().await {
         let event = (*item.expect("no lag")).clone();
-        let done =
-            matches!(&event.data, KvCacheEventData::Stored { blocks: b, .. } if b.len() >= blocks);
+        let done = matches!(&event.data, KvCacheEventData::Stored { blocks: b, .. } if b.len() >= blocks);
         out.push(event);
         if done {
             break;
@@ -167,39 +123,21 @@ async fn until_stored(stream: &mut KvEventStream, blocks: usize) -> Vec<KvCacheE
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_subscribers_receive_the_same_events_and_end_on_shutdown() {
     let dir = engine_dir(|b| b);
-    let config = config()
-        .kv_cache_event_buffer_max_size(256)
-        .build()
-        .unwrap();
+    let config = config().kv_cache_event_buffer_max_size(256).build().unwrap();
     let executor = AsyncExecutor::load(dir.path(), config).await.unwrap();
     let mut a = executor.subscribe_kv_events().unwrap();
     let mut b = executor.subscribe_kv_events().unwrap();
     let input = prompt(2 * BLOCK + 1, 7);
-    executor
-        .generate(GenerationRequest::new(input.clone(), 3))
-        .unwrap()
-        .collect_final()
-        .await
-        .unwrap();
-    let mut seen_a = tokio::time::timeout(Duration::from_secs(5), until_stored(&mut a, 2))
-        .await
-        .unwrap();
-    let mut seen_b = tokio::time::timeout(Duration::from_secs(5), until_stored(&mut b, 2))
-        .await
-        .unwrap();
+    executor.generate(GenerationRequest::new(input.clone(), 3)).unwrap().collect_final().await.unwrap();
+    let mut seen_a = tokio::time::timeout(Duration::from_secs(5), until_stored(&mut a, 2)).await.unwrap();
+    let mut seen_b = tokio::time::timeout(Duration::from_secs(5), until_stored(&mut b, 2)).await.unwrap();
     // The Created event may have been delivered between the two subscriptions.
     for seen in [&mut seen_a, &mut seen_b] {
         seen.retain(|e| !matches!(e.data, KvCacheEventData::Created { .. }));
     }
     assert_eq!(seen_a, seen_b);
     assert_eq!(seen_a.len(), 1);
-    let KvCacheEventData::Stored {
-        parent_hash,
-        blocks,
-    } = &seen_a.last().unwrap().data
-    else {
-        unreachable!()
-    };
+    let KvCacheEventData::Stored { parent_hash, blocks } = &seen_a.last().unwrap().data else { unreachable!() };
     assert_eq!(*parent_hash, None);
     assert_eq!(blocks[0].token_ids, input[..32]);
     assert_eq!(blocks[1].token_ids, input[32..64]);
@@ -207,42 +145,24 @@ async fn two_subscribers_receive_the_same_events_and_end_on_shutdown() {
     executor.shutdown(ShutdownMode::Cancel).await.unwrap();
     // Whatever is left arrives, then both streams end.
     for stream in [&mut a, &mut b] {
-        let rest = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())
-            .await
-            .unwrap();
+        let rest = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>()).await.unwrap();
         assert!(rest.iter().all(|item| item.is_ok()));
     }
-    assert!(matches!(
-        executor.subscribe_kv_events(),
-        Err(Error::ShutDown)
-    ));
+    assert!(matches!(executor.subscribe_kv_events(), Err(Error::ShutDown)));
 }
 
 #[test]
 fn kv_cache_events_drains_created_stored_and_removed_in_order() {
     // A cache of four blocks: the second prompt evicts the first one's blocks.
     let dir = engine_dir(|b| b);
-    let config = config()
-        .kv_cache_max_tokens(4 * BLOCK)
-        .kv_cache_event_buffer_max_size(256)
-        .build()
-        .unwrap();
+    let config = config().kv_cache_max_tokens(4 * BLOCK).kv_cache_event_buffer_max_size(256).build().unwrap();
     let executor = Executor::load(dir.path(), config).unwrap();
     let wait = Duration::from_secs(5);
     let created = executor.kv_cache_events(wait).unwrap();
     assert_eq!(created[0].event_id, 0);
-    assert_eq!(
-        created[0].data,
-        KvCacheEventData::Created {
-            num_blocks_per_cache_level: vec![4, 0]
-        }
-    );
+    assert_eq!(created[0].data, KvCacheEventData::Created { num_blocks_per_cache_level: vec![4, 0] });
 
-    drain(
-        executor
-            .enqueue(GenerationRequest::new(prompt(2 * BLOCK + 1, 1), 1))
-            .unwrap(),
-    );
+    drain(executor.enqueue(GenerationRequest::new(prompt(2 * BLOCK + 1, 1), 1)).unwrap());
     let mut stored_hashes = HashSet::new();
     let mut events = Vec::new();
     while stored_hashes.len() < 3 {
@@ -259,11 +179,7 @@ fn kv_cache_events_drains_created_stored_and_removed_in_order() {
     let ids: Vec<u64> = events.iter().map(|e| e.event_id).collect();
     assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
 
-    drain(
-        executor
-            .enqueue(GenerationRequest::new(prompt(3 * BLOCK + 1, 500), 1))
-            .unwrap(),
-    );
+    drain(executor.enqueue(GenerationRequest::new(prompt(3 * BLOCK + 1, 500), 1)).unwrap());
     let mut removed = HashSet::new();
     while removed.is_empty() {
         let batch = executor.kv_cache_events(wait).unwrap();
@@ -274,19 +190,13 @@ fn kv_cache_events_drains_created_stored_and_removed_in_order() {
             }
         }
     }
-    assert_eq!(
-        removed, stored_hashes,
-        "evicting the first prompt's blocks reports each of them"
-    );
+    assert_eq!(removed, stored_hashes, "evicting the first prompt's blocks reports each of them");
 
     executor.shutdown(ShutdownMode::Cancel).unwrap();
     let started = std::time::Instant::now();
     let _rest = executor.kv_cache_events(wait).unwrap();
     assert!(executor.kv_cache_events(wait).unwrap().is_empty());
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "after shutdown, reads return at once"
-    );
+    assert!(started.elapsed() < Duration::from_secs(4), "after shutdown, reads return at once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -298,42 +208,22 @@ async fn a_lagging_subscriber_is_told_it_lagged() {
     // Each request stores its context blocks, then its generated ones: more than two events unread.
     for i in 0..4 {
         let input = prompt(BLOCK + 1, 1 + 100 * i);
-        executor
-            .generate(GenerationRequest::new(input, BLOCK))
-            .unwrap()
-            .collect_final()
-            .await
-            .unwrap();
+        executor.generate(GenerationRequest::new(input, BLOCK)).unwrap().collect_final().await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let first = tokio::time::timeout(Duration::from_secs(5), slow.next())
-        .await
-        .unwrap()
-        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), slow.next()).await.unwrap().unwrap();
     let lagged = first.expect_err("the oldest events were dropped");
     assert!(lagged.missed >= 1, "{lagged}");
-    assert!(
-        slow.next().await.unwrap().is_ok(),
-        "then the stream goes on"
-    );
+    assert!(slow.next().await.unwrap().is_ok(), "then the stream goes on");
 }
 
 #[test]
 fn kv_events_are_refused_when_off() {
     let (_dir, executor) = load(|c| c);
-    assert!(matches!(
-        executor.kv_cache_events(Duration::from_millis(1)),
-        Err(Error::KvEventsDisabled)
-    ));
-    assert!(matches!(
-        executor.subscribe_kv_events(),
-        Err(Error::KvEventsDisabled)
-    ));
+    assert!(matches!(executor.kv_cache_events(Duration::from_millis(1)), Err(Error::KvEventsDisabled)));
+    assert!(matches!(executor.subscribe_kv_events(), Err(Error::KvEventsDisabled)));
     let config = ExecutorConfig::default();
-    assert_eq!(
-        config.kv_cache_event_buffer_max_size, 0,
-        "off by default, as in TensorRT-LLM"
-    );
+    assert_eq!(config.kv_cache_event_buffer_max_size, 0, "off by default, as in TensorRT-LLM");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -343,10 +233,7 @@ async fn grpc_complete_and_chunks_report_cached_prompt_tokens() {
     let block = server.executor.executor().engine().tokens_per_block as u32;
     let request = |id: &str| pb::GenerateRequest {
         request_id: id.to_string(),
-        tokenized: Some(pb::TokenizedInput {
-            input_token_ids: prompt(2 * block + 1, 10),
-            ..Default::default()
-        }),
+        tokenized: Some(pb::TokenizedInput { input_token_ids: prompt(2 * block + 1, 10), ..Default::default() }),
         max_tokens: 3,
         streaming: true,
         ignore_eos: true,

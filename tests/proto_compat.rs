@@ -12,8 +12,7 @@ use prost_types::{DescriptorProto, FileDescriptorSet};
 use trtllm::proto::FILE_DESCRIPTOR_SET;
 use trtllm::proto::smg::grpc::common::{EngineLoad, KvEventBatch};
 use trtllm::proto::trtllm::{
-    GenerateComplete, GenerateResponse, GenerateStreamChunk, PerfMetrics, generate_complete,
-    generate_response,
+    GenerateComplete, GenerateResponse, GenerateStreamChunk, PerfMetrics, generate_complete, generate_response,
 };
 
 fn descriptor_set() -> FileDescriptorSet {
@@ -30,11 +29,7 @@ fn message<'a>(fds: &'a FileDescriptorSet, package: &str, name: &str) -> &'a Des
 }
 
 fn reserved(fds: &FileDescriptorSet, package: &str, name: &str) -> Vec<i32> {
-    message(fds, package, name)
-        .reserved_range
-        .iter()
-        .flat_map(|r| r.start()..r.end())
-        .collect()
+    message(fds, package, name).reserved_range.iter().flat_map(|r| r.start()..r.end()).collect()
 }
 
 #[test]
@@ -50,66 +45,16 @@ fn service_declares_the_eight_rpcs_with_their_streaming_flags() {
     let rpcs: Vec<(&str, &str, &str, bool, bool)> = service
         .method
         .iter()
-        .map(|m| {
-            (
-                m.name(),
-                m.input_type(),
-                m.output_type(),
-                m.client_streaming(),
-                m.server_streaming(),
-            )
-        })
+        .map(|m| (m.name(), m.input_type(), m.output_type(), m.client_streaming(), m.server_streaming()))
         .collect();
     let expected = [
-        (
-            "Generate",
-            ".trtllm.GenerateRequest",
-            ".trtllm.GenerateResponse",
-            false,
-            true,
-        ),
-        (
-            "Embed",
-            ".trtllm.EmbedRequest",
-            ".trtllm.EmbedResponse",
-            false,
-            false,
-        ),
-        (
-            "HealthCheck",
-            ".trtllm.HealthCheckRequest",
-            ".trtllm.HealthCheckResponse",
-            false,
-            false,
-        ),
-        (
-            "Abort",
-            ".trtllm.AbortRequest",
-            ".trtllm.AbortResponse",
-            false,
-            false,
-        ),
-        (
-            "GetModelInfo",
-            ".trtllm.GetModelInfoRequest",
-            ".trtllm.GetModelInfoResponse",
-            false,
-            false,
-        ),
-        (
-            "GetServerInfo",
-            ".trtllm.GetServerInfoRequest",
-            ".trtllm.GetServerInfoResponse",
-            false,
-            false,
-        ),
-        (
-            "GetTokenizer",
-            ".smg.grpc.common.GetTokenizerRequest",
-            ".smg.grpc.common.GetTokenizerChunk",
-            false,
-            true,
-        ),
+        ("Generate", ".trtllm.GenerateRequest", ".trtllm.GenerateResponse", false, true),
+        ("Embed", ".trtllm.EmbedRequest", ".trtllm.EmbedResponse", false, false),
+        ("HealthCheck", ".trtllm.HealthCheckRequest", ".trtllm.HealthCheckResponse", false, false),
+        ("Abort", ".trtllm.AbortRequest", ".trtllm.AbortResponse", false, false),
+        ("GetModelInfo", ".trtllm.GetModelInfoRequest", ".trtllm.GetModelInfoResponse", false, false),
+        ("GetServerInfo", ".trtllm.GetServerInfoRequest", ".trtllm.GetServerInfoResponse", false, false),
+        ("GetTokenizer", ".smg.grpc.common.GetTokenizerRequest", ".smg.grpc.common.GetTokenizerChunk", false, true),
         (
             "SubscribeKvEvents",
             ".smg.grpc.common.SubscribeKvEventsRequest",
@@ -159,10 +104,7 @@ fn complete_encodes_to_the_expected_bytes() {
             output_token_ids: vec![7],
             finish_reason: "stop".to_owned(),
             matched_stop: Some(generate_complete::MatchedStop::MatchedTokenId(2)),
-            perf_metrics: Some(PerfMetrics {
-                kv_cache_size: 1,
-                ..Default::default()
-            }),
+            perf_metrics: Some(PerfMetrics { kv_cache_size: 1, ..Default::default() }),
             spec_draft_tokens: 3,
             ..Default::default()
         })),
@@ -186,28 +128,16 @@ fn matched_stop_string_decodes_from_field_four() {
     let bytes = [0x1a, 0x04, 0x22, 0x02, b'\n', b'\n'];
     let response = GenerateResponse::decode(bytes.as_slice()).expect("valid bytes");
     let Some(generate_response::Response::Complete(complete)) = response.response else {
-        panic!(
-            "field 3 must decode as `complete`, got {:?}",
-            response.response
-        );
+        panic!("field 3 must decode as `complete`, got {:?}", response.response);
     };
-    assert_eq!(
-        complete.matched_stop,
-        Some(generate_complete::MatchedStop::MatchedStopStr(
-            "\n\n".to_owned()
-        ))
-    );
+    assert_eq!(complete.matched_stop, Some(generate_complete::MatchedStop::MatchedStopStr("\n\n".to_owned())));
 }
 
 #[test]
 fn heartbeat_batch_encodes_to_the_expected_bytes() {
     let batch = KvEventBatch {
         sequence_number: 3,
-        load: Some(EngineLoad {
-            load_only: true,
-            active_token_usage: Some(0.5),
-            ..Default::default()
-        }),
+        load: Some(EngineLoad { load_only: true, active_token_usage: Some(0.5), ..Default::default() }),
         ..Default::default()
     };
     let mut expected = vec![
@@ -226,12 +156,10 @@ fn descriptors_and_bytes_match_the_upstream_python_stubs() {
         return;
     };
     let mut fds_file = tempfile::NamedTempFile::new().expect("temp file");
-    fds_file
-        .write_all(FILE_DESCRIPTOR_SET)
-        .expect("write descriptor set");
+    fds_file.write_all(FILE_DESCRIPTOR_SET).expect("write descriptor set");
     let script = common::python::python_script("proto_compat.py");
-    let output = common::python::run_python(&python, &script, &[fds_file.path().as_os_str()])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let output =
+        common::python::run_python(&python, &script, &[fds_file.path().as_os_str()]).unwrap_or_else(|e| panic!("{e}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stdout}");

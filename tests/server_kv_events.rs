@@ -7,9 +7,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::server::{
-    Client, TestServer, TestServerBuilder, chunks_and_completes, collect, drain, request,
-};
+use common::server::{Client, TestServer, TestServerBuilder, chunks_and_completes, collect, drain, request};
 use futures::StreamExt;
 use tonic::Code;
 use trtllm::proto::smg::grpc::common as cpb;
@@ -23,12 +21,7 @@ const HEARTBEAT: Duration = Duration::from_millis(40);
 const PATIENCE: Duration = Duration::from_secs(20);
 
 fn builder() -> TestServerBuilder {
-    TestServer::builder()
-        .iteration_ms(1.0)
-        .options(ServeOptions {
-            kv_heartbeat: HEARTBEAT,
-            ..Default::default()
-        })
+    TestServer::builder().iteration_ms(1.0).options(ServeOptions { kv_heartbeat: HEARTBEAT, ..Default::default() })
 }
 
 fn with_events(builder: TestServerBuilder) -> TestServerBuilder {
@@ -54,10 +47,7 @@ async fn subscribe(
     start_sequence_number: u64,
     load_first: bool,
 ) -> tonic::Streaming<cpb::KvEventBatch> {
-    subscribe_call(client, start_sequence_number, load_first)
-        .await
-        .unwrap()
-        .into_inner()
+    subscribe_call(client, start_sequence_number, load_first).await.unwrap().into_inner()
 }
 
 async fn next(stream: &mut tonic::Streaming<cpb::KvEventBatch>) -> cpb::KvEventBatch {
@@ -113,9 +103,7 @@ fn prompt(len: u32, first: u32) -> Vec<u32> {
 }
 
 async fn generate(client: &mut Client, id: &str, prompt: Vec<u32>) -> u32 {
-    let messages = collect(client, request(id, prompt, 1, false))
-        .await
-        .unwrap();
+    let messages = collect(client, request(id, prompt, 1, false)).await.unwrap();
     let (_, completes) = chunks_and_completes(&messages);
     completes[0].cached_tokens
 }
@@ -137,10 +125,7 @@ async fn a_completed_request_streams_its_stored_blocks_and_a_repeat_is_served_fr
         assert!(partial.token_ids.len() < block as usize, "{batches:?}");
     }
     assert_eq!(blocks[0].token_ids, tokens[..block as usize]);
-    assert_eq!(
-        blocks[1].token_ids,
-        tokens[block as usize..2 * block as usize]
-    );
+    assert_eq!(blocks[1].token_ids, tokens[block as usize..2 * block as usize]);
     for b in &blocks[..2] {
         assert_eq!(b.block_size, block as i32);
         assert_eq!(b.cache_level, Some(0), "stored on the GPU");
@@ -153,10 +138,7 @@ async fn a_completed_request_streams_its_stored_blocks_and_a_repeat_is_served_fr
             _ => None,
         })
         .unwrap();
-    assert_eq!(
-        first_store.parent_block_hash, None,
-        "the first block starts a sequence"
-    );
+    assert_eq!(first_store.parent_block_hash, None, "the first block starts a sequence");
     // Event batches carry the load too, and are not load-only.
     for b in event_batches(&batches) {
         assert!(!b.load.as_ref().unwrap().load_only, "{b:?}");
@@ -164,27 +146,14 @@ async fn a_completed_request_streams_its_stored_blocks_and_a_repeat_is_served_fr
     }
 
     // The same prompt again is served from those blocks.
-    assert_eq!(
-        generate(&mut client, "again", tokens).await,
-        2 * block,
-        "the repeat reuses both blocks"
-    );
+    assert_eq!(generate(&mut client, "again", tokens).await, 2 * block, "the repeat reuses both blocks");
     drop(stream);
     // The load follows the executor's stats, which arrive shortly after the iteration ran.
     let mut fresh = subscribe(&mut client, 0, true).await;
-    let batches = until(&mut fresh, |b| {
-        b.last()
-            .and_then(|b| b.load.as_ref()?.cache_hit_rate)
-            .is_some_and(|hit| hit > 0.0)
-    })
-    .await;
-    let hit = batches
-        .last()
-        .unwrap()
-        .load
-        .as_ref()
-        .unwrap()
-        .cache_hit_rate;
+    let batches =
+        until(&mut fresh, |b| b.last().and_then(|b| b.load.as_ref()?.cache_hit_rate).is_some_and(|hit| hit > 0.0))
+            .await;
+    let hit = batches.last().unwrap().load.as_ref().unwrap().cache_hit_rate;
     // The first request's lookups missed, the repeat's hit.
     assert!(hit.is_some_and(|hit| hit < 1.0), "{hit:?}");
 }
@@ -193,10 +162,7 @@ async fn a_completed_request_streams_its_stored_blocks_and_a_repeat_is_served_fr
 async fn evicted_blocks_stream_as_removed_events() {
     // A cache of four blocks: the second prompt needs them all and evicts the first's blocks.
     let engine_block = trtllm::builtin::builtin_engine().tokens_per_block as u32;
-    let server = with_events(builder())
-        .config(|c| c.kv_cache_max_tokens(4 * engine_block))
-        .start()
-        .await;
+    let server = with_events(builder()).config(|c| c.kv_cache_max_tokens(4 * engine_block)).start().await;
     let block = server.executor.executor().engine().tokens_per_block as u32;
     assert_eq!(block, engine_block);
     let mut client = server.client().await;
@@ -207,21 +173,12 @@ async fn evicted_blocks_stream_as_removed_events() {
     let stored: HashSet<i64> = stored_blocks(&first).iter().map(|b| b.block_hash).collect();
 
     generate(&mut client, "large", prompt(3 * block + 1, 500)).await;
-    let second = until(&mut stream, |b| {
-        stored.iter().all(|h| removed_hashes(b).contains(h))
-    })
-    .await;
+    let second = until(&mut stream, |b| stored.iter().all(|h| removed_hashes(b).contains(h))).await;
     let removed = removed_hashes(&second);
-    assert!(
-        stored.is_subset(&removed),
-        "every evicted block is reported: stored {stored:?}, removed {removed:?}"
-    );
+    assert!(stored.is_subset(&removed), "every evicted block is reported: stored {stored:?}, removed {removed:?}");
     let all: Vec<cpb::KvEventBatch> = first.into_iter().chain(second).collect();
     let ids: Vec<u64> = events(&all).map(|e| e.event_id).collect();
-    assert!(
-        ids.windows(2).all(|w| w[0] < w[1]),
-        "event ids increase: {ids:?}"
-    );
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "event ids increase: {ids:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -233,24 +190,13 @@ async fn batch_numbers_are_consecutive_shared_and_resumable() {
 
     // Three unrelated prompts, one after the other: at least three event batches.
     for i in 0..3 {
-        generate(
-            &mut client,
-            &format!("p{i}"),
-            prompt(block + 1, 1000 * (i + 1)),
-        )
-        .await;
+        generate(&mut client, &format!("p{i}"), prompt(block + 1, 1000 * (i + 1))).await;
     }
     let batches = until(&mut stream, |b| stored_blocks(b).len() >= 3).await;
-    let numbers: Vec<u64> = event_batches(&batches)
-        .iter()
-        .map(|b| b.sequence_number)
-        .collect();
+    let numbers: Vec<u64> = event_batches(&batches).iter().map(|b| b.sequence_number).collect();
     assert!(numbers.len() >= 2, "{batches:?}");
     assert_eq!(numbers[0], 1, "the server's first event batch");
-    assert!(
-        numbers.windows(2).all(|w| w[1] == w[0] + 1),
-        "consecutive: {numbers:?}"
-    );
+    assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "consecutive: {numbers:?}");
     // A load-only batch repeats the number of the event batch before it.
     let mut last = 0;
     for b in &batches {
@@ -274,14 +220,8 @@ async fn batch_numbers_are_consecutive_shared_and_resumable() {
     }
     let original: Vec<&cpb::KvEventBatch> = event_batches(&batches)[1..].to_vec();
     assert_eq!(
-        replayed
-            .iter()
-            .map(|b| (b.sequence_number, &b.events))
-            .collect::<Vec<_>>(),
-        original
-            .iter()
-            .map(|b| (b.sequence_number, &b.events))
-            .collect::<Vec<_>>()
+        replayed.iter().map(|b| (b.sequence_number, &b.events)).collect::<Vec<_>>(),
+        original.iter().map(|b| (b.sequence_number, &b.events)).collect::<Vec<_>>()
     );
     // ... and goes on live, numbered as every other subscriber sees it.
     generate(&mut client, "later", prompt(block + 1, 3500)).await;
@@ -292,9 +232,7 @@ async fn batch_numbers_are_consecutive_shared_and_resumable() {
     assert_eq!(number(&theirs), newest + 1);
 
     // A number this server never sent is refused.
-    let ahead = subscribe_call(&mut client, newest + 10, false)
-        .await
-        .unwrap_err();
+    let ahead = subscribe_call(&mut client, newest + 10, false).await.unwrap_err();
     assert_eq!(ahead.code(), Code::OutOfRange, "{ahead:?}");
     assert!(ahead.message().contains("subscribe with 0"), "{ahead:?}");
 }
@@ -304,11 +242,7 @@ async fn an_idle_server_sends_load_only_heartbeats() {
     let server = with_events(builder()).start().await;
     let mut client = server.client().await;
     let response = subscribe_call(&mut client, 0, true).await.unwrap();
-    assert_eq!(
-        response.metadata().get(KV_EVENTS_HEADER).unwrap(),
-        "on",
-        "the stream says it carries KV events"
-    );
+    assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "on", "the stream says it carries KV events");
     let mut stream = response.into_inner();
     let mut batches = Vec::new();
     for _ in 0..4 {
@@ -323,65 +257,40 @@ async fn an_idle_server_sends_load_only_heartbeats() {
         assert!(load.max_running_requests > 0);
         assert_eq!(load.num_used_tokens.unwrap_or(0), 0);
     }
-    let samples: Vec<u64> = batches
-        .iter()
-        .map(|b| b.load.as_ref().unwrap().sample)
-        .collect();
+    let samples: Vec<u64> = batches.iter().map(|b| b.load.as_ref().unwrap().sample).collect();
     assert_eq!(samples, vec![1, 2, 3, 4]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_load_counts_a_running_request_and_its_kv_tokens() {
     let server = with_events(
-        TestServer::builder()
-            .iteration_ms(5.0)
-            .options(ServeOptions {
-                kv_heartbeat: HEARTBEAT,
-                ..Default::default()
-            }),
+        TestServer::builder().iteration_ms(5.0).options(ServeOptions { kv_heartbeat: HEARTBEAT, ..Default::default() }),
     )
     .start()
     .await;
     let mut client = server.client().await;
     let mut stream = subscribe(&mut client, 0, false).await;
-    let mut generation = client
-        .generate(request("long", prompt(100, 1), 2000, true))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut generation = client.generate(request("long", prompt(100, 1), 2000, true)).await.unwrap().into_inner();
     assert!(generation.next().await.unwrap().is_ok(), "the request runs");
 
     let batches = until(&mut stream, |b| {
-        b.last().and_then(|b| b.load.as_ref()).is_some_and(|l| {
-            l.running_requests == 1 && l.num_used_tokens.unwrap_or(0) > 0 && l.gen_throughput > 0.0
-        })
+        b.last()
+            .and_then(|b| b.load.as_ref())
+            .is_some_and(|l| l.running_requests == 1 && l.num_used_tokens.unwrap_or(0) > 0 && l.gen_throughput > 0.0)
     })
     .await;
     let load = batches.last().unwrap().load.clone().unwrap();
     assert_eq!(load.waiting_requests, 0);
     let used = load.num_used_tokens.unwrap();
     let total = load.max_total_num_tokens.unwrap();
-    assert!(
-        used >= 100 && used <= total,
-        "the prompt's blocks are in use: {load:?}"
-    );
-    assert!(
-        load.token_usage > 0.0 && load.token_usage <= 1.0,
-        "{load:?}"
-    );
-    assert!(
-        (load.token_usage - f64::from(used) / f64::from(total)).abs() < 1e-9,
-        "{load:?}"
-    );
+    assert!(used >= 100 && used <= total, "the prompt's blocks are in use: {load:?}");
+    assert!(load.token_usage > 0.0 && load.token_usage <= 1.0, "{load:?}");
+    assert!((load.token_usage - f64::from(used) / f64::from(total)).abs() < 1e-9, "{load:?}");
     assert_eq!(load.queues.unwrap().waiting, 0);
     drop(generation);
     server.wait_executor_idle(PATIENCE).await;
-    let idle = until(&mut stream, |b| {
-        b.last()
-            .and_then(|b| b.load.as_ref())
-            .is_some_and(|l| l.running_requests == 0)
-    })
-    .await;
+    let idle =
+        until(&mut stream, |b| b.last().and_then(|b| b.load.as_ref()).is_some_and(|l| l.running_requests == 0)).await;
     let load = idle.last().unwrap().load.clone().unwrap();
     assert_eq!(load.num_used_tokens, Some(0), "{load:?}");
     assert_eq!(load.token_usage, 0.0);
@@ -394,16 +303,11 @@ async fn draining_ends_the_subscription_with_a_last_load_record_and_ok() {
     let mut stream = subscribe(&mut client, 0, true).await;
     next(&mut stream).await;
     server.signal_shutdown();
-    let (batches, status) = tokio::time::timeout(PATIENCE, drain(&mut stream))
-        .await
-        .expect("the stream ends");
+    let (batches, status) = tokio::time::timeout(PATIENCE, drain(&mut stream)).await.expect("the stream ends");
     assert!(status.is_none(), "ends with OK: {status:?}");
     let last = batches.last().expect("a last batch");
     assert!(last.load.as_ref().unwrap().load_only);
-    tokio::time::timeout(PATIENCE, server.handle)
-        .await
-        .expect("the server stops")
-        .unwrap();
+    tokio::time::timeout(PATIENCE, server.handle).await.expect("the server stops").unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -418,10 +322,7 @@ async fn without_an_event_buffer_the_stream_carries_load_only() {
     generate(&mut client, "unseen", prompt(2 * block + 1, 1)).await;
     for _ in 0..5 {
         let b = next(&mut stream).await;
-        assert!(
-            b.events.is_empty() && b.load.as_ref().unwrap().load_only,
-            "{b:?}"
-        );
+        assert!(b.events.is_empty() && b.load.as_ref().unwrap().load_only, "{b:?}");
         assert_eq!(b.sequence_number, 0);
     }
     let refused = subscribe_call(&mut client, 5, false).await.unwrap_err();
@@ -439,20 +340,14 @@ impl Drop for Served {
 }
 
 fn serve(extra: &[&str]) -> Served {
-    let args: Vec<&str> = ["--kv-heartbeat-ms", "50"]
-        .into_iter()
-        .chain(extra.iter().copied())
-        .collect();
+    let args: Vec<&str> = ["--kv-heartbeat-ms", "50"].into_iter().chain(extra.iter().copied()).collect();
     let (child, addr) = common::server::spawn_serve(&args);
     Served(child, addr)
 }
 
 async fn serve_client(served: &Served) -> Client {
-    let channel = tonic::transport::Channel::from_shared(format!("http://{}", served.1))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel =
+        tonic::transport::Channel::from_shared(format!("http://{}", served.1)).unwrap().connect().await.unwrap();
     TrtllmServiceClient::new(channel)
 }
 
@@ -478,21 +373,13 @@ async fn trtllm_serve_streams_kv_events_by_default_and_the_flag_turns_them_off()
 async fn lost_events_end_the_stream_with_data_loss_and_forbid_resuming_across_them() {
     // An executor buffer of one event: a request that stores blocks in several events at once
     // overflows it before the server reads it.
-    let server = builder()
-        .config(|c| c.kv_cache_event_buffer_max_size(1))
-        .start()
-        .await;
+    let server = builder().config(|c| c.kv_cache_event_buffer_max_size(1)).start().await;
     let block = server.executor.executor().engine().tokens_per_block as u32;
     let mut client = server.client().await;
     let mut stream = subscribe(&mut client, 0, false).await;
     let mut status = None;
     for i in 0..20 {
-        generate(
-            &mut client,
-            &format!("burst{i}"),
-            prompt(3 * block + 1, 100 * i + 1),
-        )
-        .await;
+        generate(&mut client, &format!("burst{i}"), prompt(3 * block + 1, 100 * i + 1)).await;
         if let Ok(Some(Err(s))) = tokio::time::timeout(HEARTBEAT * 3, async {
             loop {
                 match stream.next().await {
@@ -509,16 +396,9 @@ async fn lost_events_end_the_stream_with_data_loss_and_forbid_resuming_across_th
     }
     let status = status.expect("the overflow is reported");
     assert_eq!(status.code(), Code::DataLoss, "{status:?}");
-    assert!(
-        status.message().contains("start_sequence_number 0"),
-        "{status:?}"
-    );
+    assert!(status.message().contains("start_sequence_number 0"), "{status:?}");
     let refused = subscribe_call(&mut client, 1, false).await.unwrap_err();
-    assert_eq!(
-        refused.code(),
-        Code::OutOfRange,
-        "no resuming across lost events"
-    );
+    assert_eq!(refused.code(), Code::OutOfRange, "no resuming across lost events");
     // A fresh subscription works.
     let mut fresh = subscribe(&mut client, 0, true).await;
     assert!(next(&mut fresh).await.load.is_some());

@@ -17,41 +17,20 @@ use trtllm::sim::SimFaults;
 
 type Health = tonic_health::pb::health_client::HealthClient<tonic::transport::Channel>;
 
-async fn watch(
-    health: &mut Health,
-    service: &str,
-) -> tonic::Streaming<tonic_health::pb::HealthCheckResponse> {
-    let mut stream = health
-        .watch(tonic_health::pb::HealthCheckRequest {
-            service: service.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        stream.next().await.unwrap().unwrap().status,
-        ServingStatus::Serving as i32
-    );
+async fn watch(health: &mut Health, service: &str) -> tonic::Streaming<tonic_health::pb::HealthCheckResponse> {
+    let mut stream =
+        health.watch(tonic_health::pb::HealthCheckRequest { service: service.into() }).await.unwrap().into_inner();
+    assert_eq!(stream.next().await.unwrap().unwrap().status, ServingStatus::Serving as i32);
     stream
 }
 
 async fn check(health: &mut Health, service: &str) -> i32 {
-    health
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: service.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .status
+    health.check(tonic_health::pb::HealthCheckRequest { service: service.into() }).await.unwrap().into_inner().status
 }
 
 /// Waits for the server task to return (it must, however the streams ended).
 async fn stopped(server: TestServer) {
-    tokio::time::timeout(Duration::from_secs(20), server.handle)
-        .await
-        .expect("the server stopped")
-        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), server.handle).await.expect("the server stopped").unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,19 +45,11 @@ async fn draining_ends_subscriptions_and_watches_and_lets_requests_finish() {
     let mut health = Health::new(server.channel().await);
     let mut overall = watch(&mut health, "").await;
     let mut service = watch(&mut health, "trtllm.TrtllmService").await;
-    let mut kv = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let mut kv = client.subscribe_kv_events(cpb::SubscribeKvEventsRequest::default()).await.unwrap().into_inner();
     assert!(kv.next().await.unwrap().is_ok());
     let mut streams = Vec::new();
     for i in 0..4 {
-        let mut stream = client
-            .generate(request(&format!("d{i}"), vec![1, 2], 80, true))
-            .await
-            .unwrap()
-            .into_inner();
+        let mut stream = client.generate(request(&format!("d{i}"), vec![1, 2], 80, true)).await.unwrap().into_inner();
         assert!(stream.next().await.is_some());
         streams.push(stream);
     }
@@ -88,63 +59,31 @@ async fn draining_ends_subscriptions_and_watches_and_lets_requests_finish() {
     for stream in [&mut overall, &mut service] {
         let (updates, status) = drain(stream).await;
         assert!(status.is_none(), "a watch ends with OK: {status:?}");
-        assert_eq!(
-            updates.last().map(|u| u.status),
-            Some(ServingStatus::NotServing as i32)
-        );
+        assert_eq!(updates.last().map(|u| u.status), Some(ServingStatus::NotServing as i32));
     }
     // The KV subscription sends its last batch and ends cleanly.
     let (batches, status) = drain(&mut kv).await;
     assert!(status.is_none(), "{status:?}");
     assert!(batches.iter().all(|b| b.load.is_some()));
     // New work is refused while in-flight requests drain, and health says so.
-    let refused = client
-        .generate(request("late", vec![1], 4, true))
-        .await
-        .map(|_| ())
-        .unwrap_err();
+    let refused = client.generate(request("late", vec![1], 4, true)).await.map(|_| ()).unwrap_err();
     assert_eq!(refused.code(), Code::Unavailable);
-    assert_ne!(
-        client
-            .health_check(pb::HealthCheckRequest {})
-            .await
-            .unwrap()
-            .into_inner()
-            .status,
-        "OK"
-    );
-    assert_eq!(
-        check(&mut health, "").await,
-        ServingStatus::NotServing as i32
-    );
-    assert_eq!(
-        check(&mut health, "trtllm.TrtllmService").await,
-        ServingStatus::NotServing as i32
-    );
+    assert_ne!(client.health_check(pb::HealthCheckRequest {}).await.unwrap().into_inner().status, "OK");
+    assert_eq!(check(&mut health, "").await, ServingStatus::NotServing as i32);
+    assert_eq!(check(&mut health, "trtllm.TrtllmService").await, ServingStatus::NotServing as i32);
     // A watch opened while draining is told at once and ends.
-    let mut late_watch = health
-        .watch(tonic_health::pb::HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut late_watch =
+        health.watch(tonic_health::pb::HealthCheckRequest { service: String::new() }).await.unwrap().into_inner();
     let (updates, status) = drain(&mut late_watch).await;
     assert!(status.is_none());
-    assert_eq!(
-        updates.last().map(|u| u.status),
-        Some(ServingStatus::NotServing as i32)
-    );
+    assert_eq!(updates.last().map(|u| u.status), Some(ServingStatus::NotServing as i32));
 
     for mut stream in streams {
         let (messages, status) = drain(&mut stream).await;
         assert!(status.is_none(), "{status:?}");
         let (_, completes) = chunks_and_completes(&messages);
         assert_eq!(completes.len(), 1);
-        assert_eq!(
-            completes[0].finish_reason, "length",
-            "drained to completion"
-        );
+        assert_eq!(completes[0].finish_reason, "length", "drained to completion");
     }
     stopped(server).await;
 }
@@ -160,31 +99,16 @@ async fn when_the_grace_period_ends_every_stream_ends_with_unavailable() {
     let mut client = server.client().await;
     let mut health = Health::new(server.channel().await);
     let mut watcher = watch(&mut health, "").await;
-    let mut kv = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let mut kv = client.subscribe_kv_events(cpb::SubscribeKvEventsRequest::default()).await.unwrap().into_inner();
     let mut long = Vec::new();
     for i in 0..3 {
-        let mut stream = client
-            .generate(request(&format!("l{i}"), vec![1, 2], 4000, true))
-            .await
-            .unwrap()
-            .into_inner();
+        let mut stream = client.generate(request(&format!("l{i}"), vec![1, 2], 4000, true)).await.unwrap().into_inner();
         assert!(stream.next().await.is_some());
         long.push(stream);
     }
-    let quiet = client
-        .generate(request("quiet", vec![3], 4000, false))
-        .await
-        .unwrap()
-        .into_inner();
+    let quiet = client.generate(request("quiet", vec![3], 4000, false)).await.unwrap().into_inner();
     let n2 = pb::GenerateRequest {
-        sampling_config: Some(pb::SamplingConfig {
-            num_return_sequences: 2,
-            ..Default::default()
-        }),
+        sampling_config: Some(pb::SamplingConfig { num_return_sequences: 2, ..Default::default() }),
         ..request("pair", vec![4], 4000, true)
     };
     let mut pair = client.generate(n2).await.unwrap().into_inner();
@@ -197,27 +121,14 @@ async fn when_the_grace_period_ends_every_stream_ends_with_unavailable() {
         let (messages, status) = drain(stream).await;
         let status = status.unwrap_or_else(|| panic!("stream {i} ended without a terminal error"));
         assert_eq!(status.code(), Code::Unavailable, "stream {i}: {status:?}");
-        assert!(
-            status.message().contains("grace period"),
-            "{}",
-            status.message()
-        );
-        assert!(
-            messages
-                .iter()
-                .all(|m| matches!(m.response, Some(Kind::Chunk(_)))),
-            "no complete before it"
-        );
+        assert!(status.message().contains("grace period"), "{}", status.message());
+        assert!(messages.iter().all(|m| matches!(m.response, Some(Kind::Chunk(_)))), "no complete before it");
     }
     let (_, status) = drain(&mut watcher).await;
     assert!(status.is_none());
     let (_, status) = drain(&mut kv).await;
     assert!(status.is_none());
-    assert_eq!(
-        server.executor.executor().in_flight(),
-        0,
-        "the executor dropped them all"
-    );
+    assert_eq!(server.executor.executor().in_flight(), 0, "the executor dropped them all");
     stopped(server).await;
 }
 
@@ -229,23 +140,11 @@ async fn clients_that_stop_reading_do_not_hold_up_shutdown() {
         kv_heartbeat: Duration::from_millis(1),
         ..Default::default()
     };
-    let mut server = TestServer::builder()
-        .iteration_ms(0.2)
-        .options(options)
-        .start()
-        .await;
+    let mut server = TestServer::builder().iteration_ms(0.2).options(options).start().await;
     let mut client = server.client().await;
     // Streams that are never read again: a fast generation and a fast heartbeat.
-    let _generation = client
-        .generate(request("flood", vec![1], 8000, true))
-        .await
-        .unwrap()
-        .into_inner();
-    let _kv = client
-        .subscribe_kv_events(cpb::SubscribeKvEventsRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
+    let _generation = client.generate(request("flood", vec![1], 8000, true)).await.unwrap().into_inner();
+    let _kv = client.subscribe_kv_events(cpb::SubscribeKvEventsRequest::default()).await.unwrap().into_inner();
     tokio::time::sleep(Duration::from_millis(300)).await;
     server.signal_shutdown();
     stopped(server).await;
@@ -255,34 +154,16 @@ async fn clients_that_stop_reading_do_not_hold_up_shutdown() {
 async fn an_executor_error_mid_stream_is_unavailable() {
     let server = TestServer::builder()
         .iteration_ms(2.0)
-        .engine(|e| {
-            e.faults = SimFaults {
-                fail_all_from_iteration: Some(6),
-                ..Default::default()
-            }
-        })
+        .engine(|e| e.faults = SimFaults { fail_all_from_iteration: Some(6), ..Default::default() })
         .start()
         .await;
     let mut client = server.client().await;
-    let mut stream = client
-        .generate(request("doomed", vec![1, 2], 200, true))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = client.generate(request("doomed", vec![1, 2], 200, true)).await.unwrap().into_inner();
     let (messages, status) = drain(&mut stream).await;
     let status = status.expect("a terminal error");
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    assert!(
-        status.message().contains("forwardAsync"),
-        "{}",
-        status.message()
-    );
-    assert!(
-        !messages.is_empty()
-            && messages
-                .iter()
-                .all(|m| matches!(m.response, Some(Kind::Chunk(_))))
-    );
+    assert!(status.message().contains("forwardAsync"), "{}", status.message());
+    assert!(!messages.is_empty() && messages.iter().all(|m| matches!(m.response, Some(Kind::Chunk(_)))));
     assert_eq!(server.executor.executor().in_flight(), 0);
 }
 
@@ -293,68 +174,29 @@ async fn a_failed_executor_turns_health_not_serving() {
     let server = TestServer::builder()
         .iteration_ms(2.0)
         .engine(|e| {
-            e.faults = SimFaults {
-                throw_in: Some("awaitResponses".into()),
-                throw_after_calls: 1000,
-                ..Default::default()
-            }
+            e.faults =
+                SimFaults { throw_in: Some("awaitResponses".into()), throw_after_calls: 1000, ..Default::default() }
         })
         .start()
         .await;
     let mut client = server.client().await;
     let mut health = Health::new(server.channel().await);
-    assert_eq!(
-        client
-            .health_check(pb::HealthCheckRequest {})
-            .await
-            .unwrap()
-            .into_inner()
-            .status,
-        "OK"
-    );
+    assert_eq!(client.health_check(pb::HealthCheckRequest {}).await.unwrap().into_inner().status, "OK");
     let mut watcher = watch(&mut health, "trtllm.TrtllmService").await;
 
-    let mut stream = client
-        .generate(request("victim", vec![1, 2], 4000, true))
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = client.generate(request("victim", vec![1, 2], 4000, true)).await.unwrap().into_inner();
     let (_, status) = drain(&mut stream).await;
     let status = status.expect("a terminal error");
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    assert!(
-        status.message().contains("awaitResponses"),
-        "{}",
-        status.message()
-    );
+    assert!(status.message().contains("awaitResponses"), "{}", status.message());
 
-    let update = tokio::time::timeout(Duration::from_secs(5), watcher.next())
-        .await
-        .expect("a health update");
-    assert_eq!(
-        update.unwrap().unwrap().status,
-        ServingStatus::NotServing as i32
-    );
-    assert_eq!(
-        check(&mut health, "").await,
-        ServingStatus::NotServing as i32
-    );
-    assert_eq!(
-        check(&mut health, "trtllm.TrtllmService").await,
-        ServingStatus::NotServing as i32
-    );
-    let reply = client
-        .health_check(pb::HealthCheckRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .status;
+    let update = tokio::time::timeout(Duration::from_secs(5), watcher.next()).await.expect("a health update");
+    assert_eq!(update.unwrap().unwrap().status, ServingStatus::NotServing as i32);
+    assert_eq!(check(&mut health, "").await, ServingStatus::NotServing as i32);
+    assert_eq!(check(&mut health, "trtllm.TrtllmService").await, ServingStatus::NotServing as i32);
+    let reply = client.health_check(pb::HealthCheckRequest {}).await.unwrap().into_inner().status;
     assert_ne!(reply, "OK");
     assert!(reply.contains("executor"), "{reply}");
-    let refused = client
-        .generate(request("after", vec![1], 4, true))
-        .await
-        .map(|_| ())
-        .unwrap_err();
+    let refused = client.generate(request("after", vec![1], 4, true)).await.map(|_| ()).unwrap_err();
     assert_eq!(refused.code(), Code::Unavailable);
 }

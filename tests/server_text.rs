@@ -32,45 +32,27 @@ async fn start() -> WordsServer {
     let dir = engine_with_tokenizer(
         &word_level_tokenizer(),
         &[
-            (
-                "tokenizer_config.json",
-                json!({"eos_token": "<|im_end|>"}).to_string(),
-            ),
-            (
-                "generation_config.json",
-                json!({"eos_token_id": [2, 3, 0]}).to_string(),
-            ),
+            ("tokenizer_config.json", json!({"eos_token": "<|im_end|>"}).to_string()),
+            ("generation_config.json", json!({"eos_token_id": [2, 3, 0]}).to_string()),
         ],
     );
-    let executor = AsyncExecutor::load(dir.path(), ExecutorConfig::default())
-        .await
-        .unwrap();
+    let executor = AsyncExecutor::load(dir.path(), ExecutorConfig::default()).await.unwrap();
     let tokenizer = Tokenizer::from_dir(dir.path().join("tokenizer")).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = oneshot::channel::<()>();
     let served = tokenizer.clone();
     tokio::spawn(async move {
-        let options = ServeOptions {
-            addr,
-            ..ServeOptions::default()
-        };
+        let options = ServeOptions { addr, ..ServeOptions::default() };
         let stop = async {
             let _ = rx.await;
         };
-        serve(executor, Some(served), options, listener, stop)
-            .await
-            .unwrap();
+        serve(executor, Some(served), options, listener, stop).await.unwrap();
     });
     let url = format!("http://{addr}");
     for _ in 0..100 {
         if let Ok(client) = TrtllmServiceClient::connect(url.clone()).await {
-            return WordsServer {
-                _dir: dir,
-                tokenizer,
-                client,
-                _shutdown: tx,
-            };
+            return WordsServer { _dir: dir, tokenizer, client, _shutdown: tx };
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -84,10 +66,7 @@ fn request(tokenizer: &Tokenizer, seed: u64, streaming: bool) -> pb::GenerateReq
             input_token_ids: tokenizer.encode("red cat sat", false).unwrap(),
             ..Default::default()
         }),
-        sampling_config: Some(pb::SamplingConfig {
-            seed: Some(seed),
-            ..Default::default()
-        }),
+        sampling_config: Some(pb::SamplingConfig { seed: Some(seed), ..Default::default() }),
         max_tokens: 40,
         streaming,
         ..Default::default()
@@ -95,10 +74,7 @@ fn request(tokenizer: &Tokenizer, seed: u64, streaming: bool) -> pb::GenerateReq
 }
 
 /// The streamed token ids and the complete messages of one call.
-async fn generate(
-    client: &mut Client,
-    req: pb::GenerateRequest,
-) -> (Vec<u32>, Vec<pb::GenerateComplete>) {
+async fn generate(client: &mut Client, req: pb::GenerateRequest) -> (Vec<u32>, Vec<pb::GenerateComplete>) {
     let mut stream = client.generate(req).await.unwrap().into_inner();
     let (mut streamed, mut completes) = (Vec::new(), Vec::new());
     while let Some(message) = stream.next().await {
@@ -114,10 +90,7 @@ async fn generate(
 /// The first seed whose generated ids (eos ignored) satisfy `wanted`, with those ids.
 async fn find_seed(server: &mut WordsServer, wanted: impl Fn(&[u32]) -> bool) -> (u64, Vec<u32>) {
     for seed in 0..200 {
-        let req = pb::GenerateRequest {
-            ignore_eos: true,
-            ..request(&server.tokenizer, seed, true)
-        };
+        let req = pb::GenerateRequest { ignore_eos: true, ..request(&server.tokenizer, seed, true) };
         let (ids, _) = generate(&mut server.client, req).await;
         if wanted(&ids) {
             return (seed, ids);
@@ -130,38 +103,22 @@ async fn find_seed(server: &mut WordsServer, wanted: impl Fn(&[u32]) -> bool) ->
 async fn every_eos_id_stops_generation_and_is_left_out() {
     let mut server = start().await;
     let eos = [0, 2, 3];
-    let (seed, ids) = find_seed(&mut server, |ids| {
-        ids.iter()
-            .position(|id| eos.contains(id))
-            .is_some_and(|p| p >= 2 && ids[p] != 2)
-    })
-    .await;
+    let (seed, ids) =
+        find_seed(&mut server, |ids| ids.iter().position(|id| eos.contains(id)).is_some_and(|p| p >= 2 && ids[p] != 2))
+            .await;
     let end = ids.iter().position(|id| eos.contains(id)).unwrap();
     // Without stop strings (tokens only) and with one that never matches (text matched too).
     for stop in [vec![], vec!["never".to_string()]] {
         for streaming in [true, false] {
-            let req = pb::GenerateRequest {
-                stop: stop.clone(),
-                ..request(&server.tokenizer, seed, streaming)
-            };
+            let req = pb::GenerateRequest { stop: stop.clone(), ..request(&server.tokenizer, seed, streaming) };
             let (streamed, completes) = generate(&mut server.client, req).await;
             if streaming {
                 assert_eq!(streamed, ids[..end], "no chunk carries the eos id");
             }
             let done = &completes[0];
-            assert_eq!(
-                done.finish_reason, "stop",
-                "stop {stop:?}, streaming {streaming}"
-            );
-            assert_eq!(
-                done.matched_stop, None,
-                "an eos id is neither a stop string nor a stop token"
-            );
-            assert_eq!(
-                done.output_token_ids,
-                ids[..end],
-                "stop {stop:?}, streaming {streaming}"
-            );
+            assert_eq!(done.finish_reason, "stop", "stop {stop:?}, streaming {streaming}");
+            assert_eq!(done.matched_stop, None, "an eos id is neither a stop string nor a stop token");
+            assert_eq!(done.output_token_ids, ids[..end], "stop {stop:?}, streaming {streaming}");
             assert_eq!(done.completion_tokens as usize, end);
         }
     }
@@ -170,10 +127,7 @@ async fn every_eos_id_stops_generation_and_is_left_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_special_token_stop_string_ends_a_non_streaming_request() {
     let mut server = start().await;
-    let (seed, ids) = find_seed(&mut server, |ids| {
-        ids.iter().position(|&id| id == 1).is_some_and(|p| p >= 2)
-    })
-    .await;
+    let (seed, ids) = find_seed(&mut server, |ids| ids.iter().position(|&id| id == 1).is_some_and(|p| p >= 2)).await;
     let at = ids.iter().position(|&id| id == 1).unwrap();
     let req = pb::GenerateRequest {
         stop: vec!["<|im_start|>".into()],
@@ -184,12 +138,7 @@ async fn a_special_token_stop_string_ends_a_non_streaming_request() {
     assert!(streamed.is_empty(), "a non-streaming call gets no chunks");
     let done = &completes[0];
     assert_eq!(done.finish_reason, "stop");
-    assert_eq!(
-        done.matched_stop,
-        Some(pb::generate_complete::MatchedStop::MatchedStopStr(
-            "<|im_start|>".into()
-        ))
-    );
+    assert_eq!(done.matched_stop, Some(pb::generate_complete::MatchedStop::MatchedStopStr("<|im_start|>".into())));
     assert_eq!(done.output_token_ids, ids[..=at]);
     assert_eq!(done.completion_tokens as usize, at + 1);
 }
@@ -205,27 +154,13 @@ async fn a_text_stop_string_cuts_a_non_streaming_request_at_the_stop() {
     let space = middle + text[middle..].find(' ').unwrap();
     let stop = text[space - 1..space + 2].to_string();
     let first = text.find(&stop).unwrap();
-    let through = (1..=ids.len())
-        .find(|&n| tokenizer.decode(&ids[..n], true).unwrap().len() >= first + stop.len())
-        .unwrap();
-    let req = pb::GenerateRequest {
-        stop: vec![stop.clone()],
-        ignore_eos: true,
-        ..request(&tokenizer, seed, false)
-    };
+    let through =
+        (1..=ids.len()).find(|&n| tokenizer.decode(&ids[..n], true).unwrap().len() >= first + stop.len()).unwrap();
+    let req = pb::GenerateRequest { stop: vec![stop.clone()], ignore_eos: true, ..request(&tokenizer, seed, false) };
     let (streamed, completes) = generate(&mut server.client, req).await;
     assert!(streamed.is_empty());
     let done = &completes[0];
-    assert_eq!(
-        done.matched_stop,
-        Some(pb::generate_complete::MatchedStop::MatchedStopStr(
-            stop.clone()
-        ))
-    );
-    assert_eq!(
-        done.output_token_ids,
-        ids[..through],
-        "cut at the token completing {stop:?}"
-    );
+    assert_eq!(done.matched_stop, Some(pb::generate_complete::MatchedStop::MatchedStopStr(stop.clone())));
+    assert_eq!(done.output_token_ids, ids[..through], "cut at the token completing {stop:?}");
     assert_eq!(done.completion_tokens as usize, through);
 }

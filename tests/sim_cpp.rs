@@ -12,16 +12,12 @@ const CXX_FLAGS: [&str; 5] = ["-std=c++17", "-O1", "-pthread", "-Wall", "-Wextra
 
 /// The C++ compiler: `$CXX` when set, otherwise the system `c++`.
 fn compiler() -> String {
-    std::env::var("CXX")
-        .ok()
-        .filter(|cxx| !cxx.trim().is_empty())
-        .unwrap_or_else(|| "c++".to_string())
+    std::env::var("CXX").ok().filter(|cxx| !cxx.trim().is_empty()).unwrap_or_else(|| "c++".to_string())
 }
 
 /// Every `.cpp` file of the simulator's sources, in a stable order.
 fn simulator_sources(dir: &Path) -> Vec<PathBuf> {
-    let entries =
-        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
     let mut sources: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "cpp"))
@@ -48,16 +44,8 @@ fn spawn_compile(source: &Path, object: &Path, include: &Path) -> Child {
 /// Panics with the compiler's diagnostics unless `output` is a warning-free success.
 fn assert_clean(what: &Path, output: &Output) {
     let diagnostics = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "compiling {} failed:\n{diagnostics}",
-        what.display()
-    );
-    assert!(
-        !diagnostics.contains("warning:"),
-        "{} must compile without warnings:\n{diagnostics}",
-        what.display()
-    );
+    assert!(output.status.success(), "compiling {} failed:\n{diagnostics}", what.display());
+    assert!(!diagnostics.contains("warning:"), "{} must compile without warnings:\n{diagnostics}", what.display());
 }
 
 /// Compiles every simulator source once per test process (a few files at a time) and returns the objects;
@@ -67,29 +55,23 @@ fn simulator_objects(sim: &Path) -> &'static [PathBuf] {
     OBJECTS.get_or_init(|| {
         let objects_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim_objects");
         let sources = simulator_sources(&sim.join("src"));
-        assert!(
-            !sources.is_empty(),
-            "no simulator sources under {}",
-            sim.display()
-        );
+        assert!(!sources.is_empty(), "no simulator sources under {}", sim.display());
         compile_all(&sources, &objects_dir, &sim.join("include"))
     })
 }
 
 /// Compiles `sources` into `objects_dir`, as many at a time as there are cores; returns the objects.
 fn compile_all(sources: &[PathBuf], objects_dir: &Path, include: &Path) -> Vec<PathBuf> {
-    std::fs::create_dir_all(objects_dir)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", objects_dir.display()));
+    std::fs::create_dir_all(objects_dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", objects_dir.display()));
     let jobs = available_parallelism().map_or(2, |n| n.get());
     let mut objects = Vec::new();
     for batch in sources.chunks(jobs) {
         let running: Vec<(PathBuf, Child)> = batch
             .iter()
             .map(|source| {
-                let name = source.file_stem().map_or_else(
-                    || "unnamed".to_string(),
-                    |stem| stem.to_string_lossy().into_owned(),
-                );
+                let name = source
+                    .file_stem()
+                    .map_or_else(|| "unnamed".to_string(), |stem| stem.to_string_lossy().into_owned());
                 let object = objects_dir.join(format!("{name}.o"));
                 let child = spawn_compile(source, &object, include);
                 objects.push(object);
@@ -97,9 +79,7 @@ fn compile_all(sources: &[PathBuf], objects_dir: &Path, include: &Path) -> Vec<P
             })
             .collect();
         for (source, child) in running {
-            let output = child
-                .wait_with_output()
-                .unwrap_or_else(|e| panic!("waiting for the compiler failed: {e}"));
+            let output = child.wait_with_output().unwrap_or_else(|e| panic!("waiting for the compiler failed: {e}"));
             assert_clean(&source, &output);
         }
     }
@@ -112,11 +92,8 @@ fn run_test_program(name: &str) {
     let sim = Path::new(env!("CARGO_MANIFEST_DIR")).join("cpp/sim");
     let simulator = simulator_objects(&sim);
     let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let main = compile_all(
-        &[sim.join(format!("tests/{name}.cpp"))],
-        &binary.with_extension("objects"),
-        &sim.join("include"),
-    );
+    let main =
+        compile_all(&[sim.join(format!("tests/{name}.cpp"))], &binary.with_extension("objects"), &sim.join("include"));
     let link = Command::new(compiler())
         .arg("-pthread")
         .args(simulator)
@@ -127,20 +104,12 @@ fn run_test_program(name: &str) {
         .expect("the C++ compiler could not be started for linking");
     assert_clean(&binary, &link);
 
-    let run = Command::new(&binary)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
+    let run = Command::new(&binary).output().unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
     let stdout = String::from_utf8_lossy(&run.stdout);
     println!("{stdout}");
     eprintln!("{}", String::from_utf8_lossy(&run.stderr));
-    assert!(
-        run.status.success(),
-        "the simulator's C++ tests ({name}) failed:\n{stdout}"
-    );
-    assert!(
-        stdout.contains(" passed, 0 failed"),
-        "unexpected summary from the C++ tests ({name}):\n{stdout}"
-    );
+    assert!(run.status.success(), "the simulator's C++ tests ({name}) failed:\n{stdout}");
+    assert!(stdout.contains(" passed, 0 failed"), "unexpected summary from the C++ tests ({name}):\n{stdout}");
 }
 
 #[test]

@@ -13,7 +13,8 @@ fn tensor_parallelism_that_does_not_split_the_attention_heads_is_refused() {
     assert!(matches!(err, Error::Executor(_)), "{err:?}");
     let message = err.to_string();
     assert!(
-        message.contains("pretrained_config.mapping.tp_size (3) must divide pretrained_config.num_attention_heads (32)"),
+        message
+            .contains("pretrained_config.mapping.tp_size (3) must divide pretrained_config.num_attention_heads (32)"),
         "{message}"
     );
 }
@@ -21,12 +22,7 @@ fn tensor_parallelism_that_does_not_split_the_attention_heads_is_refused() {
 #[test]
 fn tensor_parallelism_that_does_not_split_the_kv_heads_is_refused() {
     // 4 ranks split 24 query heads, but 6 KV heads neither split over 4 ranks nor replicate evenly on them.
-    let dir = engine_dir(|b| {
-        b.hidden_size(3072)
-            .num_heads(24)
-            .num_kv_heads(6)
-            .tensor_parallel(4)
-    });
+    let dir = engine_dir(|b| b.hidden_size(3072).num_heads(24).num_kv_heads(6).tensor_parallel(4));
     let err = Executor::load(dir.path(), config().build().unwrap()).unwrap_err();
     let message = err.to_string();
     assert!(
@@ -39,7 +35,6 @@ fn tensor_parallelism_that_does_not_split_the_kv_heads_is_refused() {
 fn tensor_parallelism_over_more_ranks_than_kv_heads_replicates_them() {
     // 8 ranks over 4 KV heads: each KV head lives on two ranks, as TensorRT-LLM builds such engines.
     let dir = engine_dir(|b| b.num_heads(32).num_kv_heads(4).tensor_parallel(8));
-    let executor =
-        Executor::load(dir.path(), config().build().unwrap()).expect("tp 8 over 4 KV heads loads");
+    let executor = Executor::load(dir.path(), config().build().unwrap()).expect("tp 8 over 4 KV heads loads");
     assert_eq!(executor.engine().tp_size, 8);
 }

@@ -25,9 +25,7 @@ fn measure(executor: &Executor, prompt: usize, output: usize) -> (f64, f64) {
     // and the model predicts a cold one.
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
     let first = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tokens = (0..prompt as u32)
-        .map(|i| (first * 7919 + i * 31) % 30000)
-        .collect();
+    let tokens = (0..prompt as u32).map(|i| (first * 7919 + i * 31) % 30000).collect();
     let request = GenerationRequest::new(tokens, output as u32).with_perf_metrics(true);
     let drained = common::sim::drain(executor.enqueue(request).expect("enqueue"));
     let done = drained.done();
@@ -43,8 +41,7 @@ fn measure(executor: &Executor, prompt: usize, output: usize) -> (f64, f64) {
 fn load(engine: &SimulatedEngine) -> (tempfile::TempDir, Executor) {
     let dir = tempfile::tempdir().expect("temp dir");
     engine.write_to(dir.path()).expect("write engine");
-    let executor =
-        Executor::load(dir.path(), common::sim::config().build().unwrap()).expect("load");
+    let executor = Executor::load(dir.path(), common::sim::config().build().unwrap()).expect("load");
     (dir, executor)
 }
 
@@ -60,9 +57,7 @@ fn assert_close(what: &str, simulated: f64, predicted: f64) {
 fn perf_model_agrees_with_the_virtual_clock_simulator() {
     let cases = [
         planning_engine("qwen2.5-7b", "rtx-a6000"),
-        planning_engine("tinyllama-1.1b", "l40s")
-            .max_input_len(2000)
-            .max_seq_len(2048),
+        planning_engine("tinyllama-1.1b", "l40s").max_input_len(2000).max_seq_len(2048),
         planning_engine("llama-3.1-8b", "h100-sxm")
             .tensor_parallel(2)
             .dtype(WeightDtype::Fp8)
@@ -74,23 +69,14 @@ fn perf_model_agrees_with_the_virtual_clock_simulator() {
         let engine = builder.max_num_tokens(2048).build();
         let model = PerfModel::for_engine(&engine).expect("perf model");
         let (_dir, executor) = load(&engine);
-        for prompt in [128, 1000, 3000]
-            .into_iter()
-            .filter(|&p| p <= engine.max_input_len)
-        {
+        for prompt in [128, 1000, 3000].into_iter().filter(|&p| p <= engine.max_input_len) {
             let (ttft, tpot) = measure(&executor, prompt, 32);
-            let predicted =
-                model.single_stream(prompt, 32, engine.max_num_tokens, engine.tokens_per_block);
-            let label = format!(
-                "{} on {} tp{} prompt {prompt}",
-                engine.model_name, engine.gpu, engine.tp_size
-            );
+            let predicted = model.single_stream(prompt, 32, engine.max_num_tokens, engine.tokens_per_block);
+            let label = format!("{} on {} tp{} prompt {prompt}", engine.model_name, engine.gpu, engine.tp_size);
             assert_close(&format!("{label} TTFT"), ttft, predicted.ttft_ms);
             assert_close(&format!("{label} TPOT"), tpot, predicted.tpot_ms);
         }
-        executor
-            .shutdown(trtllm::ShutdownMode::Cancel)
-            .expect("shutdown");
+        executor.shutdown(trtllm::ShutdownMode::Cancel).expect("shutdown");
     }
 }
 
@@ -102,10 +88,7 @@ fn a6000_calibration_reproduces_qwen_decode_rate() {
     for prompt in [360, 2200] {
         let (_, tpot) = measure(&executor, prompt, 256);
         let rate = 1000.0 / tpot;
-        assert!(
-            (43.5..=44.5).contains(&rate),
-            "prompt {prompt}: {rate:.2} tokens/s"
-        );
+        assert!((43.5..=44.5).contains(&rate), "prompt {prompt}: {rate:.2} tokens/s");
     }
 }
 
@@ -113,39 +96,24 @@ fn a6000_calibration_reproduces_qwen_decode_rate() {
 fn kv_capacity_comes_from_gpu_memory_unless_fixed() {
     let engine = planning_engine("llama-3.1-8b", "h100-sxm").build();
     let model = engine.perf_model().expect("fits");
-    let reserve = model.runtime_reserve_bytes(
-        engine.max_num_tokens,
-        engine.max_batch_size,
-        engine.max_beam_width,
-    );
-    let tokens = model
-        .kv_capacity_tokens(DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve)
-        .unwrap();
+    let reserve = model.runtime_reserve_bytes(engine.max_num_tokens, engine.max_batch_size, engine.max_beam_width);
+    let tokens = model.kv_capacity_tokens(DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve).unwrap();
     let blocks = |engine: &SimulatedEngine| {
         let (_dir, executor) = load(engine);
         let _ = measure(&executor, 16, 2);
-        assert!(common::sim::eventually(Duration::from_secs(5), || executor
-            .kv_cache_stats()
-            .is_some()));
+        assert!(common::sim::eventually(Duration::from_secs(5), || executor.kv_cache_stats().is_some()));
         executor.kv_cache_stats().unwrap().max_num_blocks as u64
     };
     assert_eq!(blocks(&engine), tokens / engine.tokens_per_block as u64);
     // Eight billion parameters in BF16 leave about 55 GiB of an H100 for the cache: ~450k tokens.
     assert!((400_000..500_000).contains(&tokens), "{tokens}");
-    let fixed = SimulatedEngine {
-        kv_cache_max_tokens: Some(3200),
-        ..engine
-    };
+    let fixed = SimulatedEngine { kv_cache_max_tokens: Some(3200), ..engine };
     assert_eq!(blocks(&fixed), 100);
 }
 
 #[test]
 fn fixed_iteration_ms_still_overrides_the_model() {
-    let (_dir, executor) = load(
-        &planning_engine("llama-3.1-70b", "h200")
-            .iteration_ms(3.0)
-            .build(),
-    );
+    let (_dir, executor) = load(&planning_engine("llama-3.1-70b", "h200").iteration_ms(3.0).build());
     let (ttft, tpot) = measure(&executor, 1000, 8);
     assert_close("TTFT", ttft, 3.0);
     assert_close("TPOT", tpot, 3.0);
@@ -153,9 +121,7 @@ fn fixed_iteration_ms_still_overrides_the_model() {
 
 #[test]
 fn engines_the_gpu_cannot_run_are_refused() {
-    let fp8_on_ampere = planning_engine("llama-3.1-8b", "rtx-a6000")
-        .dtype(WeightDtype::Fp8)
-        .build();
+    let fp8_on_ampere = planning_engine("llama-3.1-8b", "rtx-a6000").dtype(WeightDtype::Fp8).build();
     let err = fp8_on_ampere.perf_model().unwrap_err();
     assert!(err.to_string().contains("FP8 tensor cores"), "{err}");
     let dir = tempfile::tempdir().unwrap();
@@ -198,24 +164,15 @@ fn builder_writes_a_tensorrt_llm_shaped_config() {
     assert_eq!(pretrained["quantization"]["quant_algo"], "FP8");
     assert_eq!(pretrained["quantization"]["kv_cache_quant_algo"], "FP8");
     assert_eq!(config["build_config"]["max_batch_size"], 64);
-    assert_eq!(
-        config["build_config"]["plugin_config"]["paged_kv_cache"],
-        true
-    );
-    assert_eq!(
-        config["build_config"]["plugin_config"]["tokens_per_block"],
-        32
-    );
+    assert_eq!(config["build_config"]["plugin_config"]["paged_kv_cache"], true);
+    assert_eq!(config["build_config"]["plugin_config"]["tokens_per_block"], 32);
     let simulation = read("simulation.json");
     assert_eq!(simulation["gpu"], "h100-sxm");
     assert_eq!(simulation["clock"], "virtual");
     assert_eq!(simulation["gpu_overrides"]["mfu"], 0.5);
     assert!(simulation.get("iteration_ms").is_none());
     let parsed = trtllm::EngineConfig::from_dir(dir.path()).unwrap();
-    assert_eq!(
-        (parsed.tp_size, parsed.world_size, parsed.num_layers),
-        (4, 4, 80)
-    );
+    assert_eq!((parsed.tp_size, parsed.world_size, parsed.num_layers), (4, 4, 80));
     assert_eq!(parsed.model_name, "meta-llama/Llama-3.1-70B-Instruct");
     // The simulator loads it.
     let executor = Executor::load(dir.path(), Default::default()).expect("load");

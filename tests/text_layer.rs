@@ -6,18 +6,12 @@ use std::sync::LazyLock;
 
 use proptest::prelude::*;
 use serde_json::json;
-use trtllm::text::{
-    ChatMessage, ChatTemplate, StopMatcher, StopStep, TextError, Tokenizer, token_stop_sequences,
-};
+use trtllm::text::{ChatMessage, ChatTemplate, StopMatcher, StopStep, TextError, Tokenizer, token_stop_sequences};
 
-use common::text::{
-    MIXED_TEXT, SplitMix, byte_fallback_bpe, byte_level_bpe, mixed_line, write_tokenizer_dir,
-};
+use common::text::{MIXED_TEXT, SplitMix, byte_fallback_bpe, byte_level_bpe, mixed_line, write_tokenizer_dir};
 
-static BYTE_LEVEL: LazyLock<Tokenizer> =
-    LazyLock::new(|| Tokenizer::from_tokenizer(byte_level_bpe()));
-static BYTE_FALLBACK: LazyLock<Tokenizer> =
-    LazyLock::new(|| Tokenizer::from_tokenizer(byte_fallback_bpe()));
+static BYTE_LEVEL: LazyLock<Tokenizer> = LazyLock::new(|| Tokenizer::from_tokenizer(byte_level_bpe()));
+static BYTE_FALLBACK: LazyLock<Tokenizer> = LazyLock::new(|| Tokenizer::from_tokenizer(byte_fallback_bpe()));
 
 /// A Llama-3-style template: header tokens around the role, `<|eot_id|>` after each turn.
 const LLAMA3_STYLE: &str = r#"{{ bos_token }}
@@ -53,12 +47,7 @@ fn ok<T>(result: Result<T, TextError>) -> T {
 
 /// Streams `ids` through an incremental decoder in chunks of the given sizes (cycled) and
 /// returns the deltas, the last being `finish()`'s tail.
-fn stream_deltas(
-    tokenizer: &Tokenizer,
-    ids: &[u32],
-    chunk_sizes: &[usize],
-    skip_special: bool,
-) -> Vec<String> {
+fn stream_deltas(tokenizer: &Tokenizer, ids: &[u32], chunk_sizes: &[usize], skip_special: bool) -> Vec<String> {
     let mut decoder = tokenizer.incremental_decoder(skip_special);
     let mut deltas = Vec::new();
     let mut rest = ids;
@@ -91,10 +80,7 @@ fn from_dir_reads_chatml_style_configuration() {
                 })
                 .to_string(),
             ),
-            (
-                "generation_config.json",
-                json!({"eos_token_id": [2, 0], "do_sample": true}).to_string(),
-            ),
+            ("generation_config.json", json!({"eos_token_id": [2, 0], "do_sample": true}).to_string()),
         ],
     );
     let tokenizer = ok(Tokenizer::from_dir(dir.path()));
@@ -105,29 +91,11 @@ fn from_dir_reads_chatml_style_configuration() {
     assert_eq!(tokenizer.add_bos_token(), Some(false));
     // <|im_end|> is id 2 (from the config) and generation_config adds <|endoftext|> (id 0).
     assert_eq!(tokenizer.eos_token_ids(), &[2, 0]);
-    let names: Vec<_> = tokenizer
-        .files()
-        .iter()
-        .filter_map(|p| p.file_name()?.to_str())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "tokenizer.json",
-            "tokenizer_config.json",
-            "generation_config.json"
-        ]
-    );
-    let template = tokenizer
-        .chat_template()
-        .unwrap_or_else(|| panic!("chat template not loaded"));
-    assert!(
-        ok(template.render(&[ChatMessage::user("Hi")], true)).ends_with("<|im_start|>assistant\n")
-    );
-    assert_eq!(
-        ok(tokenizer.decode(&ok(tokenizer.encode(MIXED_TEXT, true)), false)),
-        MIXED_TEXT
-    );
+    let names: Vec<_> = tokenizer.files().iter().filter_map(|p| p.file_name()?.to_str()).collect();
+    assert_eq!(names, ["tokenizer.json", "tokenizer_config.json", "generation_config.json"]);
+    let template = tokenizer.chat_template().unwrap_or_else(|| panic!("chat template not loaded"));
+    assert!(ok(template.render(&[ChatMessage::user("Hi")], true)).ends_with("<|im_start|>assistant\n"));
+    assert_eq!(ok(tokenizer.decode(&ok(tokenizer.encode(MIXED_TEXT, true)), false)), MIXED_TEXT);
 }
 
 #[test]
@@ -149,10 +117,7 @@ fn from_dir_reads_llama_style_configuration() {
                 })
                 .to_string(),
             ),
-            (
-                "generation_config.json",
-                json!({"eos_token_id": 2}).to_string(),
-            ),
+            ("generation_config.json", json!({"eos_token_id": 2}).to_string()),
         ],
     );
     let tokenizer = ok(Tokenizer::from_dir(dir.path()));
@@ -161,14 +126,9 @@ fn from_dir_reads_llama_style_configuration() {
     assert_eq!(tokenizer.bos_token_id(), Some(1));
     assert_eq!(tokenizer.unk_token(), Some("<unk>"));
     assert_eq!(tokenizer.eos_token_ids(), &[2]);
-    let template = tokenizer
-        .chat_template()
-        .unwrap_or_else(|| panic!("default chat template not chosen"));
+    let template = tokenizer.chat_template().unwrap_or_else(|| panic!("default chat template not chosen"));
     assert_eq!(template.bos_token(), Some("<s>"));
-    assert!(
-        ok(template.render(&[ChatMessage::user("x")], false))
-            .starts_with("<s><|start_header_id|>user")
-    );
+    assert!(ok(template.render(&[ChatMessage::user("x")], false)).starts_with("<s><|start_header_id|>user"));
 
     let with_bos = ok(tokenizer.encode("hello", true));
     assert_eq!(with_bos.first(), Some(&1));
@@ -187,10 +147,7 @@ fn chat_templates_see_none_tools_and_every_configured_special_token() {
     let dir = write_tokenizer_dir(
         &byte_level_bpe(),
         &[
-            (
-                "special_tokens_map.json",
-                json!({"unk_token": "<|unk-old|>", "pad_token": "<|pad-old|>"}).to_string(),
-            ),
+            ("special_tokens_map.json", json!({"unk_token": "<|unk-old|>", "pad_token": "<|pad-old|>"}).to_string()),
             (
                 "tokenizer_config.json",
                 json!({
@@ -205,13 +162,8 @@ fn chat_templates_see_none_tools_and_every_configured_special_token() {
         ],
     );
     let tokenizer = ok(Tokenizer::from_dir(dir.path()));
-    assert_eq!(
-        tokenizer.additional_special_tokens(),
-        ["<|im_start|>", "<|im_end|>"]
-    );
-    let template = tokenizer
-        .chat_template()
-        .unwrap_or_else(|| panic!("chat template not loaded"));
+    assert_eq!(tokenizer.additional_special_tokens(), ["<|im_start|>", "<|im_end|>"]);
+    let template = tokenizer.chat_template().unwrap_or_else(|| panic!("chat template not loaded"));
     assert_eq!(template.special_token("unk_token"), Some("<|unk-old|>"));
     // tools/documents are none (not undefined); pad comes from tokenizer_config.json, unk from
     // special_tokens_map.json; sep_token is not configured, so it is undefined.
@@ -224,21 +176,13 @@ fn chat_templates_see_none_tools_and_every_configured_special_token() {
 
 #[test]
 fn chat_template_files_override_the_config_template() {
-    let config = (
-        "tokenizer_config.json",
-        json!({"chat_template": "from config"}).to_string(),
-    );
-    let json_file = (
-        "chat_template.json",
-        json!({"chat_template": "from json"}).to_string(),
-    );
+    let config = ("tokenizer_config.json", json!({"chat_template": "from config"}).to_string());
+    let json_file = ("chat_template.json", json!({"chat_template": "from json"}).to_string());
     let jinja_file = ("chat_template.jinja", "from jinja\n".to_owned());
     let render = |files: &[(&str, String)]| {
         let dir = write_tokenizer_dir(&byte_level_bpe(), files);
         let tokenizer = ok(Tokenizer::from_dir(dir.path()));
-        let template = tokenizer
-            .chat_template()
-            .unwrap_or_else(|| panic!("no chat template"));
+        let template = tokenizer.chat_template().unwrap_or_else(|| panic!("no chat template"));
         ok(template.render(&[], false))
     };
     assert_eq!(render(std::slice::from_ref(&config)), "from config");
@@ -251,33 +195,21 @@ fn chat_template_files_override_the_config_template() {
 fn broken_chat_template_is_reported_without_failing_the_load() {
     let dir = write_tokenizer_dir(
         &byte_level_bpe(),
-        &[(
-            "tokenizer_config.json",
-            json!({"chat_template": "{% for m in messages %}"}).to_string(),
-        )],
+        &[("tokenizer_config.json", json!({"chat_template": "{% for m in messages %}"}).to_string())],
     );
     let tokenizer = ok(Tokenizer::from_dir(dir.path()));
     assert!(tokenizer.chat_template().is_none());
-    assert!(matches!(
-        tokenizer.chat_template_error(),
-        Some(TextError::TemplateSyntax(_))
-    ));
+    assert!(matches!(tokenizer.chat_template_error(), Some(TextError::TemplateSyntax(_))));
 }
 
 #[test]
 fn from_dir_rejects_missing_and_malformed_files() {
     let empty = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
-    assert!(matches!(
-        Tokenizer::from_dir(empty.path()),
-        Err(TextError::MissingTokenizerJson { .. })
-    ));
+    assert!(matches!(Tokenizer::from_dir(empty.path()), Err(TextError::MissingTokenizerJson { .. })));
 
     let bad_generation = write_tokenizer_dir(
         &byte_level_bpe(),
-        &[(
-            "generation_config.json",
-            json!({"eos_token_id": "two"}).to_string(),
-        )],
+        &[("generation_config.json", json!({"eos_token_id": "two"}).to_string())],
     );
     let err = Tokenizer::from_dir(bad_generation.path()).err();
     assert!(
@@ -291,19 +223,13 @@ fn from_dir_rejects_missing_and_malformed_files() {
         &byte_level_bpe(),
         &[("tokenizer_config.json", "{not json".to_owned())],
     );
-    assert!(matches!(
-        Tokenizer::from_dir(bad_json.path()),
-        Err(TextError::Config { .. })
-    ));
+    assert!(matches!(Tokenizer::from_dir(bad_json.path()), Err(TextError::Config { .. })));
 
     let bad_tokenizer = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
     if let Err(err) = std::fs::write(bad_tokenizer.path().join("tokenizer.json"), "{}") {
         panic!("{err}");
     }
-    assert!(matches!(
-        Tokenizer::from_dir(bad_tokenizer.path()),
-        Err(TextError::TokenizerLoad { .. })
-    ));
+    assert!(matches!(Tokenizer::from_dir(bad_tokenizer.path()), Err(TextError::TokenizerLoad { .. })));
 }
 
 // ---------------------------------------------------------------- incremental decoding
@@ -311,18 +237,10 @@ fn from_dir_rejects_missing_and_malformed_files() {
 #[test]
 fn byte_fallback_tokenizer_spells_cjk_and_emoji_with_byte_tokens() {
     let ids = ok(BYTE_FALLBACK.encode("你好 🦀", false));
-    let tokens: Vec<String> = ids
-        .iter()
-        .filter_map(|&id| BYTE_FALLBACK.id_to_token(id))
-        .collect();
+    let tokens: Vec<String> = ids.iter().filter_map(|&id| BYTE_FALLBACK.id_to_token(id)).collect();
     // 你 = E4 BD A0, 🦀 = F0 9F A6 80
-    for byte_token in [
-        "<0xE4>", "<0xBD>", "<0xA0>", "<0xF0>", "<0x9F>", "<0xA6>", "<0x80>",
-    ] {
-        assert!(
-            tokens.iter().any(|t| t == byte_token),
-            "{byte_token} not in {tokens:?}"
-        );
+    for byte_token in ["<0xE4>", "<0xBD>", "<0xA0>", "<0xF0>", "<0x9F>", "<0xA6>", "<0x80>"] {
+        assert!(tokens.iter().any(|t| t == byte_token), "{byte_token} not in {tokens:?}");
     }
     assert_eq!(ok(BYTE_FALLBACK.decode(&ids, true)), "你好 🦀");
 }
@@ -334,10 +252,7 @@ fn streaming_mixed_text_matches_full_decode_for_both_tokenizers() {
         let full = ok(tokenizer.decode(&ids, true));
         let deltas = stream_deltas(tokenizer, &ids, &[1], true);
         assert_eq!(deltas.concat(), full, "{tokenizer:?}");
-        assert!(
-            deltas.iter().all(|d| !d.contains('\u{FFFD}')),
-            "a delta split a character: {deltas:?}"
-        );
+        assert!(deltas.iter().all(|d| !d.contains('\u{FFFD}')), "a delta split a character: {deltas:?}");
         // Multi-byte characters span several tokens, so some pushes must have held text back.
         assert!(deltas[..deltas.len() - 1].iter().any(String::is_empty));
     }
@@ -356,19 +271,11 @@ fn leading_metaspace_is_dropped_only_at_the_start_of_the_stream() {
 
 #[test]
 fn special_tokens_are_kept_or_skipped_as_asked() {
-    let im_end = BYTE_LEVEL
-        .token_to_id("<|im_end|>")
-        .unwrap_or_else(|| panic!("<|im_end|> missing"));
+    let im_end = BYTE_LEVEL.token_to_id("<|im_end|>").unwrap_or_else(|| panic!("<|im_end|> missing"));
     let mut ids = ok(BYTE_LEVEL.encode("done 🎉", false));
     ids.push(im_end);
-    assert_eq!(
-        stream_deltas(&BYTE_LEVEL, &ids, &[1], true).concat(),
-        "done 🎉"
-    );
-    assert_eq!(
-        stream_deltas(&BYTE_LEVEL, &ids, &[1], false).concat(),
-        "done 🎉<|im_end|>"
-    );
+    assert_eq!(stream_deltas(&BYTE_LEVEL, &ids, &[1], true).concat(), "done 🎉");
+    assert_eq!(stream_deltas(&BYTE_LEVEL, &ids, &[1], false).concat(), "done 🎉<|im_end|>");
 }
 
 #[test]
@@ -386,11 +293,7 @@ fn finish_flushes_an_incomplete_character_lossily() {
 
 #[test]
 fn invalid_byte_fallback_run_keeps_streaming() {
-    let id = |token: &str| {
-        BYTE_FALLBACK
-            .token_to_id(token)
-            .unwrap_or_else(|| panic!("{token} missing"))
-    };
+    let id = |token: &str| BYTE_FALLBACK.token_to_id(token).unwrap_or_else(|| panic!("{token} missing"));
     let the = ok(BYTE_FALLBACK.encode(" the", false));
     // "中" (E4 B8 AD), then a lone E4 that never completes, then an ordinary word.
     let mut ids = vec![id("<0xE4>"), id("<0xB8>"), id("<0xAD>"), id("<0xE4>")];
@@ -420,14 +323,8 @@ fn decoder_is_owned_and_can_move_to_another_thread() {
 fn many_interleaved_streams_stay_independent() {
     let mut rng = SplitMix::new(3);
     let texts: Vec<String> = (0..16).map(|_| mixed_line(&mut rng, 12)).collect();
-    let ids: Vec<Vec<u32>> = texts
-        .iter()
-        .map(|t| ok(BYTE_LEVEL.encode(t, false)))
-        .collect();
-    let mut decoders: Vec<_> = texts
-        .iter()
-        .map(|_| BYTE_LEVEL.incremental_decoder(true))
-        .collect();
+    let ids: Vec<Vec<u32>> = texts.iter().map(|t| ok(BYTE_LEVEL.encode(t, false))).collect();
+    let mut decoders: Vec<_> = texts.iter().map(|_| BYTE_LEVEL.incremental_decoder(true)).collect();
     let mut outputs = vec![String::new(); texts.len()];
     let longest = ids.iter().map(Vec::len).max().unwrap_or(0);
     for step in 0..longest {
@@ -450,8 +347,7 @@ fn mixed_text_strategy() -> impl Strategy<Value = String> {
             "[a-z]{1,8}",
             "[ ]{1,3}",
             "[\u{4E00}-\u{4E80}]{1,4}",
-            prop::sample::select(vec!["🦀", "👋🏽", "👨‍👩‍👧", "🇯🇵", "é", "\n", "😀🎉"])
-                .prop_map(str::to_owned),
+            prop::sample::select(vec!["🦀", "👋🏽", "👨‍👩‍👧", "🇯🇵", "é", "\n", "😀🎉"]).prop_map(str::to_owned),
         ],
         0..24,
     )
@@ -505,11 +401,7 @@ proptest! {
 
 #[test]
 fn llama3_style_template_renders_exactly() {
-    let template = ok(ChatTemplate::new(
-        LLAMA3_STYLE,
-        Some("<|begin_of_text|>"),
-        Some("<|eot_id|>"),
-    ));
+    let template = ok(ChatTemplate::new(LLAMA3_STYLE, Some("<|begin_of_text|>"), Some("<|eot_id|>")));
     let conversation = [
         ChatMessage::system("You are terse."),
         ChatMessage::user("  What is 2+2?\n"),
@@ -535,10 +427,7 @@ fn chatml_style_template_renders_exactly() {
     let without_prompt = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n\
                           <|im_start|>user\nHi <b>there</b> & 'you'<|im_end|>\n";
     assert_eq!(ok(template.render(&conversation, false)), without_prompt);
-    assert_eq!(
-        ok(template.render(&conversation, true)),
-        format!("{without_prompt}<|im_start|>assistant\n")
-    );
+    assert_eq!(ok(template.render(&conversation, true)), format!("{without_prompt}<|im_start|>assistant\n"));
 
     // With its own system message, no default one is inserted.
     let with_system = [ChatMessage::system("Be kind."), ChatMessage::user("Hi")];
@@ -551,9 +440,7 @@ fn chatml_style_template_renders_exactly() {
 #[test]
 fn raise_exception_surfaces_the_template_message() {
     let template = ok(ChatTemplate::new(LLAMA3_STYLE, Some("<s>"), None));
-    let err = template
-        .render(&[ChatMessage::new("tool", "{}")], true)
-        .err();
+    let err = template.render(&[ChatMessage::new("tool", "{}")], true).err();
     match err {
         Some(TextError::TemplateRaised(message)) => assert_eq!(message, "Unsupported role: tool"),
         other => panic!("expected TemplateRaised, got {other:?}"),
@@ -569,10 +456,7 @@ fn messages_deserialized_from_openai_json_render() {
     ]))
     .unwrap_or_else(|err| panic!("{err}"));
     let template = ok(ChatTemplate::new(CHATML_STYLE, None, None));
-    assert!(
-        ok(template.render(&messages, false))
-            .contains("<|im_start|>user\nline one\nline two<|im_end|>")
-    );
+    assert!(ok(template.render(&messages, false)).contains("<|im_start|>user\nline one\nline two<|im_end|>"));
 }
 
 // ---------------------------------------------------------------- stop strings
@@ -583,9 +467,7 @@ fn run_matcher(matcher: &mut StopMatcher, chunks: &[&str]) -> (String, Option<St
     for chunk in chunks {
         match matcher.push(chunk) {
             StopStep::Continue(text) => out.push_str(&text),
-            StopStep::Stop {
-                text, stop_string, ..
-            } => {
+            StopStep::Stop { text, stop_string, .. } => {
                 out.push_str(&text);
                 return (out, Some(stop_string));
             }
@@ -597,30 +479,17 @@ fn run_matcher(matcher: &mut StopMatcher, chunks: &[&str]) -> (String, Option<St
 }
 
 fn matcher(stops: &[&str], include: bool) -> StopMatcher {
-    ok(StopMatcher::builder()
-        .stop_strings(stops.iter().copied())
-        .include_stop_string(include)
-        .build())
+    ok(StopMatcher::builder().stop_strings(stops.iter().copied()).include_stop_string(include).build())
 }
 
 #[test]
 fn stop_string_split_across_two_and_three_chunks() {
     let mut m = matcher(&["###"], false);
     assert_eq!(m.push("answer #"), StopStep::Continue("answer ".into()));
-    assert_eq!(
-        m.push("## tail"),
-        StopStep::Stop {
-            text: String::new(),
-            index: 0,
-            stop_string: "###".into()
-        }
-    );
+    assert_eq!(m.push("## tail"), StopStep::Stop { text: String::new(), index: 0, stop_string: "###".into() });
 
     let mut m = matcher(&["<|stop|>"], false);
-    assert_eq!(
-        run_matcher(&mut m, &["x<|", "sto", "p|>y"]),
-        ("x".to_owned(), Some("<|stop|>".to_owned()))
-    );
+    assert_eq!(run_matcher(&mut m, &["x<|", "sto", "p|>y"]), ("x".to_owned(), Some("<|stop|>".to_owned())));
 }
 
 #[test]
@@ -639,14 +508,7 @@ fn stop_string_is_excluded_or_included_as_configured() {
 fn overlapping_stop_strings_stop_at_the_first_to_complete() {
     // "bc" completes before "abcd" could.
     let mut m = matcher(&["abcd", "bc"], true);
-    assert_eq!(
-        m.push("xabcd"),
-        StopStep::Stop {
-            text: "xabc".into(),
-            index: 1,
-            stop_string: "bc".into()
-        }
-    );
+    assert_eq!(m.push("xabcd"), StopStep::Stop { text: "xabc".into(), index: 1, stop_string: "bc".into() });
     // Both end at the same place: the longer one wins.
     assert_eq!(
         run_matcher(&mut matcher(&["cd", "abcd"], false), &["xab", "cd"]),
@@ -659,14 +521,7 @@ fn diverging_partial_match_is_released_without_stopping() {
     let mut m = matcher(&["STOP"], false);
     assert_eq!(m.push("go ST"), StopStep::Continue("go ".into()));
     assert_eq!(m.push("O"), StopStep::Continue(String::new()));
-    assert_eq!(
-        m.push("P!"),
-        StopStep::Stop {
-            text: String::new(),
-            index: 0,
-            stop_string: "STOP".into()
-        }
-    );
+    assert_eq!(m.push("P!"), StopStep::Stop { text: String::new(), index: 0, stop_string: "STOP".into() });
 
     let mut m = matcher(&["STOP"], false);
     assert_eq!(m.push("go STO"), StopStep::Continue("go ".into()));
@@ -689,17 +544,10 @@ fn multibyte_characters_are_never_split() {
 
 #[test]
 fn token_aligned_stop_strings_become_executor_stop_words() {
-    let split = ok(token_stop_sequences(
-        &BYTE_LEVEL,
-        &["<|im_end|>", "\n\n", "User:"],
-    ));
+    let split = ok(token_stop_sequences(&BYTE_LEVEL, &["<|im_end|>", "\n\n", "User:"]));
     assert_eq!(split.token_sequences[0], vec![2]); // the special token's own id
     assert_eq!(split.token_sequences.len(), 3);
-    for (ids, stop) in split
-        .token_sequences
-        .iter()
-        .zip(["<|im_end|>", "\n\n", "User:"])
-    {
+    for (ids, stop) in split.token_sequences.iter().zip(["<|im_end|>", "\n\n", "User:"]) {
         assert_eq!(ok(BYTE_LEVEL.decode(ids, false)), stop);
     }
     assert!(split.text_only.is_empty());
@@ -708,10 +556,7 @@ fn token_aligned_stop_strings_become_executor_stop_words() {
     // decoding strips at the start), so " world" can only be matched in text.
     let split = ok(token_stop_sequences(&BYTE_FALLBACK, &[" world", "world"]));
     assert_eq!(split.text_only, vec![" world".to_owned()]);
-    assert_eq!(
-        split.token_sequences,
-        vec![ok(BYTE_FALLBACK.encode("world", false))]
-    );
+    assert_eq!(split.token_sequences, vec![ok(BYTE_FALLBACK.encode("world", false))]);
 }
 
 #[test]
@@ -740,11 +585,7 @@ fn expected_stop(text: &str, stops: &[String], include: bool) -> (String, Option
     ends.sort_unstable();
     for end in ends {
         let seen = &text[..end];
-        if let Some(stop) = stops
-            .iter()
-            .filter(|s| seen.ends_with(s.as_str()))
-            .max_by_key(|s| s.len())
-        {
+        if let Some(stop) = stops.iter().filter(|s| seen.ends_with(s.as_str())).max_by_key(|s| s.len()) {
             let cut = if include { end } else { end - stop.len() };
             return (text[..cut].to_owned(), Some(stop.clone()));
         }

@@ -8,21 +8,13 @@ use serde_json::Value;
 
 /// Runs `trtllm bench <args>` to the end, whatever its exit status.
 pub fn run_bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .arg("bench")
-        .args(args)
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_trtllm")).arg("bench").args(args).output().unwrap()
 }
 
 /// Runs `trtllm bench <args>`; fails the test (with its stderr) unless it succeeds.
 pub fn bench(args: &[&str]) -> Output {
     let out = run_bench(args);
-    assert!(
-        out.status.success(),
-        "bench {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "bench {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     out
 }
 

@@ -29,8 +29,7 @@ const REQUIREMENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/re
 /// Written into the venv after a successful install; holds the requirements it was built from.
 const STAMP: &str = "trtllm-requirements.txt";
 /// Modules the tests import; checked before an interpreter is handed out.
-const IMPORT_CHECK: &str =
-    "import grpc, google.protobuf, smg_grpc_proto.generated.trtllm_service_pb2_grpc";
+const IMPORT_CHECK: &str = "import grpc, google.protobuf, smg_grpc_proto.generated.trtllm_service_pb2_grpc";
 
 /// Path of a Python interpreter with `grpcio`, `protobuf` and `smg-grpc-proto`, or `None`
 /// when none could be prepared and `TRTLLM_SKIP_PY_TESTS=1` says to skip.
@@ -56,22 +55,12 @@ pub fn python_with_smg_stubs() -> Option<PathBuf> {
 
 /// Absolute path of a helper script in `tests/python/`.
 pub fn python_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(name)
 }
 
 /// Runs `python script args...` and returns its output; a failure to start is an error.
-pub fn run_python(
-    python: &Path,
-    script: &Path,
-    args: &[&std::ffi::OsStr],
-) -> Result<Output, String> {
-    Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))
+pub fn run_python(python: &Path, script: &Path, args: &[&std::ffi::OsStr]) -> Result<Output, String> {
+    Command::new(python).arg(script).args(args).output().map_err(|e| format!("cannot run {}: {e}", python.display()))
 }
 
 fn find_or_prepare() -> Result<PathBuf, String> {
@@ -80,8 +69,7 @@ fn find_or_prepare() -> Result<PathBuf, String> {
         check_imports(&python).map_err(|e| format!("{PYTHON_ENV}={}: {e}", python.display()))?;
         return Ok(python);
     }
-    let requirements =
-        fs::read_to_string(REQUIREMENTS).map_err(|e| format!("reading {REQUIREMENTS}: {e}"))?;
+    let requirements = fs::read_to_string(REQUIREMENTS).map_err(|e| format!("reading {REQUIREMENTS}: {e}"))?;
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("py-venv");
     if is_current(&venv, &requirements) {
         return Ok(venv_python(&venv));
@@ -104,20 +92,11 @@ fn is_current(venv: &Path, requirements: &str) -> bool {
 fn build_venv(venv: &Path, requirements: &str) -> Result<PathBuf, String> {
     let staging = venv.with_extension(format!("staging-{}", std::process::id()));
     let _ = fs::remove_dir_all(&staging);
-    run(
-        Command::new("python3").arg("-m").arg("venv").arg(&staging),
-        "python3 -m venv",
-    )?;
+    run(Command::new("python3").arg("-m").arg("venv").arg(&staging), "python3 -m venv")?;
     let python = venv_python(&staging);
     run(
         Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
             .args(["--timeout", "30", "--retries", "2", "-r"])
             .arg(REQUIREMENTS),
         "pip install -r tests/python/requirements.txt",
@@ -126,8 +105,7 @@ fn build_venv(venv: &Path, requirements: &str) -> Result<PathBuf, String> {
         let _ = fs::remove_dir_all(&staging);
     })?;
     check_imports(&python)?;
-    fs::write(staging.join(STAMP), requirements)
-        .map_err(|e| format!("writing the venv stamp: {e}"))?;
+    fs::write(staging.join(STAMP), requirements).map_err(|e| format!("writing the venv stamp: {e}"))?;
 
     let _ = fs::remove_dir_all(venv);
     if fs::rename(&staging, venv).is_err() {
@@ -141,23 +119,14 @@ fn build_venv(venv: &Path, requirements: &str) -> Result<PathBuf, String> {
 }
 
 fn check_imports(python: &Path) -> Result<(), String> {
-    run(
-        Command::new(python).args(["-c", IMPORT_CHECK]),
-        "importing grpc/protobuf/smg_grpc_proto",
-    )
+    run(Command::new(python).args(["-c", IMPORT_CHECK]), "importing grpc/protobuf/smg_grpc_proto")
 }
 
 fn run(command: &mut Command, what: &str) -> Result<(), String> {
-    let output = command
-        .output()
-        .map_err(|e| format!("{what}: cannot start: {e}"))?;
+    let output = command.output().map_err(|e| format!("{what}: cannot start: {e}"))?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "{what} failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
+        Err(format!("{what} failed ({}): {}", output.status, String::from_utf8_lossy(&output.stderr).trim()))
     }
 }

@@ -42,10 +42,7 @@ impl TestServerBuilder {
         self
     }
 
-    pub fn config(
-        mut self,
-        tune: impl FnOnce(ExecutorConfigBuilder) -> ExecutorConfigBuilder,
-    ) -> Self {
+    pub fn config(mut self, tune: impl FnOnce(ExecutorConfigBuilder) -> ExecutorConfigBuilder) -> Self {
         self.config = tune(self.config);
         self
     }
@@ -58,18 +55,13 @@ impl TestServerBuilder {
     pub async fn start(self) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         trtllm::builtin::write_engine(&self.engine, dir.path()).unwrap();
-        let executor = AsyncExecutor::load(dir.path(), self.config.build().unwrap())
-            .await
-            .unwrap();
+        let executor = AsyncExecutor::load(dir.path(), self.config.build().unwrap()).await.unwrap();
         let tokenizer = Tokenizer::from_dir(dir.path().join("tokenizer")).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let served = executor.clone();
-        let options = ServeOptions {
-            addr,
-            ..self.options
-        };
+        let options = ServeOptions { addr, ..self.options };
         let handle = tokio::spawn(async move {
             serve(served, Some(tokenizer), options, listener, async {
                 let _ = rx.await;
@@ -77,13 +69,7 @@ impl TestServerBuilder {
             .await
             .unwrap();
         });
-        TestServer {
-            dir,
-            executor,
-            addr,
-            shutdown: Some(tx),
-            handle,
-        }
+        TestServer { dir, executor, addr, shutdown: Some(tx), handle }
     }
 }
 
@@ -98,11 +84,7 @@ impl TestServer {
 
     /// The built-in engine at `iteration_ms`, served with `options`.
     pub async fn start(iteration_ms: f64, options: ServeOptions) -> TestServer {
-        Self::builder()
-            .iteration_ms(iteration_ms)
-            .options(options)
-            .start()
-            .await
+        Self::builder().iteration_ms(iteration_ms).options(options).start().await
     }
 
     /// A plaintext channel to the server.
@@ -127,11 +109,7 @@ impl TestServer {
 
     /// Sends the shutdown signal.
     pub fn signal_shutdown(&mut self) {
-        self.shutdown
-            .take()
-            .expect("shutdown signalled once")
-            .send(())
-            .unwrap();
+        self.shutdown.take().expect("shutdown signalled once").send(()).unwrap();
     }
 
     /// Waits until the executor has no request in flight (or panics after `limit`).
@@ -149,25 +127,14 @@ impl TestServer {
 }
 
 /// A streaming request with `ignore_eos` and perf metrics.
-pub fn request(
-    id: &str,
-    prompt: Vec<u32>,
-    max_tokens: u32,
-    streaming: bool,
-) -> pb::GenerateRequest {
+pub fn request(id: &str, prompt: Vec<u32>, max_tokens: u32, streaming: bool) -> pb::GenerateRequest {
     pb::GenerateRequest {
         request_id: id.to_string(),
-        tokenized: Some(pb::TokenizedInput {
-            input_token_ids: prompt,
-            ..Default::default()
-        }),
+        tokenized: Some(pb::TokenizedInput { input_token_ids: prompt, ..Default::default() }),
         max_tokens,
         streaming,
         ignore_eos: true,
-        output_config: Some(pb::OutputConfig {
-            return_perf_metrics: true,
-            ..Default::default()
-        }),
+        output_config: Some(pb::OutputConfig { return_perf_metrics: true, ..Default::default() }),
         ..Default::default()
     }
 }
@@ -192,10 +159,7 @@ pub async fn drain<T>(stream: &mut tonic::Streaming<T>) -> (Vec<T>, Option<tonic
         match item {
             Ok(item) => items.push(item),
             Err(status) => {
-                assert!(
-                    stream.next().await.is_none(),
-                    "nothing follows a terminal status"
-                );
+                assert!(stream.next().await.is_none(), "nothing follows a terminal status");
                 return (items, Some(status));
             }
         }
@@ -204,9 +168,7 @@ pub async fn drain<T>(stream: &mut tonic::Streaming<T>) -> (Vec<T>, Option<tonic
 }
 
 /// The chunk tokens and the completes of a Generate stream.
-pub fn chunks_and_completes(
-    messages: &[pb::GenerateResponse],
-) -> (Vec<u32>, Vec<pb::GenerateComplete>) {
+pub fn chunks_and_completes(messages: &[pb::GenerateResponse]) -> (Vec<u32>, Vec<pb::GenerateComplete>) {
     use pb::generate_response::Response as Kind;
     let mut tokens = Vec::new();
     let mut completes = Vec::new();
@@ -228,10 +190,7 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .unwrap_or_default()
+    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
 }
 
 /// A free loopback port (for the metrics endpoint).
@@ -254,13 +213,7 @@ pub fn spawn_serve(extra: &[&str]) -> (std::process::Child, String) {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_string();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on ").expect("listening line").to_string();
     (child, addr)
 }

@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 use trtllm::sim::{SimFaults, SimulatedEngine, SimulatedEngineBuilder};
-use trtllm::{
-    Executor, ExecutorConfig, ExecutorConfigBuilder, FinalOutput, GenerationStream, StreamEvent,
-};
+use trtllm::{Executor, ExecutorConfig, ExecutorConfigBuilder, FinalOutput, GenerationStream, StreamEvent};
 
 /// A fast simulated engine (1 ms iterations) with small limits, adjusted by `tune`.
 pub fn engine_dir(tune: impl FnOnce(SimulatedEngineBuilder) -> SimulatedEngineBuilder) -> TempDir {
@@ -21,10 +19,7 @@ pub fn engine_dir(tune: impl FnOnce(SimulatedEngineBuilder) -> SimulatedEngineBu
         .max_num_tokens(2048)
         .iteration_ms(1.0)
         .time_scale(1.0);
-    tune(builder)
-        .build()
-        .write_to(dir.path())
-        .expect("write engine");
+    tune(builder).build().write_to(dir.path()).expect("write engine");
     dir
 }
 
@@ -58,10 +53,7 @@ pub struct Drained {
 
 impl Drained {
     pub fn tokens(&self) -> Vec<u32> {
-        self.chunks
-            .iter()
-            .flat_map(|c| c.token_ids.iter().copied())
-            .collect()
+        self.chunks.iter().flat_map(|c| c.token_ids.iter().copied()).collect()
     }
 
     pub fn done(&self) -> &FinalOutput {
@@ -85,11 +77,7 @@ pub fn drain(stream: GenerationStream) -> Drained {
             Err(e) => terminal = Some(Err(e)),
         }
     }
-    Drained {
-        chunks,
-        terminal: terminal.expect("stream ended without a terminal item"),
-        after_terminal,
-    }
+    Drained { chunks, terminal: terminal.expect("stream ended without a terminal item"), after_terminal }
 }
 
 /// Waits up to `timeout` for `condition`, checking every millisecond.

@@ -64,8 +64,8 @@ impl SplitMix {
 }
 
 const SYLLABLES: &[&str] = &[
-    "ka", "to", "ri", "an", "the", "ing", "er", "on", "qu", "st", "ex", "pro", "ly", "ment", "ta",
-    "vi", "lo", "ne", "su", "mi", "ra", "de", "co", "un", "pre", "tion", "al", "is", "or", "gh",
+    "ka", "to", "ri", "an", "the", "ing", "er", "on", "qu", "st", "ex", "pro", "ly", "ment", "ta", "vi", "lo", "ne",
+    "su", "mi", "ra", "de", "co", "un", "pre", "tion", "al", "is", "or", "gh",
 ];
 const EMOJI: &[&str] = &["🦀", "👋", "🎉", "😀", "👍🏽", "🇯🇵", "👨‍👩‍👧", "❤️", "🚀", "✨"];
 const PUNCTUATION: &[&str] = &[",", ".", "!", "?", ";", ":", " -", "\n", "  ", "\t"];
@@ -153,12 +153,7 @@ pub fn train_byte_level_bpe(corpus: &[String], vocab_size: usize) -> Tokenizer {
         .min_frequency(2)
         .show_progress(false)
         .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
-        .special_tokens(
-            CHATML_SPECIAL_TOKENS
-                .iter()
-                .map(|t| AddedToken::from(*t, true))
-                .collect(),
-        )
+        .special_tokens(CHATML_SPECIAL_TOKENS.iter().map(|t| AddedToken::from(*t, true)).collect())
         .build()
         .into();
     if let Err(err) = tokenizer.train(&mut trainer, corpus.iter()) {
@@ -171,9 +166,7 @@ pub fn train_byte_level_bpe(corpus: &[String], vocab_size: usize) -> Tokenizer {
 /// (trained once per test binary, then cloned).
 pub fn byte_level_bpe() -> Tokenizer {
     static TRAINED: OnceLock<Tokenizer> = OnceLock::new();
-    TRAINED
-        .get_or_init(|| train_byte_level_bpe(&mixed_corpus(400, 7), 1_000))
-        .clone()
+    TRAINED.get_or_init(|| train_byte_level_bpe(&mixed_corpus(400, 7), 1_000)).clone()
 }
 
 /// A Llama-2 style tokenizer: BPE over `▁`-marked words with `<0xNN>` byte fallback, decoders
@@ -192,12 +185,7 @@ fn build_byte_fallback_bpe() -> Tokenizer {
         .vocab_size(600)
         .min_frequency(2)
         .show_progress(false)
-        .special_tokens(
-            SPM_SPECIAL_TOKENS
-                .iter()
-                .map(|t| AddedToken::from(*t, true))
-                .collect(),
-        )
+        .special_tokens(SPM_SPECIAL_TOKENS.iter().map(|t| AddedToken::from(*t, true)).collect())
         .build()
         .into();
     if let Err(err) = trained.train(&mut trainer, ascii_corpus(300, 11).iter()) {
@@ -206,25 +194,18 @@ fn build_byte_fallback_bpe() -> Tokenizer {
 
     // The trainer knows nothing of byte fallback: add the 256 `<0xNN>` tokens after the learnt
     // vocabulary and switch the model's fallback on by editing its serialized form.
-    let json = trained
-        .to_string(false)
-        .unwrap_or_else(|err| panic!("serializing tokenizer: {err}"));
+    let json = trained.to_string(false).unwrap_or_else(|err| panic!("serializing tokenizer: {err}"));
     let mut value: serde_json::Value =
         serde_json::from_str(&json).unwrap_or_else(|err| panic!("parsing tokenizer: {err}"));
     let model = &mut value["model"];
     model["byte_fallback"] = true.into();
     model["unk_token"] = "<unk>".into();
-    let vocab = model["vocab"]
-        .as_object_mut()
-        .unwrap_or_else(|| panic!("BPE vocab is not an object"));
+    let vocab = model["vocab"].as_object_mut().unwrap_or_else(|| panic!("BPE vocab is not an object"));
     let next_id = vocab.values().filter_map(|v| v.as_u64()).max().unwrap_or(0) + 1;
     for byte in 0..=255u64 {
         vocab.insert(format!("<0x{byte:02X}>"), (next_id + byte).into());
     }
-    let mut tokenizer: Tokenizer = value
-        .to_string()
-        .parse()
-        .unwrap_or_else(|err| panic!("reloading tokenizer: {err}"));
+    let mut tokenizer: Tokenizer = value.to_string().parse().unwrap_or_else(|err| panic!("reloading tokenizer: {err}"));
 
     let replace = Replace::new("▁", " ").unwrap_or_else(|err| panic!("Replace decoder: {err}"));
     tokenizer.with_decoder(Some(Sequence::new(vec![
@@ -233,16 +214,10 @@ fn build_byte_fallback_bpe() -> Tokenizer {
         DecoderWrapper::Fuse(Fuse::new()),
         DecoderWrapper::Strip(Strip::new(' ', 1, 0)),
     ])));
-    let bos_id = tokenizer
-        .token_to_id("<s>")
-        .unwrap_or_else(|| panic!("<s> missing"));
+    let bos_id = tokenizer.token_to_id("<s>").unwrap_or_else(|| panic!("<s> missing"));
     let bos_first = TemplateProcessing::builder()
         .try_single("<s> $A")
-        .and_then(|b| {
-            b.special_tokens(vec![("<s>", bos_id)])
-                .build()
-                .map_err(|e| e.to_string())
-        })
+        .and_then(|b| b.special_tokens(vec![("<s>", bos_id)]).build().map_err(|e| e.to_string()))
         .unwrap_or_else(|err| panic!("template processor: {err}"));
     tokenizer.with_post_processor(Some(bos_first));
     tokenizer
@@ -261,18 +236,14 @@ pub fn write_tokenizer_files(dir: &Path, tokenizer: &Tokenizer, extra_files: &[(
 }
 
 /// A temporary Hugging Face-style tokenizer directory; removed when dropped.
-pub fn write_tokenizer_dir(
-    tokenizer: &Tokenizer,
-    extra_files: &[(&str, String)],
-) -> tempfile::TempDir {
+pub fn write_tokenizer_dir(tokenizer: &Tokenizer, extra_files: &[(&str, String)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("creating temp dir: {err}"));
     write_tokenizer_files(dir.path(), tokenizer, extra_files);
     dir
 }
 
 /// Special tokens of [`word_level_tokenizer`], in id order (ids 0–3); `[UNK]` is id 4.
-pub const WORD_SPECIAL_TOKENS: [&str; 4] =
-    ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|eot_id|>"];
+pub const WORD_SPECIAL_TOKENS: [&str; 4] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|eot_id|>"];
 /// The words of [`word_level_tokenizer`] (ids 5–12).
 pub const WORDS: [&str; 8] = ["red", "green", "blue", "cat", "dog", "sat", "ran", "fast"];
 
@@ -299,17 +270,12 @@ pub fn word_level_tokenizer() -> Tokenizer {
         "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"},
         "pre_tokenizer": {"type": "WhitespaceSplit"},
     });
-    json.to_string()
-        .parse()
-        .unwrap_or_else(|err| panic!("word-level tokenizer: {err}"))
+    json.to_string().parse().unwrap_or_else(|err| panic!("word-level tokenizer: {err}"))
 }
 
 /// A simulated engine directory (1 ms iterations, real time) whose vocabulary is `tokenizer`'s,
 /// with `tokenizer.json` and `extra_files` in its `tokenizer/` subdirectory.
-pub fn engine_with_tokenizer(
-    tokenizer: &Tokenizer,
-    extra_files: &[(&str, String)],
-) -> tempfile::TempDir {
+pub fn engine_with_tokenizer(tokenizer: &Tokenizer, extra_files: &[(&str, String)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("creating temp dir: {err}"));
     trtllm::sim::SimulatedEngine::builder()
         .model_name("text-test")
