@@ -4,10 +4,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tonic::{Code, Status};
 
-use crate::error::Error;
-use crate::output::PerfMetrics;
 use crate::proto::trtllm as pb;
-use crate::request::{GenerationRequest, SamplingParams};
+use crate::{Error, GenerationRequest, PerfMetrics, SamplingParams};
 
 /// Maps a crate error onto the gRPC status a client should see.
 ///

@@ -11,11 +11,13 @@ use tokio::time::Instant;
 use tonic::{Code, Status};
 
 use super::convert;
+use super::events::{Event, EventStream};
 use super::live::LiveEntry;
-use super::service::{EventStream, ReplyContext, ServiceState, chunk_message, complete_messages};
-use crate::output::FinalOutput;
+use super::metrics::code_outcome;
+use super::replies::{ReplyContext, chunk_message, complete_messages};
+use super::state::ServiceState;
 use crate::proto::trtllm as pb;
-use crate::request::FinishReason;
+use crate::{FinalOutput, FinishReason};
 
 /// How long a terminal status may wait for a client that has stopped reading.
 const TERMINAL_SEND_TIMEOUT: Duration = Duration::from_secs(1);
@@ -120,7 +122,7 @@ impl Generation {
                 tracing::warn!(request_id = %request_id, "shutdown grace period over; request cancelled");
                 "unavailable"
             }
-            Outcome::Failed(code) => super::metrics::code_outcome(*code),
+            Outcome::Failed(code) => code_outcome(*code),
         };
         if let Some(metrics) = &self.state.metrics {
             metrics.record_outcome(outcome_word);
@@ -140,14 +142,13 @@ impl Generation {
                 item = self.events.next() => item,
             };
             match item {
-                Some(Ok((Some(chunk), _))) => {
+                Some(Ok(Event::Chunk(chunk))) => {
                     let message = chunk_message(&self.reply.request_id, &chunk);
                     if let Err(why) = self.send(message, true).await {
                         return self.interrupted(why).await;
                     }
                 }
-                Some(Ok((None, Some((done, matched_stops))))) => return self.finish(done, &matched_stops).await,
-                Some(Ok((None, None))) => {}
+                Some(Ok(Event::Final { output, matched_stops })) => return self.finish(output, &matched_stops).await,
                 Some(Err(error)) => {
                     let status = convert::status(&error);
                     tracing::warn!(
@@ -168,7 +169,7 @@ impl Generation {
     }
 
     /// The request's final: one `complete` per sequence.
-    async fn finish(&mut self, done: FinalOutput, matched_stops: &[Option<String>]) -> Outcome {
+    async fn finish(&mut self, done: Box<FinalOutput>, matched_stops: &[Option<String>]) -> Outcome {
         // The id is free for reuse from the moment the client can see the completes.
         self.guard.release();
         if self.deadline.is_some() && done.finish_reason == FinishReason::TimedOut {
@@ -182,7 +183,7 @@ impl Generation {
                 Err(_) => return Outcome::Shutdown,
             }
         }
-        Outcome::Finished(Box::new(done))
+        Outcome::Finished(done)
     }
 
     /// Sends one message, giving up if the client leaves, the grace period ends or (while

@@ -13,7 +13,7 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_server::Health;
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 
-use super::service::ServiceState;
+use super::state::ServiceState;
 
 /// The services this health endpoint answers for: the server as a whole and the one service.
 const KNOWN_SERVICES: [&str; 2] = ["", "trtllm.TrtllmService"];

@@ -13,7 +13,7 @@
 //! - UNIMPLEMENTED would make the gateway stop subscribing for good, and with it stop reading
 //!   this worker's load, so an executor without KV events still streams load-only batches.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc};
@@ -21,51 +21,16 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Response, Status};
 
 use super::engine_load::LoadTracker;
-use super::kv_feed::{FeedBatch, FeedItem, KvFeed};
-use super::service::{ResponseStream, ServiceState};
+use super::kv_feed::{FeedBatch, FeedItem};
+use super::replies::ResponseStream;
+use super::state::ServiceState;
 use crate::proto::smg::grpc::common as cpb;
-use crate::{AsyncExecutor, Error};
 
 /// Response header saying whether the stream carries KV events (`on`) or only load (`off`).
 pub const KV_EVENTS_HEADER: &str = "trtllm-kv-events";
 
 /// How long the last batch may wait for a subscriber that stopped reading, on shutdown.
 const LAST_BATCH_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// The server's KV event feed and load tracker, started with the server (or by the first
-/// subscription when the service runs without [`super::serve`]).
-#[derive(Debug, Default)]
-pub(crate) struct KvSources {
-    started: OnceLock<(Arc<KvFeed>, Arc<LoadTracker>)>,
-}
-
-impl KvSources {
-    /// The feed and the tracker; must be called on a tokio runtime.
-    pub(crate) fn get(&self, executor: &AsyncExecutor) -> (Arc<KvFeed>, Arc<LoadTracker>) {
-        self.started
-            .get_or_init(|| {
-                let executor = executor.executor();
-                let block_size = i32::try_from(executor.engine().tokens_per_block).unwrap_or(i32::MAX);
-                let feed = match executor.subscribe_kv_events() {
-                    Ok(events) => KvFeed::start(events, block_size),
-                    Err(Error::KvEventsDisabled) => {
-                        tracing::info!(
-                            "the executor keeps no KV-cache events (kv_cache_event_buffer_max_size 0): \
-                             SubscribeKvEvents streams load only"
-                        );
-                        KvFeed::disabled()
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "no KV-cache events: SubscribeKvEvents streams load only");
-                        KvFeed::disabled()
-                    }
-                };
-                let max_running = u32::try_from(executor.max_batch_size()).unwrap_or(u32::MAX);
-                (feed, LoadTracker::start(executor, max_running))
-            })
-            .clone()
-    }
-}
 
 /// Numbers and sends the batches of one subscription.
 struct Outbox {

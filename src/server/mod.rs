@@ -1,9 +1,15 @@
 //! The gRPC server: `trtllm.TrtllmService` (the Shepherd Model Gateway's TensorRT-LLM protocol),
 //! `grpc.health.v1.Health` and server reflection, over one executor.
+//!
+//! Modules use only those before them: the parts (`options`, `convert`, `limits`, `live`,
+//! `lifecycle`, `metrics`, `kv_feed`, `engine_load`, `tls`, ...) <- `state` (what every call
+//! shares) and `events`/`replies` (executor events in, protocol messages out) <- `generation`,
+//! `kv_events`, `health` (one call's stream) <- `service` (the gRPC methods) <- this module.
 
 mod auth;
 mod convert;
 mod engine_load;
+mod events;
 mod generation;
 mod health;
 mod kv_events;
@@ -12,14 +18,16 @@ mod lifecycle;
 mod limits;
 mod live;
 mod metrics;
+mod options;
+mod replies;
 mod service;
+mod state;
 mod tls;
 mod tokenizer_zip;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tonic_health::pb::health_server::HealthServer;
@@ -27,7 +35,9 @@ use tonic_health::pb::health_server::HealthServer;
 pub use convert::{WallClock, parse_grpc_timeout};
 pub use kv_events::KV_EVENTS_HEADER;
 pub use metrics::ServerMetrics;
-pub use service::{Service, ServiceState};
+pub use options::ServeOptions;
+pub use service::Service;
+pub use state::ServiceState;
 pub use tls::TlsConfig;
 pub use tokenizer_zip::zip_files;
 
@@ -37,65 +47,6 @@ use crate::{AsyncExecutor, ShutdownMode};
 
 /// An error that stops the server.
 pub type ServeError = Box<dyn std::error::Error + Send + Sync>;
-
-/// How the server runs.
-///
-/// ```
-/// use std::time::Duration;
-/// use trtllm::server::ServeOptions;
-/// let options = ServeOptions {
-///     auth_token: Some("s3cret".into()),
-///     grace_period: Duration::from_secs(10),
-///     default_deadline: Some(Duration::from_secs(120)),
-///     ..Default::default()
-/// };
-/// assert!(options.addr.ip().is_loopback());
-/// ```
-#[derive(Debug, Clone)]
-pub struct ServeOptions {
-    /// Address to listen on (loopback by default).
-    pub addr: SocketAddr,
-    /// When set, every call must carry `authorization: Bearer <token>`.
-    pub auth_token: Option<String>,
-    /// Let `grpc.health.v1.Health` through without the token (for probes that cannot send
-    /// headers, such as Kubernetes gRPC probes). Every other call still needs it.
-    pub health_without_auth: bool,
-    /// Serve TLS (optionally requiring client certificates) instead of plaintext.
-    pub tls: Option<TlsConfig>,
-    /// Requests in flight at once; more are refused with RESOURCE_EXHAUSTED.
-    pub max_concurrent_requests: Option<usize>,
-    /// Largest message accepted or sent, bytes.
-    pub max_message_size: usize,
-    /// How long in-flight requests may finish after a shutdown signal before they are cancelled.
-    pub grace_period: Duration,
-    /// After the grace period, how long cancelled streams and open connections get to close
-    /// before the server stops regardless.
-    pub shutdown_timeout: Duration,
-    /// Deadline of requests whose client sets none (or a later one); `None` for no limit.
-    pub default_deadline: Option<Duration>,
-    /// Period of the `EngineLoad` heartbeats on `SubscribeKvEvents` streams.
-    pub kv_heartbeat: Duration,
-    /// Where to serve Prometheus metrics (`GET /metrics`); `None` for no metrics endpoint.
-    pub metrics_addr: Option<SocketAddr>,
-}
-
-impl Default for ServeOptions {
-    fn default() -> Self {
-        ServeOptions {
-            addr: SocketAddr::from(([127, 0, 0, 1], 50051)),
-            auth_token: None,
-            health_without_auth: false,
-            tls: None,
-            max_concurrent_requests: None,
-            max_message_size: 64 * 1024 * 1024,
-            grace_period: Duration::from_secs(30),
-            shutdown_timeout: Duration::from_secs(5),
-            default_deadline: None,
-            kv_heartbeat: Duration::from_secs(1),
-            metrics_addr: None,
-        }
-    }
-}
 
 /// Serves until `shutdown` resolves, then drains: health goes NOT_SERVING, new requests get
 /// UNAVAILABLE, KV event subscriptions and health watches send a last message and end, and

@@ -1,55 +1,26 @@
 //! The `trtllm.TrtllmService` implementation over an [`AsyncExecutor`].
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use super::ServeOptions;
-use super::convert::{self, WallClock};
+use super::convert;
+use super::events::{EventStream, stream_events, text_events};
 use super::generation::{Deadline, Generation};
-use super::lifecycle::Lifecycle;
-use super::limits::RequestLimits;
-use super::live::LiveTable;
+use super::kv_events;
 use super::metrics::ServerMetrics;
-use crate::output::{FinalOutput, TokenChunk};
+use super::options::ServeOptions;
+use super::replies::{ReplyContext, ResponseStream};
+use super::state::ServiceState;
+use super::tokenizer_zip::zip_files;
 use crate::proto::smg::grpc::common as cpb;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_server::TrtllmService;
-use crate::request::FinishReason;
 use crate::text::Tokenizer;
-use crate::{AsyncExecutor, StreamEvent, TextEvent, TextOptions, TextRequest, TextStream};
-
-pub(crate) type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
-
-/// A request's events whether or not stop strings are matched in text: a chunk, or the final with
-/// the stop string each sequence matched.
-pub(crate) type Event = (Option<TokenChunk>, Option<(FinalOutput, Vec<Option<String>>)>);
-pub(crate) type EventStream = Pin<Box<dyn Stream<Item = crate::Result<Event>> + Send>>;
-
-/// Shared state of the service.
-#[derive(Debug)]
-pub struct ServiceState {
-    pub(crate) executor: AsyncExecutor,
-    pub(crate) tokenizer: Option<Tokenizer>,
-    /// The requests in flight by client request id.
-    pub(crate) live: Arc<LiveTable>,
-    pub(crate) wall: WallClock,
-    pub(crate) slots: Option<Arc<Semaphore>>,
-    pub(crate) heartbeat: Duration,
-    pub(crate) metrics: Option<Arc<ServerMetrics>>,
-    pub(crate) limits: RequestLimits,
-    pub(crate) default_deadline: Option<Duration>,
-    pub(crate) lifecycle: Lifecycle,
-    /// The KV event feed and load tracker behind SubscribeKvEvents.
-    pub(crate) kv: super::kv_events::KvSources,
-    next_anonymous: AtomicU64,
-}
+use crate::{AsyncExecutor, TextOptions, TextRequest, TextStream};
 
 /// The gRPC service.
 #[derive(Debug, Clone)]
@@ -66,23 +37,7 @@ impl Service {
         options: &ServeOptions,
         metrics: Option<Arc<ServerMetrics>>,
     ) -> Self {
-        let limits = RequestLimits::of(executor.executor());
-        Service {
-            state: Arc::new(ServiceState {
-                executor,
-                tokenizer,
-                live: Arc::new(LiveTable::default()),
-                wall: WallClock::now(),
-                slots: options.max_concurrent_requests.map(|n| Arc::new(Semaphore::new(n))),
-                heartbeat: options.kv_heartbeat,
-                metrics,
-                limits,
-                default_deadline: options.default_deadline,
-                lifecycle: Lifecycle::new(options.grace_period),
-                kv: Default::default(),
-                next_anonymous: AtomicU64::new(1),
-            }),
-        }
+        Service { state: Arc::new(ServiceState::new(executor, tokenizer, options, metrics)) }
     }
 
     /// The shared state (shutdown flag, executor).
@@ -144,11 +99,7 @@ impl Service {
             // The executor drops the request at the deadline too, even while it waits in the queue.
             generation = generation.with_allotted_time(deadline.allotted.max(Duration::from_millis(1)));
         }
-        let request_id = if request.request_id.is_empty() {
-            format!("trtllm-{}", state.next_anonymous.fetch_add(1, Ordering::Relaxed))
-        } else {
-            request.request_id.clone()
-        };
+        let request_id = state.request_id(&request.request_id);
         let (stream, guard) = state.live.register(request_id.clone(), || {
             let stream = state.executor.generate(generation).map_err(|e| convert::status(&e))?;
             let id = stream.request_id();
@@ -158,8 +109,8 @@ impl Service {
         let stop_token_ids = request.stop_token_ids.clone();
         let include_stop = request.include_stop_token_in_output;
         let events: EventStream = match text_plan {
-            Some(plan) if plan.needs_text_stream() => Box::pin(text_events(TextStream::new(stream, plan))),
-            _ => Box::pin(stream_events(stream)),
+            Some(plan) if plan.needs_text_stream() => text_events(TextStream::new(stream, plan)),
+            _ => stream_events(stream),
         };
         let reply = ReplyContext {
             request_id: request_id.clone(),
@@ -173,103 +124,6 @@ impl Service {
         state.lifecycle.tasks.spawn(generation.run());
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
-}
-
-impl ServiceState {
-    /// Refuses new work from now on: health goes NOT_SERVING, new Generate calls get
-    /// UNAVAILABLE, and subscriptions end.
-    pub fn begin_shutdown(&self) {
-        self.lifecycle.draining.cancel();
-    }
-
-    /// Why the server cannot take work, if it cannot.
-    pub(crate) fn healthy(&self) -> Result<(), String> {
-        if self.lifecycle.is_draining() {
-            return Err("the server is shutting down".into());
-        }
-        if !self.executor.executor().is_healthy() {
-            return Err("the executor has failed (its response thread stopped); restart the server".into());
-        }
-        Ok(())
-    }
-}
-
-pub(crate) fn chunk_message(request_id: &str, chunk: &TokenChunk) -> pb::GenerateResponse {
-    pb::GenerateResponse {
-        request_id: request_id.to_string(),
-        response: Some(pb::generate_response::Response::Chunk(pb::GenerateStreamChunk {
-            token_ids: chunk.token_ids.clone(),
-            sequence_index: chunk.sequence_index,
-            prompt_tokens: chunk.prompt_tokens,
-            completion_tokens: chunk.completion_tokens,
-            cached_tokens: chunk.cached_tokens.unwrap_or(0),
-            logprobs: logprobs(&chunk.token_ids, chunk.log_probs.as_deref()),
-        })),
-    }
-}
-
-fn logprobs(ids: &[u32], values: Option<&[f32]>) -> Vec<pb::TokenLogprob> {
-    let Some(values) = values else { return Vec::new() };
-    ids.iter()
-        .zip(values)
-        .map(|(&token_id, &logprob)| pb::TokenLogprob { token_id, logprob, top_logprobs: Vec::new() })
-        .collect()
-}
-
-/// What the final messages of a request need to know about it.
-#[derive(Debug)]
-pub(crate) struct ReplyContext {
-    pub(crate) request_id: String,
-    pub(crate) stop_token_ids: Vec<u32>,
-    pub(crate) include_stop_token: bool,
-    pub(crate) perf: bool,
-    pub(crate) wall: WallClock,
-}
-
-/// One `complete` per sequence, each with the stop that sequence matched.
-pub(crate) fn complete_messages(
-    ctx: &ReplyContext,
-    done: &FinalOutput,
-    matched_stops: &[Option<String>],
-) -> Vec<pb::GenerateResponse> {
-    let cached = done.cached_tokens.unwrap_or(0);
-    done.sequences
-        .iter()
-        .map(|seq| {
-            let mut ids = seq.token_ids.clone();
-            let mut matched = None;
-            if let Some(Some(stop)) = matched_stops.get(seq.index as usize) {
-                matched = Some(pb::generate_complete::MatchedStop::MatchedStopStr(stop.clone()));
-            } else if seq.finish_reason == FinishReason::StopWords
-                && let Some(&last) = ids.last()
-                && ctx.stop_token_ids.contains(&last)
-            {
-                matched = Some(pb::generate_complete::MatchedStop::MatchedTokenId(last));
-                if !ctx.include_stop_token {
-                    ids.pop();
-                }
-            }
-            pb::GenerateResponse {
-                request_id: ctx.request_id.clone(),
-                response: Some(pb::generate_response::Response::Complete(pb::GenerateComplete {
-                    completion_tokens: ids.len() as u32,
-                    logprobs: logprobs(&ids, seq.log_probs.as_deref()),
-                    output_token_ids: ids,
-                    sequence_index: seq.index,
-                    finish_reason: seq.finish_reason.as_openai_str().to_string(),
-                    prompt_tokens: done.prompt_tokens,
-                    cached_tokens: cached,
-                    prompt_logprobs: Vec::new(),
-                    perf_metrics: if ctx.perf { done.perf.as_ref().map(|p| ctx.wall.perf_metrics(p)) } else { None },
-                    context_logits: None,
-                    generation_logits: None,
-                    spec_accepted_tokens: 0,
-                    spec_draft_tokens: 0,
-                    matched_stop: matched,
-                })),
-            }
-        })
-        .collect()
 }
 
 #[tonic::async_trait]
@@ -364,7 +218,7 @@ impl TrtllmService for Service {
         let tokenizer =
             self.state.tokenizer.as_ref().ok_or_else(|| Status::not_found("the server has no tokenizer"))?;
         let files = tokenizer.files().to_vec();
-        let (bytes, sha256) = tokio::task::spawn_blocking(move || super::tokenizer_zip::zip_files(&files))
+        let (bytes, sha256) = tokio::task::spawn_blocking(move || zip_files(&files))
             .await
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|e| Status::internal(format!("zipping the tokenizer: {e}")))?;
@@ -384,27 +238,6 @@ impl TrtllmService for Service {
         &self,
         request: Request<cpb::SubscribeKvEventsRequest>,
     ) -> Result<Response<Self::SubscribeKvEventsStream>, Status> {
-        super::kv_events::subscribe(self.state.clone(), request.into_inner())
+        kv_events::subscribe(self.state.clone(), request.into_inner())
     }
-}
-
-/// A text stream's events, each final with the stop string every sequence matched.
-fn text_events(text: TextStream) -> impl Stream<Item = crate::Result<Event>> + Send {
-    futures::stream::unfold(text, |mut text| async move {
-        let item = text.next().await?;
-        let event = item.map(|event| match event {
-            TextEvent::Chunk { chunk, .. } => (Some(chunk), None),
-            TextEvent::Final { output, .. } => (None, Some((*output, text.matched_stops()))),
-        });
-        Some((event, text))
-    })
-}
-
-fn stream_events(stream: crate::GenerationStream) -> impl Stream<Item = crate::Result<Event>> + Send {
-    stream.map(|item| {
-        item.map(|event| match event {
-            StreamEvent::Chunk(chunk) => (Some(chunk), None),
-            StreamEvent::Final(done) => (None, Some((done, Vec::new()))),
-        })
-    })
 }
