@@ -26,6 +26,12 @@
 //! - [`plot_ttft_vs_inflight_tokens`], [`plot_latency_vs_throughput`] and [`plot_time_series`]
 //!   for SVG charts; [`compare`] for `bench compare A.json B.json`.
 //!
+//! The modules follow the stages, each using only those before it: `traffic` (workloads, datasets,
+//! load shapes) and `metrics` (records and the pure computations over them) stand alone;
+//! `runner` offers traffic to a target and writes records; `report` builds summaries and files
+//! from the metrics; `planning` (virtual-clock runs, predictions) uses the runner, the report
+//! and `simulation` (what a simulated engine directory says about its timing).
+//!
 //! Conventions: times in records are `f64` seconds since the run start; statistics in
 //! summaries are milliseconds; warmup requests are recorded but excluded from every statistic;
 //! only successful measured requests enter latency statistics.
@@ -52,58 +58,49 @@
 //! assert!(table.contains("c=4"));
 //! ```
 
-mod calibration;
-mod compare;
-mod csv;
-mod dataset;
-mod iterations;
-mod load;
-mod output;
+mod metrics;
 mod planning;
-mod plot;
-mod prediction;
-mod record;
+mod report;
 mod runner;
 mod simulation;
-mod slo;
-mod stats;
-mod summary;
-mod sweep;
-mod target;
-mod throughput;
-mod timeseries;
-mod workload;
+mod traffic;
 
-pub use calibration::{Calibration, itl_errors_s};
-pub use compare::{CompareError, compare, compare_files};
-pub use dataset::{
-    DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, tokenize_entries,
+pub use metrics::calibration::{Calibration, itl_errors_s};
+pub use metrics::iterations::{
+    IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
-pub use iterations::{IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section};
-pub use load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
-pub use output::{OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv};
-pub use planning::{PlanningError, VirtualClockRun, iteration_latencies_ms, run_virtual_point, to_simulated_time};
-pub use plot::{
-    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput, plot_time_series,
-    plot_ttft_vs_inflight_tokens, write_svg,
-};
-pub use prediction::Prediction;
-pub use record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
-pub use runner::{PointRun, run_point};
-pub use simulation::{EngineSimulation, SimulationError};
-pub use slo::{SloError, Slos};
-pub use stats::{
+pub use metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
+pub use metrics::slo::{SloError, Slos};
+pub use metrics::stats::{
     DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile, percentile_key,
     percentile_label, percentile_nearest_rank, std_dev, validate_percentile,
 };
-pub use summary::{
-    ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats, Summary, SummaryBuilder, SummaryError,
-};
-pub use sweep::{SweepRow, console_table, sweep_csv};
-pub use target::{BenchTarget, GrpcTarget};
-pub use throughput::{
+pub use metrics::throughput::{
     Throughput, mean_concurrency, measured_window, peak_concurrency, peak_output_tokens_per_s,
     peak_output_tokens_per_s_by_token,
 };
-pub use timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
-pub use workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};
+pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
+pub use planning::prediction::Prediction;
+pub use planning::virtual_clock::{
+    PlanningError, VirtualClockRun, iteration_latencies_ms, run_virtual_point, to_simulated_time,
+};
+pub use report::compare::{CompareError, compare, compare_files};
+pub use report::output::{
+    OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
+};
+pub use report::plot::{
+    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput, plot_time_series,
+    plot_ttft_vs_inflight_tokens, write_svg,
+};
+pub use report::summary::Summary;
+pub use report::summary_builder::{SummaryBuilder, SummaryError};
+pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats};
+pub use report::sweep::{SweepRow, console_table, sweep_csv};
+pub use runner::point::{PointRun, run_point};
+pub use runner::target::{BenchTarget, GrpcTarget};
+pub use simulation::{EngineSimulation, SimulationError};
+pub use traffic::dataset::{
+    DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, tokenize_entries,
+};
+pub use traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
+pub use traffic::workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};

@@ -18,12 +18,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::iterations::{IterationCollector, IterationLog};
-use super::load::{Load, LoadError, LoadPlan};
-use super::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
-use super::runner::PointRun;
-use super::target::{consume_in_process, enqueue_all_in_process};
-use super::workload::{Workload, WorkloadPhase};
+use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
+use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
+use crate::bench::runner::point::PointRun;
+use crate::bench::runner::target::{consume_in_process, enqueue_all_in_process};
+use crate::bench::traffic::load::{Load, LoadError, LoadPlan};
+use crate::bench::traffic::workload::{Workload, WorkloadPhase};
 use crate::{AsyncExecutor, EngineConfig, ExecutorConfig};
 
 /// Iteration statistics the executor may buffer between two polls: a virtual-clock executor

@@ -4,9 +4,9 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
-use super::iterations::WallAnchor;
-use super::record::{Phase, RequestRecord, RunClock, ServerTimes};
-use super::workload::RequestSpec;
+use crate::bench::metrics::iterations::WallAnchor;
+use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes};
+use crate::bench::traffic::workload::RequestSpec;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
 use crate::{AsyncExecutor, GenerationRequest, SamplingParams, StreamEvent};

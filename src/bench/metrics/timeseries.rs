@@ -135,7 +135,7 @@ pub fn fill_kv_utilization(samples: &mut [TimeSample], points: &[(f64, f64)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::record::Phase;
+    use crate::bench::metrics::record::Phase;
 
     #[test]
     fn rejects_bad_intervals() {

@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::iterations::IterationLog;
-use super::simulation::EngineSimulation;
-use super::summary::Summary;
+use crate::bench::metrics::iterations::IterationLog;
+use crate::bench::report::summary::Summary;
+use crate::bench::simulation::EngineSimulation;
 use crate::sim::perf_model::BatchWork;
 use crate::sim::{ClockMode, PerfModel};
 
@@ -170,7 +170,7 @@ impl Prediction {
         }
         if let (Some(c), Some(step)) = (self.concurrency, self.batch_decode_step_ms) {
             let measured = iterations.map(|log| decode_only_latencies(log, c)).unwrap_or_default();
-            let median = super::stats::median(&measured);
+            let median = crate::bench::metrics::stats::median(&measured);
             // When the KV cache (or the token budget) never lets all `c` requests decode at once,
             // no iteration matches: the largest batch seen says why.
             let largest = iterations.and_then(|log| {

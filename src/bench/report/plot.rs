@@ -10,7 +10,7 @@ use plotters::prelude::*;
 
 use super::output::{OutputError, write_file};
 use super::sweep::SweepRow;
-use super::timeseries::TimeSample;
+use crate::bench::metrics::timeseries::TimeSample;
 
 /// Errors from drawing or writing a chart.
 #[derive(Debug, thiserror::Error)]

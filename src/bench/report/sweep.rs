@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::csv::{opt_num, push_row};
-use super::stats::Distribution;
 use super::summary::Summary;
+use crate::bench::metrics::stats::Distribution;
 
 /// The headline figures of one sweep point (latencies in ms).
 ///

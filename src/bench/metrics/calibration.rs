@@ -122,7 +122,7 @@ pub fn itl_errors_s(record: &RequestRecord, iteration_end_s: &BTreeMap<u64, f64>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::record::{Phase, ServerTimes};
+    use crate::bench::metrics::record::{Phase, ServerTimes};
 
     fn record(chunks: &[f64], first_iter: u64, last_iter: u64) -> RequestRecord {
         let mut r = RequestRecord::new(0, Phase::Measure, 0.0);

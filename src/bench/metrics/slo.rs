@@ -149,7 +149,7 @@ impl fmt::Display for Slos {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::record::Phase;
+    use crate::bench::metrics::record::Phase;
 
     #[test]
     fn parses_all_forms() {

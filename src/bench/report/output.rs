@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::csv::{opt_num, push_row};
-use super::record::RequestRecord;
 use super::summary::Summary;
 use super::sweep::{SweepRow, sweep_csv};
-use super::timeseries::TimeSample;
+use crate::bench::metrics::record::RequestRecord;
+use crate::bench::metrics::timeseries::TimeSample;
 
 /// Errors from writing result files.
 #[derive(Debug, thiserror::Error)]
@@ -91,8 +91,9 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
     let ms = |v: Option<f64>| opt_num(v.map(|s| s * 1000.0));
     for r in records {
         let server = r.server.unwrap_or_default();
-        let join =
-            |f: &dyn Fn(&super::record::TokenChunk) -> String| r.chunks.iter().map(f).collect::<Vec<_>>().join(";");
+        let join = |f: &dyn Fn(&crate::bench::metrics::record::TokenChunk) -> String| {
+            r.chunks.iter().map(f).collect::<Vec<_>>().join(";")
+        };
         push_row(
             &mut out,
             [
@@ -274,7 +275,7 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::record::Phase;
+    use crate::bench::metrics::record::Phase;
 
     #[test]
     fn suffixes_append_to_the_stem() {

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, Semaphore, mpsc};
 
-use super::iterations::{IterationCollector, IterationLog};
-use super::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
-use super::record::{Phase, RequestRecord, RunClock};
 use super::target::BenchTarget;
-use super::workload::{PromptSampler, RequestSpec, Workload, WorkloadPhase};
+use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
+use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
+use crate::bench::traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
+use crate::bench::traffic::workload::{PromptSampler, RequestSpec, Workload, WorkloadPhase};
 
 /// How long a duration-run user waits after a failed request before sending the next.
 const FAILURE_BACKOFF: Duration = Duration::from_millis(10);
@@ -267,7 +267,7 @@ fn users(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::workload::PromptSource;
+    use crate::bench::traffic::workload::PromptSource;
 
     fn workload() -> Workload {
         Workload {

@@ -272,7 +272,7 @@ impl Throughput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::record::Phase;
+    use crate::bench::metrics::record::Phase;
 
     fn streamed(index: u64, send: f64, chunk_times: &[(f64, u32)]) -> RequestRecord {
         let mut r = RequestRecord::new(index, Phase::Measure, send);

@@ -1,0 +1,11 @@
+//! What a run measured, and the pure computations over it: per-request records on the run clock,
+//! statistics, SLOs, throughput, the runner's measurement error, time series and the executor's
+//! iteration statistics. Depends on nothing else in the benchmark.
+
+pub(crate) mod calibration;
+pub(crate) mod iterations;
+pub(crate) mod record;
+pub(crate) mod slo;
+pub(crate) mod stats;
+pub(crate) mod throughput;
+pub(crate) mod timeseries;

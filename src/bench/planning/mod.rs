@@ -1,0 +1,5 @@
+//! Capacity planning with the simulator: points run on its virtual clock, and the timing model's
+//! prediction set next to a measurement. The top of the benchmark: uses the runner and the report.
+
+pub(crate) mod prediction;
+pub(crate) mod virtual_clock;

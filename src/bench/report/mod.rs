@@ -1,0 +1,11 @@
+//! What a run reports: the vLLM-compatible summary built from [`super::metrics`], result files,
+//! sweep tables, SVG charts and the comparison of two result files.
+
+pub(crate) mod compare;
+pub(crate) mod csv;
+pub(crate) mod output;
+pub(crate) mod plot;
+pub(crate) mod summary;
+pub(crate) mod summary_builder;
+pub(crate) mod summary_sections;
+pub(crate) mod sweep;

@@ -1,0 +1,5 @@
+//! The load generator: offers [`super::traffic`] to a target (an executor in this process or a
+//! gRPC server) and writes [`super::metrics`] records.
+
+pub(crate) mod point;
+pub(crate) mod target;

@@ -1,0 +1,6 @@
+//! What the benchmark offers: the requests (random prompts or a dataset, output lengths, stopping
+//! rules) and when they are sent (load shapes). Depends on nothing else in the benchmark.
+
+pub(crate) mod dataset;
+pub(crate) mod load;
+pub(crate) mod workload;
