@@ -111,7 +111,8 @@ fn require_nlohmann_json(build: &cc::Build) {
     println!("cargo:rerun-if-env-changed=CPLUS_INCLUDE_PATH");
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let probe = out.join("nlohmann_probe.cc");
-    std::fs::write(&probe, "#include <nlohmann/json.hpp>\n").unwrap_or_else(|e| panic!("writing {}: {e}", probe.display()));
+    std::fs::write(&probe, "#include <nlohmann/json.hpp>\n")
+        .unwrap_or_else(|e| panic!("writing {}: {e}", probe.display()));
     let mut command = build.get_compiler().to_command();
     command.arg("-std=c++17").arg("-fsyntax-only").arg(&probe);
     let found = command.output().map(|o| o.status.success()).unwrap_or(false);

@@ -1,11 +1,19 @@
-//! The engine directory's config.json, read in Rust so that limits are known before enqueue.
+//! The engine directory's files: one serde schema for config.json ([`config_json`]) and simulation.json
+//! ([`simulation_json`]), and [`EngineConfig`], what the executor needs from config.json before enqueue.
+
+pub mod config_json;
+pub mod simulation_json;
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+
+pub use config_json::ConfigJson;
+pub use simulation_json::SimulationJson;
 
 /// What this crate needs from an engine's `config.json` (as written by `trtllm-build`, or by
 /// [`SimulatedEngine`](crate::sim::SimulatedEngine) for the simulated executor).
@@ -81,111 +89,138 @@ impl EngineConfig {
             });
         }
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| Error::EngineConfig { path: path.clone(), message: format!("cannot read: {e}") })?;
-        let json: Value = serde_json::from_str(&text)
-            .map_err(|e| Error::EngineConfig { path: path.clone(), message: format!("not valid JSON: {e}") })?;
+        let json: ConfigJson =
+            read_json(&path).map_err(|e| Error::EngineConfig { path: path.clone(), message: e.to_string() })?;
         Self::from_json(dir, &path, &json)
     }
 
-    fn from_json(dir: &Path, path: &Path, json: &Value) -> Result<Self> {
-        let fields = Fields { path, json };
-        let pretrained = "pretrained_config";
-        let build = "build_config";
-        let num_heads = fields.usize(&[pretrained, "num_attention_heads"])?;
-        let tp_size = fields.usize_or(&[pretrained, "mapping", "tp_size"], 1)?;
-        let pp_size = fields.usize_or(&[pretrained, "mapping", "pp_size"], 1)?;
-        let cp_size = fields.usize_or(&[pretrained, "mapping", "cp_size"], 1)?;
-        let max_input_len = fields.usize(&[build, "max_input_len"])?;
-        let max_seq_len = fields.usize(&[build, "max_seq_len"])?;
+    /// The limits and shape of `json`, the config.json at `path` in `dir`.
+    fn from_json(dir: &Path, path: &Path, json: &ConfigJson) -> Result<Self> {
+        let fail = |message: String| Error::EngineConfig { path: path.to_path_buf(), message };
+        let required = |value: Option<usize>, name: &str| value.ok_or_else(|| fail(format!("{name} is missing")));
+        let pretrained = &json.pretrained_config;
+        let build = &json.build_config;
+        let mapping = &pretrained.mapping;
+        let num_heads = required(pretrained.num_attention_heads, "pretrained_config.num_attention_heads")?;
         let config = EngineConfig {
             dir: dir.to_path_buf(),
-            version: fields.string(&["version"])?,
-            architecture: fields.string_or(&[pretrained, "architecture"], "unknown"),
-            dtype: fields.string_or(&[pretrained, "dtype"], "unknown"),
-            vocab_size: fields.usize(&[pretrained, "vocab_size"])?,
-            hidden_size: fields.usize_or(&[pretrained, "hidden_size"], 0)?,
-            num_layers: fields.usize_or(&[pretrained, "num_hidden_layers"], 0)?,
+            version: json.version.clone().ok_or_else(|| fail("version is missing".to_string()))?,
+            architecture: pretrained.architecture.clone().unwrap_or_else(|| "unknown".to_string()),
+            dtype: pretrained.dtype.clone().unwrap_or_else(|| "unknown".to_string()),
+            vocab_size: required(pretrained.vocab_size, "pretrained_config.vocab_size")?,
+            hidden_size: pretrained.hidden_size.unwrap_or(0),
+            num_layers: pretrained.num_hidden_layers.unwrap_or(0),
             num_heads,
-            num_kv_heads: fields.usize_or(&[pretrained, "num_key_value_heads"], num_heads)?,
-            tp_size,
-            pp_size,
-            cp_size,
-            world_size: fields.usize_or(&[pretrained, "mapping", "world_size"], tp_size * pp_size * cp_size)?,
-            max_input_len,
-            max_seq_len,
-            max_batch_size: fields.usize(&[build, "max_batch_size"])?,
-            max_beam_width: fields.usize_or(&[build, "max_beam_width"], 1)?,
-            max_num_tokens: fields.usize_or(&[build, "max_num_tokens"], 8192)?,
-            tokens_per_block: fields.usize_or(&[build, "plugin_config", "tokens_per_block"], 32)?,
-            paged_context_fmha: fields.bool_or(&[build, "plugin_config", "use_paged_context_fmha"], true),
-            model_name: fields
-                .opt_string(&[pretrained, "model_name"])
-                .or_else(|| fields.opt_string(&[pretrained, "_name_or_path"]))
+            num_kv_heads: pretrained.num_key_value_heads.unwrap_or(num_heads),
+            tp_size: mapping.tp_size(),
+            pp_size: mapping.pp_size(),
+            cp_size: mapping.cp_size(),
+            world_size: mapping.world_size(),
+            max_input_len: required(build.max_input_len, "build_config.max_input_len")?,
+            max_seq_len: required(build.max_seq_len, "build_config.max_seq_len")?,
+            max_batch_size: required(build.max_batch_size, "build_config.max_batch_size")?,
+            max_beam_width: build.max_beam_width(),
+            max_num_tokens: build.max_num_tokens(),
+            tokens_per_block: build.plugin_config.tokens_per_block(),
+            paged_context_fmha: build.plugin_config.use_paged_context_fmha.unwrap_or(true),
+            model_name: pretrained
+                .model_name
+                .clone()
+                .or_else(|| pretrained.name_or_path.clone())
                 .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "engine".to_string()),
-            tokenizer_dir: tokenizer_dir(dir, fields.opt_string(&["tokenizer_dir"])),
+            tokenizer_dir: tokenizer_dir(dir, json.tokenizer_dir.as_deref()),
         };
         if config.max_input_len > config.max_seq_len {
-            return Err(Error::EngineConfig {
-                path: path.to_path_buf(),
-                message: format!(
-                    "build_config.max_input_len ({}) exceeds max_seq_len ({})",
-                    config.max_input_len, config.max_seq_len
-                ),
-            });
+            return Err(fail(format!(
+                "build_config.max_input_len ({}) exceeds max_seq_len ({})",
+                config.max_input_len, config.max_seq_len
+            )));
         }
         Ok(config)
     }
 }
 
-fn tokenizer_dir(dir: &Path, named: Option<String>) -> Option<PathBuf> {
+fn tokenizer_dir(dir: &Path, named: Option<&str>) -> Option<PathBuf> {
     if let Some(named) = named {
         return Some(dir.join(named));
     }
     [dir.join("tokenizer"), dir.to_path_buf()].into_iter().find(|d| d.join("tokenizer.json").is_file())
 }
 
-/// Typed look-ups into a JSON document that name the missing or mistyped field in their errors.
-struct Fields<'a> {
-    path: &'a Path,
-    json: &'a Value,
+/// Why one of the engine directory's JSON files could not be read; the callers add the file's path.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum JsonFileError {
+    /// The file could not be read (it may not exist: see [`JsonFileError::is_not_found`]).
+    #[error("cannot read: {0}")]
+    Read(#[from] std::io::Error),
+    /// The file is not JSON.
+    #[error("not valid JSON: {0}")]
+    Syntax(serde_json::Error),
+    /// A member has the wrong type, or is unknown where unknown members are refused.
+    #[error("{field}: {message}")]
+    Schema {
+        /// The member's dotted path, e.g. `build_config.max_batch_size` (`.` for the document).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
-impl Fields<'_> {
-    fn get(&self, keys: &[&str]) -> Option<&Value> {
-        keys.iter().try_fold(self.json, |v, k| v.get(k)).filter(|v| !v.is_null())
+impl JsonFileError {
+    /// True when the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, JsonFileError::Read(e) if e.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// Reads and deserializes one JSON file, naming the offending member's path in schema errors.
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> std::result::Result<T, JsonFileError> {
+    let text = std::fs::read_to_string(path)?;
+    let value: Value = serde_json::from_str(&text).map_err(JsonFileError::Syntax)?;
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| JsonFileError::Schema { field: e.path().to_string(), message: e.into_inner().to_string() })
+}
+
+/// Deserializes `null` as the type's default, as the simulator does for every member ("null means absent").
+fn null_as_default<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+/// [`read_json`], or `T::default()` when the file does not exist.
+pub(crate) fn read_json_or_default<T: DeserializeOwned + Default>(
+    path: &Path,
+) -> std::result::Result<T, JsonFileError> {
+    match read_json(path) {
+        Err(e) if e.is_not_found() => Ok(T::default()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mistyped_member_is_named_by_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = r#"{"version": "1.2.0", "pretrained_config": {"num_attention_heads": 8, "vocab_size": 100},
+                       "build_config": {"max_input_len": 8, "max_seq_len": 16, "max_batch_size": "many"}}"#;
+        std::fs::write(dir.path().join("config.json"), json).unwrap();
+        let err = EngineConfig::from_dir(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("config.json: build_config.max_batch_size: invalid type: string \"many\""), "{err}");
     }
 
-    fn error(&self, keys: &[&str], what: &str) -> Error {
-        Error::EngineConfig { path: self.path.to_path_buf(), message: format!("{} {what}", keys.join(".")) }
-    }
-
-    fn usize(&self, keys: &[&str]) -> Result<usize> {
-        let value = self.get(keys).ok_or_else(|| self.error(keys, "is missing"))?;
-        value.as_u64().map(|v| v as usize).ok_or_else(|| self.error(keys, "is not a non-negative integer"))
-    }
-
-    fn usize_or(&self, keys: &[&str], default: usize) -> Result<usize> {
-        match self.get(keys) {
-            None => Ok(default),
-            Some(_) => self.usize(keys),
-        }
-    }
-
-    fn opt_string(&self, keys: &[&str]) -> Option<String> {
-        self.get(keys).and_then(Value::as_str).map(str::to_string)
-    }
-
-    fn string(&self, keys: &[&str]) -> Result<String> {
-        self.opt_string(keys).ok_or_else(|| self.error(keys, "is missing or not a string"))
-    }
-
-    fn string_or(&self, keys: &[&str], default: &str) -> String {
-        self.opt_string(keys).unwrap_or_else(|| default.to_string())
-    }
-
-    fn bool_or(&self, keys: &[&str], default: bool) -> bool {
-        self.get(keys).and_then(Value::as_bool).unwrap_or(default)
+    #[test]
+    fn a_missing_simulation_file_reads_as_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let sim: SimulationJson = read_json_or_default(&dir.path().join("simulation.json")).unwrap();
+        assert_eq!(sim, SimulationJson::default());
+        let err = read_json::<SimulationJson>(&dir.path().join("simulation.json")).unwrap_err();
+        assert!(err.is_not_found() && err.to_string().starts_with("cannot read:"), "{err}");
     }
 }
