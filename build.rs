@@ -81,6 +81,7 @@ fn detect_cxx11_abi(library: &Path) -> Option<String> {
 }
 
 fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
+    require_nlohmann_json(build);
     let sim = manifest.join("cpp/sim");
     build.include(sim.join("include"));
     // Directories too, so that a newly added source file triggers a rebuild.
@@ -101,6 +102,27 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
         }
     }
     println!("cargo:rustc-link-lib=pthread");
+}
+
+/// The simulator reads its configuration files with nlohmann/json: fail early, naming the package, when the
+/// compiler cannot find its header (the real TensorRT-LLM build does not need it).
+fn require_nlohmann_json(build: &cc::Build) {
+    println!("cargo:rerun-if-env-changed=CPATH");
+    println!("cargo:rerun-if-env-changed=CPLUS_INCLUDE_PATH");
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let probe = out.join("nlohmann_probe.cc");
+    std::fs::write(&probe, "#include <nlohmann/json.hpp>\n")
+        .unwrap_or_else(|e| panic!("writing {}: {e}", probe.display()));
+    let mut command = build.get_compiler().to_command();
+    command.arg("-std=c++17").arg("-fsyntax-only").arg(&probe);
+    let found = command.output().map(|o| o.status.success()).unwrap_or(false);
+    if !found {
+        panic!(
+            "the simulated executor (built because TRTLLM_ROOT is unset) needs the nlohmann/json header \
+             <nlohmann/json.hpp>: install it (Debian/Ubuntu: `apt-get install nlohmann-json3-dev`) or add its \
+             directory to CPLUS_INCLUDE_PATH"
+        );
+    }
 }
 
 fn track(path: &Path) {

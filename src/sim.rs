@@ -15,49 +15,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::json;
 
 use crate::error::{Error, Result};
 
+pub use crate::engine::config_json::{BuildConfig, ConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization};
+pub use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
 pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
 pub use model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};
 pub use perf_model::PerfModel;
-
-/// Test hooks of the simulated executor (all off by default).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SimFaults {
-    /// Executor method that throws: `constructor`, `enqueueRequest`, `awaitResponses`,
-    /// `cancelRequest`, `getLatestIterationStats`, `getLatestRequestStats` or `shutdown`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub throw_in: Option<String>,
-    /// Calls of that method that succeed before it starts throwing.
-    pub throw_after_calls: u64,
-    /// Throw a non-`std::exception` value instead of a `std::runtime_error`.
-    pub throw_non_std: bool,
-    /// A request whose prompt contains this token id receives an error response.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fail_prompt_token: Option<u32>,
-    /// From this iteration on, every active request receives an error response.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fail_all_from_iteration: Option<u64>,
-    /// Iteration that stalls for `stall_ms`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stall_iteration: Option<u64>,
-    /// How long the stalled iteration takes, in milliseconds.
-    pub stall_ms: f64,
-}
-
-/// Where the simulated executor's time comes from (simulation.json `clock`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum ClockMode {
-    /// Iterations take their simulated time on the wall clock (× `time_scale`): clients measure real latencies.
-    #[default]
-    Real,
-    /// Nothing sleeps; a simulated clock advances by each iteration's time and stamps every executor timestamp.
-    Virtual,
-}
 
 /// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
 ///
@@ -167,7 +133,7 @@ impl Default for SimulatedEngine {
             max_beam_width: 1,
             max_num_tokens: 8192,
             tokens_per_block: 32,
-            gpu: "rtx-a6000".into(),
+            gpu: crate::engine::simulation_json::DEFAULT_GPU.into(),
             gpu_overrides: BTreeMap::new(),
             clock: ClockMode::Real,
             iteration_ms: None,
@@ -209,81 +175,77 @@ impl SimulatedEngine {
     }
 
     /// The config.json document, shaped as `trtllm-build` writes it.
-    pub fn config_json(&self) -> serde_json::Value {
+    pub fn config_json(&self) -> ConfigJson {
         let shape = self.shape();
-        json!({
-            "version": self.version,
-            "pretrained_config": {
-                "architecture": self.architecture,
-                "dtype": self.weight_dtype.config_dtype(),
-                "logits_dtype": "float32",
-                "model_name": self.model_name,
-                "vocab_size": shape.vocab_size,
-                "hidden_size": shape.hidden_size,
-                "num_hidden_layers": shape.num_layers,
-                "num_attention_heads": shape.num_heads,
-                "num_key_value_heads": shape.num_kv_heads,
-                "head_size": shape.head_size,
-                "intermediate_size": shape.intermediate_size,
-                "hidden_act": "silu",
-                "position_embedding_type": "rope_gpt_neox",
-                "max_position_embeddings": self.max_position_embeddings.unwrap_or(self.max_seq_len),
-                "tie_word_embeddings": shape.tie_word_embeddings,
-                "use_parallel_embedding": false,
-                "mapping": {
-                    "world_size": self.tp_size,
-                    "tp_size": self.tp_size,
-                    "pp_size": 1,
-                    "cp_size": 1
+        let some = |s: &str| Some(s.to_string());
+        ConfigJson {
+            version: Some(self.version.clone()),
+            pretrained_config: PretrainedConfig {
+                architecture: Some(self.architecture.clone()),
+                dtype: some(self.weight_dtype.config_dtype()),
+                logits_dtype: some("float32"),
+                model_name: Some(self.model_name.clone()),
+                name_or_path: None,
+                vocab_size: Some(shape.vocab_size),
+                hidden_size: Some(shape.hidden_size),
+                num_hidden_layers: Some(shape.num_layers),
+                num_attention_heads: Some(shape.num_heads),
+                num_key_value_heads: Some(shape.num_kv_heads),
+                head_size: Some(shape.head_size),
+                intermediate_size: Some(shape.intermediate_size),
+                hidden_act: some("silu"),
+                position_embedding_type: some("rope_gpt_neox"),
+                max_position_embeddings: Some(self.max_position_embeddings.unwrap_or(self.max_seq_len)),
+                tie_word_embeddings: shape.tie_word_embeddings,
+                use_parallel_embedding: false,
+                mapping: Mapping {
+                    world_size: Some(self.tp_size),
+                    tp_size: Some(self.tp_size),
+                    pp_size: Some(1),
+                    cp_size: Some(1),
                 },
-                "quantization": {
-                    "quant_algo": self.weight_dtype.quant_algo(),
-                    "kv_cache_quant_algo": self.kv_cache_dtype.quant_algo()
-                }
+                quantization: Quantization {
+                    quant_algo: self.weight_dtype.quant_algo().map(str::to_string),
+                    kv_cache_quant_algo: self.kv_cache_dtype.quant_algo().map(str::to_string),
+                },
             },
-            "build_config": {
-                "max_input_len": self.max_input_len,
-                "max_seq_len": self.max_seq_len,
-                "max_batch_size": self.max_batch_size,
-                "max_beam_width": self.max_beam_width,
-                "max_num_tokens": self.max_num_tokens,
-                "kv_cache_type": "PAGED",
-                "gather_context_logits": false,
-                "gather_generation_logits": false,
-                "plugin_config": {
-                    "dtype": self.weight_dtype.config_dtype(),
-                    "gpt_attention_plugin": "auto",
-                    "gemm_plugin": "auto",
-                    "paged_kv_cache": true,
-                    "tokens_per_block": self.tokens_per_block,
-                    "use_paged_context_fmha": true,
-                    "use_fp8_context_fmha": false,
-                    "context_fmha": true,
-                    "remove_input_padding": true
-                }
-            }
-        })
+            build_config: BuildConfig {
+                max_input_len: Some(self.max_input_len),
+                max_seq_len: Some(self.max_seq_len),
+                max_batch_size: Some(self.max_batch_size),
+                max_beam_width: Some(self.max_beam_width),
+                max_num_tokens: Some(self.max_num_tokens),
+                kv_cache_type: some("PAGED"),
+                gather_context_logits: false,
+                gather_generation_logits: false,
+                plugin_config: PluginConfig {
+                    dtype: some(self.weight_dtype.config_dtype()),
+                    gpt_attention_plugin: some("auto"),
+                    gemm_plugin: some("auto"),
+                    paged_kv_cache: Some(true),
+                    tokens_per_block: Some(self.tokens_per_block),
+                    use_paged_context_fmha: Some(true),
+                    use_fp8_context_fmha: Some(false),
+                    context_fmha: Some(true),
+                    remove_input_padding: Some(true),
+                },
+            },
+            tokenizer_dir: None,
+        }
     }
 
     /// The simulation.json document.
-    pub fn simulation_json(&self) -> serde_json::Value {
-        let mut doc = json!({
-            "gpu": self.gpu,
-            "clock": self.clock,
-            "time_scale": self.time_scale,
-            "seed": self.seed,
-            "faults": self.faults,
-        });
-        if !self.gpu_overrides.is_empty() {
-            doc["gpu_overrides"] = json!(self.gpu_overrides);
+    pub fn simulation_json(&self) -> SimulationJson {
+        SimulationJson {
+            gpu: self.gpu.clone(),
+            gpu_overrides: self.gpu_overrides.clone(),
+            clock: self.clock,
+            time_scale: self.time_scale,
+            iteration_ms: self.iteration_ms,
+            kv_cache_max_tokens: self.kv_cache_max_tokens,
+            seed: self.seed,
+            faults: self.faults.clone(),
         }
-        if let Some(ms) = self.iteration_ms {
-            doc["iteration_ms"] = json!(ms);
-        }
-        if let Some(tokens) = self.kv_cache_max_tokens {
-            doc["kv_cache_max_tokens"] = json!(tokens);
-        }
-        doc
     }
 
     /// Writes config.json and simulation.json into `dir` (created if missing).
@@ -291,9 +253,12 @@ impl SimulatedEngine {
         let dir = dir.as_ref();
         let io = |source| Error::EngineDir { path: dir.to_path_buf(), source };
         std::fs::create_dir_all(dir).map_err(io)?;
-        for (name, doc) in [("config.json", self.config_json()), ("simulation.json", self.simulation_json())] {
-            let text = serde_json::to_string_pretty(&doc)
-                .map_err(|e| Error::EngineConfig { path: dir.join(name), message: e.to_string() })?;
+        let documents = [
+            ("config.json", serde_json::to_string_pretty(&self.config_json())),
+            ("simulation.json", serde_json::to_string_pretty(&self.simulation_json())),
+        ];
+        for (name, text) in documents {
+            let text = text.map_err(|e| Error::EngineConfig { path: dir.join(name), message: e.to_string() })?;
             std::fs::write(dir.join(name), text).map_err(io)?;
         }
         Ok(())

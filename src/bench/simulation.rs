@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::de::DeserializeOwned;
 
+use crate::engine::{ConfigJson, JsonFileError, SimulationJson, read_json_or_default};
 use crate::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelShape, PerfModel, SimError, WeightDtype};
 
 /// Errors from reading a simulated engine directory's timing description.
@@ -18,7 +19,7 @@ pub enum SimulationError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// config.json or simulation.json is not valid JSON or has a field of the wrong type.
+    /// config.json or simulation.json is not valid JSON, has a field of the wrong type, or lacks one the model needs.
     #[error("{path}: {message}")]
     Format {
         /// The file.
@@ -92,80 +93,61 @@ impl EngineSimulation {
 
     /// Reads the directory whatever the backend (the simulator's defaults for absent members).
     pub fn read(dir: &Path) -> Result<Self, SimulationError> {
-        let config = read_json(&dir.join("config.json"))?.unwrap_or(Value::Null);
-        let sim_path = dir.join("simulation.json");
-        let sim = read_json(&sim_path)?.unwrap_or(Value::Null);
         let config_path = dir.join("config.json");
-        let bad = |path: &Path, message: String| SimulationError::Format { path: path.to_path_buf(), message };
+        let config: ConfigJson = read_engine_file(&config_path)?;
+        let sim: SimulationJson = read_engine_file(&dir.join("simulation.json"))?;
+        let bad = |message: String| SimulationError::Format { path: config_path.clone(), message };
 
-        let gpu = str_field(&sim, "gpu").unwrap_or("rtx-a6000").to_owned();
-        let clock = match str_field(&sim, "clock") {
-            None | Some("real") => ClockMode::Real,
-            Some("virtual") => ClockMode::Virtual,
-            Some(other) => return Err(bad(&sim_path, format!("clock must be \"real\" or \"virtual\", got {other:?}"))),
+        let pretrained = &config.pretrained_config;
+        let need = |value: Option<usize>, name: &str| {
+            value.ok_or_else(|| bad(format!("pretrained_config.{name} must be a positive integer")))
         };
-        let time_scale = sim.get("time_scale").and_then(Value::as_f64).unwrap_or(1.0);
-        let iteration_ms = sim.get("iteration_ms").and_then(Value::as_f64);
-
-        let pretrained = &config["pretrained_config"];
-        let build = &config["build_config"];
-        let size = |v: &Value, name: &str| v.get(name).and_then(Value::as_u64).map(|n| n as usize);
-        let need = |name: &str| {
-            size(pretrained, name)
-                .ok_or_else(|| bad(&config_path, format!("pretrained_config.{name} must be a positive integer")))
-        };
-        let hidden_size = need("hidden_size")?;
-        let num_heads = need("num_attention_heads")?.max(1);
+        let hidden_size = need(pretrained.hidden_size, "hidden_size")?;
+        let num_heads = need(pretrained.num_attention_heads, "num_attention_heads")?.max(1);
         let shape = ModelShape {
-            vocab_size: need("vocab_size")?,
+            vocab_size: need(pretrained.vocab_size, "vocab_size")?,
             hidden_size,
-            num_layers: need("num_hidden_layers")?,
+            num_layers: need(pretrained.num_hidden_layers, "num_hidden_layers")?,
             num_heads,
-            num_kv_heads: size(pretrained, "num_key_value_heads").unwrap_or(num_heads),
-            head_size: size(pretrained, "head_size").unwrap_or(hidden_size / num_heads),
-            intermediate_size: size(pretrained, "intermediate_size").unwrap_or(4 * hidden_size),
-            tie_word_embeddings: pretrained.get("tie_word_embeddings").and_then(Value::as_bool).unwrap_or(false),
+            num_kv_heads: pretrained.num_key_value_heads.unwrap_or(num_heads),
+            head_size: pretrained.head_size.unwrap_or(hidden_size / num_heads),
+            intermediate_size: pretrained.intermediate_size.unwrap_or(4 * hidden_size),
+            tie_word_embeddings: pretrained.tie_word_embeddings,
         };
-        let quantization = &pretrained["quantization"];
-        let weights = match (str_field(quantization, "quant_algo"), str_field(pretrained, "dtype")) {
+        let quantization = &pretrained.quantization;
+        let weights = match (quantization.quant_algo.as_deref(), pretrained.dtype.as_deref()) {
             (Some(algo), _) if algo.starts_with("FP8") => Some(WeightDtype::Fp8),
             // Weight-only quantization: the simulator runs it, this model does not describe it.
             (Some(_), _) => None,
             (None, Some("float16")) => Some(WeightDtype::Fp16),
             (None, _) => Some(WeightDtype::Bf16),
         };
-        let kv_cache = match str_field(quantization, "kv_cache_quant_algo") {
+        let kv_cache = match quantization.kv_cache_quant_algo.as_deref() {
             None => Some(KvCacheDtype::Auto),
             Some("FP8") => Some(KvCacheDtype::Fp8),
             Some("INT8") => Some(KvCacheDtype::Int8),
             Some(_) => None,
         };
-        let tp_size = size(&pretrained["mapping"], "tp_size").unwrap_or(1).max(1);
-        let max_num_tokens = size(build, "max_num_tokens").unwrap_or(8192);
-        let tokens_per_block = size(&build["plugin_config"], "tokens_per_block").unwrap_or(32);
+        let tp_size = pretrained.mapping.tp_size().max(1);
 
-        let mut gpu_figures = GpuPreset::by_id(&gpu)?.clone();
-        if let Some(overrides) = sim.get("gpu_overrides").and_then(Value::as_object) {
-            for (name, value) in overrides {
-                let value =
-                    value.as_f64().ok_or_else(|| bad(&sim_path, format!("gpu_overrides.{name} must be a number")))?;
-                gpu_figures.set_figure(name, value)?;
-            }
+        let mut gpu_figures = GpuPreset::by_id(&sim.gpu)?.clone();
+        for (name, value) in &sim.gpu_overrides {
+            gpu_figures.set_figure(name, *value)?;
         }
-        let perf_model = match (iteration_ms, weights, kv_cache) {
+        let perf_model = match (sim.iteration_ms, weights, kv_cache) {
             (None, Some(w), Some(kv)) => Some(PerfModel::new(&shape, &gpu_figures, w, kv, tp_size)?),
             _ => None,
         };
         Ok(EngineSimulation {
-            gpu,
-            clock,
-            time_scale,
-            iteration_ms,
+            gpu: sim.gpu,
+            clock: sim.clock,
+            time_scale: sim.time_scale,
+            iteration_ms: sim.iteration_ms,
             weights,
             kv_cache,
             tp_size,
-            max_num_tokens,
-            tokens_per_block,
+            max_num_tokens: config.build_config.max_num_tokens(),
+            tokens_per_block: config.build_config.plugin_config.tokens_per_block(),
             perf_model,
         })
     }
@@ -176,20 +158,12 @@ impl EngineSimulation {
     }
 }
 
-fn str_field<'a>(v: &'a Value, name: &str) -> Option<&'a str> {
-    v.get(name).and_then(Value::as_str)
-}
-
-/// The file's JSON, `None` when it does not exist.
-fn read_json(path: &Path) -> Result<Option<Value>, SimulationError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(SimulationError::Io { path: path.to_path_buf(), source }),
-    };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| SimulationError::Format { path: path.to_path_buf(), message: e.to_string() })
+/// The file's document through the engine directory schema; the schema's defaults when it does not exist.
+fn read_engine_file<T: DeserializeOwned + Default>(path: &Path) -> Result<T, SimulationError> {
+    read_json_or_default(path).map_err(|e| match e {
+        JsonFileError::Read(source) => SimulationError::Io { path: path.to_path_buf(), source },
+        other => SimulationError::Format { path: path.to_path_buf(), message: other.to_string() },
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 // Loads and checks an engine directory's config.json (see engine_config.h).
 #include "engine_config.h"
 
-#include "json.h"
+#include "json_fields.h"
 
 #include <algorithm>
 #include <fstream>
@@ -70,15 +70,7 @@ SizeType32 EngineConfig::dtypeBytes() const
 
 EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
 {
-    Json document;
-    try
-    {
-        document = Json::parse(text);
-    }
-    catch (std::exception const& e)
-    {
-        throw std::runtime_error(file + ": " + e.what());
-    }
+    Json const document = parseJson(text, file);
     JsonFields const root(document, file, "");
 
     EngineConfig config;

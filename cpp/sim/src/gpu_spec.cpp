@@ -1,7 +1,7 @@
 // GPU presets (see gpu_spec.h). The presets document is compiled in from gpu_presets.inc.
 #include "gpu_spec.h"
 
-#include "json.h"
+#include "json_fields.h"
 
 #include <stdexcept>
 
@@ -50,10 +50,10 @@ std::vector<GpuSpec> const& allPresets()
 {
     static std::vector<GpuSpec> const presets = []()
     {
-        Json const document = Json::parse(kPresetsJson);
+        Json const document = parseJson(kPresetsJson, kPresetsFile);
         std::vector<GpuSpec> out;
         std::size_t index = 0;
-        for (auto const& item : document.asArray())
+        for (auto const& item : document)
         {
             out.push_back(parsePreset(item, index++));
         }

@@ -3,7 +3,7 @@
 
 #include "engine_config.h"
 #include "gpu_spec.h"
-#include "json.h"
+#include "json_fields.h"
 
 #include <array>
 #include <limits>
@@ -115,15 +115,7 @@ GpuSpec SimConfig::resolveGpu() const
 
 SimConfig SimConfig::parse(std::string_view text, std::string const& file)
 {
-    Json document;
-    try
-    {
-        document = Json::parse(text);
-    }
-    catch (std::exception const& e)
-    {
-        throw std::runtime_error(file + ": " + e.what());
-    }
+    Json const document = parseJson(text, file);
     JsonFields const root(document, file, "");
     root.rejectUnknown(
         {"gpu", "gpu_overrides", "iteration_ms", "time_scale", "clock", "kv_cache_max_tokens", "seed", "faults"});

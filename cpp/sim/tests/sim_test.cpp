@@ -6,7 +6,7 @@
 #include "tensorrt_llm/executor/executor.h"
 
 #include "../src/engine_config.h"
-#include "../src/json.h"
+#include "../src/json_fields.h"
 #include "../src/sim_config.h"
 
 #include <algorithm>
@@ -254,44 +254,48 @@ tle::VecTokens generateOnce(tle::Executor& executor, tle::Request request)
 // ---------------------------------------------------------------------------------------------------------------
 // JSON
 
-void testJsonParsesAllValueKinds()
+void testJsonFieldsReadTypedMembers()
 {
-    using tle::sim::Json;
-    auto const doc = Json::parse(R"( {"a": [1, -2.5, 3e2, true, false, null],
-        "s": "q\"\\\/\b\f\n\r\t \u00e9 \ud83d\ude00", "big": 9007199254740993, "a": "last"} )");
-    REQUIRE(doc.isObject());
-    CHECK_EQ(doc.find("a")->asString(), std::string("last"));
-    CHECK_EQ(doc.asObject().size(), std::size_t{4});
-    auto const& array = doc.asObject().at(0).second.asArray();
-    REQUIRE(array.size() == 6);
-    CHECK_EQ(array[0].asInteger(), 1);
-    CHECK_EQ(array[1].asDouble(), -2.5);
-    CHECK(!array[1].isInteger());
-    CHECK_EQ(array[2].asDouble(), 300.0);
-    CHECK(array[3].asBool() && !array[4].asBool() && array[5].isNull());
-    CHECK_EQ(doc.find("s")->asString(), std::string("q\"\\/\b\f\n\r\t \xC3\xA9 \xF0\x9F\x98\x80"));
+    using tle::sim::JsonFields;
+    auto const doc = tle::sim::parseJson(R"( {"n": 3, "x": -2.5, "b": true, "s": "q\u00e9", "z": null,
+        "big": 9007199254740993, "huge": 18446744073709551615, "o": {"k": 1}, "n": 4} )",
+        "test.json");
+    JsonFields const fields(doc, "test.json", "");
+    // A repeated key resolves to its last occurrence.
+    CHECK_EQ(fields.integer("n", 0).value_or(-1), std::int64_t{4});
+    CHECK_EQ(fields.number("x", -10.0).value_or(0.0), -2.5);
+    CHECK(fields.boolean("b").value_or(false));
+    CHECK_EQ(fields.string("s").value_or(""), std::string("q\xC3\xA9"));
+    // Null and absent members both mean "use the default".
+    CHECK(!fields.has("z") && !fields.integer("z", 0) && !fields.has("missing"));
     // Integers keep all 64 bits (a double would round this one).
-    CHECK_EQ(doc.find("big")->asInteger(), std::int64_t{9007199254740993});
-    CHECK(doc.find("missing") == nullptr);
-    CHECK(throwsWith([&]() { (void)doc.find("s")->asInteger(); }, "expected an integer"));
+    CHECK_EQ(fields.integer("big", 0).value_or(-1), std::int64_t{9007199254740993});
+    CHECK(throwsWith([&]() { (void)fields.integer("huge", 0); }, "test.json: huge must be in [0, "));
+    CHECK(throwsWith([&]() { (void)fields.integer("x", -10); }, "test.json: x must be an integer, got a non-integral number"));
+    CHECK(throwsWith([&]() { (void)fields.integer("s", 0); }, "test.json: s must be an integer, got a string"));
+    CHECK(throwsWith([&]() { (void)fields.integer("n", 5); }, "test.json: n must be in [5, "));
+    CHECK(throwsWith([&]() { (void)fields.number("x", 0.0); }, "test.json: x must be at least 0, got -2.5"));
+    CHECK(throwsWith([&]() { (void)fields.boolean("n"); }, "test.json: n must be a boolean, got a number"));
+    CHECK(throwsWith([&]() { (void)fields.string("o"); }, "test.json: o must be a string, got an object"));
+    auto const nested = fields.object("o");
+    REQUIRE(nested.has_value());
+    CHECK(throwsWith([&]() { nested->rejectUnknown({"j"}); }, "test.json: o.k is not a known setting (known: j)"));
+    CHECK(throwsWith([&]() { (void)fields.object("n"); }, "test.json: n must be an object, got a number"));
 }
 
 void testJsonRejectsMalformedInputWithOffset()
 {
-    using tle::sim::Json;
-    CHECK(throwsWith([]() { Json::parse(R"({"a": 1,})"); }, "at byte 8"));
-    CHECK(throwsWith([]() { Json::parse(R"({"a" 1})"); }, "expected ':'"));
-    CHECK(throwsWith([]() { Json::parse(R"(["abc)"); }, "unterminated string"));
-    CHECK(throwsWith([]() { Json::parse(R"(["\ud800x"])"); }, "surrogate"));
-    CHECK(throwsWith([]() { Json::parse(R"(["\udc00"])"); }, "surrogate"));
-    CHECK(throwsWith([]() { Json::parse(R"([01])"); }, "leading zeros"));
-    CHECK(throwsWith([]() { Json::parse(R"(["\q"])"); }, "invalid escape"));
-    CHECK(throwsWith([]() { Json::parse(R"({} x)"); }, "unexpected content"));
-    CHECK(throwsWith([]() { Json::parse(""); }, "unexpected end of input"));
-    CHECK(throwsWith([]() { Json::parse("[1e999]"); }, "out of range"));
-    CHECK(throwsWith([]() { Json::parse("[\"a\nb\"]"); }, "control character"));
-    CHECK(throwsWith([]() { Json::parse(std::string(1000, '[')); }, "nesting"));
-    CHECK(throwsWith([]() { Json::parse("nul"); }, "invalid literal"));
+    auto const parse = [](std::string const& text) { return tle::sim::parseJson(text, "test.json"); };
+    CHECK(throwsWith([&]() { parse(R"({"a": 1,})"); }, "test.json: JSON parse error at byte 8"));
+    CHECK(throwsWith([&]() { parse(R"({"a" 1})"); }, "expected ':'"));
+    CHECK(throwsWith([&]() { parse(R"(["abc)"); }, "missing closing quote"));
+    CHECK(throwsWith([&]() { parse(R"(["\ud800x"])"); }, "surrogate"));
+    CHECK(throwsWith([&]() { parse(R"({} x)"); }, "expected end of input"));
+    CHECK(throwsWith([&]() { parse(""); }, "test.json: JSON parse error at byte 0"));
+    CHECK(throwsWith([&]() { parse("[1e999]"); }, "test.json: JSON parse error: number overflow"));
+    CHECK(throwsWith([&]() { parse("nul"); }, "invalid literal"));
+    // Deep nesting is parsed without recursion, so hostile input cannot exhaust the stack.
+    CHECK_EQ(parse(std::string(100000, '[') + std::string(100000, ']')).size(), std::size_t{1});
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -2115,7 +2119,7 @@ int main()
     fs::create_directories(gTempRoot);
 
     TestCase const tests[] = {
-        {"json parses all value kinds", testJsonParsesAllValueKinds},
+        {"json fields read typed members", testJsonFieldsReadTypedMembers},
         {"json rejects malformed input with offset", testJsonRejectsMalformedInputWithOffset},
         {"missing engine directory names the path", testMissingEngineDirectoryNamesThePath},
         {"engine config errors name the field", testEngineConfigErrorsNameTheField},

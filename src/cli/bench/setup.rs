@@ -182,8 +182,8 @@ async fn grpc(url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
 /// simulation.json's `gpu` (the simulated GPU preset), when the engine directory has one.
 fn simulated_gpu(engine_dir: &Path) -> Option<String> {
     let text = std::fs::read_to_string(engine_dir.join("simulation.json")).ok()?;
-    let doc: Value = serde_json::from_str(&text).ok()?;
-    doc.get("gpu")?.as_str().map(str::to_owned)
+    let doc: trtllm::sim::SimulationJson = serde_json::from_str(&text).ok()?;
+    Some(doc.gpu)
 }
 
 /// Fetches the server's tokenizer zip, checks its sha256, and unpacks it into `dir`.

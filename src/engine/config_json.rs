@@ -1,0 +1,267 @@
+//! The subset of TensorRT-LLM's engine `config.json` (written by `trtllm-build`) that this crate reads or writes.
+//!
+//! Every member is optional at this level and unknown members are ignored, since real engines carry many
+//! more: which members are required, and their defaults, is decided by the readers
+//! ([`EngineConfig`](crate::EngineConfig), the simulator's timing description) so that each names the missing
+//! field in its own error. To read a new member, add it here as an `Option` (or a `#[serde(default)]` value).
+
+use serde::{Deserialize, Serialize};
+
+/// The whole document.
+///
+/// ```
+/// let json = r#"{"version": "1.2.0", "pretrained_config": {"num_attention_heads": 32, "future_field": 1},
+///                "build_config": {"max_batch_size": 8}}"#;
+/// let config: trtllm::sim::ConfigJson = serde_json::from_str(json)?;
+/// assert_eq!(config.pretrained_config.num_attention_heads, Some(32));
+/// assert_eq!(config.pretrained_config.num_kv_heads(), Some(32));
+/// assert_eq!(config.build_config.max_batch_size, Some(8));
+/// assert_eq!(config.pretrained_config.mapping.tp_size(), 1);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConfigJson {
+    /// The TensorRT-LLM version that built the engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The model: shape, precision, parallel mapping.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub pretrained_config: PretrainedConfig,
+    /// The build limits and plugin settings.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub build_config: BuildConfig,
+    /// Not written by `trtllm-build`: a tokenizer directory, relative to the engine directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer_dir: Option<String>,
+}
+
+/// `pretrained_config`: the model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PretrainedConfig {
+    /// e.g. `LlamaForCausalLM`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// The activations' type, e.g. `bfloat16`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// The logits' type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logits_dtype: Option<String>,
+    /// A display name (written by the simulator; absent from `trtllm-build` output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
+    /// The Hugging Face checkpoint name, when the converter recorded it.
+    #[serde(rename = "_name_or_path", skip_serializing_if = "Option::is_none")]
+    pub name_or_path: Option<String>,
+    /// Vocabulary size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vocab_size: Option<usize>,
+    /// Hidden size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden_size: Option<usize>,
+    /// Transformer layers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_hidden_layers: Option<usize>,
+    /// Attention (query) heads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_attention_heads: Option<usize>,
+    /// Key/value heads; absent means `num_attention_heads`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_key_value_heads: Option<usize>,
+    /// Dimension of one head; absent means `hidden_size / num_attention_heads`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_size: Option<usize>,
+    /// Width of the MLP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intermediate_size: Option<usize>,
+    /// Activation function, e.g. `silu`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden_act: Option<String>,
+    /// e.g. `rope_gpt_neox`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position_embedding_type: Option<String>,
+    /// Longest context the model was trained for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_position_embeddings: Option<usize>,
+    /// The output head shares the input embedding's weights.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub tie_word_embeddings: bool,
+    /// The embedding table is split across tensor-parallel ranks.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub use_parallel_embedding: bool,
+    /// How the model is split across GPUs.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub mapping: Mapping,
+    /// Weight and KV-cache quantization.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub quantization: Quantization,
+}
+
+impl PretrainedConfig {
+    /// `num_key_value_heads`, else `num_attention_heads`.
+    pub fn num_kv_heads(&self) -> Option<usize> {
+        self.num_key_value_heads.or(self.num_attention_heads)
+    }
+}
+
+/// `pretrained_config.mapping`: the parallel layout. Absent sizes are 1.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Mapping {
+    /// All ranks; absent means tp × pp × cp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub world_size: Option<usize>,
+    /// Tensor-parallel size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tp_size: Option<usize>,
+    /// Pipeline-parallel size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pp_size: Option<usize>,
+    /// Context-parallel size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cp_size: Option<usize>,
+}
+
+impl Mapping {
+    /// Tensor-parallel size (1 when absent).
+    pub fn tp_size(&self) -> usize {
+        self.tp_size.unwrap_or(1)
+    }
+
+    /// Pipeline-parallel size (1 when absent).
+    pub fn pp_size(&self) -> usize {
+        self.pp_size.unwrap_or(1)
+    }
+
+    /// Context-parallel size (1 when absent).
+    pub fn cp_size(&self) -> usize {
+        self.cp_size.unwrap_or(1)
+    }
+
+    /// All ranks (tp × pp × cp when absent).
+    pub fn world_size(&self) -> usize {
+        self.world_size.unwrap_or(self.tp_size() * self.pp_size() * self.cp_size())
+    }
+}
+
+/// `pretrained_config.quantization`. Both members are written, `null` meaning none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Quantization {
+    /// Weight quantization, e.g. `FP8`, `W4A16_AWQ`.
+    pub quant_algo: Option<String>,
+    /// KV-cache quantization: `FP8`, `INT8`.
+    pub kv_cache_quant_algo: Option<String>,
+}
+
+/// `build_config`: the limits the engine was built for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BuildConfig {
+    /// Longest prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_input_len: Option<usize>,
+    /// Longest prompt + output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_seq_len: Option<usize>,
+    /// Most sequences in one batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_batch_size: Option<usize>,
+    /// Widest beam; absent means 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_beam_width: Option<usize>,
+    /// Most tokens in one iteration; absent means 8192.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_num_tokens: Option<usize>,
+    /// e.g. `PAGED`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_cache_type: Option<String>,
+    /// Context logits can be returned.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub gather_context_logits: bool,
+    /// Generation logits can be returned.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub gather_generation_logits: bool,
+    /// Plugin and kernel settings.
+    #[serde(deserialize_with = "super::null_as_default")]
+    pub plugin_config: PluginConfig,
+}
+
+impl BuildConfig {
+    /// `max_beam_width`, 1 when absent.
+    pub fn max_beam_width(&self) -> usize {
+        self.max_beam_width.unwrap_or(1)
+    }
+
+    /// `max_num_tokens`, 8192 when absent.
+    pub fn max_num_tokens(&self) -> usize {
+        self.max_num_tokens.unwrap_or(8192)
+    }
+}
+
+/// `build_config.plugin_config`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PluginConfig {
+    /// The plugins' type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// e.g. `auto`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpt_attention_plugin: Option<String>,
+    /// e.g. `auto`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gemm_plugin: Option<String>,
+    /// The KV cache is paged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paged_kv_cache: Option<bool>,
+    /// KV-cache block size in tokens; absent means 32.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_block: Option<usize>,
+    /// Paged context attention (chunked prefill); absent means true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub use_paged_context_fmha: Option<bool>,
+    /// FP8 context attention.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub use_fp8_context_fmha: Option<bool>,
+    /// Fused context attention.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_fmha: Option<bool>,
+    /// Packed (unpadded) inputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remove_input_padding: Option<bool>,
+}
+
+impl PluginConfig {
+    /// `tokens_per_block`, 32 when absent.
+    pub fn tokens_per_block(&self) -> usize {
+        self.tokens_per_block.unwrap_or(32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_members_are_ignored_and_nulls_are_absent() {
+        let json = r#"{"version": "1.1.0", "extra": [1],
+            "pretrained_config": {"vocab_size": 10, "num_key_value_heads": null, "num_attention_heads": 4,
+                                  "mapping": {"tp_size": 2, "moe_tp_size": 2}, "quantization": {"group_size": 128}},
+            "build_config": {"lora_config": {}, "plugin_config": {"lora_plugin": null, "tokens_per_block": 64}}}"#;
+        let config: ConfigJson = serde_json::from_str(json).unwrap();
+        assert_eq!(config.pretrained_config.num_kv_heads(), Some(4));
+        assert_eq!((config.pretrained_config.mapping.tp_size(), config.pretrained_config.mapping.world_size()), (2, 2));
+        assert_eq!(config.pretrained_config.quantization.quant_algo, None);
+        assert_eq!(config.build_config.plugin_config.tokens_per_block(), 64);
+        assert_eq!(config.build_config.max_num_tokens(), 8192);
+    }
+
+    #[test]
+    fn a_mistyped_member_is_an_error() {
+        let json = r#"{"pretrained_config": {"vocab_size": "many"}}"#;
+        assert!(serde_json::from_str::<ConfigJson>(json).is_err());
+    }
+}

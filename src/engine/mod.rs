@@ -1,0 +1,226 @@
+//! The engine directory's files: one serde schema for config.json ([`config_json`]) and simulation.json
+//! ([`simulation_json`]), and [`EngineConfig`], what the executor needs from config.json before enqueue.
+
+pub mod config_json;
+pub mod simulation_json;
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+pub use config_json::ConfigJson;
+pub use simulation_json::SimulationJson;
+
+/// What this crate needs from an engine's `config.json` (as written by `trtllm-build`, or by
+/// [`SimulatedEngine`](crate::sim::SimulatedEngine) for the simulated executor).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EngineConfig {
+    /// The engine directory.
+    pub dir: PathBuf,
+    /// The TensorRT-LLM version that built the engine (`version`).
+    pub version: String,
+    /// `pretrained_config.architecture`, e.g. `LlamaForCausalLM`.
+    pub architecture: String,
+    /// `pretrained_config.dtype`, e.g. `bfloat16`.
+    pub dtype: String,
+    /// `pretrained_config.vocab_size`.
+    pub vocab_size: usize,
+    /// `pretrained_config.hidden_size`.
+    pub hidden_size: usize,
+    /// `pretrained_config.num_hidden_layers`.
+    pub num_layers: usize,
+    /// `pretrained_config.num_attention_heads`.
+    pub num_heads: usize,
+    /// `pretrained_config.num_key_value_heads` (defaults to `num_heads`).
+    pub num_kv_heads: usize,
+    /// Tensor-parallel size (`mapping.tp_size`).
+    pub tp_size: usize,
+    /// Pipeline-parallel size (`mapping.pp_size`).
+    pub pp_size: usize,
+    /// Context-parallel size (`mapping.cp_size`).
+    pub cp_size: usize,
+    /// `mapping.world_size` (defaults to tp × pp × cp).
+    pub world_size: usize,
+    /// `build_config.max_input_len`.
+    pub max_input_len: usize,
+    /// `build_config.max_seq_len`.
+    pub max_seq_len: usize,
+    /// `build_config.max_batch_size`.
+    pub max_batch_size: usize,
+    /// `build_config.max_beam_width` (defaults to 1).
+    pub max_beam_width: usize,
+    /// `build_config.max_num_tokens`.
+    pub max_num_tokens: usize,
+    /// `build_config.plugin_config.tokens_per_block` (defaults to 32).
+    pub tokens_per_block: usize,
+    /// `build_config.plugin_config.use_paged_context_fmha`.
+    pub paged_context_fmha: bool,
+    /// A model name for display: `pretrained_config.model_name` / `_name_or_path`, else the directory name.
+    pub model_name: String,
+    /// The tokenizer directory this engine names, if any: a `tokenizer/` subdirectory holding
+    /// tokenizer.json, the engine directory itself when it holds tokenizer.json, or a top-level
+    /// `tokenizer_dir` in config.json (relative to the engine directory). `trtllm-build` writes
+    /// none of these; they let an engine directory carry its tokenizer.
+    pub tokenizer_dir: Option<PathBuf>,
+}
+
+impl EngineConfig {
+    /// Reads `<dir>/config.json`.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// trtllm::sim::SimulatedEngine::builder().max_input_len(512).build().write_to(dir.path())?;
+    /// let config = trtllm::EngineConfig::from_dir(dir.path())?;
+    /// assert_eq!(config.max_input_len, 512);
+    /// # Ok(()) }
+    /// ```
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref();
+        let meta = std::fs::metadata(dir).map_err(|source| Error::EngineDir { path: dir.to_path_buf(), source })?;
+        if !meta.is_dir() {
+            return Err(Error::EngineDir {
+                path: dir.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            });
+        }
+        let path = dir.join("config.json");
+        let json: ConfigJson =
+            read_json(&path).map_err(|e| Error::EngineConfig { path: path.clone(), message: e.to_string() })?;
+        Self::from_json(dir, &path, &json)
+    }
+
+    /// The limits and shape of `json`, the config.json at `path` in `dir`.
+    fn from_json(dir: &Path, path: &Path, json: &ConfigJson) -> Result<Self> {
+        let fail = |message: String| Error::EngineConfig { path: path.to_path_buf(), message };
+        let required = |value: Option<usize>, name: &str| value.ok_or_else(|| fail(format!("{name} is missing")));
+        let pretrained = &json.pretrained_config;
+        let build = &json.build_config;
+        let mapping = &pretrained.mapping;
+        let num_heads = required(pretrained.num_attention_heads, "pretrained_config.num_attention_heads")?;
+        let config = EngineConfig {
+            dir: dir.to_path_buf(),
+            version: json.version.clone().ok_or_else(|| fail("version is missing".to_string()))?,
+            architecture: pretrained.architecture.clone().unwrap_or_else(|| "unknown".to_string()),
+            dtype: pretrained.dtype.clone().unwrap_or_else(|| "unknown".to_string()),
+            vocab_size: required(pretrained.vocab_size, "pretrained_config.vocab_size")?,
+            hidden_size: pretrained.hidden_size.unwrap_or(0),
+            num_layers: pretrained.num_hidden_layers.unwrap_or(0),
+            num_heads,
+            num_kv_heads: pretrained.num_key_value_heads.unwrap_or(num_heads),
+            tp_size: mapping.tp_size(),
+            pp_size: mapping.pp_size(),
+            cp_size: mapping.cp_size(),
+            world_size: mapping.world_size(),
+            max_input_len: required(build.max_input_len, "build_config.max_input_len")?,
+            max_seq_len: required(build.max_seq_len, "build_config.max_seq_len")?,
+            max_batch_size: required(build.max_batch_size, "build_config.max_batch_size")?,
+            max_beam_width: build.max_beam_width(),
+            max_num_tokens: build.max_num_tokens(),
+            tokens_per_block: build.plugin_config.tokens_per_block(),
+            paged_context_fmha: build.plugin_config.use_paged_context_fmha.unwrap_or(true),
+            model_name: pretrained
+                .model_name
+                .clone()
+                .or_else(|| pretrained.name_or_path.clone())
+                .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "engine".to_string()),
+            tokenizer_dir: tokenizer_dir(dir, json.tokenizer_dir.as_deref()),
+        };
+        if config.max_input_len > config.max_seq_len {
+            return Err(fail(format!(
+                "build_config.max_input_len ({}) exceeds max_seq_len ({})",
+                config.max_input_len, config.max_seq_len
+            )));
+        }
+        Ok(config)
+    }
+}
+
+fn tokenizer_dir(dir: &Path, named: Option<&str>) -> Option<PathBuf> {
+    if let Some(named) = named {
+        return Some(dir.join(named));
+    }
+    [dir.join("tokenizer"), dir.to_path_buf()].into_iter().find(|d| d.join("tokenizer.json").is_file())
+}
+
+/// Why one of the engine directory's JSON files could not be read; the callers add the file's path.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum JsonFileError {
+    /// The file could not be read (it may not exist: see [`JsonFileError::is_not_found`]).
+    #[error("cannot read: {0}")]
+    Read(#[from] std::io::Error),
+    /// The file is not JSON.
+    #[error("not valid JSON: {0}")]
+    Syntax(serde_json::Error),
+    /// A member has the wrong type, or is unknown where unknown members are refused.
+    #[error("{field}: {message}")]
+    Schema {
+        /// The member's dotted path, e.g. `build_config.max_batch_size` (`.` for the document).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl JsonFileError {
+    /// True when the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, JsonFileError::Read(e) if e.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// Reads and deserializes one JSON file, naming the offending member's path in schema errors.
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> std::result::Result<T, JsonFileError> {
+    let text = std::fs::read_to_string(path)?;
+    let value: Value = serde_json::from_str(&text).map_err(JsonFileError::Syntax)?;
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| JsonFileError::Schema { field: e.path().to_string(), message: e.into_inner().to_string() })
+}
+
+/// Deserializes `null` as the type's default, as the simulator does for every member ("null means absent").
+fn null_as_default<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+/// [`read_json`], or `T::default()` when the file does not exist.
+pub(crate) fn read_json_or_default<T: DeserializeOwned + Default>(
+    path: &Path,
+) -> std::result::Result<T, JsonFileError> {
+    match read_json(path) {
+        Err(e) if e.is_not_found() => Ok(T::default()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mistyped_member_is_named_by_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = r#"{"version": "1.2.0", "pretrained_config": {"num_attention_heads": 8, "vocab_size": 100},
+                       "build_config": {"max_input_len": 8, "max_seq_len": 16, "max_batch_size": "many"}}"#;
+        std::fs::write(dir.path().join("config.json"), json).unwrap();
+        let err = EngineConfig::from_dir(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("config.json: build_config.max_batch_size: invalid type: string \"many\""), "{err}");
+    }
+
+    #[test]
+    fn a_missing_simulation_file_reads_as_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let sim: SimulationJson = read_json_or_default(&dir.path().join("simulation.json")).unwrap();
+        assert_eq!(sim, SimulationJson::default());
+        let err = read_json::<SimulationJson>(&dir.path().join("simulation.json")).unwrap_err();
+        assert!(err.is_not_found() && err.to_string().starts_with("cannot read:"), "{err}");
+    }
+}
