@@ -1,7 +1,9 @@
 //! An in-process gRPC server on a loopback port, for tests.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::sim::{eventually_async, eventually_some};
 
 use futures::StreamExt;
 use tempfile::TempDir;
@@ -90,13 +92,12 @@ impl TestServer {
     /// A plaintext channel to the server.
     pub async fn channel(&self) -> Channel {
         let url = format!("http://{}", self.addr);
-        for _ in 0..200 {
-            if let Ok(channel) = Channel::from_shared(url.clone()).unwrap().connect().await {
-                return channel;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("server at {url} did not come up");
+        let connect = || {
+            let endpoint = Channel::from_shared(url.clone()).unwrap();
+            async move { endpoint.connect().await.ok() }
+        };
+        let channel = eventually_some(Duration::from_secs(2), Duration::from_millis(10), connect).await;
+        channel.unwrap_or_else(|| panic!("server at {url} did not come up"))
     }
 
     pub async fn client(&self) -> Client {
@@ -114,15 +115,8 @@ impl TestServer {
 
     /// Waits until the executor has no request in flight (or panics after `limit`).
     pub async fn wait_executor_idle(&self, limit: Duration) {
-        let started = Instant::now();
-        while self.executor.executor().in_flight() > 0 {
-            assert!(
-                started.elapsed() < limit,
-                "{} requests still in the executor after {limit:?}",
-                self.executor.executor().in_flight()
-            );
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        let idle = eventually_async(limit, || std::future::ready(self.executor.executor().in_flight() == 0)).await;
+        assert!(idle, "{} requests still in the executor after {limit:?}", self.executor.executor().in_flight());
     }
 }
 

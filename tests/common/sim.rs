@@ -91,3 +91,36 @@ pub fn eventually(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
     }
     condition()
 }
+
+/// The async form of [`eventually`]: awaits `condition` every millisecond for up to `timeout`.
+pub async fn eventually_async<F, Fut>(timeout: Duration, mut condition: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    eventually_some(timeout, Duration::from_millis(1), || {
+        let check = condition();
+        async move { check.await.then_some(()) }
+    })
+    .await
+    .is_some()
+}
+
+/// Awaits `attempt` every `every` until it gives a value, for up to `timeout`; the value, or
+/// `None` when it never came.
+pub async fn eventually_some<T, F, Fut>(timeout: Duration, every: Duration, mut attempt: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = attempt().await {
+            return Some(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(every).await;
+    }
+}

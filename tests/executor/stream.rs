@@ -1,6 +1,6 @@
 //! End-to-end through the real bridge and the simulated executor: token streams and stop conditions.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

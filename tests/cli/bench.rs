@@ -1,6 +1,6 @@
 //! `trtllm bench` end to end on a fast simulated engine: files, vLLM keys, executor token counts.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! `trtllm bench` on simulated GPUs: the timing model's prediction beside the measurement, and
 //! planning runs on the virtual clock reported in simulated time.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! The benchmark runner against an in-process simulated executor: token counts from the
 //! executor, sane latencies and executor-side figures, non-streaming, prefix reuse, open loop.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Integration tests of `trtllm::text` with tokenizers trained inside the tests.
 
-mod common;
+use crate::common;
 
 use std::sync::LazyLock;
 

@@ -1,12 +1,13 @@
 //! The Prometheus endpoint: request outcomes (including client disconnects and deadlines) and the
 //! executor's statistics under exactly the families and labels of Triton's TensorRT-LLM backend.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::server::{TestServer, collect, free_port_addr, http_get, request};
+use common::sim::eventually_async;
 use futures::StreamExt;
 use trtllm::proto::trtllm as pb;
 use trtllm::server::ServeOptions;
@@ -78,17 +79,18 @@ async fn metrics_count_every_outcome_and_mirror_tritons_families() {
 
     let expected =
         [("length", 1.0), ("invalid_argument", 1.0), ("abort", 1.0), ("cancelled", 1.0), ("deadline_exceeded", 1.0)];
-    let started = Instant::now();
-    let samples = loop {
-        let samples = parse(&http_get(metrics_addr, "/metrics").await);
-        let done = expected.iter().all(|(o, n)| value(&samples, "trtllm_requests_total", ("outcome", o)) == Some(*n))
-            && value(&samples, "nv_trt_llm_general_metrics", ("general_type", "iteration_counter"))
-                .is_some_and(|v| v > 0.0);
-        if done || started.elapsed() > Duration::from_secs(5) {
-            break samples;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let settled = &|samples: &[Sample]| {
+        expected.iter().all(|(o, n)| value(samples, "trtllm_requests_total", ("outcome", o)) == Some(*n))
+            && value(samples, "nv_trt_llm_general_metrics", ("general_type", "iteration_counter"))
+                .is_some_and(|v| v > 0.0)
     };
+    eventually_async(
+        Duration::from_secs(5),
+        || async move { settled(&parse(&http_get(metrics_addr, "/metrics").await)) },
+    )
+    .await;
+    // Settled or not, the checks below say what is missing.
+    let samples = parse(&http_get(metrics_addr, "/metrics").await);
     for (outcome, count) in expected {
         assert_eq!(
             value(&samples, "trtllm_requests_total", ("outcome", outcome)),

@@ -1,7 +1,7 @@
 //! The simulated GPU through the Rust API: engines built from model and GPU presets, the Rust performance
 //! model agreeing with the C++ simulator run on its virtual clock, and the A6000 calibration.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,12 +1,13 @@
 //! `trtllm serve` as a process: it listens, answers, and exits 0 on SIGTERM, whether its streams
 //! drain in time or the grace period runs out.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::server::spawn_serve;
+use common::sim::eventually_some;
 use futures::StreamExt;
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -20,16 +21,13 @@ fn sigterm(child: &Child) {
 }
 
 async fn exits_cleanly(mut child: Child) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("server did not exit after SIGTERM");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let exited = eventually_some(Duration::from_secs(20), Duration::from_millis(20), || {
+        std::future::ready(child.try_wait().unwrap())
+    })
+    .await;
+    let Some(status) = exited else {
+        let _ = child.kill();
+        panic!("server did not exit after SIGTERM");
     };
     assert!(status.success(), "exit status {status}");
 }

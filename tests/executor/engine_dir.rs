@@ -1,6 +1,6 @@
 //! Loading engine directories: missing or malformed configs, version checks, limits.
 
-mod common;
+use crate::common;
 
 use common::sim::{config, engine_dir};
 use trtllm::{EngineConfig, Error, Executor};

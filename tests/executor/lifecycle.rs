@@ -1,6 +1,6 @@
 //! End-to-end through the bridge and the simulated executor: cancellation, errors, shutdown, stats.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -226,7 +226,8 @@ fn a_slow_consumer_is_cancelled_instead_of_buffering_without_bound() {
     let other = executor.enqueue(GenerationRequest::new(vec![3, 4], 20)).unwrap();
     let other_out = drain(other);
     assert_eq!(other_out.tokens().len(), 20, "a read stream is unaffected");
-    std::thread::sleep(Duration::from_millis(100));
+    // Not reading `stream` is the slow consumer; wait until the executor is done with it.
+    assert!(eventually(Duration::from_secs(5), || executor.in_flight() == 0));
     let out = drain(stream);
     assert!(out.chunks.len() <= 4, "at most the buffer was delivered");
     assert!(matches!(out.terminal, Err(Error::ConsumerTooSlow { capacity: 4 })), "{:?}", out.terminal);
@@ -238,7 +239,10 @@ fn shutdown_cancel_ends_every_in_flight_stream() {
     let dir = engine_dir(|b| b.iteration_ms(3.0));
     let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
     let streams: Vec<_> = (0..8).map(|i| executor.enqueue(long_request(i + 1)).unwrap()).collect();
-    std::thread::sleep(Duration::from_millis(20));
+    assert!(eventually(Duration::from_secs(5), || {
+        executor.refresh_stats();
+        executor.latest_iteration_stats().is_some_and(|s| s.num_active_requests == 8)
+    }));
     let started = Instant::now();
     executor.shutdown(ShutdownMode::Cancel).unwrap();
     assert!(started.elapsed() < Duration::from_secs(2), "cancel mode does not wait for 400 tokens");

@@ -1,7 +1,7 @@
 //! Our server driven through the upstream Python stubs of `smg-grpc-proto` (installed from PyPI
 //! into a cached virtualenv; see tests/common/python.rs).
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 

@@ -1,7 +1,7 @@
 //! Shutdown: draining with subscriptions and watches open, the grace period running out, clients
 //! that stop reading, and an executor that fails.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -145,6 +145,8 @@ async fn clients_that_stop_reading_do_not_hold_up_shutdown() {
     // Streams that are never read again: a fast generation and a fast heartbeat.
     let _generation = client.generate(request("flood", vec![1], 8000, true)).await.unwrap().into_inner();
     let _kv = client.subscribe_kv_events(cpb::SubscribeKvEventsRequest::default()).await.unwrap().into_inner();
+    // Deliberate: time for the unread streams to fill every buffer between us and the server, which
+    // is the situation under test; no event marks that point.
     tokio::time::sleep(Duration::from_millis(300)).await;
     server.signal_shutdown();
     stopped(server).await;

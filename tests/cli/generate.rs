@@ -1,6 +1,6 @@
 //! `trtllm generate` end to end on the built-in simulated engine and its shipped tokenizer.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

@@ -1,11 +1,12 @@
 //! The gRPC server over loopback, through a tonic client: every RPC and the status codes.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::server::{TestServer, chunks_and_completes, collect, drain, request};
+use common::sim::{eventually_async, eventually_some};
 use futures::StreamExt;
 use tonic::Code;
 use trtllm::proto::smg::grpc::common as cpb;
@@ -199,9 +200,8 @@ async fn duplicate_ids_abort_and_disconnect() {
     assert_eq!(server.executor.executor().in_flight(), 1);
     drop(gone);
     let started = Instant::now();
-    while server.executor.executor().in_flight() > 0 && started.elapsed() < Duration::from_millis(500) {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    eventually_async(Duration::from_millis(500), || std::future::ready(server.executor.executor().in_flight() == 0))
+        .await;
     assert_eq!(server.executor.executor().in_flight(), 0);
     assert!(started.elapsed() < Duration::from_millis(50), "cancelled after {:?}", started.elapsed());
 }
@@ -437,19 +437,17 @@ async fn concurrency_limit_is_resource_exhausted() {
     drop(slow);
     server.wait_executor_idle(Duration::from_secs(2)).await;
     // The slot comes back with the request.
-    let mut ok = None;
-    for _ in 0..100 {
-        match collect(&mut client, request("after", vec![1], 2, true)).await {
-            Ok(messages) => {
-                ok = Some(messages);
-                break;
+    let ok = eventually_some(Duration::from_secs(1), Duration::from_millis(10), || {
+        let mut client = client.clone();
+        async move {
+            match collect(&mut client, request("after", vec![1], 2, true)).await {
+                Ok(messages) => Some(messages),
+                Err(status) if status.code() == Code::ResourceExhausted => None,
+                Err(status) => panic!("{status:?}"),
             }
-            Err(status) if status.code() == Code::ResourceExhausted => {
-                tokio::time::sleep(Duration::from_millis(10)).await
-            }
-            Err(status) => panic!("{status:?}"),
         }
-    }
+    })
+    .await;
     assert_eq!(chunks_and_completes(&ok.expect("slot released")).0.len(), 2);
 }
 

@@ -1,13 +1,13 @@
 //! KV-cache block reuse and KV-cache events through the Rust API (and `cached_tokens` over gRPC).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use common::server::TestServer;
-use common::sim::{config, drain, engine_dir};
-use futures::StreamExt;
+use common::sim::{config, drain, engine_dir, eventually_async};
+use futures::{FutureExt, StreamExt};
 use trtllm::proto::trtllm as pb;
 use trtllm::proto::trtllm::generate_response::Response as Kind;
 use trtllm::server::ServeOptions;
@@ -205,12 +205,22 @@ async fn a_lagging_subscriber_is_told_it_lagged() {
     let config = config().kv_cache_event_buffer_max_size(2).build().unwrap();
     let executor = AsyncExecutor::load(dir.path(), config).await.unwrap();
     let mut slow = executor.subscribe_kv_events().unwrap();
+    // Sees the same events as `slow`; read as they come, it tells how many were published.
+    let mut probe = executor.subscribe_kv_events().unwrap();
     // Each request stores its context blocks, then its generated ones: more than two events unread.
     for i in 0..4 {
         let input = prompt(BLOCK + 1, 1 + 100 * i);
         executor.generate(GenerationRequest::new(input, BLOCK)).unwrap().collect_final().await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut published = 0;
+    let overflowed = eventually_async(Duration::from_secs(5), || {
+        while let Some(Some(item)) = probe.next().now_or_never() {
+            published += item.map_or_else(|lagged| lagged.missed, |_| 1);
+        }
+        std::future::ready(published > 2)
+    })
+    .await;
+    assert!(overflowed, "{published} events published");
     let first = tokio::time::timeout(Duration::from_secs(5), slow.next()).await.unwrap().unwrap();
     let lagged = first.expect_err("the oldest events were dropped");
     assert!(lagged.missed >= 1, "{lagged}");

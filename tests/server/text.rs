@@ -1,11 +1,11 @@
 //! The gRPC server's text handling: every eos id stops generation, stop strings (special tokens
 //! included) reach the executor and cut non-streaming requests.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::json;
 use tokio::sync::oneshot;
 use trtllm::proto::trtllm as pb;
@@ -15,6 +15,7 @@ use trtllm::server::{ServeOptions, serve};
 use trtllm::text::Tokenizer;
 use trtllm::{AsyncExecutor, ExecutorConfig};
 
+use common::sim::eventually_some;
 use common::text::{engine_with_tokenizer, word_level_tokenizer};
 
 type Client = TrtllmServiceClient<tonic::transport::Channel>;
@@ -50,13 +51,10 @@ async fn start() -> WordsServer {
         serve(executor, Some(served), options, listener, stop).await.unwrap();
     });
     let url = format!("http://{addr}");
-    for _ in 0..100 {
-        if let Ok(client) = TrtllmServiceClient::connect(url.clone()).await {
-            return WordsServer { _dir: dir, tokenizer, client, _shutdown: tx };
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("server at {url} did not come up");
+    let connect = || TrtllmServiceClient::connect(url.clone()).map(Result::ok);
+    let client = eventually_some(Duration::from_secs(1), Duration::from_millis(10), connect).await;
+    let client = client.unwrap_or_else(|| panic!("server at {url} did not come up"));
+    WordsServer { _dir: dir, tokenizer, client, _shutdown: tx }
 }
 
 fn request(tokenizer: &Tokenizer, seed: u64, streaming: bool) -> pb::GenerateRequest {

@@ -2,7 +2,7 @@
 //! resuming, load records and heartbeats, the end of the stream on drain, and an executor
 //! without KV events.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::Duration;

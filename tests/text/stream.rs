@@ -1,7 +1,7 @@
 //! Text on top of executor streams: deltas per chunk and at the end, full-decode equality, stop
 //! strings (in text, as special tokens, non-streaming), and every eos id ending the text.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -1,6 +1,6 @@
 //! Simulated engines the executor refuses at construction, with the simulator's message reaching Rust as an error.
 
-mod common;
+use crate::common;
 
 use common::sim::{config, engine_dir};
 use trtllm::{Error, Executor};

@@ -1,7 +1,7 @@
 //! Authentication and TLS: the bearer token on every call, TLS with certificates made in the
 //! test, and mutual TLS.
 
-mod common;
+use crate::common;
 
 use common::server::{TestServer, collect, request};
 use futures::StreamExt;

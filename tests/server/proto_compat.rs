@@ -3,7 +3,7 @@
 //! The descriptor and byte-level tests run everywhere; the comparison with the upstream
 //! Python stubs needs a Python with `smg-grpc-proto` (see `tests/common/python.rs`).
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 

@@ -1,0 +1,8 @@
+//! Integration tests of the benchmark: metrics, predictions and the runner.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod metrics;
+mod prediction;
+mod runner;

@@ -1,0 +1,10 @@
+//! Integration tests of the `trtllm` command: bench, generate, serve, sim and version.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bench;
+mod generate;
+mod serve;
+mod sim;
+mod version;

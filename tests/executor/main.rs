@@ -1,0 +1,9 @@
+//! Integration tests of the executor layer: engine directories, request lifecycle, streams and the KV cache.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod engine_dir;
+mod kv_cache;
+mod lifecycle;
+mod stream;

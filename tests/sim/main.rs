@@ -1,0 +1,8 @@
+//! Integration tests of the simulator: its C++ tests, engine checks and timing model.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cpp;
+mod engine_checks;
+mod timing;
