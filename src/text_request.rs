@@ -222,6 +222,27 @@ impl TextRequest {
         Ok(TextRequest { request, plan })
     }
 
+    /// [`TextRequest::new`], run on tokio's blocking pool when the stop strings are large.
+    ///
+    /// Encoding the stop strings and compiling their automaton takes time in proportion to their
+    /// total length: about a second for the documented limit (1,024 strings of 4 KiB). An async
+    /// server calls this instead of [`TextRequest::new`] so that such a request does not hold up
+    /// the worker threads that answer health checks and stream other requests. Small sets (below
+    /// [`TextRequest::BLOCKING_POOL_BYTES`]) are set up in place: a thread hop would cost more.
+    pub async fn prepare(request: GenerationRequest, tokenizer: &Tokenizer, options: TextOptions) -> Result<Self> {
+        let stop_bytes: usize = options.stop_strings.iter().map(String::len).sum();
+        if stop_bytes < Self::BLOCKING_POOL_BYTES {
+            return Self::new(request, tokenizer, options);
+        }
+        let tokenizer = tokenizer.clone();
+        tokio::task::spawn_blocking(move || Self::new(request, &tokenizer, options))
+            .await
+            .map_err(|e| Error::Executor(format!("setting the request's stop strings up: {e}")))?
+    }
+
+    /// Total stop-string bytes from which [`TextRequest::prepare`] uses the blocking pool.
+    pub const BLOCKING_POOL_BYTES: usize = 16 * 1024;
+
     /// The request to enqueue.
     pub fn request(&self) -> &GenerationRequest {
         &self.request

@@ -445,4 +445,22 @@ mod tests {
         assert_eq!(sequence.text, "ab\u{FFFD}");
         assert_eq!(sequence.end, Some(End::Eos));
     }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_large_stop_set_set_up_on_the_blocking_pool_still_stops_the_text() {
+        let tokenizer = byte_tokenizer();
+        // 64 stop strings of 1 KiB: over the blocking-pool threshold; the last one is short.
+        let mut stops: Vec<String> = (0..64).map(|i| format!("{i:04}").repeat(256)).collect();
+        stops.push("cd".into());
+        assert!(stops.iter().map(String::len).sum::<usize>() >= TextRequest::BLOCKING_POOL_BYTES);
+        let request = GenerationRequest::new(vec![1], 16);
+        let prepared = TextRequest::prepare(request, &tokenizer, TextOptions::new().stop_strings(stops))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let plan = prepared.into_parts().1;
+        let mut sequence = SequenceText::new(&plan);
+        assert_eq!(sequence.feed(&plan, &ids(&tokenizer, "abcdef")).ok(), Some(4));
+        assert_eq!(sequence.text, "ab");
+        assert_eq!(sequence.end, Some(End::Stop("cd".into())));
+    }
 }

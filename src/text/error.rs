@@ -67,4 +67,7 @@ pub enum TextError {
         /// Position of the empty string in the list given.
         index: usize,
     },
+    /// The stop strings could not be compiled into one automaton (too large for it).
+    #[error("cannot compile the stop strings: {0}")]
+    StopStrings(String),
 }

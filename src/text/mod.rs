@@ -66,6 +66,9 @@ mod error;
 mod hf_config;
 mod py_json;
 mod stop;
+#[cfg(test)]
+mod stop_reference_tests;
+mod stop_set;
 mod token_ids;
 mod tokenizer;
 

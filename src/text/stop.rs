@@ -7,7 +7,13 @@
 //! exit that saves compute; the reliable path is [`StopMatcher`], which matches the decoded text.
 //! Give the matcher every stop string, token-aligned or not.
 
+use std::sync::Arc;
+
+use aho_corasick::Anchored;
+use aho_corasick::automaton::StateID;
+
 use super::error::{Result, TextError};
+use super::stop_set::StopSet;
 use super::tokenizer::Tokenizer;
 
 /// Stop strings split by whether the executor can match them as token sequences.
@@ -111,10 +117,16 @@ impl StopStep {
 /// ```
 #[derive(Debug, Clone)]
 pub struct StopMatcher {
-    stop_strings: Vec<String>,
+    /// The stop strings and their automaton, shared by every clone (one per sequence).
+    set: Arc<StopSet>,
     include_stop_string: bool,
-    /// Text received but not yet released: a possible start of a stop string.
+    /// Text received but not yet released: the longest end of the text that is a proper prefix
+    /// of some stop string (at most the longest stop string's length less one byte).
     held: String,
+    /// The unanchored scan over all text so far: finds a stop string the moment it completes.
+    scan: StateID,
+    /// The anchored walk over `held`: on some stop string's prefix from `held`'s first byte.
+    hold: StateID,
     stopped: bool,
 }
 
@@ -137,7 +149,12 @@ impl StopMatcher {
 
     /// The stop strings, in the order their indices refer to.
     pub fn stop_strings(&self) -> &[String] {
-        &self.stop_strings
+        self.set.strings()
+    }
+
+    /// Heap bytes of the compiled stop strings, which every clone of this matcher shares.
+    pub fn automaton_bytes(&self) -> usize {
+        self.set.automaton_bytes()
     }
 
     /// Whether a stop string completed; after that, pushes return nothing.
@@ -146,60 +163,73 @@ impl StopMatcher {
     }
 
     /// Feeds the next text delta.
+    ///
+    /// The work is proportional to the delta's length, plus a re-walk of at most the held-back
+    /// text (shorter than the longest stop string) for each possible start that the delta
+    /// rules out; the number of stop strings does not matter.
     pub fn push(&mut self, delta: &str) -> StopStep {
         if self.stopped {
             return StopStep::Continue(String::new());
         }
+        let walked = self.held.len();
         self.held.push_str(delta);
-        if let Some((index, start, end)) = self.earliest_match() {
+        if let Some((offset, found)) = self.set.scan(&mut self.scan, delta.as_bytes()) {
             self.stopped = true;
-            let cut = if self.include_stop_string { end } else { start };
+            let end = walked + offset + 1;
+            // A match starts inside `held`: text before it left every stop-string prefix.
+            let cut = if self.include_stop_string { end } else { end.saturating_sub(found.len) };
             let mut text = std::mem::take(&mut self.held);
             text.truncate(cut);
-            return StopStep::Stop { text, index, stop_string: self.stop_strings[index].clone() };
+            let stop_string = self.set.strings()[found.index].clone();
+            return StopStep::Stop { text, index: found.index, stop_string };
         }
-        let keep_from = self.held.len() - self.partial_match_len();
+        let mut keep_from = self.advance_hold(walked);
+        while !self.held.is_char_boundary(keep_from) {
+            // Never taken (a stop string starts on a character's first byte); holding a little
+            // more is safe where cutting inside a character would not be.
+            keep_from -= 1;
+        }
         let held = self.held.split_off(keep_from);
         StopStep::Continue(std::mem::replace(&mut self.held, held))
     }
 
     /// Ends the stream: releases held-back text (which never completed a stop string).
     pub fn finish(&mut self) -> String {
+        self.scan = self.set.start(Anchored::No);
+        self.hold = self.set.start(Anchored::Yes);
         std::mem::take(&mut self.held)
     }
 
-    /// The match that ends first in `held` as `(index, start, end)`; the longest wins a tie.
-    fn earliest_match(&self) -> Option<(usize, usize, usize)> {
-        let mut best: Option<(usize, usize, usize)> = None;
-        for (index, stop) in self.stop_strings.iter().enumerate() {
-            // The first occurrence of a string is also the one that ends first.
-            if let Some(start) = self.held.find(stop.as_str()) {
-                let end = start + stop.len();
-                let better = match best {
-                    None => true,
-                    Some((_, best_start, best_end)) => end < best_end || (end == best_end && start < best_start),
-                };
-                if better {
-                    best = Some((index, start, end));
+    /// Extends the anchored walk from `held[walked..]` on; where it leaves every stop string,
+    /// moves its start to the next position whose text up to there is still a prefix. Returns
+    /// that start: the text before it can never be part of a stop string.
+    fn advance_hold(&mut self, walked: usize) -> usize {
+        if self.set.max_len() == 0 {
+            return self.held.len();
+        }
+        let bytes = self.held.as_bytes();
+        let anchored_start = self.set.start(Anchored::Yes);
+        let mut start = 0;
+        let mut state = self.hold;
+        for end in walked..bytes.len() {
+            if let Some(next) = self.set.walk(state, &bytes[end..=end]) {
+                state = next;
+                continue;
+            }
+            // Later starts, earliest first; a start inside a character dies at its first byte
+            // (stop strings begin with a character's first byte).
+            start += 1;
+            state = anchored_start;
+            while start <= end {
+                if let Some(next) = self.set.walk(anchored_start, &bytes[start..=end]) {
+                    state = next;
+                    break;
                 }
+                start += 1;
             }
         }
-        best
-    }
-
-    /// Length of the longest end of `held` that is a proper prefix of some stop string.
-    fn partial_match_len(&self) -> usize {
-        // Candidate starts are char boundaries, longest tail first; stop strings are `str`, so a
-        // tail that starts mid-character could never be a prefix of one anyway.
-        let longest_prefix = self.stop_strings.iter().map(|s| s.len().saturating_sub(1)).max().unwrap_or(0);
-        let min_start = self.held.len().saturating_sub(longest_prefix);
-        self.held
-            .char_indices()
-            .map(|(i, _)| i)
-            .filter(|&i| i >= min_start)
-            .map(|i| &self.held[i..])
-            .find(|tail| self.stop_strings.iter().any(|s| s.len() > tail.len() && s.starts_with(tail)))
-            .map_or(0, str::len)
+        self.hold = state;
+        start
     }
 }
 
@@ -228,12 +258,19 @@ impl StopMatcherBuilder {
     }
 
     /// Builds the matcher; errors with [`TextError::EmptyStopString`] if a stop string is empty.
+    ///
+    /// Compiling the automaton takes time and memory in proportion to the stop strings' total
+    /// length (milliseconds for a few short strings, a second or so for megabytes): build large
+    /// sets off the threads that serve other work.
     pub fn build(self) -> Result<StopMatcher> {
         if let Some(index) = self.stop_strings.iter().position(String::is_empty) {
             return Err(TextError::EmptyStopString { index });
         }
+        let set = StopSet::build(self.stop_strings)?;
         Ok(StopMatcher {
-            stop_strings: self.stop_strings,
+            scan: set.start(Anchored::No),
+            hold: set.start(Anchored::Yes),
+            set,
             include_stop_string: self.include_stop_string,
             held: String::new(),
             stopped: false,

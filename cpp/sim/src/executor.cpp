@@ -208,6 +208,13 @@ std::vector<IdType> Executor::Impl::enqueueRequests(std::vector<Request> const& 
                 queued.childIds.push_back(mNextId++);
             }
             ids.push_back(queued.id);
+            if (!queued.childIds.empty())
+            {
+                // Recorded before the loop can see the request, so its final always finds it (lock order:
+                // mQueueMutex, then mResponsesMutex; nothing takes them the other way round).
+                std::lock_guard<std::mutex> responsesLock(mResponsesMutex);
+                mChildIdCounts.emplace(queued.id, static_cast<IdType>(queued.childIds.size()));
+            }
             // Higher priority first; first come first served among equals.
             auto const position = std::find_if(mQueue.begin(), mQueue.end(),
                 [&](QueuedRequest const& other) { return other.request.getPriority() < request.getPriority(); });
@@ -235,13 +242,7 @@ std::vector<Response> Executor::Impl::awaitResponses(std::optional<std::chrono::
     }
     std::vector<Response> out;
     out.swap(mReady);
-    for (auto const& response : out)
-    {
-        if (response.hasError() || response.getResult().isFinal)
-        {
-            mTerminatedIds.insert(response.getRequestId());
-        }
-    }
+    rememberTerminated(out);
     return out;
 }
 
@@ -251,7 +252,7 @@ std::vector<Response> Executor::Impl::awaitResponses(
     throwIfShutdown("Shutdown called");
     maybeInjectFault(sim::FaultMethod::kAwaitResponses);
     std::unique_lock<std::mutex> lock(mResponsesMutex);
-    if (mTerminatedIds.count(requestId) > 0)
+    if (mTerminatedIds.contains(requestId))
     {
         return {Response(
             requestId, "ReqId " + std::to_string(requestId) + " has already been processed and was terminated.")};
@@ -273,14 +274,28 @@ std::vector<Response> Executor::Impl::awaitResponses(
         (matches(response) ? out : rest).push_back(std::move(response));
     }
     mReady.swap(rest);
-    for (auto const& response : out)
-    {
-        if (response.hasError() || response.getResult().isFinal)
-        {
-            mTerminatedIds.insert(requestId);
-        }
-    }
+    rememberTerminated(out);
     return out;
+}
+
+void Executor::Impl::rememberTerminated(std::vector<Response> const& responses)
+{
+    for (auto const& response : responses)
+    {
+        if (!response.hasError() && !response.getResult().isFinal)
+        {
+            continue;
+        }
+        IdType const id = response.getRequestId();
+        IdType last = id;
+        if (auto const children = mChildIdCounts.find(id); children != mChildIdCounts.end())
+        {
+            // The child ids were reserved right after the parent's and end with it, as upstream's do.
+            last += children->second;
+            mChildIdCounts.erase(children);
+        }
+        mTerminatedIds.insert(id, last);
+    }
 }
 
 SizeType32 Executor::Impl::getNumResponsesReady(std::optional<IdType> const& requestId) const
@@ -301,7 +316,7 @@ void Executor::Impl::cancelRequest(IdType requestId)
     maybeInjectFault(sim::FaultMethod::kCancelRequest);
     {
         std::lock_guard<std::mutex> lock(mResponsesMutex);
-        if (mTerminatedIds.count(requestId) > 0)
+        if (mTerminatedIds.contains(requestId))
         {
             return;
         }

@@ -21,20 +21,75 @@
 #include "timing_model.h"
 #include "token_generator.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 namespace tensorrt_llm::executor
 {
+
+namespace sim
+{
+
+/// A set of request ids stored as disjoint runs of consecutive ids, as TensorRT-LLM keeps its terminated ids:
+/// ids are handed out in order and nearly all of them end, so the runs merge and the set costs memory in
+/// proportion to the ids still in flight below the highest one that ended, not to every request ever served.
+class IdIntervalSet
+{
+public:
+    /// Adds every id in [first, last]; merges with the runs it touches or overlaps.
+    void insert(std::uint64_t first, std::uint64_t last)
+    {
+        auto next = mRuns.upper_bound(first);
+        if (next != mRuns.begin())
+        {
+            auto previous = std::prev(next);
+            if (previous->second + 1 >= first) // overlaps or touches: grow it instead of adding a run
+            {
+                first = previous->first;
+                last = std::max(last, previous->second);
+                next = mRuns.erase(previous);
+            }
+        }
+        while (next != mRuns.end() && next->first <= last + 1)
+        {
+            last = std::max(last, next->second);
+            next = mRuns.erase(next);
+        }
+        mRuns.emplace(first, last);
+    }
+
+    bool contains(std::uint64_t id) const
+    {
+        auto next = mRuns.upper_bound(id);
+        return next != mRuns.begin() && std::prev(next)->second >= id;
+    }
+
+    /// Number of runs: what the set costs in memory.
+    std::size_t runs() const
+    {
+        return mRuns.size();
+    }
+
+private:
+    /// First id of each run -> last id of it (inclusive).
+    std::map<std::uint64_t, std::uint64_t> mRuns;
+};
+
+} // namespace sim
 
 /// The version string the simulator reports: the TensorRT-LLM release whose behaviour it imitates, tagged.
 inline constexpr char kSimulatorVersion[] = "1.2.0-sim";
@@ -109,6 +164,8 @@ private:
     // Public-method guards
     void throwIfShutdown(char const* message) const;
     void maybeInjectFault(sim::FaultMethod method);
+    /// Records `responses` that end their request (mResponsesMutex held).
+    void rememberTerminated(std::vector<Response> const& responses);
 
     // Execution loop (execution_loop.cpp)
     using SequenceList = std::vector<std::unique_ptr<sim::Sequence>>;
@@ -160,7 +217,10 @@ private:
     mutable std::mutex mResponsesMutex;
     std::condition_variable mResponsesCv;
     std::vector<Response> mReady;
-    std::unordered_set<IdType> mTerminatedIds;
+    /// Requests that sent their final (or error) response; bounded by the ids in flight (see IdIntervalSet).
+    sim::IdIntervalSet mTerminatedIds;
+    /// Requests with numReturnSequences > 1 still running -> how many child ids follow theirs: those end with them.
+    std::unordered_map<IdType, IdType> mChildIdCounts;
 
     // Statistics
     sim::StatsBuffer<IterationStats> mIterationStats;

@@ -6,6 +6,7 @@
 #include "tensorrt_llm/executor/executor.h"
 
 #include "../src/engine_config.h"
+#include "../src/executor_impl.h"
 #include "../src/json_fields.h"
 #include "../src/sim_config.h"
 
@@ -20,6 +21,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -961,6 +963,59 @@ void testPerIdAwaitAndResponseCounts()
     CHECK_EQ(again[0].getErrorMsg(), "ReqId " + std::to_string(id) + " has already been processed and was terminated.");
     // An id that is not finished yet simply times out empty.
     CHECK(executor->awaitResponses(id + 100, 10ms).empty());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Memory per request
+
+void testTerminatedIdsStayBounded()
+{
+    // Ids end out of order, but only within the window of requests in flight: the set keeps one run per gap.
+    tle::sim::IdIntervalSet set;
+    std::mt19937 random(7);
+    std::size_t const window = 64;
+    std::size_t mostRuns = 0;
+    for (std::uint64_t base = 1; base <= 100000; base += window)
+    {
+        std::vector<std::uint64_t> ids(window);
+        std::iota(ids.begin(), ids.end(), base);
+        std::shuffle(ids.begin(), ids.end(), random);
+        for (auto id : ids)
+        {
+            set.insert(id, id);
+            mostRuns = std::max(mostRuns, set.runs());
+        }
+    }
+    CHECK(mostRuns <= window / 2 + 1);
+    CHECK_EQ(set.runs(), std::size_t{1});
+    CHECK(set.contains(1) && set.contains(100032) && !set.contains(100033) && !set.contains(0));
+    set.insert(100040, 100041);
+    CHECK_EQ(set.runs(), std::size_t{2});
+    set.insert(100033, 100039); // fills the gap exactly
+    CHECK_EQ(set.runs(), std::size_t{1});
+
+    // Through the executor: a request with children ends them with it, so no id is left behind as a gap, and a
+    // finished id still gets TensorRT-LLM's answer however many requests followed it.
+    auto executor = makeExecutor();
+    tle::Request pair(prompt(3), 2);
+    tle::SamplingConfig sampling;
+    sampling.setNumReturnSequences(2);
+    pair.setSamplingConfig(sampling);
+    std::vector<tle::IdType> ids;
+    for (int i = 0; i < 200; ++i)
+    {
+        ids.push_back(executor->enqueueRequest(i % 2 == 0 ? pair : tle::Request(prompt(3), 2)));
+    }
+    collect(*executor, ids);
+    for (tle::IdType const id : {ids.front(), ids.front() + 1, ids.back()})
+    {
+        auto const again = executor->awaitResponses(id, 100ms);
+        REQUIRE(again.size() == 1);
+        CHECK_EQ(again[0].getErrorMsg(),
+            "ReqId " + std::to_string(id) + " has already been processed and was terminated.");
+    }
+    // An id not handed out yet is unknown: it waits and times out empty.
+    CHECK(executor->awaitResponses(ids.back() + 5, 10ms).empty());
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -2143,6 +2198,7 @@ int main()
         {"maxQueueSize throws", testMaxQueueSizeThrows},
         {"shutdown drains and then everything throws", testShutdownDrainsAndThenEverythingThrows},
         {"per-id await and response counts", testPerIdAwaitAndResponseCounts},
+        {"terminated ids stay bounded", testTerminatedIdsStayBounded},
         {"iteration stats", testIterationStats},
         {"request stats when enabled", testRequestStatsWhenEnabled},
         {"priority order within the queue", testPriorityOrderWithinTheQueue},
