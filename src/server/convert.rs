@@ -4,10 +4,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tonic::{Code, Status};
 
+use crate::PerfMetrics;
 use crate::error::Error;
-use crate::output::PerfMetrics;
 use crate::proto::trtllm as pb;
-use crate::request::{GenerationRequest, SamplingParams};
+use crate::{GenerationRequest, SamplingParams};
 
 /// Maps a crate error onto the gRPC status a client should see.
 ///

@@ -13,9 +13,9 @@ use tonic::{Code, Status};
 use super::convert;
 use super::live::LiveEntry;
 use super::service::{EventStream, ReplyContext, ServiceState, chunk_message, complete_messages};
-use crate::output::FinalOutput;
+use crate::FinalOutput;
+use crate::FinishReason;
 use crate::proto::trtllm as pb;
-use crate::request::FinishReason;
 
 /// How long a terminal status may wait for a client that has stopped reading.
 const TERMINAL_SEND_TIMEOUT: Duration = Duration::from_secs(1);

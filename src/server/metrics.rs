@@ -15,8 +15,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::output::FinalOutput;
-use crate::stats::IterationStats;
+use crate::FinalOutput;
+use crate::IterationStats;
 
 type Labels = Vec<(String, String)>;
 type F64Gauge = Gauge<f64, AtomicU64>;

@@ -17,13 +17,13 @@ use super::lifecycle::Lifecycle;
 use super::limits::RequestLimits;
 use super::live::LiveTable;
 use super::metrics::ServerMetrics;
-use crate::output::{FinalOutput, TokenChunk};
+use crate::FinishReason;
 use crate::proto::smg::grpc::common as cpb;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_server::TrtllmService;
-use crate::request::FinishReason;
 use crate::text::Tokenizer;
 use crate::{AsyncExecutor, StreamEvent, TextEvent, TextOptions, TextRequest, TextStream};
+use crate::{FinalOutput, TokenChunk};
 
 pub(crate) type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
@@ -150,7 +150,7 @@ impl Service {
             request.request_id.clone()
         };
         let (stream, guard) = state.live.register(request_id.clone(), || {
-            let stream = state.executor.generate(generation).map_err(|e| convert::status(&e))?;
+            let stream = state.executor.enqueue(generation).map_err(|e| convert::status(&e))?;
             let id = stream.request_id();
             Ok((stream, id))
         })?;

@@ -242,6 +242,7 @@ impl ExecutorConfig {
 
 /// Builder for [`ExecutorConfig`]; `build` validates.
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct ExecutorConfigBuilder {
     config: ExecutorConfig,
 }

@@ -6,6 +6,7 @@ use crate::ffi::sys;
 
 /// KV-cache block figures of one iteration (`KvCacheStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct KvCacheStats {
     /// Blocks the cache can hold.
     pub max_num_blocks: i32,
@@ -36,6 +37,7 @@ impl KvCacheStats {
 
 /// In-flight batching figures of one iteration (`InflightBatchingStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct InflightBatchingStats {
     /// Requests scheduled this iteration.
     pub num_scheduled_requests: i32,
@@ -55,6 +57,7 @@ pub struct InflightBatchingStats {
 
 /// Static batching figures of one iteration (`StaticBatchingStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct StaticBatchingStats {
     /// Requests scheduled.
     pub num_scheduled_requests: i32,
@@ -70,6 +73,7 @@ pub struct StaticBatchingStats {
 
 /// One executor iteration (`IterationStats`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct IterationStats {
     /// End of the iteration as the executor's local wall-clock text.
     pub timestamp: String,
@@ -192,6 +196,7 @@ pub enum RequestStage {
 
 /// One request in one iteration (`RequestStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RequestStats {
     /// The executor's request id.
     pub id: u64,
@@ -221,6 +226,7 @@ pub struct RequestStats {
 
 /// The request stats of one iteration (`RequestStatsPerIteration`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RequestStatsPerIteration {
     /// Iteration number.
     pub iter: u64,
