@@ -113,8 +113,8 @@ impl Accumulator {
             sequence.cum_log_prob = Some(cum);
         }
         if item.is_sequence_final || item.is_final {
-            let raw = item.finish_reasons.first().copied().unwrap_or(0);
-            sequence.finish_reason = FinishReason::from_raw(raw);
+            let reason = item.finish_reasons.first().copied().unwrap_or_default();
+            sequence.finish_reason = FinishReason::from_ffi(reason);
         }
         if self.streaming && !new_tokens.is_empty() {
             out.push(StreamEvent::Chunk(TokenChunk {
@@ -155,8 +155,8 @@ impl Accumulator {
                 sequence.cum_log_prob = Some(cum);
             }
             if item.is_final {
-                let raw = item.finish_reasons.get(slot).or(item.finish_reasons.first()).copied().unwrap_or(0);
-                sequence.finish_reason = FinishReason::from_raw(raw);
+                let reason = item.finish_reasons.get(slot).or(item.finish_reasons.first()).copied().unwrap_or_default();
+                sequence.finish_reason = FinishReason::from_ffi(reason);
             }
         }
         if !item.is_final {

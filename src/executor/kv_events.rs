@@ -179,7 +179,7 @@ fn poll_loop(hub: &KvEventHub, shared: &Shared) {
         // Read the flag before draining: the drain after a stop request still returns the last events.
         let stopping = hub.stop.load(Ordering::Acquire);
         match shared.handle().kv_cache_events(POLL_TIMEOUT_MS) {
-            Ok(items) => hub.publish(items.into_iter().map(KvCacheEvent::from_ffi).collect()),
+            Ok(items) => hub.publish(items.into_iter().filter_map(KvCacheEvent::from_ffi).collect()),
             Err(e) => {
                 tracing::debug!(error = e.what(), "getLatestEvents failed");
                 if !stopping {

@@ -85,12 +85,16 @@ pub struct KvEventsLagged {
 }
 
 impl KvCacheEvent {
-    pub(crate) fn from_ffi(item: sys::KvEventItem) -> Self {
+    /// The event, or `None` for a kind of event the shim does not know (logged; the gap in
+    /// event ids shows it).
+    pub(crate) fn from_ffi(item: sys::KvEventItem) -> Option<Self> {
         let opt_i32 = |o: sys::OptI32| o.set.then_some(o.value);
         let opt_u64 = |o: sys::OptU64| o.set.then_some(o.value);
         let data = match item.kind {
-            0 => KvCacheEventData::Created { num_blocks_per_cache_level: item.num_blocks_per_cache_level },
-            1 => KvCacheEventData::Stored {
+            sys::KvEventKind::Created => {
+                KvCacheEventData::Created { num_blocks_per_cache_level: item.num_blocks_per_cache_level }
+            }
+            sys::KvEventKind::Stored => KvCacheEventData::Stored {
                 parent_hash: opt_u64(item.parent_hash),
                 blocks: item
                     .blocks
@@ -104,8 +108,8 @@ impl KvCacheEvent {
                     })
                     .collect(),
             },
-            2 => KvCacheEventData::Removed { block_hashes: item.block_hashes },
-            _ => KvCacheEventData::Updated {
+            sys::KvEventKind::Removed => KvCacheEventData::Removed { block_hashes: item.block_hashes },
+            sys::KvEventKind::Updated => KvCacheEventData::Updated {
                 block_hash: item.updated_block_hash,
                 cache_level: item
                     .cache_level_changed
@@ -114,12 +118,17 @@ impl KvCacheEvent {
                     .priority_changed
                     .then_some(ValueChange { old: item.old_priority, new: item.new_priority }),
             },
+            // `Unknown`, or a value outside the shared enum (cxx lets C++ pass any).
+            _ => {
+                tracing::warn!(event_id = item.event_id, "KV-cache event of a kind this build does not know dropped");
+                return None;
+            }
         };
-        KvCacheEvent {
+        Some(KvCacheEvent {
             event_id: item.event_id,
             data,
             window_size: item.window_size,
             attention_dp_rank: opt_i32(item.attention_dp_rank),
-        }
+        })
     }
 }

@@ -196,15 +196,17 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
-    pub(crate) fn from_raw(raw: i32) -> Self {
-        match raw {
-            0 => FinishReason::NotFinished,
-            1 => FinishReason::EndId,
-            2 => FinishReason::StopWords,
-            3 => FinishReason::Length,
-            4 => FinishReason::TimedOut,
-            5 => FinishReason::Cancelled,
-            other => FinishReason::Unknown(other),
+    /// The bridge's finish reason; an unknown one keeps the upstream value.
+    pub(crate) fn from_ffi(item: sys::FinishItem) -> Self {
+        match item.kind {
+            sys::FinishKind::NotFinished => FinishReason::NotFinished,
+            sys::FinishKind::EndId => FinishReason::EndId,
+            sys::FinishKind::StopWords => FinishReason::StopWords,
+            sys::FinishKind::Length => FinishReason::Length,
+            sys::FinishKind::TimedOut => FinishReason::TimedOut,
+            sys::FinishKind::Cancelled => FinishReason::Cancelled,
+            // `Unknown`, or a value outside the shared enum (cxx lets C++ pass any).
+            _ => FinishReason::Unknown(item.raw),
         }
     }
 

@@ -194,6 +194,21 @@ pub enum RequestStage {
     Unknown(i32),
 }
 
+impl RequestStage {
+    /// The bridge's stage; `raw` is the upstream value, kept for one the shim does not know.
+    fn from_ffi(kind: sys::RequestStageKind, raw: i32) -> Self {
+        match kind {
+            sys::RequestStageKind::Queued => RequestStage::Queued,
+            sys::RequestStageKind::EncoderInProgress => RequestStage::EncoderInProgress,
+            sys::RequestStageKind::ContextInProgress => RequestStage::ContextInProgress,
+            sys::RequestStageKind::GenerationInProgress => RequestStage::GenerationInProgress,
+            sys::RequestStageKind::GenerationComplete => RequestStage::GenerationComplete,
+            // `Unknown`, or a value outside the shared enum (cxx lets C++ pass any).
+            _ => RequestStage::Unknown(raw),
+        }
+    }
+}
+
 /// One request in one iteration (`RequestStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[non_exhaustive]
@@ -241,14 +256,7 @@ impl From<sys::RequestStatsIteration> for RequestStatsPerIteration {
             .into_iter()
             .map(|r| RequestStats {
                 id: r.id,
-                stage: match r.stage {
-                    0 => RequestStage::Queued,
-                    1 => RequestStage::EncoderInProgress,
-                    2 => RequestStage::ContextInProgress,
-                    3 => RequestStage::GenerationInProgress,
-                    4 => RequestStage::GenerationComplete,
-                    other => RequestStage::Unknown(other),
-                },
+                stage: RequestStage::from_ffi(r.stage, r.stage_raw),
                 context_prefill_position: r.context_prefill_position,
                 num_generated_tokens: r.num_generated_tokens,
                 avg_num_decoded_tokens_per_iter: r.avg_num_decoded_tokens_per_iter,
