@@ -76,7 +76,8 @@ pub struct ValueChange {
     pub new: i32,
 }
 
-/// A [`KvEventStream`] subscriber fell so far behind that the oldest events it had not read were dropped.
+/// A [`KvEventStream`](crate::KvEventStream) subscriber fell so far behind that the oldest events it
+/// had not read were dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("KV-cache event subscriber lagged: {missed} events were dropped")]
 pub struct KvEventsLagged {
