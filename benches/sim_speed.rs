@@ -45,7 +45,7 @@ async fn run(streaming: bool) -> Window {
         .map(|i| {
             let prompt: Vec<u32> = (0..PROMPT as u32).map(|t| 1 + (t * 31 + i as u32 * 7) % 30000).collect();
             let request = GenerationRequest::new(prompt, OUTPUT).with_streaming(streaming).with_perf_metrics(true);
-            executor.generate(request).unwrap().collect_final()
+            executor.enqueue(request).unwrap().collect_final()
         })
         .collect();
     let all_enqueued = Instant::now();

@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let prompt: Vec<u32> = (1..=64).collect();
     let request = GenerationRequest::new(prompt, 32).with_end_id(-1);
-    let mut stream = executor.generate(request)?;
+    let mut stream = executor.enqueue(request)?;
     let mut stdout = std::io::stdout();
     while let Some(event) = stream.next().await {
         match event? {

@@ -62,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Four full blocks and one more token: the second request reuses the four blocks.
     let prompt: Vec<u32> = (1..=(4 * block as u32 + 1)).collect();
     for attempt in ["first", "second"] {
-        let done = executor.generate(GenerationRequest::new(prompt.clone(), 16))?.collect_final().await?;
+        let done = executor.enqueue(GenerationRequest::new(prompt.clone(), 16))?.collect_final().await?;
         let ttft = done.ttft().unwrap_or_default();
         println!(
             "{attempt} request: {} of {} prompt tokens from cache, TTFT {:.1} ms",

@@ -30,6 +30,76 @@ pub(crate) mod sys {
         value: u64,
     }
 
+    // ---- Shared enums: cxx declares them on both sides, so the shim converts upstream enums to
+    // ---- these by name, one `case` per upstream enumerator, and never by casting a number. An
+    // ---- upstream value the shim does not know becomes `Unknown` (its raw value travels beside it);
+    // ---- and since C++ may still hand over any value of the underlying type, Rust matches these
+    // ---- with a catch-all arm that treats what it does not know as unknown too.
+
+    /// `CapacitySchedulerPolicy`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum SchedulerPolicyKind {
+        MaxUtilization,
+        #[default]
+        GuaranteedNoEvict,
+        StaticBatch,
+    }
+
+    /// `ContextChunkingPolicy`, or unset (the executor's own default).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum ChunkingPolicyKind {
+        #[default]
+        Unset,
+        FirstComeFirstServed,
+        EqualProgress,
+    }
+
+    /// `FinishReason`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum FinishKind {
+        #[default]
+        NotFinished,
+        EndId,
+        StopWords,
+        Length,
+        TimedOut,
+        Cancelled,
+        /// An upstream value the shim does not know; see `FinishItem::raw`.
+        Unknown,
+    }
+
+    /// One sequence's finish reason, with the upstream value it came from.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    struct FinishItem {
+        kind: FinishKind,
+        raw: i32,
+    }
+
+    /// `RequestStage`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum RequestStageKind {
+        #[default]
+        Queued,
+        EncoderInProgress,
+        ContextInProgress,
+        GenerationInProgress,
+        GenerationComplete,
+        /// An upstream value the shim does not know; see `RequestStatsItem::stage_raw`.
+        Unknown,
+    }
+
+    /// Which alternative of `KVCacheEventData` an event holds.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum KvEventKind {
+        #[default]
+        Created,
+        Stored,
+        Removed,
+        Updated,
+        /// An alternative the shim does not know; the event carries no data.
+        Unknown,
+    }
+
     /// One token-id sequence (a beam, a stop word, a bad word).
     #[derive(Clone, Debug, Default, PartialEq)]
     struct TokenSeq {
@@ -60,9 +130,8 @@ pub(crate) mod sys {
         max_batch_size: i32,
         /// 0: the engine's limit.
         max_num_tokens: i32,
-        capacity_scheduler_policy: i32,
-        /// -1: unset.
-        context_chunking_policy: i32,
+        capacity_scheduler_policy: SchedulerPolicyKind,
+        context_chunking_policy: ChunkingPolicyKind,
         enable_chunked_context: bool,
         kv_enable_block_reuse: bool,
         kv_enable_partial_reuse: bool,
@@ -165,7 +234,7 @@ pub(crate) mod sys {
         is_sequence_final: bool,
         sequence_index: i32,
         output_token_ids: Vec<TokenSeq>,
-        finish_reasons: Vec<i32>,
+        finish_reasons: Vec<FinishItem>,
         log_probs: Vec<FloatSeq>,
         cum_log_probs: Vec<f32>,
         decoding_iter: i32,
@@ -240,7 +309,9 @@ pub(crate) mod sys {
     #[derive(Clone, Copy, Debug, Default)]
     struct RequestStatsItem {
         id: u64,
-        stage: i32,
+        stage: RequestStageKind,
+        /// The upstream value, for `Unknown`.
+        stage_raw: i32,
         context_prefill_position: i32,
         num_generated_tokens: i32,
         avg_num_decoded_tokens_per_iter: f32,
@@ -270,12 +341,11 @@ pub(crate) mod sys {
         priority: i32,
     }
 
-    /// One `KVCacheEvent`. `kind` names the variant of its data, and only that variant's fields are set:
-    /// 0 created, 1 stored, 2 removed, 3 updated.
+    /// One `KVCacheEvent`. `kind` names the variant of its data, and only that variant's fields are set.
     #[derive(Clone, Debug, Default, PartialEq)]
     struct KvEventItem {
         event_id: u64,
-        kind: i32,
+        kind: KvEventKind,
         window_size: i32,
         attention_dp_rank: OptI32,
         /// Created.

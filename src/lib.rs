@@ -23,38 +23,33 @@
 pub mod bench;
 pub mod builtin;
 mod clock;
-mod config;
 mod engine;
 mod error;
 mod executor;
 mod ffi;
-mod kv_events;
-mod output;
 pub mod proto;
-mod request;
-mod router;
 pub mod server;
 pub mod sim;
-mod stats;
-mod stream;
 pub mod text;
 mod text_request;
 mod text_stream;
+mod types;
 mod version;
 
 pub use clock::executor_clock_now_ns;
-pub use config::{ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy};
 pub use engine::EngineConfig;
 pub use error::{Error, InvalidRequest, Result};
-pub use executor::{Executor, ShutdownMode};
-pub use kv_events::{KvCacheEvent, KvCacheEventData, KvEventStream, KvEventsLagged, StoredBlock, ValueChange};
-pub use output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
-pub use request::{FinishReason, GenerationRequest, SamplingParams};
-pub use stats::{
+pub use executor::{AsyncExecutor, BlockingIter, Executor, GenerationStream, KvEventStream, ShutdownMode};
+pub use text_request::{TextOptions, TextPlan, TextRequest};
+pub use text_stream::{TextEvent, TextStream};
+pub use types::config::{
+    ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy,
+};
+pub use types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged, StoredBlock, ValueChange};
+pub use types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
+pub use types::request::{FinishReason, GenerationRequest, SamplingParams};
+pub use types::stats::{
     InflightBatchingStats, IterationStats, KvCacheStats, RequestStage, RequestStats, RequestStatsPerIteration,
     StaticBatchingStats,
 };
-pub use stream::{AsyncExecutor, BlockingIter, GenerationStream};
-pub use text_request::{TextOptions, TextPlan, TextRequest};
-pub use text_stream::{TextEvent, TextStream};
 pub use version::{Backend, SUPPORTED_LINES};

@@ -1,7 +1,7 @@
 //! Setting a request up for text: end ids and stop words for the executor, stop strings for the text.
 
+use crate::GenerationRequest;
 use crate::error::{Error, InvalidRequest, Result};
-use crate::request::GenerationRequest;
 use crate::text::{StopMatcher, Tokenizer, token_stop_sequences};
 
 /// How a request's text ends and what it shows: stop strings, eos handling, special tokens.

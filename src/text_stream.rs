@@ -7,11 +7,11 @@ use std::time::Instant;
 use futures::Stream;
 
 use crate::error::{Error, Result};
-use crate::output::{FinalOutput, StreamEvent, TokenChunk};
-use crate::request::{FinishReason, GenerationRequest};
-use crate::stream::{AsyncExecutor, GenerationStream};
 use crate::text::{IncrementalDecoder, StopMatcher, StopStep, TextError, Tokenizer};
 use crate::text_request::{TextOptions, TextPlan, TextRequest};
+use crate::{AsyncExecutor, GenerationStream};
+use crate::{FinalOutput, StreamEvent, TokenChunk};
+use crate::{FinishReason, GenerationRequest};
 
 /// One item of a [`TextStream`].
 #[derive(Debug, Clone, PartialEq)]
@@ -212,7 +212,7 @@ impl TextStream {
         options: TextOptions,
     ) -> Result<Self> {
         let (request, plan) = TextRequest::new(request, tokenizer, options)?.into_parts();
-        Ok(Self::new(executor.generate(request)?, plan))
+        Ok(Self::new(executor.enqueue(request)?, plan))
     }
 
     /// The executor's id for this request.

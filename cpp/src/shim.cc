@@ -151,6 +151,66 @@ tle::Request toRequest(RequestSpec const& spec)
     return request;
 }
 
+// Enum conversions: one case per enumerator, by name, never a cast of the number (the numbering is
+// upstream's to change). The switches have no default, so that the compiler's -Wswitch points at any
+// enumerator a newer upstream adds; at run time an unlisted value falls through to the error or the
+// Unknown after the switch.
+
+std::string enumValueMessage(char const* what, int value)
+{
+    return std::string("unknown ") + what + " value " + std::to_string(value);
+}
+
+tle::CapacitySchedulerPolicy toSchedulerPolicy(SchedulerPolicyKind kind)
+{
+    switch (kind)
+    {
+    case SchedulerPolicyKind::MaxUtilization: return tle::CapacitySchedulerPolicy::kMAX_UTILIZATION;
+    case SchedulerPolicyKind::GuaranteedNoEvict: return tle::CapacitySchedulerPolicy::kGUARANTEED_NO_EVICT;
+    case SchedulerPolicyKind::StaticBatch: return tle::CapacitySchedulerPolicy::kSTATIC_BATCH;
+    }
+    throw std::invalid_argument(enumValueMessage("capacity scheduler policy", static_cast<int>(kind)));
+}
+
+std::optional<tle::ContextChunkingPolicy> toChunkingPolicy(ChunkingPolicyKind kind)
+{
+    switch (kind)
+    {
+    case ChunkingPolicyKind::Unset: return std::nullopt;
+    case ChunkingPolicyKind::FirstComeFirstServed: return tle::ContextChunkingPolicy::kFIRST_COME_FIRST_SERVED;
+    case ChunkingPolicyKind::EqualProgress: return tle::ContextChunkingPolicy::kEQUAL_PROGRESS;
+    }
+    throw std::invalid_argument(enumValueMessage("context chunking policy", static_cast<int>(kind)));
+}
+
+FinishItem toFinishItem(tle::FinishReason reason)
+{
+    FinishItem item{FinishKind::Unknown, static_cast<std::int32_t>(reason)};
+    switch (reason)
+    {
+    case tle::FinishReason::kNOT_FINISHED: item.kind = FinishKind::NotFinished; break;
+    case tle::FinishReason::kEND_ID: item.kind = FinishKind::EndId; break;
+    case tle::FinishReason::kSTOP_WORDS: item.kind = FinishKind::StopWords; break;
+    case tle::FinishReason::kLENGTH: item.kind = FinishKind::Length; break;
+    case tle::FinishReason::kTIMED_OUT: item.kind = FinishKind::TimedOut; break;
+    case tle::FinishReason::kCANCELLED: item.kind = FinishKind::Cancelled; break;
+    }
+    return item;
+}
+
+RequestStageKind toRequestStage(tle::RequestStage stage)
+{
+    switch (stage)
+    {
+    case tle::RequestStage::kQUEUED: return RequestStageKind::Queued;
+    case tle::RequestStage::kENCODER_IN_PROGRESS: return RequestStageKind::EncoderInProgress;
+    case tle::RequestStage::kCONTEXT_IN_PROGRESS: return RequestStageKind::ContextInProgress;
+    case tle::RequestStage::kGENERATION_IN_PROGRESS: return RequestStageKind::GenerationInProgress;
+    case tle::RequestStage::kGENERATION_COMPLETE: return RequestStageKind::GenerationComplete;
+    }
+    return RequestStageKind::Unknown;
+}
+
 tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
 {
     // Default-construct and use setters: the constructor's positional order has changed between releases.
@@ -164,13 +224,8 @@ tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
     {
         config.setMaxNumTokens(o.max_num_tokens);
     }
-    std::optional<tle::ContextChunkingPolicy> chunking;
-    if (o.context_chunking_policy >= 0)
-    {
-        chunking = static_cast<tle::ContextChunkingPolicy>(o.context_chunking_policy);
-    }
-    config.setSchedulerConfig(
-        tle::SchedulerConfig(static_cast<tle::CapacitySchedulerPolicy>(o.capacity_scheduler_policy), chunking));
+    config.setSchedulerConfig(tle::SchedulerConfig(
+        toSchedulerPolicy(o.capacity_scheduler_policy), toChunkingPolicy(o.context_chunking_policy)));
     config.setEnableChunkedContext(o.enable_chunked_context);
 
     tle::KvCacheConfig kv;
@@ -295,7 +350,7 @@ ResponseItem toResponseItem(tle::Response const& response)
     }
     for (auto const reason : result.finishReasons)
     {
-        item.finish_reasons.push_back(static_cast<std::int32_t>(reason));
+        item.finish_reasons.push_back(toFinishItem(reason));
     }
     if (result.logProbs)
     {
@@ -384,7 +439,8 @@ RequestStatsItem toRequestStats(tle::RequestStats const& s)
 {
     RequestStatsItem r{};
     r.id = s.id;
-    r.stage = static_cast<std::int32_t>(s.stage);
+    r.stage = toRequestStage(s.stage);
+    r.stage_raw = static_cast<std::int32_t>(s.stage);
     r.context_prefill_position = s.contextPrefillPosition;
     r.num_generated_tokens = s.numGeneratedTokens;
     r.avg_num_decoded_tokens_per_iter = s.avgNumDecodedTokensPerIter;
@@ -398,21 +454,17 @@ RequestStatsItem toRequestStats(tle::RequestStats const& s)
     return r;
 }
 
-// KvEventItem::kind values.
-constexpr std::int32_t kKvCreated = 0;
-constexpr std::int32_t kKvStored = 1;
-constexpr std::int32_t kKvRemoved = 2;
-constexpr std::int32_t kKvUpdated = 3;
-
 KvEventItem toKvEventItem(tle::KVCacheEvent const& event)
 {
     KvEventItem item{};
     item.event_id = static_cast<std::uint64_t>(event.eventId);
     item.window_size = event.windowSize;
     item.attention_dp_rank = OptI32{event.attentionDpRank.has_value(), event.attentionDpRank.value_or(0)};
+    // An alternative added upstream later is reported as Unknown, never read as one of these.
+    item.kind = KvEventKind::Unknown;
     if (auto const* created = std::get_if<tle::KVCacheCreatedData>(&event.data))
     {
-        item.kind = kKvCreated;
+        item.kind = KvEventKind::Created;
         for (auto const blocks : created->numBlocksPerCacheLevel)
         {
             item.num_blocks_per_cache_level.push_back(blocks);
@@ -420,7 +472,7 @@ KvEventItem toKvEventItem(tle::KVCacheEvent const& event)
     }
     else if (auto const* stored = std::get_if<tle::KVCacheStoredData>(&event.data))
     {
-        item.kind = kKvStored;
+        item.kind = KvEventKind::Stored;
         item.parent_hash
             = OptU64{stored->parentHash.has_value(), static_cast<std::uint64_t>(stored->parentHash.value_or(0))};
         for (auto const& block : stored->blocks)
@@ -440,7 +492,7 @@ KvEventItem toKvEventItem(tle::KVCacheEvent const& event)
     }
     else if (auto const* removed = std::get_if<tle::KVCacheRemovedData>(&event.data))
     {
-        item.kind = kKvRemoved;
+        item.kind = KvEventKind::Removed;
         for (auto const hash : removed->blockHashes)
         {
             item.block_hashes.push_back(static_cast<std::uint64_t>(hash));
@@ -448,7 +500,7 @@ KvEventItem toKvEventItem(tle::KVCacheEvent const& event)
     }
     else if (auto const* updated = std::get_if<tle::KVCacheUpdatedData>(&event.data))
     {
-        item.kind = kKvUpdated;
+        item.kind = KvEventKind::Updated;
         item.updated_block_hash = static_cast<std::uint64_t>(updated->blockHash);
         if (updated->cacheLevel)
         {

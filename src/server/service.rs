@@ -101,7 +101,7 @@ impl Service {
         }
         let request_id = state.request_id(&request.request_id);
         let (stream, guard) = state.live.register(request_id.clone(), || {
-            let stream = state.executor.generate(generation).map_err(|e| convert::status(&e))?;
+            let stream = state.executor.enqueue(generation).map_err(|e| convert::status(&e))?;
             let id = stream.request_id();
             Ok((stream, id))
         })?;

@@ -128,7 +128,7 @@ async fn two_subscribers_receive_the_same_events_and_end_on_shutdown() {
     let mut a = executor.subscribe_kv_events().unwrap();
     let mut b = executor.subscribe_kv_events().unwrap();
     let input = prompt(2 * BLOCK + 1, 7);
-    executor.generate(GenerationRequest::new(input.clone(), 3)).unwrap().collect_final().await.unwrap();
+    executor.enqueue(GenerationRequest::new(input.clone(), 3)).unwrap().collect_final().await.unwrap();
     let mut seen_a = tokio::time::timeout(Duration::from_secs(5), until_stored(&mut a, 2)).await.unwrap();
     let mut seen_b = tokio::time::timeout(Duration::from_secs(5), until_stored(&mut b, 2)).await.unwrap();
     // The Created event may have been delivered between the two subscriptions.
@@ -210,7 +210,7 @@ async fn a_lagging_subscriber_is_told_it_lagged() {
     // Each request stores its context blocks, then its generated ones: more than two events unread.
     for i in 0..4 {
         let input = prompt(BLOCK + 1, 1 + 100 * i);
-        executor.generate(GenerationRequest::new(input, BLOCK)).unwrap().collect_final().await.unwrap();
+        executor.enqueue(GenerationRequest::new(input, BLOCK)).unwrap().collect_final().await.unwrap();
     }
     let mut published = 0;
     let overflowed = eventually_async(Duration::from_secs(5), || {

@@ -153,7 +153,7 @@ fn log_probs_when_asked() {
 async fn async_stream_yields_chunks_then_final() {
     let dir = engine_dir(|b| b);
     let executor = AsyncExecutor::load(dir.path(), common::sim::config().build().unwrap()).await.unwrap();
-    let mut stream = executor.generate(GenerationRequest::new(vec![7, 7, 7], 10)).unwrap();
+    let mut stream = executor.enqueue(GenerationRequest::new(vec![7, 7, 7], 10)).unwrap();
     let mut tokens = Vec::new();
     let mut finals = 0;
     while let Some(item) = stream.next().await {
@@ -177,7 +177,7 @@ async fn five_hundred_concurrent_streams_complete_with_the_right_counts() {
     let mut tasks = Vec::new();
     for i in 0..500u32 {
         let max_tokens = 1 + i % 17;
-        let stream = executor.generate(GenerationRequest::new(vec![1 + i % 900, 2, 3], max_tokens)).unwrap();
+        let stream = executor.enqueue(GenerationRequest::new(vec![1 + i % 900, 2, 3], max_tokens)).unwrap();
         tasks.push(tokio::spawn(async move {
             let mut stream = stream;
             let mut count = 0u32;

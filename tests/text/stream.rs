@@ -252,7 +252,7 @@ async fn token_aligned_stop_strings_reach_the_executor_as_stop_words() {
     let (request, _plan) =
         TextRequest::new(GenerationRequest::new(prompt, 40), &tokenizer, options).unwrap().into_parts();
     assert!(request.stop_words().contains(&vec![ids[position]]));
-    let done = executor.generate(request).unwrap().collect_final().await.unwrap();
+    let done = executor.enqueue(request).unwrap().collect_final().await.unwrap();
     assert_eq!(done.finish_reason, FinishReason::StopWords);
     assert_eq!(done.token_ids(), &ids[..=position]);
 
@@ -340,7 +340,7 @@ async fn a_special_token_stop_string_matches_on_its_id() {
     let options = TextOptions::new().stop_strings(["<|im_start|>"]).ignore_eos(true);
     let (request, _) =
         TextRequest::new(words_request(&tokenizer, seed, 40), &tokenizer, options.clone()).unwrap().into_parts();
-    let done = executor.generate(request).unwrap().collect_final().await.unwrap();
+    let done = executor.enqueue(request).unwrap().collect_final().await.unwrap();
     assert_eq!(done.finish_reason, FinishReason::StopWords);
     assert_eq!(done.token_ids(), &ids[..=at]);
 

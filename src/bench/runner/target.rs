@@ -100,7 +100,7 @@ pub(crate) fn enqueue_in_process(
     index: u64,
     phase: Phase,
 ) -> (Option<crate::GenerationStream>, RequestRecord) {
-    match executor.generate(generation_request(spec)) {
+    match executor.enqueue(generation_request(spec)) {
         Ok(stream) => {
             let record = new_record(spec, index, phase, clock.offset_s(stream.enqueued_at()));
             (Some(stream), record)
@@ -122,7 +122,7 @@ pub(crate) fn enqueue_all_in_process(
     specs: &[(Phase, RequestSpec)],
     clock: &RunClock,
 ) -> Vec<(Option<crate::GenerationStream>, RequestRecord)> {
-    match executor.generate_many(specs.iter().map(|(_, spec)| generation_request(spec)).collect()) {
+    match executor.enqueue_many(specs.iter().map(|(_, spec)| generation_request(spec)).collect()) {
         Ok(streams) => specs
             .iter()
             .zip(streams)

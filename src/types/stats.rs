@@ -6,6 +6,7 @@ use crate::ffi::sys;
 
 /// KV-cache block figures of one iteration (`KvCacheStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct KvCacheStats {
     /// Blocks the cache can hold.
     pub max_num_blocks: i32,
@@ -36,6 +37,7 @@ impl KvCacheStats {
 
 /// In-flight batching figures of one iteration (`InflightBatchingStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct InflightBatchingStats {
     /// Requests scheduled this iteration.
     pub num_scheduled_requests: i32,
@@ -55,6 +57,7 @@ pub struct InflightBatchingStats {
 
 /// Static batching figures of one iteration (`StaticBatchingStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct StaticBatchingStats {
     /// Requests scheduled.
     pub num_scheduled_requests: i32,
@@ -70,6 +73,7 @@ pub struct StaticBatchingStats {
 
 /// One executor iteration (`IterationStats`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct IterationStats {
     /// End of the iteration as the executor's local wall-clock text.
     pub timestamp: String,
@@ -190,8 +194,24 @@ pub enum RequestStage {
     Unknown(i32),
 }
 
+impl RequestStage {
+    /// The bridge's stage; `raw` is the upstream value, kept for one the shim does not know.
+    fn from_ffi(kind: sys::RequestStageKind, raw: i32) -> Self {
+        match kind {
+            sys::RequestStageKind::Queued => RequestStage::Queued,
+            sys::RequestStageKind::EncoderInProgress => RequestStage::EncoderInProgress,
+            sys::RequestStageKind::ContextInProgress => RequestStage::ContextInProgress,
+            sys::RequestStageKind::GenerationInProgress => RequestStage::GenerationInProgress,
+            sys::RequestStageKind::GenerationComplete => RequestStage::GenerationComplete,
+            // `Unknown`, or a value outside the shared enum (cxx lets C++ pass any).
+            _ => RequestStage::Unknown(raw),
+        }
+    }
+}
+
 /// One request in one iteration (`RequestStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RequestStats {
     /// The executor's request id.
     pub id: u64,
@@ -221,6 +241,7 @@ pub struct RequestStats {
 
 /// The request stats of one iteration (`RequestStatsPerIteration`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RequestStatsPerIteration {
     /// Iteration number.
     pub iter: u64,
@@ -235,14 +256,7 @@ impl From<sys::RequestStatsIteration> for RequestStatsPerIteration {
             .into_iter()
             .map(|r| RequestStats {
                 id: r.id,
-                stage: match r.stage {
-                    0 => RequestStage::Queued,
-                    1 => RequestStage::EncoderInProgress,
-                    2 => RequestStage::ContextInProgress,
-                    3 => RequestStage::GenerationInProgress,
-                    4 => RequestStage::GenerationComplete,
-                    other => RequestStage::Unknown(other),
-                },
+                stage: RequestStage::from_ffi(r.stage, r.stage_raw),
                 context_prefill_position: r.context_prefill_position,
                 num_generated_tokens: r.num_generated_tokens,
                 avg_num_decoded_tokens_per_iter: r.avg_num_decoded_tokens_per_iter,

@@ -208,14 +208,14 @@ impl ExecutorConfig {
             max_batch_size: self.max_batch_size.map_or(0, clamp),
             max_num_tokens: self.max_num_tokens.map_or(0, clamp),
             capacity_scheduler_policy: match self.scheduler_policy {
-                SchedulerPolicy::MaxUtilization => 0,
-                SchedulerPolicy::GuaranteedNoEvict => 1,
-                SchedulerPolicy::StaticBatch => 2,
+                SchedulerPolicy::MaxUtilization => sys::SchedulerPolicyKind::MaxUtilization,
+                SchedulerPolicy::GuaranteedNoEvict => sys::SchedulerPolicyKind::GuaranteedNoEvict,
+                SchedulerPolicy::StaticBatch => sys::SchedulerPolicyKind::StaticBatch,
             },
             context_chunking_policy: match self.context_chunking_policy {
-                None => -1,
-                Some(ContextChunkingPolicy::FirstComeFirstServed) => 0,
-                Some(ContextChunkingPolicy::EqualProgress) => 1,
+                None => sys::ChunkingPolicyKind::Unset,
+                Some(ContextChunkingPolicy::FirstComeFirstServed) => sys::ChunkingPolicyKind::FirstComeFirstServed,
+                Some(ContextChunkingPolicy::EqualProgress) => sys::ChunkingPolicyKind::EqualProgress,
             },
             enable_chunked_context: self.enable_chunked_context,
             kv_enable_block_reuse: self.kv_cache_enable_block_reuse,
@@ -242,6 +242,7 @@ impl ExecutorConfig {
 
 /// Builder for [`ExecutorConfig`]; `build` validates.
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is called"]
 pub struct ExecutorConfigBuilder {
     config: ExecutorConfig,
 }

@@ -1,24 +1,25 @@
-//! The safe executor: loads an engine, enqueues requests, routes responses, collects stats, shuts down.
+//! The safe executor: loads an engine, enqueues requests, shuts down; owns the threads.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
-use crate::clock::SteadyClock;
-use crate::config::ExecutorConfig;
+use super::accumulator::Accumulator;
+use super::kv_events::{KvEventHub, KvEventStream};
+use super::responses;
+use super::shared::{EndCause, Shared};
+use super::stats_poller::StatsPoller;
+use super::stream::GenerationStream;
 use crate::engine::EngineConfig;
 use crate::error::{Error, InvalidRequest, Result};
 use crate::ffi::sys;
-use crate::kv_events::{KvCacheEvent, KvEventHub, KvEventStream};
-use crate::output::Accumulator;
-use crate::request::GenerationRequest;
-use crate::router::{self, EndCause, Route, Routes};
-use crate::stats::{IterationStats, KvCacheStats, RequestStatsPerIteration};
-use crate::stream::GenerationStream;
+use crate::types::config::ExecutorConfig;
+use crate::types::kv_event::KvCacheEvent;
+use crate::types::request::GenerationRequest;
+use crate::types::stats::{IterationStats, KvCacheStats, RequestStatsPerIteration};
 use crate::version::{self, Backend};
 
 /// How [`Executor::shutdown`] treats requests still in flight.
@@ -31,124 +32,6 @@ pub enum ShutdownMode {
         /// The grace period.
         timeout: Duration,
     },
-}
-
-/// State shared by the executor handle, its threads and every stream.
-pub(crate) struct Inner {
-    pub(crate) handle: cxx::UniquePtr<sys::ExecutorHandle>,
-    pub(crate) config: ExecutorConfig,
-    pub(crate) engine: EngineConfig,
-    pub(crate) backend: Backend,
-    pub(crate) clock: SteadyClock,
-    pub(crate) routes: Mutex<Routes>,
-    pub(crate) routes_changed: Condvar,
-    /// Cleared when shutdown starts or the response thread fails; checked under the routes lock.
-    pub(crate) accepting: AtomicBool,
-    /// Tells the response and stats threads to stop.
-    pub(crate) stop: AtomicBool,
-    pub(crate) healthy: AtomicBool,
-    shutdown_done: Mutex<bool>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    latest_iteration: RwLock<Option<IterationStats>>,
-    /// Held while draining the executor's stats buffers: the stats thread and `refresh_stats` both
-    /// drain, and unserialised they could publish batches out of order.
-    stats_poll: Mutex<()>,
-    iteration_tx: broadcast::Sender<Arc<IterationStats>>,
-    request_stats_tx: broadcast::Sender<Arc<RequestStatsPerIteration>>,
-    /// KV-cache event delivery, when the executor records events.
-    pub(crate) kv_events: Option<KvEventHub>,
-    failure: OnceLock<String>,
-}
-
-impl std::fmt::Debug for Inner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inner").field("engine", &self.engine.dir).field("backend", &self.backend).finish()
-    }
-}
-
-impl Inner {
-    /// Ends every in-flight request with `cause` and refuses new ones (response thread failure).
-    pub(crate) fn fail_all(&self, cause: EndCause) {
-        if let EndCause::Fatal(message) = &cause {
-            let _ = self.failure.set(message.clone());
-            self.healthy.store(false, Ordering::Release);
-        }
-        self.accepting.store(false, Ordering::Release);
-        let drained: Vec<Route> = match self.routes.lock() {
-            Ok(mut routes) => routes.drain().map(|(_, r)| r).collect(),
-            Err(_) => Vec::new(),
-        };
-        for route in drained {
-            let _ = route.end.set(cause.clone());
-            // Dropping the sender closes the channel; the stream then reads the cause.
-        }
-        self.routes_changed.notify_all();
-    }
-
-    /// Cancels a request in the executor, tolerating a shut-down executor.
-    pub(crate) fn cancel_quietly(&self, id: u64) {
-        if let Err(e) = self.handle.cancel(id) {
-            tracing::debug!(request_id = id, error = e.what(), "cancel failed");
-        }
-    }
-
-    /// Removes a request's route (its stream was dropped) and cancels it in the executor.
-    pub(crate) fn release(&self, id: u64) {
-        let removed = self.routes.lock().map(|mut r| r.remove(&id).is_some()).unwrap_or(false);
-        if removed {
-            self.routes_changed.notify_all();
-            self.cancel_quietly(id);
-        }
-    }
-
-    fn poll_stats(&self) {
-        let _serialised = self.stats_poll.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        match self.handle.iteration_stats() {
-            Ok(items) => {
-                let mut last = None;
-                for item in items {
-                    let stats = Arc::new(IterationStats::from(item));
-                    // No receivers is fine: the value is still kept as the latest.
-                    let _ = self.iteration_tx.send(stats.clone());
-                    last = Some(stats);
-                }
-                if let Some(last) = last
-                    && let Ok(mut latest) = self.latest_iteration.write()
-                {
-                    *latest = Some((*last).clone());
-                }
-            }
-            Err(e) => tracing::debug!(error = e.what(), "getLatestIterationStats failed"),
-        }
-        if self.config.request_stats_max_iterations > 0 {
-            match self.handle.request_stats() {
-                Ok(items) => {
-                    for item in items {
-                        let _ = self.request_stats_tx.send(Arc::new(RequestStatsPerIteration::from(item)));
-                    }
-                }
-                Err(e) => tracing::debug!(error = e.what(), "getLatestRequestStats failed"),
-            }
-        }
-    }
-}
-
-fn stats_loop(inner: Arc<Inner>) {
-    let period = inner.config.stats_poll_interval;
-    while !inner.stop.load(Ordering::Acquire) {
-        inner.poll_stats();
-        // Sleep in short slices so that shutdown is not held up by a long period.
-        let until = Instant::now() + period;
-        while !inner.stop.load(Ordering::Acquire) {
-            let now = Instant::now();
-            if now >= until {
-                break;
-            }
-            std::thread::sleep((until - now).min(Duration::from_millis(20)));
-        }
-    }
-    // One last drain so that the final iterations are not lost.
-    inner.poll_stats();
 }
 
 /// A TensorRT-LLM executor (or the simulated one) with its response and stats threads.
@@ -176,7 +59,15 @@ fn stats_loop(inner: Arc<Inner>) {
 /// ```
 #[derive(Debug)]
 pub struct Executor {
-    inner: Arc<Inner>,
+    shared: Arc<Shared>,
+    stats: Arc<StatsPoller>,
+    /// KV-cache event delivery, when the executor records events.
+    kv_events: Option<Arc<KvEventHub>>,
+    config: ExecutorConfig,
+    engine: EngineConfig,
+    backend: Backend,
+    shutdown_done: Mutex<bool>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Executor {
@@ -199,45 +90,31 @@ impl Executor {
         })?;
         tracing::info!(engine = %engine_dir.display(), backend = %backend, "loading executor");
         let handle = sys::new_executor(dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
-        let kv_events =
-            (config.kv_cache_event_buffer_max_size > 0).then(|| KvEventHub::new(config.kv_cache_event_buffer_max_size));
-        let (iteration_tx, _) = broadcast::channel(4096);
-        let (request_stats_tx, _) = broadcast::channel(4096);
-        let inner = Arc::new(Inner {
-            handle,
+        let shared = Arc::new(Shared::new(handle));
+        let stats = Arc::new(StatsPoller::new(shared.clone(), config.request_stats_max_iterations > 0));
+        let kv_events = (config.kv_cache_event_buffer_max_size > 0)
+            .then(|| Arc::new(KvEventHub::new(config.kv_cache_event_buffer_max_size)));
+        let (response_poll, stats_poll) = (config.response_poll_interval, config.stats_poll_interval);
+        let executor = Executor {
+            shared: shared.clone(),
+            stats: stats.clone(),
+            kv_events: kv_events.clone(),
             config,
             engine,
             backend,
-            clock: SteadyClock::calibrate(),
-            routes: Mutex::new(Routes::new()),
-            routes_changed: Condvar::new(),
-            accepting: AtomicBool::new(true),
-            stop: AtomicBool::new(false),
-            healthy: AtomicBool::new(true),
             shutdown_done: Mutex::new(false),
             threads: Mutex::new(Vec::new()),
-            latest_iteration: RwLock::new(None),
-            stats_poll: Mutex::new(()),
-            iteration_tx,
-            request_stats_tx,
-            kv_events,
-            failure: OnceLock::new(),
-        });
-        let spawn = |name: &str, body: fn(Arc<Inner>), inner: Arc<Inner>| {
-            std::thread::Builder::new()
-                .name(name.to_string())
-                .spawn(move || body(inner))
-                .map_err(|e| Error::Executor(format!("cannot start the {name} thread: {e}")))
         };
-        let responses = spawn("trtllm-responses", router::run, inner.clone());
-        let stats = spawn("trtllm-stats", stats_loop, inner.clone());
-        let executor = Executor { inner };
         // On a failed spawn, Drop shuts down whatever did start.
+        let responses = responses::spawn(shared.clone(), response_poll);
+        let stats = stats.start(stats_poll);
         let threads = vec![responses?, stats?];
-        if let Ok(mut slot) = executor.inner.threads.lock() {
+        if let Ok(mut slot) = executor.threads.lock() {
             *slot = threads;
         }
-        KvEventHub::start(&executor.inner)?;
+        if let Some(hub) = &kv_events {
+            hub.start(shared)?;
+        }
         Ok(executor)
     }
 
@@ -293,64 +170,29 @@ impl Executor {
     /// The checks made before the executor sees a request: the engine's limits and the
     /// configured beam width.
     fn check(&self, request: &GenerationRequest) -> Result<()> {
-        request.validate(&self.inner.engine)?;
+        request.validate(&self.engine)?;
         let beam_width = request.sampling().beam_width;
-        if beam_width > self.inner.config.max_beam_width {
-            return Err(
-                InvalidRequest::BeamWidth { requested: beam_width, max: self.inner.config.max_beam_width }.into()
-            );
+        if beam_width > self.config.max_beam_width {
+            return Err(InvalidRequest::BeamWidth { requested: beam_width, max: self.config.max_beam_width }.into());
         }
         Ok(())
     }
 
-    /// Calls `submit` (which enqueues `requests` and returns their ids in order) with the routing
-    /// table locked, registers a route per id before any response can be routed, and returns the
-    /// streams.
+    /// Registers `requests` for routing while `submit` hands them to the executor (see
+    /// [`Shared::register`]) and returns their streams.
     fn register(
         &self,
         requests: &[GenerationRequest],
         submit: impl FnOnce(&sys::ExecutorHandle) -> std::result::Result<Vec<u64>, cxx::Exception>,
     ) -> Result<Vec<GenerationStream>> {
-        let (senders, receivers): (Vec<_>, Vec<_>) =
-            requests.iter().map(|_| mpsc::channel(self.inner.config.stream_buffer)).unzip();
-        let ends: Vec<_> = requests.iter().map(|_| Arc::new(OnceLock::new())).collect();
-        let enqueued_at;
-        let ids = {
-            let mut routes = self.inner.routes.lock().map_err(|_| Error::Executor("routing table poisoned".into()))?;
-            if !self.inner.accepting.load(Ordering::Acquire) {
-                return Err(match self.inner.failure.get() {
-                    Some(message) => Error::Executor(message.clone()),
-                    None => Error::ShutDown,
-                });
-            }
-            enqueued_at = Instant::now();
-            let ids = submit(&self.inner.handle).map_err(|e| Error::from_executor(e.what()))?;
-            if ids.len() != requests.len() {
-                // Not expected from any executor; the ids cannot be matched to the requests, so
-                // they are cancelled rather than left running unrouted.
-                for id in &ids {
-                    let _ = self.inner.handle.cancel(*id);
-                }
-                return Err(Error::Executor(format!(
-                    "the executor returned {} request ids for {} requests",
-                    ids.len(),
-                    requests.len()
-                )));
-            }
-            for ((id, tx), end) in ids.iter().zip(senders).zip(&ends) {
-                routes.insert(*id, Route { tx, end: end.clone() });
-            }
-            ids
-        };
-        let tokens_per_block = u32::try_from(self.inner.engine.tokens_per_block).unwrap_or(u32::MAX);
+        let (enqueued_at, registrations) = self.shared.register(requests.len(), self.config.stream_buffer, submit)?;
+        let tokens_per_block = u32::try_from(self.engine.tokens_per_block).unwrap_or(u32::MAX);
         let streams = requests
             .iter()
-            .zip(ids)
-            .zip(receivers)
-            .zip(ends)
-            .map(|(((request, id), rx), end)| {
+            .zip(registrations)
+            .map(|(request, registration)| {
                 let accumulator = Accumulator::new(
-                    id,
+                    registration.id,
                     request.prompt().len() as u32,
                     tokens_per_block,
                     request.sampling().sequences(),
@@ -358,7 +200,7 @@ impl Executor {
                     request.sampling().beam_width > 1,
                     enqueued_at,
                 );
-                GenerationStream::new(self.inner.clone(), id, rx, end, accumulator)
+                GenerationStream::new(self.shared.clone(), registration, accumulator)
             })
             .collect();
         Ok(streams)
@@ -367,107 +209,87 @@ impl Executor {
     /// Cancels a request by id. Its stream ends with a final whose reason is `Cancelled`.
     /// Cancelling a finished or unknown id does nothing.
     pub fn cancel(&self, request_id: u64) -> Result<()> {
-        self.inner.handle.cancel(request_id).map_err(|e| Error::from_executor(e.what()))
+        self.shared.handle().cancel(request_id).map_err(|e| Error::from_executor(e.what()))
     }
 
     /// Stops accepting requests, cancels or drains those in flight, stops the threads and shuts the
     /// executor down. Every open stream ends with a terminal item. Idempotent; blocks.
     pub fn shutdown(&self, mode: ShutdownMode) -> Result<()> {
-        let inner = &self.inner;
-        let Ok(mut done) = inner.shutdown_done.lock() else { return Ok(()) };
+        let Ok(mut done) = self.shutdown_done.lock() else { return Ok(()) };
         if *done {
             return Ok(());
         }
-        let ids: Vec<u64> = match inner.routes.lock() {
-            Ok(routes) => {
-                inner.accepting.store(false, Ordering::Release);
-                routes.keys().copied().collect()
-            }
-            Err(_) => Vec::new(),
-        };
-        tracing::info!(in_flight = ids.len(), ?mode, "shutting down executor");
+        let in_flight = self.shared.stop_accepting();
+        tracing::info!(in_flight, ?mode, "shutting down executor");
         if let ShutdownMode::Drain { timeout } = mode {
             self.wait_idle(timeout);
         }
-        let remaining: Vec<u64> = inner.routes.lock().map(|r| r.keys().copied().collect()).unwrap_or_default();
-        for id in remaining {
-            inner.cancel_quietly(id);
+        for id in self.shared.in_flight_ids() {
+            self.shared.cancel_quietly(id);
         }
         // Cancelled finals arrive within an iteration or two; don't wait forever on a stuck executor.
         self.wait_idle(Duration::from_secs(10));
-        inner.stop.store(true, Ordering::Release);
-        let threads = inner.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
+        self.shared.request_stop();
+        let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
         for thread in threads {
             let _ = thread.join();
         }
-        let result = inner.handle.shutdown().map_err(|e| Error::from_executor(e.what()));
+        let result = self.shared.handle().shutdown().map_err(|e| Error::from_executor(e.what()));
         // After the executor's shutdown, so that the events of its last iterations are delivered too.
-        if let Some(hub) = &inner.kv_events {
+        if let Some(hub) = &self.kv_events {
             hub.stop_and_join();
         }
-        inner.fail_all(EndCause::ShutDown);
+        self.shared.fail_all(EndCause::ShutDown);
         *done = true;
         result
     }
 
     /// Waits until no request is in flight, for at most `timeout`. Returns whether it is idle.
     pub fn wait_idle(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let Ok(mut routes) = self.inner.routes.lock() else { return false };
-        while !routes.is_empty() {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            match self.inner.routes_changed.wait_timeout(routes, deadline - now) {
-                Ok((guard, _)) => routes = guard,
-                Err(_) => return false,
-            }
-        }
-        true
+        self.shared.wait_idle(timeout)
     }
 
     /// Whether this process may enqueue: false after shutdown, and on non-leader ranks of a
     /// multi-GPU leader-mode run (which must not serve).
     pub fn can_enqueue(&self) -> bool {
-        self.inner.accepting.load(Ordering::Acquire) && self.inner.handle.can_enqueue().unwrap_or(false)
+        self.shared.is_accepting() && self.shared.handle().can_enqueue().unwrap_or(false)
     }
 
     /// Requests registered and not yet finished.
     pub fn in_flight(&self) -> usize {
-        self.inner.routes.lock().map(|r| r.len()).unwrap_or(0)
+        self.shared.in_flight()
     }
 
     /// True while requests are accepted and the response thread is running.
     pub fn is_healthy(&self) -> bool {
-        self.inner.healthy.load(Ordering::Acquire) && self.inner.accepting.load(Ordering::Acquire)
+        self.shared.is_healthy()
     }
 
     /// The engine's configuration.
     pub fn engine(&self) -> &EngineConfig {
-        &self.inner.engine
+        &self.engine
     }
 
     /// The executor configuration it was loaded with.
     pub fn config(&self) -> &ExecutorConfig {
-        &self.inner.config
+        &self.config
     }
 
     /// The most requests it runs at once: the configured `max_batch_size`, capped by the
     /// engine's (at least 1).
     pub fn max_batch_size(&self) -> usize {
-        let engine = self.inner.engine.max_batch_size;
-        self.inner.config.max_batch_size.map_or(engine, |b| (b as usize).min(engine)).max(1)
+        let engine = self.engine.max_batch_size;
+        self.config.max_batch_size.map_or(engine, |b| (b as usize).min(engine)).max(1)
     }
 
     /// Which executor this is: `tensorrt-llm <version>` or `simulated`.
     pub fn backend(&self) -> &Backend {
-        &self.inner.backend
+        &self.backend
     }
 
     /// The most recent iteration's stats, if any iteration has run.
     pub fn latest_iteration_stats(&self) -> Option<IterationStats> {
-        self.inner.latest_iteration.read().ok().and_then(|s| s.clone())
+        self.stats.latest_iteration()
     }
 
     /// The most recent KV-cache figures.
@@ -477,18 +299,18 @@ impl Executor {
 
     /// Every iteration's stats from now on (a lagging receiver loses the oldest).
     pub fn subscribe_iteration_stats(&self) -> broadcast::Receiver<Arc<IterationStats>> {
-        self.inner.iteration_tx.subscribe()
+        self.stats.subscribe_iterations()
     }
 
     /// Per-request stats of every iteration from now on; empty unless
     /// `request_stats_max_iterations` > 0.
     pub fn subscribe_request_stats(&self) -> broadcast::Receiver<Arc<RequestStatsPerIteration>> {
-        self.inner.request_stats_tx.subscribe()
+        self.stats.subscribe_requests()
     }
 
     /// Drains the executor's stats buffers now instead of waiting for the next poll.
     pub fn refresh_stats(&self) {
-        self.inner.poll_stats();
+        self.stats.poll();
     }
 
     /// The KV-cache events recorded since the last call (at most `kv_cache_event_buffer_max_size`, the
@@ -520,7 +342,7 @@ impl Executor {
     /// # Ok(()) }
     /// ```
     pub fn kv_cache_events(&self, timeout: Duration) -> Result<Vec<KvCacheEvent>> {
-        let hub = self.inner.kv_events.as_ref().ok_or(Error::KvEventsDisabled)?;
+        let hub = self.kv_events.as_ref().ok_or(Error::KvEventsDisabled)?;
         Ok(hub.take(timeout))
     }
 
@@ -529,7 +351,7 @@ impl Executor {
     /// Errors: [`Error::KvEventsDisabled`] unless `kv_cache_event_buffer_max_size` > 0;
     /// [`Error::ShutDown`] after shutdown.
     pub fn subscribe_kv_events(&self) -> Result<KvEventStream> {
-        self.inner.kv_events.as_ref().ok_or(Error::KvEventsDisabled)?.subscribe()
+        self.kv_events.as_ref().ok_or(Error::KvEventsDisabled)?.subscribe()
     }
 }
 

@@ -196,15 +196,17 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
-    pub(crate) fn from_raw(raw: i32) -> Self {
-        match raw {
-            0 => FinishReason::NotFinished,
-            1 => FinishReason::EndId,
-            2 => FinishReason::StopWords,
-            3 => FinishReason::Length,
-            4 => FinishReason::TimedOut,
-            5 => FinishReason::Cancelled,
-            other => FinishReason::Unknown(other),
+    /// The bridge's finish reason; an unknown one keeps the upstream value.
+    pub(crate) fn from_ffi(item: sys::FinishItem) -> Self {
+        match item.kind {
+            sys::FinishKind::NotFinished => FinishReason::NotFinished,
+            sys::FinishKind::EndId => FinishReason::EndId,
+            sys::FinishKind::StopWords => FinishReason::StopWords,
+            sys::FinishKind::Length => FinishReason::Length,
+            sys::FinishKind::TimedOut => FinishReason::TimedOut,
+            sys::FinishKind::Cancelled => FinishReason::Cancelled,
+            // `Unknown`, or a value outside the shared enum (cxx lets C++ pass any).
+            _ => FinishReason::Unknown(item.raw),
         }
     }
 
@@ -283,60 +285,70 @@ impl GenerationRequest {
     }
 
     /// Streaming (a chunk per iteration) or not (one final with every token). Default true.
+    #[must_use]
     pub fn with_streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
         self
     }
 
     /// Sampling parameters.
+    #[must_use]
     pub fn with_sampling(mut self, sampling: SamplingParams) -> Self {
         self.sampling = sampling;
         self
     }
 
     /// Stop when this token is generated (not included in the output). `-1` never stops early.
+    #[must_use]
     pub fn with_end_id(mut self, end_id: i32) -> Self {
         self.end_id = Some(end_id);
         self
     }
 
     /// Padding token id.
+    #[must_use]
     pub fn with_pad_id(mut self, pad_id: i32) -> Self {
         self.pad_id = Some(pad_id);
         self
     }
 
     /// Token sequences that stop generation when produced (included in the output).
+    #[must_use]
     pub fn with_stop_words(mut self, stop_words: Vec<Vec<u32>>) -> Self {
         self.stop_words = stop_words;
         self
     }
 
     /// Token sequences that must never be generated.
+    #[must_use]
     pub fn with_bad_words(mut self, bad_words: Vec<Vec<u32>>) -> Self {
         self.bad_words = bad_words;
         self
     }
 
     /// Scheduling priority in [0, 1] (default 0.5; higher runs first).
+    #[must_use]
     pub fn with_priority(mut self, priority: f32) -> Self {
         self.priority = priority;
         self
     }
 
     /// A deadline after which the request finishes with [`FinishReason::TimedOut`].
+    #[must_use]
     pub fn with_allotted_time(mut self, allotted: Duration) -> Self {
         self.allotted_time = Some(allotted);
         self
     }
 
     /// Return per-token log probabilities.
+    #[must_use]
     pub fn with_log_probs(mut self, on: bool) -> Self {
         self.return_log_probs = on;
         self
     }
 
     /// Ask the executor for `RequestPerfMetrics` (default true; cheap).
+    #[must_use]
     pub fn with_perf_metrics(mut self, on: bool) -> Self {
         self.return_perf_metrics = on;
         self

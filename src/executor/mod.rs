@@ -1,0 +1,19 @@
+//! The running executor: the shared route table, the response, stats and KV-event threads, the
+//! per-request streams, and the blocking and async fronts.
+//!
+//! Dependencies point one way: `accumulator` <- `shared` <- `responses`, `stats_poller`,
+//! `kv_events`, `stream` <- `sync_executor` <- `async_executor`.
+
+mod accumulator;
+mod async_executor;
+mod kv_events;
+mod responses;
+mod shared;
+mod stats_poller;
+mod stream;
+mod sync_executor;
+
+pub use async_executor::AsyncExecutor;
+pub use kv_events::KvEventStream;
+pub use stream::{BlockingIter, GenerationStream};
+pub use sync_executor::{Executor, ShutdownMode};

@@ -1,0 +1,34 @@
+//! The response thread: the one caller of `awaitResponses`, handing each batch to the route table.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::shared::{EndCause, Shared};
+use crate::error::{Error, Result};
+
+/// Starts the response thread, which waits up to `poll_interval` (1 ms to 1 s) per
+/// `awaitResponses` call, so that stopping it takes at most that long.
+pub(crate) fn spawn(shared: Arc<Shared>, poll_interval: Duration) -> Result<JoinHandle<()>> {
+    let timeout_ms = poll_interval.as_millis().clamp(1, 1000) as u32;
+    std::thread::Builder::new()
+        .name("trtllm-responses".to_string())
+        .spawn(move || run(&shared, timeout_ms))
+        .map_err(|e| Error::Executor(format!("cannot start the trtllm-responses thread: {e}")))
+}
+
+/// The body of the response thread. On an executor error it fails every in-flight request.
+fn run(shared: &Shared, timeout_ms: u32) {
+    while !shared.stopping() {
+        match shared.handle().await_responses(timeout_ms) {
+            Ok(batch) if batch.is_empty() => {}
+            Ok(batch) => shared.route(batch),
+            Err(e) => {
+                let message = format!("awaitResponses failed: {}", e.what().lines().next().unwrap_or(""));
+                tracing::error!(error = %message, "response thread stopping; failing every in-flight request");
+                shared.fail_all(EndCause::Fatal(message));
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The stats thread: drains the executor's iteration and request stats and fans them out.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::broadcast;
+
+use super::shared::Shared;
+use crate::error::{Error, Result};
+use crate::types::stats::{IterationStats, RequestStatsPerIteration};
+
+/// How many stats batches a subscriber may fall behind before it loses the oldest.
+const SUBSCRIBER_BUFFER: usize = 4096;
+
+/// The latest iteration's stats and the broadcast of every batch.
+#[derive(Debug)]
+pub(crate) struct StatsPoller {
+    shared: Arc<Shared>,
+    /// Whether per-request stats are recorded (`request_stats_max_iterations` > 0).
+    request_stats: bool,
+    latest_iteration: RwLock<Option<IterationStats>>,
+    /// Held while draining the executor's stats buffers: the stats thread and `poll` from a caller
+    /// both drain, and unserialised they could publish batches out of order.
+    draining: Mutex<()>,
+    iteration_tx: broadcast::Sender<Arc<IterationStats>>,
+    request_stats_tx: broadcast::Sender<Arc<RequestStatsPerIteration>>,
+}
+
+impl StatsPoller {
+    pub(crate) fn new(shared: Arc<Shared>, request_stats: bool) -> Self {
+        let (iteration_tx, _) = broadcast::channel(SUBSCRIBER_BUFFER);
+        let (request_stats_tx, _) = broadcast::channel(SUBSCRIBER_BUFFER);
+        StatsPoller {
+            shared,
+            request_stats,
+            latest_iteration: RwLock::new(None),
+            draining: Mutex::new(()),
+            iteration_tx,
+            request_stats_tx,
+        }
+    }
+
+    /// Starts the stats thread, polling every `period` until the shared state says stop.
+    pub(crate) fn start(self: &Arc<Self>, period: Duration) -> Result<JoinHandle<()>> {
+        let poller = self.clone();
+        std::thread::Builder::new()
+            .name("trtllm-stats".to_string())
+            .spawn(move || poller.run(period))
+            .map_err(|e| Error::Executor(format!("cannot start the trtllm-stats thread: {e}")))
+    }
+
+    fn run(&self, period: Duration) {
+        while !self.shared.stopping() {
+            self.poll();
+            // Sleep in short slices so that shutdown is not held up by a long period.
+            let until = Instant::now() + period;
+            while !self.shared.stopping() {
+                let now = Instant::now();
+                if now >= until {
+                    break;
+                }
+                std::thread::sleep((until - now).min(Duration::from_millis(20)));
+            }
+        }
+        // One last drain so that the final iterations are not lost.
+        self.poll();
+    }
+
+    /// Drains the executor's stats buffers and publishes what they held.
+    pub(crate) fn poll(&self) {
+        let _serialised = self.draining.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match self.shared.handle().iteration_stats() {
+            Ok(items) => {
+                let mut last = None;
+                for item in items {
+                    let stats = Arc::new(IterationStats::from(item));
+                    // No receivers is fine: the value is still kept as the latest.
+                    let _ = self.iteration_tx.send(stats.clone());
+                    last = Some(stats);
+                }
+                if let Some(last) = last
+                    && let Ok(mut latest) = self.latest_iteration.write()
+                {
+                    *latest = Some((*last).clone());
+                }
+            }
+            Err(e) => tracing::debug!(error = e.what(), "getLatestIterationStats failed"),
+        }
+        if self.request_stats {
+            match self.shared.handle().request_stats() {
+                Ok(items) => {
+                    for item in items {
+                        let _ = self.request_stats_tx.send(Arc::new(RequestStatsPerIteration::from(item)));
+                    }
+                }
+                Err(e) => tracing::debug!(error = e.what(), "getLatestRequestStats failed"),
+            }
+        }
+    }
+
+    /// The most recent iteration's stats, if any iteration has run.
+    pub(crate) fn latest_iteration(&self) -> Option<IterationStats> {
+        self.latest_iteration.read().ok().and_then(|s| s.clone())
+    }
+
+    /// Every iteration's stats from now on.
+    pub(crate) fn subscribe_iterations(&self) -> broadcast::Receiver<Arc<IterationStats>> {
+        self.iteration_tx.subscribe()
+    }
+
+    /// Per-request stats of every iteration from now on.
+    pub(crate) fn subscribe_requests(&self) -> broadcast::Receiver<Arc<RequestStatsPerIteration>> {
+        self.request_stats_tx.subscribe()
+    }
+}

@@ -1,0 +1,8 @@
+//! The executor's plain data: requests, configuration, outputs, statistics and KV-cache events,
+//! with their conversions to and from the FFI structs. No executor machinery lives here.
+
+pub(crate) mod config;
+pub(crate) mod kv_event;
+pub(crate) mod output;
+pub(crate) mod request;
+pub(crate) mod stats;
