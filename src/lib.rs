@@ -31,8 +31,6 @@ pub mod proto;
 pub mod server;
 pub mod sim;
 pub mod text;
-mod text_request;
-mod text_stream;
 mod types;
 mod version;
 
@@ -40,8 +38,7 @@ pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
 pub use error::{Error, InvalidRequest, Result};
 pub use executor::{AsyncExecutor, BlockingIter, Executor, GenerationStream, KvEventStream, ShutdownMode};
-pub use text_request::{TextOptions, TextPlan, TextRequest};
-pub use text_stream::{TextEvent, TextStream};
+pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
 pub use types::config::{
     ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy,
 };

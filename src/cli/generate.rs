@@ -98,7 +98,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     let options = TextOptions::new()
         .stop_strings(args.stops.iter().cloned())
-        .include_stop(args.include_stop)
+        .include_stop_string(args.include_stop)
         .ignore_eos(args.ignore_eos)
         .skip_special_tokens(!args.no_skip_special_tokens);
     let executor = AsyncExecutor::load(&engine_dir, ExecutorConfig::default()).await?;

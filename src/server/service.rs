@@ -87,7 +87,7 @@ impl Service {
             Some(t) => {
                 let options = TextOptions::new()
                     .stop_strings(request.stop.iter().cloned())
-                    .include_stop(request.include_stop_token_in_output)
+                    .include_stop_string(request.include_stop_token_in_output)
                     .ignore_eos(request.ignore_eos);
                 let (generation, plan) =
                     TextRequest::new(generation, t, options).map_err(|e| convert::status(&e))?.into_parts();

@@ -1,7 +1,7 @@
 //! The text layer: tokenizer, incremental detokenization, chat templates and stop strings.
 //!
-//! Users work in text, the executor in token ids. This module converts between the two and
-//! knows nothing about the executor:
+//! Users work in text, the executor in token ids. The pieces below convert between the two and
+//! know nothing about the executor:
 //!
 //! - [`Tokenizer`] loads a Hugging Face tokenizer directory (`tokenizer.json` plus its
 //!   configuration files) and encodes/decodes;
@@ -65,10 +65,12 @@ mod detokenizer;
 mod error;
 mod hf_config;
 mod py_json;
+mod request;
 mod stop;
 #[cfg(test)]
 mod stop_reference_tests;
 mod stop_set;
+mod stream;
 mod token_ids;
 mod tokenizer;
 
@@ -76,6 +78,8 @@ pub use chat_message::ChatMessage;
 pub use chat_template::ChatTemplate;
 pub use detokenizer::IncrementalDecoder;
 pub use error::{Result, TextError};
+pub use request::{TextOptions, TextPlan, TextRequest};
 pub use stop::{StopMatcher, StopMatcherBuilder, StopStep, TokenStopSequences, token_stop_sequences};
+pub use stream::{TextEvent, TextStream};
 pub use token_ids::{token_ids_from_i32, token_ids_to_i32};
 pub use tokenizer::Tokenizer;

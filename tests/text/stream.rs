@@ -100,7 +100,7 @@ async fn run_request(
 /// 40 tokens after "Text streams", never stopping at an eos id.
 async fn run(executor: &AsyncExecutor, tokenizer: &Tokenizer, stops: &[&str], include: bool) -> Run {
     let prompt = tokenizer.encode("Text streams", false).unwrap();
-    let options = TextOptions::new().stop_strings(stops.iter().copied()).include_stop(include).ignore_eos(true);
+    let options = TextOptions::new().stop_strings(stops.iter().copied()).include_stop_string(include).ignore_eos(true);
     run_request(executor, tokenizer, GenerationRequest::new(prompt, 40), options).await
 }
 
@@ -345,7 +345,7 @@ async fn a_special_token_stop_string_matches_on_its_id() {
     assert_eq!(done.token_ids(), &ids[..=at]);
 
     for (include, skip_special) in [(false, true), (true, true), (false, false)] {
-        let options = options.clone().include_stop(include).skip_special_tokens(skip_special);
+        let options = options.clone().include_stop_string(include).skip_special_tokens(skip_special);
         let stopped = run_request(&executor, &tokenizer, words_request(&tokenizer, seed, 40), options).await;
         assert_eq!(stopped.matched.as_deref(), Some("<|im_start|>"));
         assert_eq!(stopped.output.finish_reason, FinishReason::StopWords);

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use futures::Stream;
 
+use super::request::{TextOptions, TextPlan, TextRequest};
+use super::{IncrementalDecoder, StopMatcher, StopStep, TextError, Tokenizer};
 use crate::error::{Error, Result};
-use crate::text::{IncrementalDecoder, StopMatcher, StopStep, TextError, Tokenizer};
-use crate::text_request::{TextOptions, TextPlan, TextRequest};
 use crate::{AsyncExecutor, GenerationStream};
 use crate::{FinalOutput, StreamEvent, TokenChunk};
 use crate::{FinishReason, GenerationRequest};
@@ -106,7 +106,7 @@ impl SequenceText {
                 // the text matcher had a say): match it here.
                 self.flush();
                 if self.end.is_none() {
-                    if plan.include_stop {
+                    if plan.include_stop_string {
                         self.text.push_str(stop);
                     }
                     self.end = Some(End::Stop(stop.to_owned()));

@@ -1,28 +1,33 @@
 //! Setting a request up for text: end ids and stop words for the executor, stop strings for the text.
 
+use super::{StopMatcher, Tokenizer, token_stop_sequences};
 use crate::GenerationRequest;
 use crate::error::{Error, InvalidRequest, Result};
-use crate::text::{StopMatcher, Tokenizer, token_stop_sequences};
 
 /// How a request's text ends and what it shows: stop strings, eos handling, special tokens.
 ///
 /// ```rust
 /// use trtllm::TextOptions;
 ///
-/// let options = TextOptions::new().stop_strings(["\n\n", "<|im_end|>"]).include_stop(false);
+/// let options = TextOptions::new().stop_strings(["\n\n", "<|im_end|>"]).include_stop_string(false);
 /// assert_eq!(options.stop_string_list(), ["\n\n", "<|im_end|>"]);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextOptions {
     stop_strings: Vec<String>,
-    include_stop: bool,
+    include_stop_string: bool,
     ignore_eos: bool,
     skip_special_tokens: bool,
 }
 
 impl Default for TextOptions {
     fn default() -> Self {
-        TextOptions { stop_strings: Vec::new(), include_stop: false, ignore_eos: false, skip_special_tokens: true }
+        TextOptions {
+            stop_strings: Vec::new(),
+            include_stop_string: false,
+            ignore_eos: false,
+            skip_special_tokens: true,
+        }
     }
 }
 
@@ -43,8 +48,8 @@ impl TextOptions {
     }
 
     /// Keep the matched stop string at the end of the text (default: cut it off).
-    pub fn include_stop(mut self, include: bool) -> Self {
-        self.include_stop = include;
+    pub fn include_stop_string(mut self, include: bool) -> Self {
+        self.include_stop_string = include;
         self
     }
 
@@ -132,7 +137,7 @@ pub struct TextPlan {
     /// Tokens a sequence has before an eos id in `extra_end_ids` may end it (the sampling's
     /// `min_tokens`, which the executor applies to the end id alone).
     pub(crate) min_tokens: usize,
-    pub(crate) include_stop: bool,
+    pub(crate) include_stop_string: bool,
     pub(crate) skip_special_tokens: bool,
     pub(crate) client_streaming: bool,
 }
@@ -144,7 +149,7 @@ impl TextRequest {
     /// Errors with [`Error::InvalidRequest`] naming `stop` when a stop string is empty or cannot
     /// be encoded.
     pub fn new(request: GenerationRequest, tokenizer: &Tokenizer, options: TextOptions) -> Result<Self> {
-        let TextOptions { stop_strings, include_stop, ignore_eos, skip_special_tokens } = options;
+        let TextOptions { stop_strings, include_stop_string, ignore_eos, skip_special_tokens } = options;
         let invalid = |value: &str, rule| {
             Error::InvalidRequest(InvalidRequest::Parameter { field: "stop", value: format!("{value:?}"), rule })
         };
@@ -153,7 +158,7 @@ impl TextRequest {
         }
         let stop = StopMatcher::builder()
             .stop_strings(&stop_strings)
-            .include_stop_string(include_stop)
+            .include_stop_string(include_stop_string)
             .build()
             .map_err(|_| invalid("", "stop strings must not be empty"))?;
 
@@ -215,7 +220,7 @@ impl TextRequest {
             token_stops,
             extra_end_ids,
             min_tokens,
-            include_stop,
+            include_stop_string,
             skip_special_tokens,
             client_streaming,
         };
