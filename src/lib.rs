@@ -29,6 +29,7 @@ mod error;
 mod executor;
 mod ffi;
 mod kv_events;
+pub mod lora;
 mod output;
 pub mod proto;
 mod request;
