@@ -33,6 +33,9 @@ mod settings;
 mod weights;
 mod wire;
 
+#[cfg(test)]
+mod tests;
+
 pub use dtype::LoraDtype;
 pub use error::LoraError;
 pub use module::{LoraModule, ModelDims, ModuleDims};
