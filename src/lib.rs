@@ -27,6 +27,7 @@ mod engine;
 mod error;
 mod executor;
 mod ffi;
+pub mod lora;
 pub mod proto;
 pub mod server;
 pub mod sim;
