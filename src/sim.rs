@@ -8,6 +8,8 @@
 
 mod error;
 mod gpu;
+#[cfg(not(trtllm_real))]
+pub mod guided;
 mod model;
 pub mod perf_model;
 
