@@ -5,6 +5,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[cfg(feature = "grpc")]
 #[path = "build/proto.rs"]
 mod proto;
 
@@ -26,6 +27,7 @@ fn main() {
     }
     build.compile("trtllm_shim");
 
+    #[cfg(feature = "grpc")]
     if let Err(e) = proto::compile_protos() {
         panic!("compiling proto/: {e}");
     }

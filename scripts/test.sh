@@ -1,24 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what the tests need, then runs them.
-#   - valgrind (Debian package) for the FFI memcheck test
-#   - nlohmann-json3-dev (Debian package): the simulated executor reads its JSON files with it
+#   - Debian packages (a C++ compiler, nlohmann-json3-dev, valgrind) through scripts/setup.sh
 #   - Python packages for the protocol interop tests are installed by those tests into a venv
 #     under the target directory (target/tmp/py-venv)
 # No GPU and no network other than the package registries are needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
-[ -f /usr/include/nlohmann/json.hpp ] || need_apt+=(nlohmann-json3-dev)
-command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
-if [ ${#need_apt[@]} -gt 0 ]; then
-    if [ "$(id -u)" = 0 ]; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
-    else
-        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
-    fi
-fi
+scripts/setup.sh --tests
 export TRTLLM_REQUIRE_VALGRIND=1
 
 cargo fmt --all -- --check

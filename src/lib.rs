@@ -19,7 +19,21 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! # Cargo features
+//!
+//! The default build is the whole tool. Turn the defaults off (`default-features = false`) to
+//! embed only the library: the executor, the text layer ([`text`]), LoRA adapters ([`lora`]) and
+//! the simulated engines ([`sim`]), without gRPC, HTTP, plotting or command-line dependencies.
+//!
+//! | feature | what it adds | pulls in |
+//! |---|---|---|
+//! | `grpc` | `trtllm::proto`: the `trtllm.TrtllmService` messages and client | tonic, prost |
+//! | `server` | `trtllm::server`: the gRPC server, health, metrics, TLS, auth (implies `grpc`) | axum, prometheus-client, zip |
+//! | `bench` | `trtllm::bench`: workloads, the runner, metrics, reports, planning (implies `grpc`) | plotters, rand |
+//! | `cli` | the `trtllm` command (implies `server` and `bench`) | clap, indicatif |
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod builtin;
 mod clock;
@@ -28,7 +42,9 @@ mod error;
 mod executor;
 mod ffi;
 pub mod lora;
+#[cfg(feature = "grpc")]
 pub mod proto;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod sim;
 pub mod text;

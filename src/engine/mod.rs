@@ -13,6 +13,8 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 pub use config_json::ConfigJson;
+// The bench reads simulation.json through this path; the library alone does not.
+#[cfg_attr(not(feature = "bench"), allow(unused_imports))]
 pub use simulation_json::SimulationJson;
 
 /// What this crate needs from an engine's `config.json` (as written by `trtllm-build`, or by
@@ -169,6 +171,7 @@ pub(crate) enum JsonFileError {
 
 impl JsonFileError {
     /// True when the file does not exist.
+    #[cfg_attr(not(feature = "bench"), allow(dead_code))]
     pub fn is_not_found(&self) -> bool {
         matches!(self, JsonFileError::Read(e) if e.kind() == std::io::ErrorKind::NotFound)
     }
@@ -192,6 +195,7 @@ where
 }
 
 /// [`read_json`], or `T::default()` when the file does not exist.
+#[cfg_attr(not(feature = "bench"), allow(dead_code))]
 pub(crate) fn read_json_or_default<T: DeserializeOwned + Default>(
     path: &Path,
 ) -> std::result::Result<T, JsonFileError> {

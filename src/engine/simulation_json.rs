@@ -75,7 +75,8 @@ fn time_scale_or_default<'de, D: serde::Deserializer<'de>>(deserializer: D) -> R
 }
 
 /// Where the simulated executor's time comes from (simulation.json `clock`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ClockMode {
     /// Iterations take their simulated time on the wall clock (× `time_scale`): clients measure real latencies.

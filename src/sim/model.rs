@@ -168,7 +168,8 @@ static MODEL_PRESETS: [ModelPreset; 4] = [
 ];
 
 /// How the weights of the linear layers are stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum WeightDtype {
     /// bfloat16 (`dtype: bfloat16`, no quantization).
@@ -196,7 +197,8 @@ impl WeightDtype {
 }
 
 /// How the KV cache is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum KvCacheDtype {
     /// The activations' 16-bit type.

@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::ffi::sys;
 
 /// How the scheduler admits requests into the running batch (`CapacitySchedulerPolicy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SchedulerPolicy {
     /// Pack the batch greedily; requests may be paused and resumed when KV blocks run out.
@@ -21,7 +22,8 @@ pub enum SchedulerPolicy {
 }
 
 /// How long prompts are split into chunks across iterations (`ContextChunkingPolicy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ContextChunkingPolicy {
     /// Finish the earliest unfinished context first.
