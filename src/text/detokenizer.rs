@@ -150,3 +150,12 @@ impl fmt::Debug for IncrementalDecoder {
             .finish()
     }
 }
+
+// The decoder is made from a tokenizer, so the constructor lives here, beside the type it makes:
+// the tokenizer module then needs nothing from this one.
+impl Tokenizer {
+    /// Starts an incremental decoder for one stream of generated tokens.
+    pub fn incremental_decoder(&self, skip_special_tokens: bool) -> IncrementalDecoder {
+        IncrementalDecoder::new(self, skip_special_tokens)
+    }
+}

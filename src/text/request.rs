@@ -1,6 +1,7 @@
 //! Setting a request up for text: end ids and stop words for the executor, stop strings for the text.
 
-use super::{StopMatcher, Tokenizer, token_stop_sequences};
+use super::stop::{StopMatcher, token_stop_sequences};
+use super::tokenizer::Tokenizer;
 use crate::GenerationRequest;
 use crate::error::{Error, InvalidRequest, Result};
 

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use super::{StopMatcher, StopStep};
+use super::stop::{StopMatcher, StopStep};
 
 /// The obvious matcher: rescans every stop string over all held text on every delta.
 struct Reference {

@@ -6,8 +6,11 @@ use std::time::Instant;
 
 use futures::Stream;
 
+use super::detokenizer::IncrementalDecoder;
+use super::error::TextError;
 use super::request::{TextOptions, TextPlan, TextRequest};
-use super::{IncrementalDecoder, StopMatcher, StopStep, TextError, Tokenizer};
+use super::stop::{StopMatcher, StopStep};
+use super::tokenizer::Tokenizer;
 use crate::error::{Error, Result};
 use crate::{AsyncExecutor, GenerationStream};
 use crate::{FinalOutput, StreamEvent, TokenChunk};

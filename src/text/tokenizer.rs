@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::chat_template::ChatTemplate;
-use super::detokenizer::IncrementalDecoder;
 use super::error::{Result, TextError};
 use super::hf_config::{self, SpecialTokens};
 
@@ -147,11 +146,6 @@ impl Tokenizer {
     /// For streamed output use [`incremental_decoder`](Self::incremental_decoder) instead.
     pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
         self.inner.decode(ids, skip_special_tokens).map_err(|e| TextError::Decode(e.to_string()))
-    }
-
-    /// Starts an incremental decoder for one stream of generated tokens.
-    pub fn incremental_decoder(&self, skip_special_tokens: bool) -> IncrementalDecoder {
-        IncrementalDecoder::new(self, skip_special_tokens)
     }
 
     /// Number of tokens in the vocabulary, added tokens included.
