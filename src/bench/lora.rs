@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::GenerationRequest;
 use crate::bench::metrics::record::{Phase, RequestRecord};
-use crate::lora::{EngineLoraSettings, LoraConfig, LoraError, LoraWeights};
+use crate::lora::{EngineLoraSettings, LoraConfig, LoraError, LoraModule, LoraWeights};
 use crate::{AsyncExecutor, LoraCacheStats};
 
 /// TensorRT-LLM's host adapter cache when `PeftCacheConfig` gives no size (1 GiB).
@@ -24,7 +24,8 @@ pub const DEFAULT_HOST_CACHE_BYTES: u64 = 1 << 30;
 pub struct LoraTrafficSpec {
     /// Distinct adapters (task ids `1..=adapters`).
     pub adapters: usize,
-    /// Rank of every adapter, on every module and layer the engine adapts.
+    /// Rank of every adapter, on q and v of every layer (PEFT's default targets; every module the
+    /// engine adapts when it does not adapt both).
     pub rank: u32,
     /// Zipf exponent of adapter popularity: adapter `k` is picked with weight `1 / k^zipf`
     /// (0: uniform).
@@ -60,6 +61,20 @@ impl LoraTraffic {
                 settings.max_rank()
             )));
         }
+        // Adapters target q and v, PEFT's default for Llama-style models, when the engine adapts
+        // both; otherwise every module the engine adapts.
+        let peft_default = [LoraModule::AttnQ, LoraModule::AttnV];
+        let settings = if peft_default.iter().all(|m| settings.targets(*m)) {
+            EngineLoraSettings::new(
+                peft_default.to_vec(),
+                settings.max_rank(),
+                settings.dtype(),
+                settings.num_layers(),
+                *settings.model_dims(),
+            )?
+        } else {
+            settings
+        };
         let per_layer: u64 =
             settings.modules().filter_map(|m| settings.module_dims(m)).map(|d| d.row_values(spec.rank) as u64).sum();
         let adapter_bytes = per_layer * u64::from(settings.num_layers()) * settings.dtype().size() as u64;
@@ -230,7 +245,7 @@ fn median(values: &[f64]) -> Value {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
-    json!(if sorted.len() % 2 == 0 { (sorted[mid - 1] + sorted[mid]) / 2.0 } else { sorted[mid] })
+    json!(if sorted.len().is_multiple_of(2) { (sorted[mid - 1] + sorted[mid]) / 2.0 } else { sorted[mid] })
 }
 
 static INSTALLED: OnceLock<Mutex<Option<Arc<LoraTraffic>>>> = OnceLock::new();
@@ -244,4 +259,59 @@ pub fn install(traffic: Option<Arc<LoraTraffic>>) {
 /// The installed LoRA traffic, if any.
 pub fn installed() -> Option<Arc<LoraTraffic>> {
     INSTALLED.get()?.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lora::{LoraDtype, ModelDims};
+
+    fn traffic(adapters: usize, zipf: f64, host_adapters: u64) -> LoraTraffic {
+        let dims = ModelDims { hidden_size: 16, intermediate_size: 32, num_heads: 2, num_kv_heads: 2, head_size: 8 };
+        let settings =
+            EngineLoraSettings::new(vec![LoraModule::AttnQ, LoraModule::AttnV], 8, LoraDtype::F16, 2, dims).unwrap();
+        // q and v at rank 4: 4·(16+16) values each, 2 layers, 2 bytes.
+        let bytes = 2 * 2 * 4 * 32 * 2;
+        let spec = LoraTrafficSpec {
+            adapters,
+            rank: 4,
+            zipf,
+            seed: 3,
+            host_cache_bytes: host_adapters * bytes,
+            peft_cache: None,
+        };
+        let traffic = LoraTraffic::new(settings, spec).unwrap();
+        assert_eq!(traffic.adapter_bytes(), bytes);
+        traffic
+    }
+
+    #[test]
+    fn zipf_popularity_favours_low_task_ids_and_zero_is_uniform() {
+        let count = |t: &LoraTraffic, task: u64| (0..20_000).filter(|&i| t.task_for(i) == task).count();
+        let zipf = traffic(8, 1.0, 8);
+        // Weights 1/k: adapter 1 is picked 8 times as often as adapter 8.
+        let ratio = count(&zipf, 1) as f64 / count(&zipf, 8) as f64;
+        assert!((6.0..10.0).contains(&ratio), "{ratio}");
+        assert!((0..20_000).all(|i| (1..=8).contains(&zipf.task_for(i))));
+        let uniform = traffic(8, 0.0, 8);
+        let ratio = count(&uniform, 1) as f64 / count(&uniform, 8) as f64;
+        assert!((0.85..1.15).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn weights_go_exactly_when_the_host_cache_lacks_the_adapter() {
+        let traffic = traffic(4, 0.0, 2);
+        let mut host = VecDeque::new();
+        let mut send = |task: u64| {
+            // Find a request index that picks `task`.
+            let index = (0..).find(|&i| traffic.task_for(i) == task).unwrap();
+            let (request, picked, with_weights) = traffic.attach(&mut host, index, GenerationRequest::new(vec![1], 1));
+            assert_eq!(picked, task);
+            assert_eq!(request.lora().unwrap().weights.is_some(), with_weights);
+            with_weights
+        };
+        // Room for two: 1 and 2 are cached, 3 evicts 1 (least recently used), so 1 needs weights again.
+        let sent: Vec<bool> = [1, 2, 1, 3, 2, 1].into_iter().map(&mut send).collect();
+        assert_eq!(sent, [true, true, false, true, true, true]);
+    }
 }

@@ -275,6 +275,8 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
     v.cached_tokens = r.cached_tokens;
     v.finish_reason = r.finish_reason.clone();
     v.error = r.error.clone();
+    v.lora_task = r.lora_task;
+    v.lora_with_weights = r.lora_with_weights;
     let shift = |t: Option<f64>| t.map(|t| t - origin);
     let Some(server) = r.server.filter(|s| s.arrival_s.is_some()) else {
         v.end_s = Some(0.0);
