@@ -43,6 +43,8 @@ pub fn builtin_engine() -> SimulatedEngine {
         .gpu(BUILTIN_GPU)
         .max_input_len(4096)
         .max_seq_len(8192)
+        // Built with LoRA, so that adapter benchmarks (`trtllm bench --lora-adapters N`) run on it.
+        .lora(crate::sim::SimLora::attention_and_mlp(64))
         .build();
     // The context is extended beyond TinyLlama's 2,048 positions so that long-prompt sweeps run.
     SimulatedEngine { max_position_embeddings: None, ..engine }

@@ -133,6 +133,20 @@ pub enum InvalidRequest {
         /// The rule it breaks.
         rule: &'static str,
     },
+    /// A request names a LoRA adapter but the engine was built without LoRA support.
+    #[error("LoRA adapter (task {task_id}) sent to an engine built without LoRA support (no lora_plugin)")]
+    LoraNotSupported {
+        /// The adapter's task id.
+        task_id: u64,
+    },
+    /// A LoRA adapter's weights do not fit the engine (wrong rank, module, layer, dtype); the reason names it.
+    #[error("LoRA adapter (task {task_id}): {reason}")]
+    Lora {
+        /// The adapter's task id.
+        task_id: u64,
+        /// What is wrong, naming the module and layer.
+        reason: String,
+    },
     /// A stop or bad word is an empty token sequence.
     #[error("{field} contains an empty token sequence")]
     EmptyWord {

@@ -122,6 +122,53 @@ pub(crate) mod sys {
         participant_ids: Vec<i32>,
     }
 
+    // ---- LoRA ----
+
+    /// The element type of a LoRA weights tensor (`DataType`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum LoraWeightKind {
+        #[default]
+        F16,
+        Bf16,
+        F32,
+    }
+
+    /// `LoraConfig`: a task id, with (first use) a config tensor `[rows, 3]` int32 and a weights tensor
+    /// `[rows, row_len]` of `dtype` in little-endian bytes. `set == false`: the request has no adapter.
+    #[derive(Clone, Debug, Default)]
+    struct LoraSpec {
+        set: bool,
+        task_id: u64,
+        has_weights: bool,
+        dtype: LoraWeightKind,
+        row_len: i64,
+        config: Vec<i32>,
+        weights: Vec<u8>,
+    }
+
+    /// `PeftCacheConfig`; `set == false` leaves it unset (the executor's defaults).
+    #[derive(Clone, Debug, Default)]
+    struct PeftCacheOptions {
+        set: bool,
+        num_host_module_layer: i32,
+        num_device_module_layer: i32,
+        optimal_adapter_size: i32,
+        max_adapter_size: i32,
+        device_cache_percent: OptF32,
+        host_cache_size: OptU64,
+        /// Empty: unset.
+        lora_prefetch_dir: String,
+    }
+
+    /// The simulated executor's own LoRA device-cache counters; `available == false` on a real executor.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    struct LoraCacheCountsItem {
+        available: bool,
+        hits: u64,
+        misses: u64,
+        evictions: u64,
+    }
+
     /// `ExecutorConfig` and its sub-configs. Zero or negative means "unset" where documented.
     #[derive(Clone, Debug, Default)]
     struct ExecutorOptions {
@@ -154,6 +201,8 @@ pub(crate) mod sys {
         gpu_weights_percent: f32,
         gather_generation_logits: bool,
         parallel: ParallelOptions,
+        /// LoRA adapter caches.
+        peft_cache: PeftCacheOptions,
     }
 
     /// `SamplingConfig`.
@@ -198,6 +247,8 @@ pub(crate) mod sys {
         return_all_generated_tokens: bool,
         /// 0: no deadline.
         allotted_time_ms: u64,
+        /// The LoRA adapter.
+        lora: LoraSpec,
     }
 
     /// `RequestPerfMetrics`; time points are steady-clock nanoseconds (0: never stamped).
@@ -390,6 +441,8 @@ pub(crate) mod sys {
         /// Drains the KV-cache events, waiting up to `timeout_ms` for one; empty when events are off.
         fn kv_cache_events(self: &ExecutorHandle, timeout_ms: u32) -> Result<Vec<KvEventItem>>;
         fn shutdown(self: &ExecutorHandle) -> Result<()>;
+        /// The simulator's LoRA cache counters (unavailable on a real executor).
+        fn lora_cache_counts(self: &ExecutorHandle) -> Result<LoraCacheCountsItem>;
 
         fn library_version() -> String;
         fn backend_kind() -> String;

@@ -20,7 +20,9 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-pub use crate::engine::config_json::{BuildConfig, ConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization};
+pub use crate::engine::config_json::{
+    BuildConfig, ConfigJson, LoraConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization,
+};
 pub use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
 pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
@@ -108,6 +110,35 @@ pub struct SimulatedEngine {
     pub seed: u64,
     /// Test hooks.
     pub faults: SimFaults,
+    /// LoRA support (`lora_plugin`, `lora_config`); `None` builds an engine without LoRA.
+    pub lora: Option<SimLora>,
+}
+
+/// The LoRA build settings of a simulated engine (`trtllm-build --lora_plugin auto
+/// --lora_target_modules ... --max_lora_rank R`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimLora {
+    /// The modules adapters may target.
+    #[serde(serialize_with = "module_names")]
+    pub target_modules: Vec<crate::lora::LoraModule>,
+    /// The largest adapter rank.
+    pub max_rank: u32,
+}
+
+fn module_names<S: serde::Serializer>(
+    modules: &[crate::lora::LoraModule],
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serializer.collect_seq(modules.iter().map(|m| m.name()))
+}
+
+impl SimLora {
+    /// Attention and MLP projections (q, k, v, o, gate, up, down), ranks up to `max_rank`.
+    pub fn attention_and_mlp(max_rank: u32) -> Self {
+        use crate::lora::LoraModule as M;
+        let target_modules = vec![M::AttnQ, M::AttnK, M::AttnV, M::AttnDense, M::MlpGate, M::MlpHTo4h, M::Mlp4hToH];
+        SimLora { target_modules, max_rank }
+    }
 }
 
 impl Default for SimulatedEngine {
@@ -143,6 +174,7 @@ impl Default for SimulatedEngine {
             kv_cache_max_tokens: None,
             seed: 0,
             faults: SimFaults::default(),
+            lora: None,
         }
     }
 }
@@ -230,7 +262,12 @@ impl SimulatedEngine {
                     use_fp8_context_fmha: Some(false),
                     context_fmha: Some(true),
                     remove_input_padding: Some(true),
+                    lora_plugin: self.lora.as_ref().map(|_| serde_json::Value::from("auto")),
                 },
+                lora_config: self.lora.as_ref().map(|lora| LoraConfigJson {
+                    lora_target_modules: Some(lora.target_modules.iter().map(|m| m.name().to_string()).collect()),
+                    max_lora_rank: Some(u64::from(lora.max_rank)),
+                }),
             },
             tokenizer_dir: None,
         }
@@ -404,6 +441,12 @@ engine_setters! {
 }
 
 impl SimulatedEngineBuilder {
+    /// Builds the engine with LoRA support.
+    pub fn lora(mut self, lora: SimLora) -> Self {
+        self.engine.lora = Some(lora);
+        self
+    }
+
     /// Returns the engine description.
     pub fn build(self) -> SimulatedEngine {
         self.engine

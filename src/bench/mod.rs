@@ -58,6 +58,7 @@
 //! assert!(table.contains("c=4"));
 //! ```
 
+pub mod lora;
 mod metrics;
 mod planning;
 mod report;

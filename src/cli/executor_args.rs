@@ -104,6 +104,9 @@ pub struct ExecutorArgs {
     /// Load even if the engine was built by another TensorRT-LLM version than the library's.
     #[arg(long)]
     allow_version_mismatch: bool,
+    /// LoRA adapter caches.
+    #[command(flatten)]
+    peft: super::peft_args::PeftCacheArgs,
 }
 
 impl ExecutorArgs {
@@ -166,6 +169,9 @@ impl ExecutorArgs {
                 device_ids: self.device_ids.clone(),
                 participant_ids: self.participant_ids.clone(),
             });
+        }
+        if let Some(peft) = self.peft.config() {
+            c = c.peft_cache(peft);
         }
         c.build()
     }

@@ -4,6 +4,7 @@ mod bench;
 mod executor_args;
 mod generate;
 mod inspect;
+mod peft_args;
 mod serve;
 mod sim;
 mod version;

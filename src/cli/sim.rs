@@ -77,6 +77,10 @@ struct BuildArgs {
     /// Where to write the engine directory (created if missing).
     #[arg(long)]
     output: PathBuf,
+    /// Build with LoRA support on the attention and MLP projections, adapters up to this rank
+    /// (`lora_plugin auto`, `lora_config.max_lora_rank`).
+    #[arg(long)]
+    lora_max_rank: Option<u32>,
 }
 
 fn parse_override(text: &str) -> Result<(String, f64), String> {
@@ -124,6 +128,9 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(tokens) = args.kv_cache_max_tokens {
         builder = builder.kv_cache_max_tokens(tokens);
+    }
+    if let Some(rank) = args.lora_max_rank {
+        builder = builder.lora(trtllm::sim::SimLora::attention_and_mlp(rank));
     }
     let engine = builder.build();
     check_limits(&engine)?;

@@ -187,6 +187,21 @@ pub struct BuildConfig {
     /// Plugin and kernel settings.
     #[serde(deserialize_with = "super::null_as_default")]
     pub plugin_config: PluginConfig,
+    /// LoRA build settings (`trtllm-build --lora_target_modules ... --max_lora_rank R`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lora_config: Option<LoraConfigJson>,
+}
+
+/// `build_config.lora_config`: which modules adapters may target, and their largest rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoraConfigJson {
+    /// TensorRT-LLM module names, e.g. `attn_q`, `mlp_4h_to_h`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lora_target_modules: Option<Vec<String>>,
+    /// The largest adapter rank the engine accepts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_lora_rank: Option<u64>,
 }
 
 impl BuildConfig {
@@ -232,6 +247,9 @@ pub struct PluginConfig {
     /// Packed (unpadded) inputs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remove_input_padding: Option<bool>,
+    /// The LoRA plugin's type (`auto`, `float16`, ...); absent, null or `false` when the engine has no LoRA.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lora_plugin: Option<serde_json::Value>,
 }
 
 impl PluginConfig {

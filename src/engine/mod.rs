@@ -68,6 +68,10 @@ pub struct EngineConfig {
     /// `tokenizer_dir` in config.json (relative to the engine directory). `trtllm-build` writes
     /// none of these; they let an engine directory carry its tokenizer.
     pub tokenizer_dir: Option<PathBuf>,
+    /// The engine's LoRA settings (`build_config.lora_config` with `plugin_config.lora_plugin`); `None`
+    /// when it was built without LoRA, and then requests with an adapter are refused.
+    #[serde(skip)]
+    pub lora: Option<crate::lora::EngineLoraSettings>,
 }
 
 impl EngineConfig {
@@ -132,6 +136,7 @@ impl EngineConfig {
                 .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "engine".to_string()),
             tokenizer_dir: tokenizer_dir(dir, json.tokenizer_dir.as_deref()),
+            lora: lora_settings(json).map_err(|e| fail(e.to_string()))?,
         };
         if config.max_input_len > config.max_seq_len {
             return Err(fail(format!(
@@ -141,6 +146,12 @@ impl EngineConfig {
         }
         Ok(config)
     }
+}
+
+/// The LoRA settings of the typed config.json (the reader works on its JSON form, which keeps every member it needs).
+fn lora_settings(json: &ConfigJson) -> std::result::Result<Option<crate::lora::EngineLoraSettings>, String> {
+    let value = serde_json::to_value(json).map_err(|e| e.to_string())?;
+    crate::lora::EngineLoraSettings::from_engine_config(&value).map_err(|e| e.to_string())
 }
 
 fn tokenizer_dir(dir: &Path, named: Option<&str>) -> Option<PathBuf> {

@@ -355,6 +355,16 @@ impl Executor {
     }
 }
 
+// ---- LoRA ----
+impl Executor {
+    /// The LoRA device-cache counters since start: the simulated executor's own figures (TensorRT-LLM
+    /// reports none, so a real executor returns `None`).
+    pub fn lora_cache_stats(&self) -> Option<crate::LoraCacheStats> {
+        let item = self.shared.handle().lora_cache_counts().ok()?;
+        crate::LoraCacheStats::from_ffi(item)
+    }
+}
+
 impl Drop for Executor {
     fn drop(&mut self) {
         if let Err(e) = self.shutdown(ShutdownMode::Cancel) {

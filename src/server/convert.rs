@@ -32,7 +32,6 @@ pub fn reject_unsupported(request: &pb::GenerateRequest) -> Result<(), Status> {
     let unsupported = [
         ("guided_decoding", request.guided_decoding.is_some()),
         ("embedding_bias", !request.embedding_bias.is_empty()),
-        ("lora_config", request.lora_config.is_some()),
         ("prompt_tuning_config", request.prompt_tuning_config.is_some()),
         ("multimodal_input", request.multimodal_input.is_some()),
         ("kv_cache_retention", request.kv_cache_retention.is_some()),

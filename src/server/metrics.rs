@@ -74,6 +74,8 @@ pub struct ServerMetrics {
     general_metrics: Family<Labels, F64Gauge>,
     input_token_len: HistogramFamily,
     output_token_len: HistogramFamily,
+    /// Requests by LoRA adapter (task id).
+    lora_requests: Family<Labels, Counter>,
 }
 
 impl ServerMetrics {
@@ -120,6 +122,8 @@ impl ServerMetrics {
         registry.register("nv_llm_input_token_len", "TRT LLM response metrics", input_token_len.clone());
         let output_token_len = HistogramFamily::new_with_constructor(token_len_histogram as fn() -> Histogram);
         registry.register("nv_llm_output_token_len", "TRT LLM response metrics", output_token_len.clone());
+        let lora_requests = Family::<Labels, Counter>::default();
+        registry.register("trtllm_lora_requests", "Requests by LoRA adapter (task_id label)", lora_requests.clone());
         Arc::new(ServerMetrics {
             registry,
             model: model.to_string(),
@@ -137,11 +141,17 @@ impl ServerMetrics {
             general_metrics,
             input_token_len,
             output_token_len,
+            lora_requests,
         })
     }
 
     fn labels(&self, key: &str, value: &str) -> Labels {
         vec![("model".into(), self.model.clone()), ("version".into(), self.version.clone()), (key.into(), value.into())]
+    }
+
+    /// A request that runs LoRA adapter `task_id`.
+    pub fn record_lora_request(&self, task_id: u64) {
+        self.lora_requests.get_or_create(&self.labels("task_id", &task_id.to_string())).inc();
     }
 
     /// A request that finished with a final output.

@@ -17,6 +17,7 @@ mod kv_feed;
 mod lifecycle;
 mod limits;
 mod live;
+mod lora;
 mod metrics;
 mod options;
 mod replies;

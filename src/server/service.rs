@@ -81,7 +81,13 @@ impl Service {
                 .collect::<Result<Vec<_>, _>>()?,
             None => Vec::new(),
         };
-        let generation = convert::generation_request(&request, None, bad_words)?;
+        let mut generation = convert::generation_request(&request, None, bad_words)?;
+        // ---- LoRA: the adapter, checked against the engine before enqueue ----
+        let lora = super::lora::lora_config(&request, state.executor.executor().engine())?;
+        let lora_task = lora.as_ref().map(|l| l.task_id);
+        if let Some(lora) = lora {
+            generation = generation.with_lora(lora);
+        }
         // The text layer sets the eos ids and the stop strings' executor stop words.
         let (mut generation, text_plan) = match &tokenizer {
             Some(t) => {
@@ -98,6 +104,9 @@ impl Service {
         if let Some(deadline) = &deadline {
             // The executor drops the request at the deadline too, even while it waits in the queue.
             generation = generation.with_allotted_time(deadline.allotted.max(Duration::from_millis(1)));
+        }
+        if let (Some(task), Some(metrics)) = (lora_task, &state.metrics) {
+            metrics.record_lora_request(task);
         }
         let request_id = state.request_id(&request.request_id);
         let (stream, guard) = state.live.register(request_id.clone(), || {
@@ -180,6 +189,9 @@ impl TrtllmService for Service {
         let mut features = vec!["generate", "streaming", "abort", "logprobs", "perf_metrics", "stop_token_ids"];
         if self.state.tokenizer.is_some() {
             features.extend(["stop_strings", "bad_strings", "get_tokenizer"]);
+        }
+        if engine.lora.is_some() {
+            features.push("lora");
         }
         Ok(Response::new(pb::GetModelInfoResponse {
             model_id: engine.model_name.clone(),

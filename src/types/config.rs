@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::lora::PeftCacheConfig;
 use crate::error::{Error, Result};
 use crate::ffi::sys;
 
@@ -121,6 +122,8 @@ pub struct ExecutorConfig {
     pub stream_buffer: usize,
     /// Load even if the engine's TensorRT-LLM version differs from the library's.
     pub allow_version_mismatch: bool,
+    /// LoRA adapter caches (`PeftCacheConfig`); `None` keeps the executor's defaults.
+    pub peft_cache: Option<PeftCacheConfig>,
 }
 
 impl Default for ExecutorConfig {
@@ -154,6 +157,7 @@ impl Default for ExecutorConfig {
             stats_poll_interval: Duration::from_millis(100),
             stream_buffer: 1024,
             allow_version_mismatch: false,
+            peft_cache: None,
         }
     }
 }
@@ -189,6 +193,9 @@ impl ExecutorConfig {
         }
         if self.stats_poll_interval.is_zero() {
             return bad("stats_poll_interval must be positive".into());
+        }
+        if let Some(peft) = &self.peft_cache {
+            peft.validate()?;
         }
         Ok(())
     }
@@ -238,6 +245,7 @@ impl ExecutorConfig {
             gpu_weights_percent: self.gpu_weights_percent,
             gather_generation_logits: self.gather_generation_logits,
             parallel,
+            peft_cache: PeftCacheConfig::to_ffi(self.peft_cache.as_ref()),
         }
     }
 }
@@ -339,6 +347,12 @@ setters! {
 }
 
 impl ExecutorConfigBuilder {
+    /// LoRA adapter cache sizes.
+    pub fn peft_cache(mut self, value: PeftCacheConfig) -> Self {
+        self.config.peft_cache = Some(value);
+        self
+    }
+
     /// Validates and returns the configuration.
     pub fn build(self) -> Result<ExecutorConfig> {
         self.config.validate()?;

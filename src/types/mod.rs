@@ -3,6 +3,7 @@
 
 pub(crate) mod config;
 pub(crate) mod kv_event;
+pub(crate) mod lora;
 pub(crate) mod output;
 pub(crate) mod request;
 pub(crate) mod stats;

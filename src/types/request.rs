@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::EngineConfig;
 use crate::error::InvalidRequest;
 use crate::ffi::sys;
+use crate::lora::LoraConfig;
 
 /// Sampling parameters (`SamplingConfig`). `None` keeps the executor's default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +264,9 @@ pub struct GenerationRequest {
     allotted_time: Option<Duration>,
     return_log_probs: bool,
     return_perf_metrics: bool,
+    /// The LoRA adapter (weights are not serialized; see [`crate::lora::encode_wire`]).
+    #[serde(skip)]
+    lora: Option<LoraConfig>,
 }
 
 impl GenerationRequest {
@@ -281,7 +285,22 @@ impl GenerationRequest {
             allotted_time: None,
             return_log_probs: false,
             return_perf_metrics: true,
+            lora: None,
         }
+    }
+
+    /// Runs the request with a LoRA adapter: its weights on first use ([`LoraConfig::with_weights`]),
+    /// its task id alone while it stays cached ([`LoraConfig::cached`]). Checked against the engine
+    /// before enqueue.
+    #[must_use]
+    pub fn with_lora(mut self, lora: LoraConfig) -> Self {
+        self.lora = Some(lora);
+        self
+    }
+
+    /// The LoRA adapter, if any.
+    pub fn lora(&self) -> Option<&LoraConfig> {
+        self.lora.as_ref()
     }
 
     /// Streaming (a chunk per iteration) or not (one final with every token). Default true.
@@ -460,7 +479,16 @@ impl GenerationRequest {
                 rule: "must be positive",
             });
         }
+        self.validate_lora(engine)?;
         self.sampling.validate()
+    }
+
+    /// The adapter against the engine's LoRA settings: none on an engine without LoRA, and weights
+    /// that match its modules, layers, ranks and dtype.
+    fn validate_lora(&self, engine: &EngineConfig) -> Result<(), InvalidRequest> {
+        let Some(lora) = &self.lora else { return Ok(()) };
+        let settings = engine.lora.as_ref().ok_or(InvalidRequest::LoraNotSupported { task_id: lora.task_id })?;
+        lora.validate(settings).map_err(|e| InvalidRequest::Lora { task_id: lora.task_id, reason: e.to_string() })
     }
 
     pub(crate) fn to_ffi(&self) -> sys::RequestSpec {
@@ -508,6 +536,7 @@ impl GenerationRequest {
             // Delta mode: each streamed chunk carries only its new tokens.
             return_all_generated_tokens: false,
             allotted_time_ms: self.allotted_time.map_or(0, |d| (d.as_millis() as u64).max(1)),
+            lora: self.lora.as_ref().map(super::lora::to_ffi_spec).unwrap_or_default(),
         }
     }
 }

@@ -97,7 +97,10 @@ async fn bad_requests_get_invalid_argument_naming_the_problem() {
         (request("d", vec![1], 0, true), "max_tokens"),
         (request("e", vec![1; 4000], 5000, true), "max_seq_len of 8192"),
         (
-            pb::GenerateRequest { lora_config: Some(pb::LoraConfig::default()), ..request("f", vec![1], 4, true) },
+            pb::GenerateRequest {
+                lora_config: Some(pb::LoraConfig { task_id: -1, ..Default::default() }),
+                ..request("f", vec![1], 4, true)
+            },
             "lora_config",
         ),
         (

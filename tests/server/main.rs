@@ -6,6 +6,7 @@ mod common;
 mod grpc;
 mod interop;
 mod kv_events;
+mod lora;
 mod metrics;
 mod proto_compat;
 mod security;

@@ -20,6 +20,7 @@ struct ResponseItem;
 struct IterationStatsItem;
 struct RequestStatsIteration;
 struct KvEventItem;
+struct LoraCacheCountsItem;
 
 class ExecutorHandle
 {
@@ -41,6 +42,8 @@ public:
     // configured without an event buffer.
     rust::Vec<KvEventItem> kv_cache_events(std::uint32_t timeoutMs) const;
     void shutdown() const;
+    // LoRA: the simulated executor's own adapter-cache counters (available == false on a real executor).
+    LoraCacheCountsItem lora_cache_counts() const;
 
 private:
     struct Impl;

@@ -158,7 +158,30 @@ EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
         config.usePagedContextFmha = plugins->boolean("use_paged_context_fmha").value_or(config.usePagedContextFmha);
         config.contextFmha = plugins->boolean("context_fmha").value_or(config.contextFmha);
         config.removeInputPadding = plugins->boolean("remove_input_padding").value_or(config.removeInputPadding);
+        // ---- LoRA: the plugin is a dtype name ("auto", "float16", ...), or null / false when off ----
+        if (plugins->has("lora_plugin"))
+        {
+            auto const& plugin = plugins->value()["lora_plugin"];
+            config.loraEnabled = !(plugin.is_boolean() && !plugin.get<bool>());
+        }
     }
+    if (auto const lora = build->object("lora_config"); lora && config.loraEnabled)
+    {
+        config.maxLoraRank = readSize(*lora, "max_lora_rank", 0, 0);
+        auto const& modules = lora->value()["lora_target_modules"];
+        if (modules.is_array())
+        {
+            for (auto const& module : modules)
+            {
+                if (!module.is_string())
+                {
+                    lora->fail("lora_target_modules", "must be a list of module names");
+                }
+                config.loraTargetModules.push_back(module.get<std::string>());
+            }
+        }
+    }
+    config.loraEnabled = config.loraEnabled && !config.loraTargetModules.empty() && config.maxLoraRank > 0;
     return config;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tensorrt_llm::executor::sim
 {
@@ -58,6 +59,14 @@ struct EngineConfig
     bool usePagedContextFmha{true};
     bool contextFmha{true};
     bool removeInputPadding{true};
+
+    // ---- LoRA: build_config.lora_config and plugin_config.lora_plugin ----
+    /// The engine was built with the LoRA plugin and at least one target module.
+    bool loraEnabled{false};
+    /// lora_config.lora_target_modules (TensorRT-LLM module names).
+    std::vector<std::string> loraTargetModules;
+    /// lora_config.max_lora_rank.
+    SizeType32 maxLoraRank{0};
 
     /// The vocabulary rounded up to a multiple of the tensor-parallel size, as the engine pads it.
     [[nodiscard]] SizeType32 vocabSizePadded() const;

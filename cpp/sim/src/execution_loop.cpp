@@ -5,6 +5,7 @@
 #include "executor_impl.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tensorrt_llm::executor
 {
@@ -136,6 +137,7 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     }
     auto const numActive = static_cast<SizeType32>(order.size());
     sim::BatchPlan const plan = mScheduler.schedule(order);
+    double loraCopyBytes = 0.0;
     for (sim::Sequence* sequence : plan.scheduled)
     {
         if (!sequence->everScheduled)
@@ -143,11 +145,14 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
             sequence->everScheduled = true;
             sequence->perf.timingMetrics.firstScheduledTime = iterStart;
         }
+        // ---- LoRA: a device-cache miss copies the adapter before the request first runs ----
+        loraCopyBytes += std::exchange(sequence->request->loraCopyBytes, 0.0);
     }
 
     // The simulated forward pass: a fixed time when simulation.json sets iteration_ms, else the timing model's.
-    double const simulatedMs
-        = mSim.iterationMs ? *mSim.iterationMs : mTiming.iteration(sim::describeBatch(plan)).totalMs;
+    auto work = sim::describeBatch(plan);
+    work.loraCopyBytes = loraCopyBytes;
+    double const simulatedMs = mSim.iterationMs ? *mSim.iterationMs : mTiming.iteration(work).totalMs;
     double const stallMs = faults.stallIteration && *faults.stallIteration == mIteration ? faults.stallMs : 0.0;
     auto const iterEnd = mClock.spend(iterStart, simulatedMs, stallMs);
     for (sim::Sequence* sequence : plan.scheduled)

@@ -126,6 +126,7 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
           sim::KvReuseConfig::from(executorConfig.getKvCacheConfig()), mKvEvents)
     , mScheduler(mSettings.scheduler, mPool)
     , mTokens(mEngine.vocabSizePadded(), mSim.seed)
+    , mLora(mEngine, executorConfig.getPeftCacheConfig(), mTiming.gpu().memoryBytes())
 {
     maybeInjectFault(sim::FaultMethod::kConstructor);
     // The Created event is readable before any request runs.
@@ -413,9 +414,13 @@ auto& implOf(ImplPtr const& impl)
 Executor::Executor(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
     : mImpl(std::make_unique<Impl>(modelPath, modelType, executorConfig))
 {
+    sim::registerLoraCounters(this, implOf(mImpl).loraCounters());
 }
 
-Executor::~Executor() = default;
+Executor::~Executor()
+{
+    sim::unregisterLoraCounters(this);
+}
 
 IdType Executor::enqueueRequest(Request const& request)
 {

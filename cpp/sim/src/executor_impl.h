@@ -13,6 +13,7 @@
 #include "engine_config.h"
 #include "kv_cache.h"
 #include "kv_events.h"
+#include "lora_cache.h"
 #include "scheduler.h"
 #include "sequence.h"
 #include "sim_clock.h"
@@ -113,6 +114,8 @@ public:
     std::deque<RequestStatsPerIteration> getLatestRequestStats();
     bool canEnqueueRequests() const;
     bool isParticipant() const;
+    /// The LoRA cache counters (the simulator's own), for trtllm_sim::loraCacheCounts.
+    std::shared_ptr<sim::LoraCounterCells> const& loraCounters() const { return mLora.counters(); }
     std::optional<std::shared_ptr<KVCacheEventManager>> getKVCacheEventManager() const;
 
 private:
@@ -242,6 +245,8 @@ private:
     std::vector<std::unique_ptr<sim::Sequence>> mActive;
     IterationType mIteration{0};
     std::uint64_t mArrivalCounter{0};
+    // ---- LoRA: the adapter caches (loop thread; counters readable from any thread) ----
+    sim::LoraCache mLora;
 
     std::thread mThread;
 };

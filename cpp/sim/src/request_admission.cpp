@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <variant>
 
 namespace tensorrt_llm::executor
 {
@@ -119,6 +120,21 @@ void Executor::Impl::activate(std::vector<QueuedRequest>& fetched, sim::TimePoin
         {
             responses.emplace_back(queued.id, kFetchError + *error, queued.request.getClientId());
             continue;
+        }
+        // ---- LoRA: cache the adapter's weights, or find it cached; a failure ends only this request ----
+        if (auto const lora = queued.request.getLoraConfig())
+        {
+            auto use = mLora.admit(*lora);
+            if (auto const* error = std::get_if<std::string>(&use))
+            {
+                responses.emplace_back(queued.id, kFetchError + *error, queued.request.getClientId());
+                continue;
+            }
+            auto const& admitted = std::get<sim::LoraUse>(use);
+            state->loraTaskId = admitted.taskId;
+            state->loraFlopsPerToken = admitted.cost.flopsPerToken;
+            state->loraWeightBytes = admitted.cost.weightBytes;
+            state->loraCopyBytes = admitted.copyBytes;
         }
         counters.queueLatencyMs += millisecondsBetween(queued.enqueueTime, now);
         for (SizeType32 index = 0; index < state->numSequences; ++index)

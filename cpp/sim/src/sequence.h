@@ -47,6 +47,15 @@ struct RequestState
 
     /// isSequenceFinal of each sequence, for the request-level isFinal.
     std::vector<bool> sequenceFinal;
+
+    // ---- LoRA: the request's adapter, once admitted (lora_cache.h) ----
+    std::optional<IdType> loraTaskId;
+    /// Extra FLOPs per token the adapter adds.
+    double loraFlopsPerToken{0.0};
+    /// Bytes of the adapter's weights, read every step that runs it.
+    double loraWeightBytes{0.0};
+    /// Bytes to copy host -> device before the request first runs (a device-cache miss); 0 once paid.
+    double loraCopyBytes{0.0};
 };
 
 enum class SequenceState

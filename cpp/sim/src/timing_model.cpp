@@ -17,6 +17,8 @@ namespace
 constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
 /// CUDA context, cuBLAS/NCCL workspaces and runtime buffers that every GPU keeps besides activations.
 constexpr double kRuntimeBytes = 1.0 * kGib;
+/// Host -> device copy bandwidth for LoRA adapters (pinned host memory over PCIe Gen5 x16, effective), GB/s.
+constexpr double kHostToDeviceGbS = 25.0;
 
 bool startsWith(std::string const& text, std::string_view prefix)
 {
@@ -102,8 +104,22 @@ void BatchWork::addGeneration(double pastTokens, double beamWidth)
 BatchWork describeBatch(BatchPlan const& plan)
 {
     BatchWork work;
+    std::vector<IdType> adapters;
     for (Sequence const* sequence : plan.scheduled)
     {
+        // ---- LoRA: the adapter's FLOPs for this sequence's rows, its weights once per distinct adapter ----
+        if (auto const& task = sequence->request->loraTaskId)
+        {
+            double const rows = sequence->state == SequenceState::kContext
+                ? static_cast<double>(sequence->chunkTokens)
+                : static_cast<double>(sequence->request->beamWidth);
+            work.loraFlops += rows * sequence->request->loraFlopsPerToken;
+            if (std::find(adapters.begin(), adapters.end(), *task) == adapters.end())
+            {
+                adapters.push_back(*task);
+                work.loraWeightBytes += sequence->request->loraWeightBytes;
+            }
+        }
         if (sequence->state == SequenceState::kContext)
         {
             bool const samples = sequence->contextPosition + sequence->chunkTokens >= sequence->contextLength;
@@ -185,14 +201,17 @@ IterationTime TimingModel::iteration(BatchWork const& work) const
         time.totalMs = time.overheadMs;
         return time;
     }
-    double const bytes = mStreamedWeightBytes + mKvBytesPerToken * (work.kvTokensRead + work.kvTokensWritten);
+    double const bytes = mStreamedWeightBytes + mKvBytesPerToken * (work.kvTokensRead + work.kvTokensWritten)
+                         + work.loraWeightBytes / mTp;
     time.memoryMs = bytes / (mGpu.bandwidthGbS * 1e9 * mGpu.bandwidthEfficiency) * 1e3;
 
     double const linearSeconds = 2.0 * mLinearParamsPerGpu * work.tokens / mLinearFlopsPerSecond;
     double const halfSeconds
         = (2.0 * mLmHeadParamsPerGpu * work.sampledRows + mAttentionFlopsPerPair * work.attentionPairs)
           / mHalfFlopsPerSecond;
-    time.computeMs = (linearSeconds + halfSeconds) / mGpu.mfu * 1e3;
+    // LoRA's small-rank GEMMs run at half-precision rate, split across tensor-parallel ranks like the base.
+    double const loraSeconds = work.loraFlops / mTp / mHalfFlopsPerSecond;
+    time.computeMs = (linearSeconds + halfSeconds + loraSeconds) / mGpu.mfu * 1e3;
 
     if (mTp > 1.0)
     {
@@ -201,7 +220,8 @@ IterationTime TimingModel::iteration(BatchWork const& work) const
         double const transfer = 2.0 * (mTp - 1.0) / mTp * payload / (mGpu.interconnectGbS * 1e9);
         time.allreduceMs = 2.0 * mLayers * (mGpu.allreduceLatencyUs * 1e-6 + transfer) * 1e3;
     }
-    time.totalMs = time.overheadMs + std::max(time.memoryMs, time.computeMs) + time.allreduceMs;
+    time.loraCopyMs = work.loraCopyBytes / (kHostToDeviceGbS * 1e9) * 1e3;
+    time.totalMs = time.overheadMs + std::max(time.memoryMs, time.computeMs) + time.allreduceMs + time.loraCopyMs;
     return time;
 }
 

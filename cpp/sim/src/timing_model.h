@@ -30,6 +30,13 @@ struct BatchWork
     double kvTokensRead{0.0};
     /// Tokens of K/V written to the cache.
     double kvTokensWritten{0.0};
+    // ---- LoRA ----
+    /// FLOPs the batch's adapters add (each adapted token: its adapter's FLOPs per token).
+    double loraFlops{0.0};
+    /// Bytes of adapter weights read (each distinct adapter in the batch once).
+    double loraWeightBytes{0.0};
+    /// Bytes of adapters copied host -> device before this iteration (device-cache misses).
+    double loraCopyBytes{0.0};
 
     /// A context chunk: `newTokens` prompt tokens processed this iteration after `pastTokens` already in the
     /// KV cache (earlier chunks or reused blocks); `samples` when it completes the prompt (first token).
@@ -48,6 +55,8 @@ struct IterationTime
     double memoryMs{0.0};
     double computeMs{0.0};
     double allreduceMs{0.0};
+    /// Host -> device copies of LoRA adapters (device-cache misses), before the forward pass.
+    double loraCopyMs{0.0};
     /// overhead + max(memory, compute) + all-reduce.
     double totalMs{0.0};
 };

@@ -144,6 +144,12 @@ pub struct RequestRecord {
     /// Executor-side stamps when `returnPerfMetrics` was on.
     #[serde(default)]
     pub server: Option<ServerTimes>,
+    /// The LoRA adapter's task id (`--lora-adapters`).
+    #[serde(default)]
+    pub lora_task: Option<u64>,
+    /// The adapter went with its weights (not in the executor's host cache), not by id alone.
+    #[serde(default)]
+    pub lora_with_weights: bool,
 }
 
 impl RequestRecord {
@@ -167,6 +173,8 @@ impl RequestRecord {
             error: None,
             client_queue_s: 0.0,
             server: None,
+            lora_task: None,
+            lora_with_weights: false,
         }
     }
 

@@ -132,7 +132,13 @@ pub async fn run_virtual_point(
         // The racing executor may deliver a whole answer before the runner reads any of it.
         .stream_buffer(longest_output.max(engine.max_seq_len) + 16)
         .build()?;
+    // ---- LoRA: this point's executor gets the run's adapter caches, and the traffic starts over ----
+    let lora = crate::bench::lora::installed();
+    let config = ExecutorConfig { peft_cache: lora.as_ref().and_then(|t| t.spec().peft_cache.clone()), ..config };
     let executor = AsyncExecutor::load(engine_dir, config).await?;
+    if let Some(traffic) = &lora {
+        traffic.reset(executor.clone());
+    }
     let collector = IterationCollector::start(executor.executor());
 
     // Prompts are drawn before anything is queued: the executor starts on the first request,
@@ -269,6 +275,8 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
     v.cached_tokens = r.cached_tokens;
     v.finish_reason = r.finish_reason.clone();
     v.error = r.error.clone();
+    v.lora_task = r.lora_task;
+    v.lora_with_weights = r.lora_with_weights;
     let shift = |t: Option<f64>| t.map(|t| t - origin);
     let Some(server) = r.server.filter(|s| s.arrival_s.is_some()) else {
         v.end_s = Some(0.0);

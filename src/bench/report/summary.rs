@@ -111,6 +111,9 @@ pub struct Summary {
     pub prediction: Option<Value>,
     /// Free-form metadata (filled by the runner).
     pub metadata: Option<Value>,
+    /// LoRA adapters, cache counters and latency by how the adapter was sent (filled by the
+    /// runner with `--lora-adapters`).
+    pub lora: Option<Value>,
 }
 
 impl Summary {
@@ -207,6 +210,7 @@ impl Summary {
             ("iter", &self.iter),
             ("prediction", &self.prediction),
             ("metadata", &self.metadata),
+            ("lora", &self.lora),
         ];
         for (name, value) in sections {
             if let Some(v) = value {

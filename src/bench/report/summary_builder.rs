@@ -213,6 +213,7 @@ impl SummaryBuilder {
             iter,
             prediction,
             metadata,
+            lora: None,
         })
     }
 }

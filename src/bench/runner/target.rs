@@ -100,7 +100,16 @@ pub(crate) fn enqueue_in_process(
     index: u64,
     phase: Phase,
 ) -> (Option<crate::GenerationStream>, RequestRecord) {
-    match executor.enqueue(generation_request(spec)) {
+    // LoRA traffic: the adapter is attached and the request enqueued in one step (see bench::lora).
+    let (lora, result) = match crate::bench::lora::installed() {
+        Some(traffic) => {
+            let (task, with_weights, result) =
+                traffic.enqueue(index, generation_request(spec), |request| executor.enqueue(request));
+            (Some((task, with_weights)), result)
+        }
+        None => (None, executor.enqueue(generation_request(spec))),
+    };
+    let (stream, mut record) = match result {
         Ok(stream) => {
             let record = new_record(spec, index, phase, clock.offset_s(stream.enqueued_at()));
             (Some(stream), record)
@@ -110,7 +119,12 @@ pub(crate) fn enqueue_in_process(
             record.fail(clock.now_s(), e.to_string());
             (None, record)
         }
+    };
+    if let Some((task, with_weights)) = lora {
+        record.lora_task = Some(task);
+        record.lora_with_weights = with_weights;
     }
+    (stream, record)
 }
 
 /// Enqueues every request in one executor call, so the executor schedules them together (on a
@@ -122,13 +136,28 @@ pub(crate) fn enqueue_all_in_process(
     specs: &[(Phase, RequestSpec)],
     clock: &RunClock,
 ) -> Vec<(Option<crate::GenerationStream>, RequestRecord)> {
-    match executor.enqueue_many(specs.iter().map(|(_, spec)| generation_request(spec)).collect()) {
+    let mut requests: Vec<GenerationRequest> = specs.iter().map(|(_, spec)| generation_request(spec)).collect();
+    // LoRA traffic: adapters attached in enqueue order (see bench::lora).
+    let mut lora = vec![None; specs.len()];
+    if let Some(traffic) = crate::bench::lora::installed() {
+        let attached = traffic.attach_all(requests.into_iter().enumerate().map(|(i, r)| (i as u64, r)).collect());
+        requests = Vec::with_capacity(attached.len());
+        for (index, (request, task, with_weights)) in attached.into_iter().enumerate() {
+            lora[index] = Some((task, with_weights));
+            requests.push(request);
+        }
+    }
+    match executor.enqueue_many(requests) {
         Ok(streams) => specs
             .iter()
             .zip(streams)
             .enumerate()
             .map(|(index, ((phase, spec), stream))| {
-                let record = new_record(spec, index as u64, *phase, clock.offset_s(stream.enqueued_at()));
+                let mut record = new_record(spec, index as u64, *phase, clock.offset_s(stream.enqueued_at()));
+                if let Some((task, with_weights)) = lora[index] {
+                    record.lora_task = Some(task);
+                    record.lora_with_weights = with_weights;
+                }
                 (Some(stream), record)
             })
             .collect(),

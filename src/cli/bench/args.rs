@@ -72,6 +72,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub non_streaming: bool,
 
+    /// Spread requests over N synthetic LoRA adapters (in process; 0: none). Each adapter goes
+    /// with its weights when the executor's host cache does not hold it, by task id otherwise.
+    #[arg(long, default_value_t = 0)]
+    pub lora_adapters: usize,
+    /// Rank of the synthetic adapters (on every module the engine adapts).
+    #[arg(long, default_value_t = 16)]
+    pub lora_rank: u32,
+    /// Zipf exponent of adapter popularity (0: uniform).
+    #[arg(long, default_value_t = 1.0)]
+    pub lora_zipf: f64,
+    /// LoRA adapter caches of the in-process executor.
+    #[command(flatten)]
+    pub lora_cache: crate::cli::peft_args::PeftCacheArgs,
+
     /// Closed-loop concurrencies to sweep [default: 1,4,16].
     #[arg(long, value_delimiter = ',', conflicts_with = "request_rate")]
     pub concurrency: Option<Vec<usize>>,

@@ -132,6 +132,12 @@ impl<'a> Report<'a> {
             builder = builder.slos(slos);
         }
         let mut summary = builder.build(&run.records)?;
+        // ---- LoRA: adapters, cache counters and latency by how adapters were sent ----
+        if let Some(traffic) = trtllm::bench::lora::installed() {
+            let section = traffic.section(&run.records);
+            notes.push(lora_console_line(&point.stem, &section));
+            summary.lora = Some(section);
+        }
         // The timing model's expectation, on a simulated engine whose iterations it times.
         if let Some(sim) = &self.setup.simulation {
             let concurrency = point.plan.load.concurrency();
@@ -197,4 +203,21 @@ impl<'a> Report<'a> {
         }
         Ok(())
     }
+}
+
+/// One console line for a point's `lora` section.
+fn lora_console_line(stem: &str, section: &Value) -> String {
+    let ms = |v: &Value| v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.1}"));
+    let cache = &section["device_cache"];
+    format!(
+        "lora {stem}: {} adapters used; TTFT mean {} ms with weights ({} req), {} ms by id ({} req); device cache hits {} misses {} evictions {}",
+        section["adapters_used"],
+        ms(&section["sent_with_weights"]["mean_ttft_ms"]),
+        section["sent_with_weights"]["requests"],
+        ms(&section["sent_by_task_id"]["mean_ttft_ms"]),
+        section["sent_by_task_id"]["requests"],
+        cache["hits"],
+        cache["misses"],
+        cache["evictions"],
+    )
 }

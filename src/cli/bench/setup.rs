@@ -50,6 +50,7 @@ impl Setup {
         let scratch = tempfile::tempdir()?;
         let mut setup = match args.target.as_str() {
             "inprocess" => in_process(args, scratch).await?,
+            url if args.lora_adapters > 0 => bail!("--lora-adapters runs in process only, not against {url}"),
             url => grpc(url, scratch).await?,
         };
         if let Some(dir) = &args.tokenizer {
@@ -90,8 +91,13 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         }
     };
     // Frequent stats polls keep the iteration statistics flowing into the collector.
-    let config = ExecutorConfig::builder().stats_poll_interval(std::time::Duration::from_millis(20)).build()?;
-    let executor = AsyncExecutor::load(&engine_dir, config).await?;
+    let mut config = ExecutorConfig::builder().stats_poll_interval(std::time::Duration::from_millis(20));
+    if let Some(peft) = args.lora_cache.config() {
+        config = config.peft_cache(peft);
+    }
+    let config = config.build()?;
+    let executor = AsyncExecutor::load(&engine_dir, config.clone()).await?;
+    super::lora::install(args, &executor, config.peft_cache.clone())?;
     let engine = executor.executor().engine().clone();
     let backend = executor.executor().backend().clone();
     let gpu = simulated_gpu(&engine_dir);
@@ -137,6 +143,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
 }
 
 async fn grpc(url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
+    trtllm::bench::lora::install(None);
     let Some(addr) = url.strip_prefix("grpc://") else {
         bail!("--target must be inprocess or grpc://HOST:PORT, not {url:?}");
     };

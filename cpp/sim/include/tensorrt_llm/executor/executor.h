@@ -5,6 +5,7 @@
 // use). Private members are this simulator's own.
 #pragma once
 
+#include "tensorrt_llm/executor/tensor.h"
 #include "tensorrt_llm/executor/types.h"
 #include "tensorrt_llm/runtime/common.h"
 
@@ -107,6 +108,23 @@ public:
     bool returnPerfMetrics;
 };
 
+// ---- LoRA: a request's adapter (task id, and its weights and config the first time) ----
+class LoraConfig
+{
+public:
+    explicit LoraConfig(
+        IdType taskId, std::optional<Tensor> weights = std::nullopt, std::optional<Tensor> config = std::nullopt);
+
+    [[nodiscard]] IdType getTaskId() const;
+    [[nodiscard]] std::optional<Tensor> getWeights() const;
+    [[nodiscard]] std::optional<Tensor> getConfig() const;
+
+private:
+    IdType mTaskId;
+    std::optional<Tensor> mWeights;
+    std::optional<Tensor> mConfig;
+};
+
 class Request
 {
 public:
@@ -143,6 +161,9 @@ public:
     void setPriority(PriorityType priority);
     void setReturnAllGeneratedTokens(bool returnAllGeneratedTokens);
     void setAllottedTimeMs(MillisecondsType allottedTimeMs);
+    // ---- LoRA ----
+    [[nodiscard]] std::optional<LoraConfig> getLoraConfig() const;
+    void setLoraConfig(LoraConfig const& loraConfig);
 
 private:
     VecTokens mInputTokenIds;
@@ -158,6 +179,7 @@ private:
     PriorityType mPriority{kDefaultPriority};
     bool mReturnAllGeneratedTokens{false};
     std::optional<MillisecondsType> mAllottedTimeMs;
+    std::optional<LoraConfig> mLoraConfig;
 };
 
 struct Result
@@ -308,6 +330,47 @@ private:
     std::optional<OrchestratorConfig> mOrchestratorConfig;
 };
 
+// ---- LoRA: sizes of the executor's adapter caches (PeftCacheManager) ----
+class PeftCacheConfig
+{
+public:
+    static constexpr SizeType32 kDefaultOptimalAdapterSize = 8;
+    static constexpr SizeType32 kDefaultMaxAdapterSize = 64;
+    static constexpr SizeType32 kDefaultMaxPagesPerBlockHost = 24;
+    static constexpr SizeType32 kDefaultMaxPagesPerBlockDevice = 8;
+
+    explicit PeftCacheConfig(SizeType32 numHostModuleLayer = 0, SizeType32 numDeviceModuleLayer = 0,
+        SizeType32 optimalAdapterSize = kDefaultOptimalAdapterSize, SizeType32 maxAdapterSize = kDefaultMaxAdapterSize,
+        SizeType32 numPutWorkers = 1, SizeType32 numEnsureWorkers = 1, SizeType32 numCopyStreams = 1,
+        SizeType32 maxPagesPerBlockHost = kDefaultMaxPagesPerBlockHost,
+        SizeType32 maxPagesPerBlockDevice = kDefaultMaxPagesPerBlockDevice,
+        std::optional<float> const& deviceCachePercent = std::nullopt,
+        std::optional<size_t> const& hostCacheSize = std::nullopt,
+        std::optional<std::string> const& loraPrefetchDir = std::nullopt);
+
+    [[nodiscard]] SizeType32 getNumHostModuleLayer() const;
+    [[nodiscard]] SizeType32 getNumDeviceModuleLayer() const;
+    [[nodiscard]] SizeType32 getOptimalAdapterSize() const;
+    [[nodiscard]] SizeType32 getMaxAdapterSize() const;
+    [[nodiscard]] std::optional<FloatType> getDeviceCachePercent() const;
+    [[nodiscard]] std::optional<size_t> getHostCacheSize() const;
+    [[nodiscard]] std::optional<std::string> getLoraPrefetchDir() const;
+
+private:
+    SizeType32 mNumHostModuleLayer;
+    SizeType32 mNumDeviceModuleLayer;
+    SizeType32 mOptimalAdapterSize;
+    SizeType32 mMaxAdapterSize;
+    SizeType32 mNumPutWorkers;
+    SizeType32 mNumEnsureWorkers;
+    SizeType32 mNumCopyStreams;
+    SizeType32 mMaxPagesPerBlockHost;
+    SizeType32 mMaxPagesPerBlockDevice;
+    std::optional<FloatType> mDeviceCachePercent;
+    std::optional<size_t> mHostCacheSize;
+    std::optional<std::string> mLoraPrefetchDir;
+};
+
 class ExecutorConfig
 {
 public:
@@ -352,6 +415,9 @@ public:
     void setMaxQueueSize(std::optional<SizeType32> const& maxQueueSize);
     void setExtendedRuntimePerfKnobConfig(ExtendedRuntimePerfKnobConfig const& extendedRuntimePerfKnobConfig);
     void setGatherGenerationLogits(bool gatherGenerationLogits);
+    // ---- LoRA ----
+    [[nodiscard]] std::optional<PeftCacheConfig> getPeftCacheConfig() const;
+    void setPeftCacheConfig(PeftCacheConfig const& peftCacheConfig);
 
 private:
     SizeType32 mMaxBeamWidth;
@@ -369,6 +435,7 @@ private:
     std::optional<SizeType32> mMaxQueueSize;
     ExtendedRuntimePerfKnobConfig mExtendedRuntimePerfKnobConfig;
     bool mGatherGenerationLogits{false};
+    std::optional<PeftCacheConfig> mPeftCacheConfig;
 };
 
 // KV-cache events (KvCacheConfig::eventBufferMaxSize > 0): what the cache stored, removed or changed, in order.

@@ -63,6 +63,32 @@ enum class CommunicationMode
     kORCHESTRATOR,
 };
 
+// ---- LoRA (tensor element and memory types) ----
+
+enum class DataType
+{
+    kBOOL,
+    kUINT8,
+    kINT8,
+    kINT32,
+    kINT64,
+    kBF16,
+    kFP8,
+    kFP16,
+    kFP32,
+    kUNKNOWN
+};
+
+enum class MemoryType
+{
+    kCPU,
+    kCPU_PINNED,
+    kCPU_PINNEDPOOL,
+    kGPU,
+    kUVM,
+    kUNKNOWN
+};
+
 struct KvCacheStats
 {
     SizeType32 maxNumBlocks;

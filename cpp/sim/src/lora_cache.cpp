@@ -1,0 +1,236 @@
+// LoRA adapter caches of the simulated executor (see lora_cache.h).
+#include "lora_cache.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "trtllm_sim/lora_counters.h"
+
+namespace tensorrt_llm::executor::sim
+{
+
+namespace
+{
+
+/// TensorRT-LLM's default host cache for adapters when PeftCacheConfig gives none (1 GiB).
+constexpr double kDefaultHostCacheBytes = 1024.0 * 1024.0 * 1024.0;
+/// Share of GPU memory the device cache takes when PeftCacheConfig gives neither a module-layer count nor a
+/// percentage (TensorRT-LLM's default deviceCachePercent).
+constexpr double kDefaultDeviceCacheFraction = 0.02;
+
+/// TensorRT-LLM's module ids (runtime/loraModule.h) -> the module's name, for the modules the simulator sizes.
+char const* moduleName(std::int32_t id)
+{
+    switch (id)
+    {
+    case 0: return "attn_qkv";
+    case 1: return "attn_q";
+    case 2: return "attn_k";
+    case 3: return "attn_v";
+    case 4: return "attn_dense";
+    case 5: return "mlp_h_to_4h";
+    case 6: return "mlp_4h_to_h";
+    case 7: return "mlp_gate";
+    default: return nullptr;
+    }
+}
+
+/// (in, out) widths of a module, or nullopt for a module the simulator does not size.
+std::optional<std::pair<double, double>> moduleDims(EngineConfig const& engine, std::int32_t id)
+{
+    double const hidden = engine.hiddenSize;
+    double const q = static_cast<double>(engine.numAttentionHeads) * engine.headSize;
+    double const kv = static_cast<double>(engine.numKvHeads) * engine.headSize;
+    double const mlp = engine.intermediateSize;
+    switch (id)
+    {
+    case 0: return std::make_pair(hidden, q + 2.0 * kv);
+    case 1: return std::make_pair(hidden, q);
+    case 2:
+    case 3: return std::make_pair(hidden, kv);
+    case 4: return std::make_pair(q, hidden);
+    case 5:
+    case 7: return std::make_pair(hidden, mlp);
+    case 6: return std::make_pair(mlp, hidden);
+    default: return std::nullopt;
+    }
+}
+
+std::mutex gRegistryMutex;
+std::unordered_map<Executor const*, std::shared_ptr<LoraCounterCells>> gRegistry;
+
+} // namespace
+
+void registerLoraCounters(Executor const* executor, std::shared_ptr<LoraCounterCells> cells)
+{
+    std::lock_guard<std::mutex> lock(gRegistryMutex);
+    gRegistry[executor] = std::move(cells);
+}
+
+void unregisterLoraCounters(Executor const* executor)
+{
+    std::lock_guard<std::mutex> lock(gRegistryMutex);
+    gRegistry.erase(executor);
+}
+
+void LoraCache::Level::touch(IdType id)
+{
+    auto& entry = entries.at(id);
+    order.splice(order.begin(), order, entry.second);
+}
+
+std::uint64_t LoraCache::Level::insert(IdType id, double bytes)
+{
+    std::uint64_t evicted = 0;
+    while (used + bytes > capacity && !order.empty())
+    {
+        IdType const victim = order.back();
+        used -= entries.at(victim).first;
+        entries.erase(victim);
+        order.pop_back();
+        ++evicted;
+    }
+    order.push_front(id);
+    entries.emplace(id, std::make_pair(bytes, order.begin()));
+    used += bytes;
+    return evicted;
+}
+
+LoraCache::LoraCache(EngineConfig const& engine, std::optional<PeftCacheConfig> const& config, double gpuMemoryBytes)
+    : mEngine(engine)
+{
+    PeftCacheConfig const peft = config.value_or(PeftCacheConfig());
+    // One "module layer" slot holds one module of one layer at the optimal adapter size, for the widest module.
+    double const widest = static_cast<double>(engine.hiddenSize)
+                          + std::max<double>(engine.intermediateSize,
+                              static_cast<double>(engine.numAttentionHeads + 2 * engine.numKvHeads) * engine.headSize);
+    double const slotBytes = peft.getOptimalAdapterSize() * widest * engine.dtypeBytes();
+    mHost.capacity = peft.getNumHostModuleLayer() > 0 ? peft.getNumHostModuleLayer() * slotBytes
+                                                      : static_cast<double>(peft.getHostCacheSize().value_or(
+                                                          static_cast<size_t>(kDefaultHostCacheBytes)));
+    mDevice.capacity = peft.getNumDeviceModuleLayer() > 0
+        ? peft.getNumDeviceModuleLayer() * slotBytes
+        : gpuMemoryBytes * peft.getDeviceCachePercent().value_or(kDefaultDeviceCacheFraction);
+}
+
+std::variant<LoraAdapterCost, std::string> LoraCache::costOf(Tensor const& weights, Tensor const& config) const
+{
+    auto const rows = static_cast<std::size_t>(config.getShape()[0]);
+    auto const rowLen = static_cast<std::size_t>(weights.getShape()[1]);
+    std::vector<std::int32_t> values(rows * 3);
+    std::memcpy(values.data(), config.getData(), values.size() * sizeof(std::int32_t));
+    LoraAdapterCost cost;
+    double const elementBytes = static_cast<double>(weights.getSizeInBytes()) / std::max<std::size_t>(1, weights.getSize());
+    for (std::size_t row = 0; row < rows; ++row)
+    {
+        std::int32_t const module = values[row * 3];
+        std::int32_t const layer = values[row * 3 + 1];
+        std::int32_t const rank = values[row * 3 + 2];
+        std::string const where = "LoRA config row " + std::to_string(row) + " (module " + std::to_string(module)
+                                  + ", layer " + std::to_string(layer) + ")";
+        if (layer < 0 || layer >= mEngine.numLayers)
+        {
+            return where + ": layer is outside [0, " + std::to_string(mEngine.numLayers) + ")";
+        }
+        if (rank <= 0 || rank > mEngine.maxLoraRank)
+        {
+            return where + ": adapter size " + std::to_string(rank) + " is outside [1, max_lora_rank "
+                   + std::to_string(mEngine.maxLoraRank) + "]";
+        }
+        char const* name = moduleName(module);
+        bool const enabled = name != nullptr
+            && std::find(mEngine.loraTargetModules.begin(), mEngine.loraTargetModules.end(), name)
+                != mEngine.loraTargetModules.end();
+        if (!enabled)
+        {
+            return where + ": the engine was not built with this LoRA module";
+        }
+        auto const [in, out] = *moduleDims(mEngine, module);
+        double const values = rank * (in + out);
+        if (values > static_cast<double>(rowLen))
+        {
+            return where + ": the weights row holds " + std::to_string(rowLen) + " values but rank "
+                   + std::to_string(rank) + " needs " + std::to_string(static_cast<std::int64_t>(values));
+        }
+        cost.flopsPerToken += 2.0 * values;
+        cost.weightBytes += values * elementBytes;
+    }
+    return cost;
+}
+
+std::variant<LoraUse, std::string> LoraCache::admit(LoraConfig const& config)
+{
+    IdType const taskId = config.getTaskId();
+    if (!mEngine.loraEnabled)
+    {
+        return std::string("LoRA task ") + std::to_string(taskId)
+               + " sent to an engine built without LoRA support (no lora_plugin / lora_target_modules)";
+    }
+    auto const weights = config.getWeights();
+    auto const tensors = config.getConfig();
+    if (weights && tensors)
+    {
+        if (!mHost.contains(taskId))
+        {
+            auto cost = costOf(*weights, *tensors);
+            if (auto const* error = std::get_if<std::string>(&cost))
+            {
+                return *error;
+            }
+            auto const adapter = std::get<LoraAdapterCost>(cost);
+            if (adapter.weightBytes > mHost.capacity || adapter.weightBytes > mDevice.capacity)
+            {
+                return "LoRA task " + std::to_string(taskId) + " needs "
+                       + std::to_string(static_cast<std::int64_t>(adapter.weightBytes))
+                       + " bytes, more than the LoRA cache holds (host "
+                       + std::to_string(static_cast<std::int64_t>(mHost.capacity)) + ", device "
+                       + std::to_string(static_cast<std::int64_t>(mDevice.capacity)) + " bytes)";
+            }
+            mHost.insert(taskId, adapter.weightBytes);
+            mCosts[taskId] = adapter;
+        }
+    }
+    if (!mHost.contains(taskId))
+    {
+        mCosts.erase(taskId);
+        return "LoRA task " + std::to_string(taskId) + " not found in cache. Please send LoRA weights with request";
+    }
+    mHost.touch(taskId);
+    LoraUse use;
+    use.taskId = taskId;
+    use.cost = mCosts.at(taskId);
+    if (mDevice.contains(taskId))
+    {
+        mDevice.touch(taskId);
+        ++mCounters->hits;
+    }
+    else
+    {
+        ++mCounters->misses;
+        mCounters->evictions += mDevice.insert(taskId, use.cost.weightBytes);
+        use.copyBytes = use.cost.weightBytes;
+    }
+    return use;
+}
+
+} // namespace tensorrt_llm::executor::sim
+
+namespace trtllm_sim
+{
+
+std::optional<LoraCacheCounts> loraCacheCounts(tensorrt_llm::executor::Executor const& executor)
+{
+    using namespace tensorrt_llm::executor::sim;
+    std::lock_guard<std::mutex> lock(gRegistryMutex);
+    auto const found = gRegistry.find(&executor);
+    if (found == gRegistry.end())
+    {
+        return std::nullopt;
+    }
+    auto const& cells = *found->second;
+    return LoraCacheCounts{cells.hits.load(), cells.misses.load(), cells.evictions.load()};
+}
+
+} // namespace trtllm_sim

@@ -1,0 +1,177 @@
+//! LoRA adapters through the executor: a PEFT adapter written by the test is sent once with its
+//! weights and then by task id; an evicted adapter sent by id fails alone with TensorRT-LLM's
+//! message; different adapters share a batch; bad adapters are refused before enqueue.
+
+use std::path::Path;
+
+use safetensors::{Dtype, tensor::TensorView};
+use serde_json::json;
+use trtllm::lora::{LoraConfig, LoraModule, load_peft_adapter, task_not_cached_message};
+use trtllm::sim::SimLora;
+use trtllm::{Error, Executor, GenerationRequest, InvalidRequest, PeftCacheConfig};
+
+use crate::common::sim::{config, drain, engine_dir};
+
+const HIDDEN: usize = 64;
+const LAYERS: usize = 2;
+/// 4 query heads and 2 KV heads of width 16: q out 64, v out 32.
+const KV_OUT: usize = 32;
+
+/// A small engine adapting q and v up to rank 8.
+fn lora_engine() -> tempfile::TempDir {
+    engine_dir(|b| {
+        b.hidden_size(HIDDEN)
+            .num_layers(LAYERS)
+            .num_heads(4)
+            .num_kv_heads(2)
+            .intermediate_size(128)
+            .lora(SimLora { target_modules: vec![LoraModule::AttnQ, LoraModule::AttnV], max_rank: 8 })
+    })
+}
+
+/// Writes a PEFT adapter of rank `rank` on q_proj and v_proj of every layer (f32 values the test
+/// chooses, seeded so that adapters differ).
+fn write_adapter(dir: &Path, rank: usize, seed: usize) {
+    let config = json!({ "peft_type": "LORA", "r": rank, "lora_alpha": 2 * rank,
+                         "target_modules": ["q_proj", "v_proj"], "task_type": "CAUSAL_LM" });
+    std::fs::write(dir.join("adapter_config.json"), config.to_string()).unwrap();
+    let mut tensors = Vec::new();
+    for layer in 0..LAYERS {
+        for (module, out) in [("q_proj", HIDDEN), ("v_proj", KV_OUT)] {
+            let name =
+                |side: char| format!("base_model.model.model.layers.{layer}.self_attn.{module}.lora_{side}.weight");
+            for (side, shape) in [('A', vec![rank, HIDDEN]), ('B', vec![out, rank])] {
+                let count = shape[0] * shape[1];
+                let bytes: Vec<u8> =
+                    (0..count).flat_map(|i| (((seed * 31 + layer * 7 + i) % 17) as f32 / 64.0).to_le_bytes()).collect();
+                tensors.push((name(side), shape, bytes));
+            }
+        }
+    }
+    let views: Vec<(String, TensorView<'_>)> = tensors
+        .iter()
+        .map(|(name, shape, bytes)| (name.clone(), TensorView::new(Dtype::F32, shape.clone(), bytes).unwrap()))
+        .collect();
+    std::fs::write(dir.join("adapter_model.safetensors"), safetensors::serialize(views, None).unwrap()).unwrap();
+}
+
+/// An adapter loaded for `executor`'s engine from a directory the test writes.
+fn adapter(executor: &Executor, rank: usize, seed: usize) -> trtllm::lora::LoraWeights {
+    let dir = tempfile::tempdir().unwrap();
+    write_adapter(dir.path(), rank, seed);
+    load_peft_adapter(dir.path(), executor.engine().lora.as_ref().expect("a LoRA engine")).unwrap()
+}
+
+fn request(lora: LoraConfig) -> GenerationRequest {
+    GenerationRequest::new(vec![5, 6, 7, 8], 4).with_lora(lora)
+}
+
+#[test]
+fn first_request_sends_weights_and_later_ones_the_task_id_alone() {
+    let dir = lora_engine();
+    let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+    let weights = adapter(&executor, 4, 1);
+    assert_eq!(weights.shape()[0], 2 * LAYERS, "one row per module and layer");
+
+    let first = drain(executor.enqueue(request(LoraConfig::with_weights(7, weights))).unwrap());
+    assert_eq!(first.done().completion_tokens, 4);
+    let again = drain(executor.enqueue(request(LoraConfig::cached(7))).unwrap());
+    assert_eq!(again.done().completion_tokens, 4);
+
+    let stats = executor.lora_cache_stats().expect("the simulator counts LoRA cache use");
+    assert_eq!((stats.misses, stats.hits, stats.evictions), (1, 1, 0));
+}
+
+#[test]
+fn an_unknown_task_id_without_weights_fails_that_request_with_the_upstream_error() {
+    let dir = lora_engine();
+    let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+    let failed = drain(executor.enqueue(request(LoraConfig::cached(99))).unwrap());
+    let message = failed.terminal.expect_err("an uncached task id fails").to_string();
+    assert!(message.contains(&task_not_cached_message(99)), "{message}");
+}
+
+#[test]
+fn an_evicted_adapter_sent_by_id_fails_alone() {
+    let dir = lora_engine();
+    // Room on the host for one adapter: the second evicts the first.
+    let probe = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+    let first = adapter(&probe, 4, 1);
+    let second = adapter(&probe, 4, 2);
+    drop(probe);
+    let bytes = first.data().len() as u64;
+    let peft = PeftCacheConfig { host_cache_size: Some(bytes + bytes / 2), ..PeftCacheConfig::default() };
+    let executor = Executor::load(dir.path(), config().peft_cache(peft).build().unwrap()).unwrap();
+
+    drain(executor.enqueue(request(LoraConfig::with_weights(1, first))).unwrap()).done();
+    drain(executor.enqueue(request(LoraConfig::with_weights(2, second))).unwrap()).done();
+
+    let streams = executor
+        .enqueue_many(vec![
+            request(LoraConfig::cached(1)),
+            request(LoraConfig::cached(2)),
+            GenerationRequest::new(vec![9; 4], 4),
+        ])
+        .unwrap();
+    let results: Vec<_> = streams.into_iter().map(drain).collect();
+    let message = results[0].terminal.as_ref().expect_err("task 1 was evicted").to_string();
+    assert!(message.contains(&task_not_cached_message(1)), "{message}");
+    assert_eq!(results[1].done().completion_tokens, 4, "the cached adapter still runs");
+    assert_eq!(results[2].done().completion_tokens, 4, "a request without an adapter is unaffected");
+    assert!(results.iter().all(|r| r.after_terminal == 0));
+}
+
+#[test]
+fn requests_with_different_adapters_run_in_one_batch() {
+    let dir = lora_engine();
+    let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+    let requests = vec![
+        request(LoraConfig::with_weights(1, adapter(&executor, 4, 1))),
+        request(LoraConfig::with_weights(2, adapter(&executor, 8, 2))),
+        GenerationRequest::new(vec![5, 6, 7, 8], 4),
+    ];
+    let done: Vec<_> = executor.enqueue_many(requests).unwrap().into_iter().map(drain).collect();
+    let first_iters: Vec<_> = done.iter().map(|d| d.done().perf.as_ref().and_then(|p| p.first_iter)).collect();
+    assert!(first_iters[0].is_some());
+    assert!(first_iters.iter().all(|i| *i == first_iters[0]), "one batch: {first_iters:?}");
+    let stats = executor.lora_cache_stats().unwrap();
+    assert_eq!(stats.misses, 2);
+}
+
+#[test]
+fn bad_adapters_are_refused_before_enqueue_naming_the_fault() {
+    let dir = lora_engine();
+    let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+    let settings = executor.engine().lora.clone().unwrap();
+
+    // A rank above max_lora_rank (8).
+    let too_wide = adapter(&executor, 4, 1);
+    let rows = too_wide.rows().iter().map(|r| trtllm::lora::LoraConfigRow { rank: 16, ..*r }).collect();
+    let bad_rank =
+        trtllm::lora::LoraWeights::new(rows, too_wide.row_len(), too_wide.dtype(), too_wide.data().to_vec()).unwrap();
+    let err = executor.enqueue(request(LoraConfig::with_weights(3, bad_rank))).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidRequest(InvalidRequest::Lora { task_id: 3, reason }) if reason.contains("attn_q") && reason.contains("layer 0")),
+        "{err}"
+    );
+
+    // A module the engine was not built to adapt (attn_k).
+    let mut rows = adapter(&executor, 4, 1).rows().to_vec();
+    rows[1].module = LoraModule::AttnK;
+    let k =
+        trtllm::lora::LoraWeights::new(rows, too_wide.row_len(), settings.dtype(), too_wide.data().to_vec()).unwrap();
+    let err = executor.enqueue(request(LoraConfig::with_weights(4, k))).unwrap_err();
+    assert!(err.to_string().contains("attn_k"), "{err}");
+
+    // Nothing reached the executor.
+    assert_eq!(executor.lora_cache_stats().unwrap(), trtllm::LoraCacheStats::default());
+}
+
+#[test]
+fn an_engine_without_lora_refuses_adapters() {
+    let dir = engine_dir(|b| b);
+    let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+    assert!(executor.engine().lora.is_none());
+    let err = executor.enqueue(request(LoraConfig::cached(1))).unwrap_err();
+    assert!(matches!(err, Error::InvalidRequest(InvalidRequest::LoraNotSupported { task_id: 1 })), "{err}");
+}
