@@ -37,6 +37,7 @@ mod version;
 
 pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
+pub use engine::speculative::SpeculativeDecodingMode;
 pub use error::{Error, InvalidRequest, Result};
 pub use executor::{AsyncExecutor, BlockingIter, Executor, GenerationStream, KvEventStream, ShutdownMode};
 pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
@@ -46,6 +47,9 @@ pub use types::config::{
 pub use types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged, StoredBlock, ValueChange};
 pub use types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
 pub use types::request::{FinishReason, GenerationRequest, SamplingParams};
+pub use types::speculative::{
+    DecodingConfig, DecodingMode, DraftTokens, EagleConfig, LookaheadConfig, SpeculativeMetrics, SpeculativeRequest,
+};
 pub use types::stats::{
     InflightBatchingStats, IterationStats, KvCacheStats, RequestStage, RequestStats, RequestStatsPerIteration,
     StaticBatchingStats,

@@ -10,6 +10,7 @@ mod error;
 mod gpu;
 mod model;
 pub mod perf_model;
+mod speculation;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,6 +25,7 @@ pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
 pub use model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};
 pub use perf_model::PerfModel;
+pub use speculation::SimulatedSpeculation;
 
 /// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
 ///
@@ -106,6 +108,8 @@ pub struct SimulatedEngine {
     pub seed: u64,
     /// Test hooks.
     pub faults: SimFaults,
+    /// Speculative decoding (`None`: a plain engine).
+    pub speculation: Option<SimulatedSpeculation>,
 }
 
 impl Default for SimulatedEngine {
@@ -141,6 +145,7 @@ impl Default for SimulatedEngine {
             kv_cache_max_tokens: None,
             seed: 0,
             faults: SimFaults::default(),
+            speculation: None,
         }
     }
 }
@@ -208,6 +213,7 @@ impl SimulatedEngine {
                     quant_algo: self.weight_dtype.quant_algo().map(str::to_string),
                     kv_cache_quant_algo: self.kv_cache_dtype.quant_algo().map(str::to_string),
                 },
+                num_medusa_heads: self.speculation.as_ref().and_then(SimulatedSpeculation::medusa_heads),
             },
             build_config: BuildConfig {
                 max_input_len: Some(self.max_input_len),
@@ -229,6 +235,8 @@ impl SimulatedEngine {
                     context_fmha: Some(true),
                     remove_input_padding: Some(true),
                 },
+                speculative_decoding_mode: self.speculation.as_ref().map(|s| s.mode),
+                max_draft_len: self.speculation.as_ref().map(|s| s.max_draft_len),
             },
             tokenizer_dir: None,
         }
@@ -245,6 +253,7 @@ impl SimulatedEngine {
             kv_cache_max_tokens: self.kv_cache_max_tokens,
             seed: self.seed,
             faults: self.faults.clone(),
+            speculative: self.speculation.as_ref().map(SimulatedSpeculation::simulation),
         }
     }
 

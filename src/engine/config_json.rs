@@ -97,6 +97,9 @@ pub struct PretrainedConfig {
     /// Weight and KV-cache quantization.
     #[serde(deserialize_with = "super::null_as_default")]
     pub quantization: Quantization,
+    /// Medusa heads (Medusa engines): the longest draft chain per step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_medusa_heads: Option<usize>,
 }
 
 impl PretrainedConfig {
@@ -187,6 +190,12 @@ pub struct BuildConfig {
     /// Plugin and kernel settings.
     #[serde(deserialize_with = "super::null_as_default")]
     pub plugin_config: PluginConfig,
+    /// Speculative decoding the engine was built for; absent means none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative_decoding_mode: Option<super::speculative::SpeculativeDecodingMode>,
+    /// Draft tokens verified per step (speculative engines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_draft_len: Option<usize>,
 }
 
 impl BuildConfig {

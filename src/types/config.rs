@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::ffi::sys;
+use crate::types::speculative::DecodingConfig;
 
 /// How the scheduler admits requests into the running batch (`CapacitySchedulerPolicy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
@@ -119,6 +120,8 @@ pub struct ExecutorConfig {
     pub stream_buffer: usize,
     /// Load even if the engine's TensorRT-LLM version differs from the library's.
     pub allow_version_mismatch: bool,
+    /// Decoding mode and speculative-decoding settings (`DecodingConfig`); `None`: the executor's.
+    pub decoding: Option<DecodingConfig>,
 }
 
 impl Default for ExecutorConfig {
@@ -152,6 +155,7 @@ impl Default for ExecutorConfig {
             stats_poll_interval: Duration::from_millis(100),
             stream_buffer: 1024,
             allow_version_mismatch: false,
+            decoding: None,
         }
     }
 }
@@ -184,6 +188,9 @@ impl ExecutorConfig {
         }
         if self.response_poll_interval.is_zero() || self.response_poll_interval > Duration::from_secs(1) {
             return bad("response_poll_interval must be between 1 ms and 1 s".into());
+        }
+        if let Some(Err(e)) = self.decoding.as_ref().map(DecodingConfig::validate) {
+            return bad(e);
         }
         if self.stats_poll_interval.is_zero() {
             return bad("stats_poll_interval must be positive".into());
@@ -236,6 +243,7 @@ impl ExecutorConfig {
             gpu_weights_percent: self.gpu_weights_percent,
             gather_generation_logits: self.gather_generation_logits,
             parallel,
+            decoding: DecodingConfig::to_ffi(self.decoding.as_ref()),
         }
     }
 }
@@ -334,6 +342,8 @@ setters! {
     stream_buffer: usize => stream_buffer;
     /// Skip the engine/library version check.
     allow_version_mismatch: bool => allow_version_mismatch;
+    /// Decoding mode and speculative-decoding settings.
+    decoding: DecodingConfig => decoding (Some);
 }
 
 impl ExecutorConfigBuilder {

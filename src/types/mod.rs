@@ -5,4 +5,5 @@ pub(crate) mod config;
 pub(crate) mod kv_event;
 pub(crate) mod output;
 pub(crate) mod request;
+pub(crate) mod speculative;
 pub(crate) mod stats;

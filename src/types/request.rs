@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::EngineConfig;
 use crate::error::InvalidRequest;
 use crate::ffi::sys;
+use crate::types::speculative::{DraftTokens, SpeculativeRequest};
 
 /// Sampling parameters (`SamplingConfig`). `None` keeps the executor's default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +264,8 @@ pub struct GenerationRequest {
     allotted_time: Option<Duration>,
     return_log_probs: bool,
     return_perf_metrics: bool,
+    #[serde(default)]
+    speculative: SpeculativeRequest,
 }
 
 impl GenerationRequest {
@@ -281,6 +284,7 @@ impl GenerationRequest {
             allotted_time: None,
             return_log_probs: false,
             return_perf_metrics: true,
+            speculative: SpeculativeRequest::default(),
         }
     }
 
@@ -352,6 +356,25 @@ impl GenerationRequest {
     pub fn with_perf_metrics(mut self, on: bool) -> Self {
         self.return_perf_metrics = on;
         self
+    }
+
+    /// Speculative-decoding settings: lookahead / Eagle configs and draft tokens to verify.
+    #[must_use]
+    pub fn with_speculative(mut self, speculative: SpeculativeRequest) -> Self {
+        self.speculative = speculative;
+        self
+    }
+
+    /// Draft tokens for the target engine to verify (draft-target speculative decoding).
+    #[must_use]
+    pub fn with_draft_tokens(mut self, draft: DraftTokens) -> Self {
+        self.speculative.draft = Some(draft);
+        self
+    }
+
+    /// The speculative-decoding settings.
+    pub fn speculative(&self) -> &SpeculativeRequest {
+        &self.speculative
     }
 
     /// The prompt token ids.
@@ -460,6 +483,9 @@ impl GenerationRequest {
                 rule: "must be positive",
             });
         }
+        if let Err(detail) = self.speculative.validate() {
+            return Err(InvalidRequest::Parameter { field: "speculative", value: detail, rule: "must be in range" });
+        }
         self.sampling.validate()
     }
 
@@ -508,6 +534,7 @@ impl GenerationRequest {
             // Delta mode: each streamed chunk carries only its new tokens.
             return_all_generated_tokens: false,
             allotted_time_ms: self.allotted_time.map_or(0, |d| (d.as_millis() as u64).max(1)),
+            speculative: self.speculative.to_ffi(),
         }
     }
 }

@@ -126,6 +126,7 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
           sim::KvReuseConfig::from(executorConfig.getKvCacheConfig()), mKvEvents)
     , mScheduler(mSettings.scheduler, mPool)
     , mTokens(mEngine.vocabSizePadded(), mSim.seed)
+    , mSpeculator(mEngine, mSim.draftAcceptance, mSim.seed, executorConfig)
 {
     maybeInjectFault(sim::FaultMethod::kConstructor);
     // The Created event is readable before any request runs.

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tensorrt_llm::executor::sim
 {
@@ -74,6 +75,8 @@ struct SimConfig
     /// Mixed into every generated token id.
     std::uint64_t seed{0};
     FaultConfig faults;
+    /// Speculative decoding: probability that draft position i is accepted (the last value repeats).
+    std::vector<double> draftAcceptance{0.7};
 
     /// The preset named by `gpu` with `gpuOverrides` applied.
     [[nodiscard]] GpuSpec resolveGpu() const;

@@ -144,6 +144,9 @@ pub struct RequestRecord {
     /// Executor-side stamps when `returnPerfMetrics` was on.
     #[serde(default)]
     pub server: Option<ServerTimes>,
+    /// Speculative decoding: steps and draft tokens, when the target reported any drafts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<crate::bench::metrics::speculative::SpecCounts>,
 }
 
 impl RequestRecord {
@@ -167,6 +170,7 @@ impl RequestRecord {
             error: None,
             client_queue_s: 0.0,
             server: None,
+            speculative: None,
         }
     }
 

@@ -111,6 +111,8 @@ pub struct Summary {
     pub prediction: Option<Value>,
     /// Free-form metadata (filled by the runner).
     pub metadata: Option<Value>,
+    /// Speculative-decoding figures, when requests proposed draft tokens.
+    pub speculative: Option<crate::bench::metrics::speculative::SpeculativeSummary>,
 }
 
 impl Summary {
@@ -199,6 +201,9 @@ impl Summary {
         }
         if let Some(calibration) = &self.calibration {
             put("calibration", calibration.to_json());
+        }
+        if let Some(speculative) = &self.speculative {
+            put("speculative", speculative.to_json());
         }
         let sections = [
             ("engine", &self.engine),
