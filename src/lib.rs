@@ -31,6 +31,7 @@ pub mod lora;
 pub mod proto;
 pub mod server;
 pub mod sim;
+mod speculative;
 pub mod text;
 mod types;
 mod version;
@@ -40,6 +41,7 @@ pub use engine::EngineConfig;
 pub use engine::speculative::SpeculativeDecodingMode;
 pub use error::{Error, InvalidRequest, Result};
 pub use executor::{AsyncExecutor, BlockingIter, Executor, GenerationStream, KvEventStream, ShutdownMode};
+pub use speculative::{DraftLength, SpeculativeExecutor, SpeculativeStream};
 pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
 pub use types::config::{
     ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy,

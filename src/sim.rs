@@ -235,8 +235,12 @@ impl SimulatedEngine {
                     context_fmha: Some(true),
                     remove_input_padding: Some(true),
                 },
-                speculative_decoding_mode: self.speculation.as_ref().map(|s| s.mode),
-                max_draft_len: self.speculation.as_ref().map(|s| s.max_draft_len),
+                speculative_decoding_mode: self
+                    .speculation
+                    .as_ref()
+                    .map(|s| s.mode)
+                    .filter(|m| *m != crate::SpeculativeDecodingMode::None),
+                max_draft_len: self.speculation.as_ref().map(|s| s.max_draft_len).filter(|&n| n > 0),
             },
             tokenizer_dir: None,
         }

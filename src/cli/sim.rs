@@ -90,6 +90,10 @@ struct BuildArgs {
     /// Probability that each draft position is accepted given the ones before it were.
     #[arg(long, requires = "speculative", default_value_t = 0.7, value_parser = parse_probability)]
     acceptance: f64,
+    /// Build a draft model for a `--speculative draft-target` engine: its tokens agree with the
+    /// target's with this probability.
+    #[arg(long, conflicts_with = "speculative", value_parser = parse_probability)]
+    draft_agreement: Option<f64>,
 }
 
 /// `--speculative` modes.
@@ -173,6 +177,9 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("--draft-len must be at least 1");
         }
         builder = builder.speculation(SimulatedSpeculation::new(kind.mode(), draft_len, args.acceptance));
+    }
+    if let Some(agreement) = args.draft_agreement {
+        builder = builder.speculation(SimulatedSpeculation::draft_model(agreement));
     }
     let engine = builder.build();
     check_limits(&engine)?;

@@ -93,8 +93,21 @@ impl<'de> Deserialize<'de> for SpeculativeDecodingMode {
 pub struct SimSpeculative {
     /// Probability that draft position i is accepted given the ones before it were (the last value
     /// repeats for deeper positions). A single number in the file means that value everywhere.
-    #[serde(deserialize_with = "one_or_many")]
+    #[serde(deserialize_with = "one_or_many", default = "default_acceptance")]
     pub acceptance: Vec<f64>,
+    /// Tokens depend on the whole context (prompt + tokens so far), not on prompt and position, so
+    /// a draft-target loop that re-sends the context continues the same text. Always on for
+    /// `draft_tokens_external` engines and for draft models.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub context_tokens: bool,
+    /// Makes this engine a draft model: it yields the context's token with this probability and
+    /// a different one otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_agreement: Option<f64>,
+}
+
+fn default_acceptance() -> Vec<f64> {
+    vec![0.7]
 }
 
 fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<f64>, D::Error> {

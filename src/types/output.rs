@@ -160,6 +160,8 @@ pub struct FinalOutput {
     pub decoding_iterations: u32,
     /// Mean tokens per decoding iteration (`avgDecodedTokensPerIter`; > 1 under speculative decoding).
     pub avg_decoded_tokens_per_iter: f32,
+    /// Draft tokens proposed and accepted, when the request speculated.
+    pub speculative: Option<SpeculativeMetrics>,
     /// Just before the request was handed to the executor.
     pub enqueued_at: Instant,
     /// When the first token was received.
@@ -199,6 +201,8 @@ impl FinalOutput {
 }
 
 /// One item of a [`GenerationStream`](crate::GenerationStream).
+// One Final per request against many Chunks: boxing it would save little and change the public enum.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     /// New tokens.

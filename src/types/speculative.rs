@@ -167,10 +167,10 @@ impl DecodingConfig {
                 return Err(format!("decoding {name} settings need decoding mode {needs:?}, got {:?}", self.mode));
             }
         }
-        if let Some(t) = self.eagle.as_ref().and_then(|e| e.posterior_threshold) {
-            if !(t > 0.0 && t < 1.0) {
-                return Err(format!("eagle posterior_threshold {t} is outside (0, 1)"));
-            }
+        if let Some(t) = self.eagle.as_ref().and_then(|e| e.posterior_threshold)
+            && !(t > 0.0 && t < 1.0)
+        {
+            return Err(format!("eagle posterior_threshold {t} is outside (0, 1)"));
         }
         Ok(())
     }
@@ -226,10 +226,10 @@ impl SpeculativeRequest {
         if let Some(lookahead) = &self.lookahead {
             lookahead.validate()?;
         }
-        if let Some(t) = self.draft.as_ref().and_then(|d| d.acceptance_threshold) {
-            if !(t > 0.0 && t <= 1.0) {
-                return Err(format!("draft acceptance_threshold {t} is outside (0, 1]"));
-            }
+        if let Some(t) = self.draft.as_ref().and_then(|d| d.acceptance_threshold)
+            && !(t > 0.0 && t <= 1.0)
+        {
+            return Err(format!("draft acceptance_threshold {t} is outside (0, 1]"));
         }
         Ok(())
     }

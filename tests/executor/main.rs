@@ -7,4 +7,5 @@ mod engine_dir;
 mod kv_cache;
 mod lifecycle;
 mod speculative;
+mod speculative_loop;
 mod stream;

@@ -135,8 +135,9 @@ fn cancelling_in_the_middle_of_speculation_ends_with_one_cancelled_final() {
 #[test]
 fn draft_target_accepts_exactly_the_drafts_the_target_agrees_with() {
     let prompt = [31, 32, 33, 34];
-    let plain = plain_tokens(&prompt, 8);
     let (_dir, executor) = speculative_executor(SpeculativeDecodingMode::DraftTokensExternal, 8, 0.7);
+    // Ground truth: what the target generates without drafts.
+    let plain = drain(executor.enqueue(GenerationRequest::new(prompt.to_vec(), 8)).unwrap()).tokens();
     // Drafts 0 and 1 are right, draft 2 is wrong: the target keeps 2 drafts and adds its own token.
     let wrong = (plain[2] + 1) % 1000;
     let drafts = vec![plain[0], plain[1], wrong, plain[3]];

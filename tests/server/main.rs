@@ -10,4 +10,5 @@ mod metrics;
 mod proto_compat;
 mod security;
 mod shutdown;
+mod speculative;
 mod text;

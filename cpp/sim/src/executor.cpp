@@ -129,6 +129,9 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
     , mSpeculator(mEngine, mSim.draftAcceptance, mSim.seed, executorConfig)
 {
     maybeInjectFault(sim::FaultMethod::kConstructor);
+    mTokens.configureDrafting(mSim.contextTokens || mSim.draftAgreement.has_value()
+            || mEngine.speculativeDecodingMode == sim::SpecMode::kDraftTokensExternal,
+        mSim.draftAgreement);
     // The Created event is readable before any request runs.
     mKvEvents->flush();
     mThread = std::thread([this]() { executionLoop(); });

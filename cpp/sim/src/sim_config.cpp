@@ -157,6 +157,12 @@ SimConfig SimConfig::parse(std::string_view text, std::string const& file)
     if (auto const speculative = root.object("speculative"))
     {
         config.draftAcceptance = readAcceptance(*speculative);
+        config.contextTokens = speculative->boolean("context_tokens").value_or(false);
+        config.draftAgreement = speculative->number("draft_agreement", 0.0);
+        if (config.draftAgreement && *config.draftAgreement > 1.0)
+        {
+            speculative->fail("draft_agreement", "must be a probability in [0, 1]");
+        }
     }
     return config;
 }

@@ -77,6 +77,10 @@ struct SimConfig
     FaultConfig faults;
     /// Speculative decoding: probability that draft position i is accepted (the last value repeats).
     std::vector<double> draftAcceptance{0.7};
+    /// Tokens are a function of the whole context (draft-target loops; on for draft_tokens_external engines).
+    bool contextTokens{false};
+    /// This engine is a draft model agreeing with the context token with this probability.
+    std::optional<double> draftAgreement;
 
     /// The preset named by `gpu` with `gpuOverrides` applied.
     [[nodiscard]] GpuSpec resolveGpu() const;

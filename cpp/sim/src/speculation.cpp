@@ -117,7 +117,7 @@ void readSpeculativeEngine(JsonFields const& build, JsonFields const& pretrained
 
 std::vector<double> readAcceptance(JsonFields const& speculative)
 {
-    speculative.rejectUnknown({"acceptance"});
+    speculative.rejectUnknown({"acceptance", "context_tokens", "draft_agreement"});
     std::vector<double> values;
     if (!speculative.has("acceptance"))
     {

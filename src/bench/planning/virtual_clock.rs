@@ -302,6 +302,7 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
             .zip(&r.chunks)
             .map(|(t_s, c)| TokenChunk { t_s, tokens: c.tokens, handled_s: None })
             .collect();
+        v.first_token_s = Some(first);
         return (v, true);
     }
     let mut mapped = true;
