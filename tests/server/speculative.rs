@@ -56,6 +56,12 @@ async fn lookahead_config_is_honoured_on_a_lookahead_engine_and_refused_elsewher
     assert_eq!(tokens.len(), 16);
     assert!(completes[0].spec_draft_tokens > 0);
 
+    let mut larger = request("l4", vec![1, 2, 3], 16, true);
+    larger.lookahead_config = Some(lookahead(8, 3, 4));
+    let status = collect(&mut client, larger).await.expect_err("more than the executor's lookahead");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(status.message().contains("exceeds the executor's"), "{}", status.message());
+
     let mut bad = request("l2", vec![1, 2, 3], 16, true);
     bad.lookahead_config = Some(lookahead(0, 3, 4));
     let status = collect(&mut client, bad).await.expect_err("a zero window is invalid");

@@ -200,6 +200,7 @@ Speculator::Speculator(
         }
         mDraftTokens = draftTokens;
         mDraftDepth = draftPathLen;
+        mLookahead = lookahead;
         if (decoding)
         {
             mLookaheadMaxRequests = decoding->getLookaheadDecodingMaxNumRequest();
@@ -226,6 +227,14 @@ std::optional<std::string> Speculator::admit(Request const& request, RequestStat
     {
         return std::string("Request has a lookahead config, but the engine's speculative_decoding_mode is ")
                + specModeName(mMode);
+    }
+    if (auto const own = request.getLookaheadConfig(); own && mLookahead && !own->isLE(*mLookahead))
+    {
+        return "Request's lookahead config (window " + std::to_string(own->getWindowSize()) + ", ngram "
+               + std::to_string(own->getNgramSize()) + ", verification set "
+               + std::to_string(own->getVerificationSetSize()) + ") exceeds the executor's (window "
+               + std::to_string(mLookahead->getWindowSize()) + ", ngram " + std::to_string(mLookahead->getNgramSize())
+               + ", verification set " + std::to_string(mLookahead->getVerificationSetSize()) + ")";
     }
     if (request.getEagleConfig() && mMode != SpecMode::kEagle)
     {

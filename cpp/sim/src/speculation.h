@@ -60,6 +60,8 @@ private:
     SizeType32 mDraftTokens{0};
     SizeType32 mDraftDepth{0};
     SizeType32 mLookaheadMaxRequests{8};
+    /// The executor's lookahead sizes (lookahead engines): a request's own must not exceed them.
+    std::optional<LookaheadDecodingConfig> mLookahead;
     std::vector<double> mAcceptance;
     std::uint64_t mSeed{0};
 };
