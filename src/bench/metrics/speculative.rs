@@ -47,9 +47,8 @@ impl SpeculativeSummary {
     /// Aggregates `(output tokens, counts)` of the successful measured requests; `None` when no
     /// request proposed a draft token (no speculation in this run).
     pub fn compute<'a>(requests: impl IntoIterator<Item = (u64, &'a SpecCounts)>) -> Option<Self> {
-        let (mut tokens, mut steps, mut accepted, mut drafted, mut tokens_with_steps) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut steps, mut accepted, mut drafted, mut tokens_with_steps) = (0u64, 0u64, 0u64, 0u64);
         for (output_tokens, c) in requests {
-            tokens += output_tokens;
             accepted += c.accepted_draft_tokens;
             drafted += c.draft_tokens;
             if c.decoding_steps > 0 {
@@ -57,7 +56,6 @@ impl SpeculativeSummary {
                 tokens_with_steps += output_tokens;
             }
         }
-        let _ = tokens;
         if drafted == 0 {
             return None;
         }
