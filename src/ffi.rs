@@ -169,6 +169,63 @@ pub(crate) mod sys {
         evictions: u64,
     }
 
+    // ---- Speculative decoding ----
+
+    /// `DecodingMode`, or unset (no `DecodingConfig`: the executor's default).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum DecodingModeKind {
+        #[default]
+        Unset,
+        Auto,
+        TopKTopP,
+        BeamSearch,
+        Medusa,
+        Lookahead,
+        ExplicitDraftTokens,
+        ExternalDraftTokens,
+        Eagle,
+    }
+
+    /// `LookaheadDecodingConfig`; `set == false` leaves it unset.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    struct LookaheadSpec {
+        set: bool,
+        window_size: i32,
+        ngram_size: i32,
+        verification_set_size: i32,
+    }
+
+    /// `EagleConfig`; `set == false` leaves it unset. Empty `choices`: no static tree.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct EagleSpec {
+        set: bool,
+        choices: Vec<TokenSeq>,
+        greedy_sampling: bool,
+        posterior_threshold: OptF32,
+        use_dynamic_tree: bool,
+        dynamic_tree_max_top_k: OptI32,
+    }
+
+    /// `DecodingConfig`. Empty `medusa_choices`: unset.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct DecodingOptions {
+        mode: DecodingModeKind,
+        lookahead: LookaheadSpec,
+        medusa_choices: Vec<TokenSeq>,
+        eagle: EagleSpec,
+    }
+
+    /// A request's speculative-decoding settings: lookahead / Eagle configs and external draft tokens.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct SpeculativeSpec {
+        lookahead: LookaheadSpec,
+        eagle: EagleSpec,
+        /// `ExternalDraftTokensConfig` is set when this is true (the tokens may be empty).
+        has_draft_tokens: bool,
+        draft_tokens: Vec<i32>,
+        draft_acceptance_threshold: OptF32,
+    }
+
     /// `ExecutorConfig` and its sub-configs. Zero or negative means "unset" where documented.
     #[derive(Clone, Debug, Default)]
     struct ExecutorOptions {
@@ -203,6 +260,8 @@ pub(crate) mod sys {
         parallel: ParallelOptions,
         /// LoRA adapter caches.
         peft_cache: PeftCacheOptions,
+        /// `DecodingConfig` (speculative decoding).
+        decoding: DecodingOptions,
     }
 
     /// `SamplingConfig`.
@@ -249,6 +308,8 @@ pub(crate) mod sys {
         allotted_time_ms: u64,
         /// The LoRA adapter.
         lora: LoraSpec,
+        /// Lookahead / Eagle / external draft tokens.
+        speculative: SpeculativeSpec,
     }
 
     /// `RequestPerfMetrics`; time points are steady-clock nanoseconds (0: never stamped).
@@ -272,6 +333,10 @@ pub(crate) mod sys {
         last_iter: i64,
         /// -1: unset.
         iter: i64,
+        /// `speculativeDecoding`: acceptance rate and draft-token counts.
+        spec_acceptance_rate: f32,
+        spec_total_accepted_draft_tokens: i32,
+        spec_total_draft_tokens: i32,
     }
 
     /// One `Response`: an error, or a `Result`.
@@ -289,6 +354,8 @@ pub(crate) mod sys {
         log_probs: Vec<FloatSeq>,
         cum_log_probs: Vec<f32>,
         decoding_iter: i32,
+        /// `avgDecodedTokensPerIter` (> 1 under speculative decoding).
+        avg_decoded_tokens_per_iter: f32,
         has_perf_metrics: bool,
         perf_metrics: PerfMetricsItem,
     }

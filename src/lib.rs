@@ -47,14 +47,17 @@ pub mod proto;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod sim;
+mod speculative;
 pub mod text;
 mod types;
 mod version;
 
 pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
+pub use engine::speculative::SpeculativeDecodingMode;
 pub use error::{Error, InvalidRequest, Result};
 pub use executor::{AsyncExecutor, BlockingIter, Executor, GenerationStream, KvEventStream, ShutdownMode};
+pub use speculative::{DraftLength, SpeculativeExecutor, SpeculativeStream};
 pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
 pub use types::config::{
     ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy,
@@ -63,6 +66,9 @@ pub use types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged, Stored
 pub use types::lora::{LoraCacheStats, PeftCacheConfig};
 pub use types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
 pub use types::request::{FinishReason, GenerationRequest, SamplingParams};
+pub use types::speculative::{
+    DecodingConfig, DecodingMode, DraftTokens, EagleConfig, LookaheadConfig, SpeculativeMetrics, SpeculativeRequest,
+};
 pub use types::stats::{
     InflightBatchingStats, IterationStats, KvCacheStats, RequestStage, RequestStats, RequestStatsPerIteration,
     StaticBatchingStats,

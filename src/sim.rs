@@ -12,6 +12,7 @@ mod gpu;
 pub mod guided;
 mod model;
 pub mod perf_model;
+mod speculation;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,6 +29,7 @@ pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
 pub use model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};
 pub use perf_model::PerfModel;
+pub use speculation::SimulatedSpeculation;
 
 /// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
 ///
@@ -112,6 +114,8 @@ pub struct SimulatedEngine {
     pub faults: SimFaults,
     /// LoRA support (`lora_plugin`, `lora_config`); `None` builds an engine without LoRA.
     pub lora: Option<SimLora>,
+    /// Speculative decoding (`None`: a plain engine).
+    pub speculation: Option<SimulatedSpeculation>,
 }
 
 /// The LoRA build settings of a simulated engine (`trtllm-build --lora_plugin auto
@@ -175,6 +179,7 @@ impl Default for SimulatedEngine {
             seed: 0,
             faults: SimFaults::default(),
             lora: None,
+            speculation: None,
         }
     }
 }
@@ -242,6 +247,7 @@ impl SimulatedEngine {
                     quant_algo: self.weight_dtype.quant_algo().map(str::to_string),
                     kv_cache_quant_algo: self.kv_cache_dtype.quant_algo().map(str::to_string),
                 },
+                num_medusa_heads: self.speculation.as_ref().and_then(SimulatedSpeculation::medusa_heads),
             },
             build_config: BuildConfig {
                 max_input_len: Some(self.max_input_len),
@@ -268,6 +274,12 @@ impl SimulatedEngine {
                     lora_target_modules: Some(lora.target_modules.iter().map(|m| m.name().to_string()).collect()),
                     max_lora_rank: Some(u64::from(lora.max_rank)),
                 }),
+                speculative_decoding_mode: self
+                    .speculation
+                    .as_ref()
+                    .map(|s| s.mode)
+                    .filter(|m| *m != crate::SpeculativeDecodingMode::None),
+                max_draft_len: self.speculation.as_ref().map(|s| s.max_draft_len).filter(|&n| n > 0),
             },
             tokenizer_dir: None,
         }
@@ -284,6 +296,7 @@ impl SimulatedEngine {
             kv_cache_max_tokens: self.kv_cache_max_tokens,
             seed: self.seed,
             faults: self.faults.clone(),
+            speculative: self.speculation.as_ref().map(SimulatedSpeculation::simulation),
         }
     }
 

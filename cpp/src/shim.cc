@@ -173,6 +173,8 @@ tle::PeftCacheConfig toPeftCacheConfig(PeftCacheOptions const& o)
         tle::PeftCacheConfig::kDefaultMaxPagesPerBlockHost, tle::PeftCacheConfig::kDefaultMaxPagesPerBlockDevice,
         opt<float>(o.device_cache_percent), opt<std::size_t>(o.host_cache_size), prefetch);
 }
+// Defined with the other speculative-decoding conversions below.
+void applySpeculativeRequest(tle::Request& request, SpeculativeSpec const& s);
 
 tle::Request toRequest(RequestSpec const& spec)
 {
@@ -216,6 +218,7 @@ tle::Request toRequest(RequestSpec const& spec)
     {
         request.setLoraConfig(*lora);
     }
+    applySpeculativeRequest(request, spec.speculative);
     return request;
 }
 
@@ -277,6 +280,94 @@ RequestStageKind toRequestStage(tle::RequestStage stage)
     case tle::RequestStage::kGENERATION_COMPLETE: return RequestStageKind::GenerationComplete;
     }
     return RequestStageKind::Unknown;
+}
+
+// ---- Speculative decoding: DecodingConfig and the per-request configs ----
+
+std::optional<tle::LookaheadDecodingConfig> toLookahead(LookaheadSpec const& s)
+{
+    if (!s.set)
+    {
+        return std::nullopt;
+    }
+    return tle::LookaheadDecodingConfig(s.window_size, s.ngram_size, s.verification_set_size);
+}
+
+std::vector<std::vector<tle::SizeType32>> toChoices(rust::Vec<TokenSeq> const& seqs)
+{
+    std::vector<std::vector<tle::SizeType32>> choices;
+    for (auto const& seq : seqs)
+    {
+        choices.emplace_back(seq.ids.begin(), seq.ids.end());
+    }
+    return choices;
+}
+
+std::optional<tle::EagleConfig> toEagle(EagleSpec const& s)
+{
+    if (!s.set)
+    {
+        return std::nullopt;
+    }
+    std::optional<tle::EagleChoices> choices;
+    if (!s.choices.empty())
+    {
+        choices = toChoices(s.choices);
+    }
+    return tle::EagleConfig(choices, s.greedy_sampling, opt<float>(s.posterior_threshold), s.use_dynamic_tree,
+        opt<tle::SizeType32>(s.dynamic_tree_max_top_k));
+}
+
+std::optional<tle::DecodingMode> toDecodingMode(DecodingModeKind kind)
+{
+    switch (kind)
+    {
+    case DecodingModeKind::Unset: return std::nullopt;
+    case DecodingModeKind::Auto: return tle::DecodingMode::Auto();
+    case DecodingModeKind::TopKTopP: return tle::DecodingMode::TopKTopP();
+    case DecodingModeKind::BeamSearch: return tle::DecodingMode::BeamSearch();
+    case DecodingModeKind::Medusa: return tle::DecodingMode::Medusa();
+    case DecodingModeKind::Lookahead: return tle::DecodingMode::Lookahead();
+    case DecodingModeKind::ExplicitDraftTokens: return tle::DecodingMode::ExplicitDraftTokens();
+    case DecodingModeKind::ExternalDraftTokens: return tle::DecodingMode::ExternalDraftTokens();
+    case DecodingModeKind::Eagle: return tle::DecodingMode::Eagle();
+    }
+    throw std::invalid_argument(enumValueMessage("DecodingModeKind", static_cast<int>(kind)));
+}
+
+void applyDecodingOptions(tle::ExecutorConfig& config, DecodingOptions const& o)
+{
+    auto lookahead = toLookahead(o.lookahead);
+    auto eagle = toEagle(o.eagle);
+    bool const medusa = !o.medusa_choices.empty();
+    if (o.mode == DecodingModeKind::Unset && !lookahead && !eagle && !medusa)
+    {
+        return;
+    }
+    std::optional<tle::MedusaChoices> choices;
+    if (medusa)
+    {
+        choices = toChoices(o.medusa_choices);
+    }
+    config.setDecodingConfig(tle::DecodingConfig(toDecodingMode(o.mode), lookahead, choices, eagle));
+}
+
+void applySpeculativeRequest(tle::Request& request, SpeculativeSpec const& s)
+{
+    if (auto lookahead = toLookahead(s.lookahead))
+    {
+        request.setLookaheadConfig(*lookahead);
+    }
+    if (auto eagle = toEagle(s.eagle))
+    {
+        request.setEagleConfig(eagle);
+    }
+    if (s.has_draft_tokens)
+    {
+        request.setExternalDraftTokensConfig(tle::ExternalDraftTokensConfig(
+            tle::VecTokens(s.draft_tokens.begin(), s.draft_tokens.end()), std::nullopt,
+            opt<tle::FloatType>(s.draft_acceptance_threshold)));
+    }
 }
 
 tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
@@ -355,6 +446,7 @@ tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
     {
         config.setPeftCacheConfig(toPeftCacheConfig(o.peft_cache));
     }
+    applyDecodingOptions(config, o.decoding);
     return config;
 }
 
@@ -378,6 +470,9 @@ PerfMetricsItem toPerfMetrics(tle::RequestPerfMetrics const& m)
     p.first_iter = iterOr(m.firstIter);
     p.last_iter = iterOr(m.lastIter);
     p.iter = iterOr(m.iter);
+    p.spec_acceptance_rate = static_cast<float>(m.speculativeDecoding.acceptanceRate);
+    p.spec_total_accepted_draft_tokens = m.speculativeDecoding.totalAcceptedDraftTokens;
+    p.spec_total_draft_tokens = m.speculativeDecoding.totalDraftTokens;
     return p;
 }
 
@@ -409,6 +504,7 @@ ResponseItem toResponseItem(tle::Response const& response)
     item.is_sequence_final = result.isSequenceFinal;
     item.sequence_index = result.sequenceIndex;
     item.decoding_iter = result.decodingIter;
+    item.avg_decoded_tokens_per_iter = static_cast<float>(result.avgDecodedTokensPerIter);
     // Token vectors may be empty (a cancelled or timed-out final usually carries none): copy, never index.
     for (auto const& beam : result.outputTokenIds)
     {

@@ -72,6 +72,7 @@ pub use metrics::iterations::{
 };
 pub use metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::slo::{SloError, Slos};
+pub use metrics::speculative::{SpecCounts, SpeculativeSummary};
 pub use metrics::stats::{
     DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile, percentile_key,
     percentile_label, percentile_nearest_rank, std_dev, validate_percentile,

@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use trtllm::{ContextChunkingPolicy, ExecutorConfig, ParallelConfig, SchedulerPolicy};
+use trtllm::{
+    ContextChunkingPolicy, DecodingConfig, DecodingMode, ExecutorConfig, LookaheadConfig, ParallelConfig,
+    SchedulerPolicy,
+};
 
 /// Executor settings (see `ExecutorConfig` for what each one does).
 #[derive(Debug, Clone, clap::Args)]
@@ -107,6 +110,37 @@ pub struct ExecutorArgs {
     /// LoRA adapter caches.
     #[command(flatten)]
     peft: super::peft_args::PeftCacheArgs,
+    /// Decoding mode (DecodingConfig): auto, top-k-top-p, beam-search, medusa, lookahead,
+    /// explicit-draft-tokens, external-draft-tokens or eagle; a speculative one must be the
+    /// engine's speculative_decoding_mode.
+    #[arg(long, value_parser = parse_decoding_mode)]
+    decoding_mode: Option<DecodingMode>,
+    /// Lookahead decoding sizes WINDOW,NGRAM,VERIFICATION_SET (implies --decoding-mode lookahead).
+    #[arg(long, value_name = "W,N,G", value_parser = parse_lookahead)]
+    lookahead: Option<LookaheadConfig>,
+}
+
+fn parse_decoding_mode(text: &str) -> Result<DecodingMode, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|_| {
+        format!(
+            "unknown decoding mode {text:?} (auto, top-k-top-p, beam-search, medusa, lookahead, \
+             explicit-draft-tokens, external-draft-tokens, eagle)"
+        )
+    })
+}
+
+fn parse_lookahead(text: &str) -> Result<LookaheadConfig, String> {
+    let sizes: Vec<u32> = text
+        .split(',')
+        .map(|v| v.trim().parse::<u32>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("expected WINDOW,NGRAM,VERIFICATION_SET, got {text:?}: {e}"))?;
+    let [window_size, ngram_size, verification_set_size] = sizes[..] else {
+        return Err(format!("expected three sizes WINDOW,NGRAM,VERIFICATION_SET, got {text:?}"));
+    };
+    let config = LookaheadConfig { window_size, ngram_size, verification_set_size };
+    config.validate()?;
+    Ok(config)
 }
 
 impl ExecutorArgs {
@@ -173,6 +207,13 @@ impl ExecutorArgs {
         if let Some(peft) = self.peft.config() {
             c = c.peft_cache(peft);
         }
+        if self.decoding_mode.is_some() || self.lookahead.is_some() {
+            c = c.decoding(DecodingConfig {
+                mode: self.decoding_mode.or(self.lookahead.map(|_| DecodingMode::Lookahead)),
+                lookahead: self.lookahead,
+                ..Default::default()
+            });
+        }
         c.build()
     }
 }
@@ -192,6 +233,23 @@ mod tests {
     fn config(args: &[&str]) -> trtllm::ExecutorConfig {
         let cli = Cli::try_parse_from(std::iter::once("trtllm").chain(args.iter().copied())).unwrap();
         cli.executor.config().unwrap()
+    }
+
+    #[test]
+    fn decoding_flags_set_the_decoding_config() {
+        use trtllm::{DecodingMode, LookaheadConfig};
+        let c = config(&["--lookahead", "5,4,6"]);
+        let decoding = c.decoding.expect("a decoding config");
+        assert_eq!(decoding.mode, Some(DecodingMode::Lookahead));
+        assert_eq!(
+            decoding.lookahead,
+            Some(LookaheadConfig { window_size: 5, ngram_size: 4, verification_set_size: 6 })
+        );
+        assert_eq!(config(&["--decoding-mode", "medusa"]).decoding.unwrap().mode, Some(DecodingMode::Medusa));
+        assert!(config(&[]).decoding.is_none());
+        for bad in [["--lookahead", "5,4"], ["--lookahead", "0,4,4"], ["--decoding-mode", "fast"]] {
+            assert!(Cli::try_parse_from(std::iter::once("trtllm").chain(bad)).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use trtllm::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelPreset, OVERRIDABLE_FIGURES, SimulatedEngine, WeightDtype};
+use trtllm::SpeculativeDecodingMode;
+use trtllm::sim::{
+    ClockMode, GpuPreset, KvCacheDtype, ModelPreset, OVERRIDABLE_FIGURES, SimulatedEngine, SimulatedSpeculation,
+    WeightDtype,
+};
 
 /// Arguments of `trtllm sim`.
 #[derive(Debug, clap::Args)]
@@ -81,6 +85,44 @@ struct BuildArgs {
     /// (`lora_plugin auto`, `lora_config.max_lora_rank`).
     #[arg(long)]
     lora_max_rank: Option<u32>,
+    /// Build a speculative engine of this mode.
+    #[arg(long, value_enum)]
+    speculative: Option<SpeculativeArg>,
+    /// Draft tokens verified per step (default: 4; lookahead: the 14 its default sizes need).
+    #[arg(long, requires = "speculative")]
+    draft_len: Option<usize>,
+    /// Probability that each draft position is accepted given the ones before it were.
+    #[arg(long, requires = "speculative", default_value_t = 0.7, value_parser = parse_probability)]
+    acceptance: f64,
+    /// Build a draft model for a `--speculative draft-target` engine: its tokens agree with the
+    /// target's with this probability.
+    #[arg(long, conflicts_with = "speculative", value_parser = parse_probability)]
+    draft_agreement: Option<f64>,
+}
+
+/// `--speculative` modes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SpeculativeArg {
+    Lookahead,
+    Medusa,
+    Eagle,
+    DraftTarget,
+}
+
+impl SpeculativeArg {
+    fn mode(self) -> SpeculativeDecodingMode {
+        match self {
+            SpeculativeArg::Lookahead => SpeculativeDecodingMode::LookaheadDecoding,
+            SpeculativeArg::Medusa => SpeculativeDecodingMode::Medusa,
+            SpeculativeArg::Eagle => SpeculativeDecodingMode::Eagle,
+            SpeculativeArg::DraftTarget => SpeculativeDecodingMode::DraftTokensExternal,
+        }
+    }
+}
+
+fn parse_probability(text: &str) -> Result<f64, String> {
+    let p = text.parse::<f64>().map_err(|e| e.to_string())?;
+    if (0.0..=1.0).contains(&p) { Ok(p) } else { Err(format!("{p} is not a probability in [0, 1]")) }
 }
 
 fn parse_override(text: &str) -> Result<(String, f64), String> {
@@ -131,6 +173,20 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(rank) = args.lora_max_rank {
         builder = builder.lora(trtllm::sim::SimLora::attention_and_mlp(rank));
+    }
+    if let Some(kind) = args.speculative {
+        let default_len = match kind {
+            SpeculativeArg::Lookahead => SimulatedSpeculation::LOOKAHEAD_DEFAULT_DRAFT_TOKENS,
+            _ => 4,
+        };
+        let draft_len = args.draft_len.unwrap_or(default_len);
+        if draft_len == 0 {
+            anyhow::bail!("--draft-len must be at least 1");
+        }
+        builder = builder.speculation(SimulatedSpeculation::new(kind.mode(), draft_len, args.acceptance));
+    }
+    if let Some(agreement) = args.draft_agreement {
+        builder = builder.speculation(SimulatedSpeculation::draft_model(agreement));
     }
     let engine = builder.build();
     check_limits(&engine)?;

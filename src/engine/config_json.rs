@@ -97,6 +97,9 @@ pub struct PretrainedConfig {
     /// Weight and KV-cache quantization.
     #[serde(deserialize_with = "super::null_as_default")]
     pub quantization: Quantization,
+    /// Medusa heads (Medusa engines): the longest draft chain per step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_medusa_heads: Option<usize>,
 }
 
 impl PretrainedConfig {
@@ -190,6 +193,12 @@ pub struct BuildConfig {
     /// LoRA build settings (`trtllm-build --lora_target_modules ... --max_lora_rank R`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lora_config: Option<LoraConfigJson>,
+    /// Speculative decoding the engine was built for; absent means none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative_decoding_mode: Option<super::speculative::SpeculativeDecodingMode>,
+    /// Draft tokens verified per step (speculative engines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_draft_len: Option<usize>,
 }
 
 /// `build_config.lora_config`: which modules adapters may target, and their largest rank.

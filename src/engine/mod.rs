@@ -3,6 +3,7 @@
 
 pub mod config_json;
 pub mod simulation_json;
+pub mod speculative;
 
 use std::path::{Path, PathBuf};
 

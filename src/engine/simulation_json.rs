@@ -49,6 +49,9 @@ pub struct SimulationJson {
     /// Test hooks.
     #[serde(deserialize_with = "super::null_as_default")]
     pub faults: SimFaults,
+    /// Speculative decoding: the drafter's acceptance (absent: 0.7 per position).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<super::speculative::SimSpeculative>,
 }
 
 impl Default for SimulationJson {
@@ -62,6 +65,7 @@ impl Default for SimulationJson {
             kv_cache_max_tokens: None,
             seed: 0,
             faults: SimFaults::default(),
+            speculative: None,
         }
     }
 }

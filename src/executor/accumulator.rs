@@ -197,6 +197,8 @@ impl Accumulator {
             prompt_tokens: self.prompt_tokens,
             cached_tokens,
             decoding_iterations: u32::try_from(item.decoding_iter).unwrap_or(0),
+            avg_decoded_tokens_per_iter: item.avg_decoded_tokens_per_iter,
+            speculative: perf.map(|p| p.speculative).filter(|s| s.draft_tokens > 0),
             enqueued_at: self.enqueued_at,
             first_token_at: self.first_token_at,
             finished_at: received_at,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tonic::{Code, Status};
 
 use crate::proto::trtllm as pb;
-use crate::{Error, GenerationRequest, PerfMetrics, SamplingParams};
+use crate::{Error, GenerationRequest, LookaheadConfig, PerfMetrics, SamplingParams, SpeculativeRequest};
 
 /// Maps a crate error onto the gRPC status a client should see.
 ///
@@ -36,7 +36,6 @@ pub fn reject_unsupported(request: &pb::GenerateRequest) -> Result<(), Status> {
         ("multimodal_input", request.multimodal_input.is_some()),
         ("kv_cache_retention", request.kv_cache_retention.is_some()),
         ("disaggregated_params", request.disaggregated_params.is_some()),
-        ("lookahead_config", request.lookahead_config.is_some()),
         ("cache_salt_id", request.cache_salt_id.is_some()),
         ("tokenized.query_token_ids", request.tokenized.as_ref().is_some_and(|t| !t.query_token_ids.is_empty())),
     ];
@@ -126,7 +125,29 @@ pub fn generation_request(
         (false, Some(eos)) => generation = generation.with_end_id(eos as i32),
         (false, None) => {}
     }
+    if let Some(lookahead) = &request.lookahead_config {
+        generation = generation.with_speculative(SpeculativeRequest {
+            lookahead: Some(lookahead_config(lookahead)?),
+            ..Default::default()
+        });
+    }
     Ok(generation)
+}
+
+/// A request's `lookahead_config`: every size must be positive (the executor then checks them
+/// against its own lookahead settings and the engine's mode).
+fn lookahead_config(config: &pb::LookaheadConfig) -> Result<LookaheadConfig, Status> {
+    let positive = |field: &str, v: i32| {
+        u32::try_from(v)
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| Status::invalid_argument(format!("lookahead_config.{field} = {v} must be positive")))
+    };
+    Ok(LookaheadConfig {
+        window_size: positive("max_window_size", config.max_window_size)?,
+        ngram_size: positive("max_ngram_size", config.max_ngram_size)?,
+        verification_set_size: positive("max_verification_set_size", config.max_verification_set_size)?,
+    })
 }
 
 /// Converts `Instant`s to seconds since the Unix epoch through one anchor taken at startup.

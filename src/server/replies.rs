@@ -83,8 +83,8 @@ pub(crate) fn complete_messages(
                     perf_metrics: if ctx.perf { done.perf.as_ref().map(|p| ctx.wall.perf_metrics(p)) } else { None },
                     context_logits: None,
                     generation_logits: None,
-                    spec_accepted_tokens: 0,
-                    spec_draft_tokens: 0,
+                    spec_accepted_tokens: done.perf.as_ref().map_or(0, |p| p.speculative.accepted_draft_tokens),
+                    spec_draft_tokens: done.perf.as_ref().map_or(0, |p| p.speculative.draft_tokens),
                     matched_stop: matched,
                 })),
             }

@@ -84,7 +84,7 @@ impl ModelPreset {
 
 const LLAMA3_EOS: &[u32] = &[128001, 128008, 128009];
 
-static MODEL_PRESETS: [ModelPreset; 4] = [
+static MODEL_PRESETS: [ModelPreset; 5] = [
     ModelPreset {
         id: "tinyllama-1.1b",
         name: "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
@@ -165,6 +165,27 @@ static MODEL_PRESETS: [ModelPreset; 4] = [
         bos_token_id: 128000,
         eos_token_ids: LLAMA3_EOS,
     },
+    // The draft model for Llama-3.1 targets in draft-target speculative decoding (same vocabulary).
+    ModelPreset {
+        id: "llama-3.2-1b",
+        name: "meta-llama/Llama-3.2-1B-Instruct",
+        architecture: "LlamaForCausalLM",
+        shape: ModelShape {
+            vocab_size: 128256,
+            hidden_size: 2048,
+            num_layers: 16,
+            num_heads: 32,
+            num_kv_heads: 8,
+            head_size: 64,
+            intermediate_size: 8192,
+            tie_word_embeddings: true,
+        },
+        max_position_embeddings: 131072,
+        rotary_base: 500_000.0,
+        norm_epsilon: 1e-5,
+        bos_token_id: 128000,
+        eos_token_ids: LLAMA3_EOS,
+    },
 ];
 
 /// How the weights of the linear layers are stored.
@@ -232,6 +253,7 @@ mod tests {
         assert!((billions("qwen2.5-7b") - 7.6).abs() < 0.02);
         assert!((billions("llama-3.1-8b") - 8.03).abs() < 0.01);
         assert!((billions("llama-3.1-70b") - 70.6).abs() < 0.05);
+        assert!((billions("llama-3.2-1b") - 1.24).abs() < 0.02);
     }
 
     #[test]

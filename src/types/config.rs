@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::lora::PeftCacheConfig;
 use crate::error::{Error, Result};
 use crate::ffi::sys;
+use crate::types::speculative::DecodingConfig;
 
 /// How the scheduler admits requests into the running batch (`CapacitySchedulerPolicy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -124,6 +125,8 @@ pub struct ExecutorConfig {
     pub allow_version_mismatch: bool,
     /// LoRA adapter caches (`PeftCacheConfig`); `None` keeps the executor's defaults.
     pub peft_cache: Option<PeftCacheConfig>,
+    /// Decoding mode and speculative-decoding settings (`DecodingConfig`); `None`: the executor's.
+    pub decoding: Option<DecodingConfig>,
 }
 
 impl Default for ExecutorConfig {
@@ -158,6 +161,7 @@ impl Default for ExecutorConfig {
             stream_buffer: 1024,
             allow_version_mismatch: false,
             peft_cache: None,
+            decoding: None,
         }
     }
 }
@@ -190,6 +194,9 @@ impl ExecutorConfig {
         }
         if self.response_poll_interval.is_zero() || self.response_poll_interval > Duration::from_secs(1) {
             return bad("response_poll_interval must be between 1 ms and 1 s".into());
+        }
+        if let Some(Err(e)) = self.decoding.as_ref().map(DecodingConfig::validate) {
+            return bad(e);
         }
         if self.stats_poll_interval.is_zero() {
             return bad("stats_poll_interval must be positive".into());
@@ -246,6 +253,7 @@ impl ExecutorConfig {
             gather_generation_logits: self.gather_generation_logits,
             parallel,
             peft_cache: PeftCacheConfig::to_ffi(self.peft_cache.as_ref()),
+            decoding: DecodingConfig::to_ffi(self.decoding.as_ref()),
         }
     }
 }
@@ -344,6 +352,8 @@ setters! {
     stream_buffer: usize => stream_buffer;
     /// Skip the engine/library version check.
     allow_version_mismatch: bool => allow_version_mismatch;
+    /// Decoding mode and speculative-decoding settings.
+    decoding: DecodingConfig => decoding (Some);
 }
 
 impl ExecutorConfigBuilder {

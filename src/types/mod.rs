@@ -6,4 +6,5 @@ pub(crate) mod kv_event;
 pub(crate) mod lora;
 pub(crate) mod output;
 pub(crate) mod request;
+pub(crate) mod speculative;
 pub(crate) mod stats;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::clock::SteadyClock;
 use crate::ffi::sys;
 use crate::types::request::FinishReason;
+use crate::types::speculative::SpeculativeMetrics;
 
 /// The executor's own view of a request (`RequestPerfMetrics`), on the same clock as `Instant`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,6 +43,8 @@ pub struct PerfMetrics {
     pub last_iter: Option<u64>,
     /// The current iteration.
     pub iter: Option<u64>,
+    /// Speculative decoding: draft tokens proposed and accepted.
+    pub speculative: SpeculativeMetrics,
 }
 
 impl PerfMetrics {
@@ -63,6 +66,7 @@ impl PerfMetrics {
             first_iter: iter(m.first_iter),
             last_iter: iter(m.last_iter),
             iter: iter(m.iter),
+            speculative: SpeculativeMetrics::from_ffi(m),
         }
     }
 
@@ -154,6 +158,10 @@ pub struct FinalOutput {
     pub completion_tokens: u32,
     /// Decoding iterations used (fewer than tokens under speculative decoding).
     pub decoding_iterations: u32,
+    /// Mean tokens per decoding iteration (`avgDecodedTokensPerIter`; > 1 under speculative decoding).
+    pub avg_decoded_tokens_per_iter: f32,
+    /// Draft tokens proposed and accepted, when the request speculated.
+    pub speculative: Option<SpeculativeMetrics>,
     /// Just before the request was handed to the executor.
     pub enqueued_at: Instant,
     /// When the first token was received.
@@ -193,6 +201,8 @@ impl FinalOutput {
 }
 
 /// One item of a [`GenerationStream`](crate::GenerationStream).
+// One Final per request against many Chunks: boxing it would save little and change the public enum.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     /// New tokens.

@@ -8,6 +8,7 @@ use crate::engine::EngineConfig;
 use crate::error::InvalidRequest;
 use crate::ffi::sys;
 use crate::lora::LoraConfig;
+use crate::types::speculative::{DraftTokens, SpeculativeRequest};
 
 /// Sampling parameters (`SamplingConfig`). `None` keeps the executor's default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -267,6 +268,8 @@ pub struct GenerationRequest {
     /// The LoRA adapter (weights are not serialized; see [`crate::lora::encode_wire`]).
     #[serde(skip)]
     lora: Option<LoraConfig>,
+    #[serde(default)]
+    speculative: SpeculativeRequest,
 }
 
 impl GenerationRequest {
@@ -286,6 +289,7 @@ impl GenerationRequest {
             return_log_probs: false,
             return_perf_metrics: true,
             lora: None,
+            speculative: SpeculativeRequest::default(),
         }
     }
 
@@ -371,6 +375,25 @@ impl GenerationRequest {
     pub fn with_perf_metrics(mut self, on: bool) -> Self {
         self.return_perf_metrics = on;
         self
+    }
+
+    /// Speculative-decoding settings: lookahead / Eagle configs and draft tokens to verify.
+    #[must_use]
+    pub fn with_speculative(mut self, speculative: SpeculativeRequest) -> Self {
+        self.speculative = speculative;
+        self
+    }
+
+    /// Draft tokens for the target engine to verify (draft-target speculative decoding).
+    #[must_use]
+    pub fn with_draft_tokens(mut self, draft: DraftTokens) -> Self {
+        self.speculative.draft = Some(draft);
+        self
+    }
+
+    /// The speculative-decoding settings.
+    pub fn speculative(&self) -> &SpeculativeRequest {
+        &self.speculative
     }
 
     /// The prompt token ids.
@@ -480,6 +503,9 @@ impl GenerationRequest {
             });
         }
         self.validate_lora(engine)?;
+        if let Err(detail) = self.speculative.validate() {
+            return Err(InvalidRequest::Parameter { field: "speculative", value: detail, rule: "must be in range" });
+        }
         self.sampling.validate()
     }
 
@@ -537,6 +563,7 @@ impl GenerationRequest {
             return_all_generated_tokens: false,
             allotted_time_ms: self.allotted_time.map_or(0, |d| (d.as_millis() as u64).max(1)),
             lora: self.lora.as_ref().map(super::lora::to_ffi_spec).unwrap_or_default(),
+            speculative: self.speculative.to_ffi(),
         }
     }
 }

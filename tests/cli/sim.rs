@@ -95,3 +95,26 @@ fn presets_lists_models_and_gpus_with_their_figures() {
     assert_eq!(json["models"][1]["shape"]["intermediate_size"], 18944);
     assert_eq!(json["models"][2]["eos_token_ids"], serde_json::json!([128001, 128008, 128009]));
 }
+
+#[test]
+fn build_speculative_writes_the_mode_draft_length_and_acceptance() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("medusa");
+    let args = ["sim", "build", "--model", "tinyllama-1.1b", "--gpu", "h100-sxm", "--speculative", "medusa"];
+    let output =
+        trtllm(&[&args[..], &["--draft-len", "3", "--acceptance", "0.6", "--output", out.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["build_config"]["speculative_decoding_mode"], "medusa");
+    assert_eq!(config["build_config"]["max_draft_len"], 3);
+    assert_eq!(config["pretrained_config"]["num_medusa_heads"], 3);
+    let sim: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("simulation.json")).unwrap()).unwrap();
+    assert_eq!(sim["speculative"]["acceptance"], serde_json::json!([0.6]));
+    trtllm::Executor::load(&out, trtllm::ExecutorConfig::default()).expect("the speculative engine loads");
+
+    let bad = trtllm(&[&args[..], &["--acceptance", "1.5", "--output", out.to_str().unwrap()]].concat());
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("probability"), "{}", stderr(&bad));
+}

@@ -7,4 +7,6 @@ mod engine_dir;
 mod kv_cache;
 mod lifecycle;
 mod lora;
+mod speculative;
+mod speculative_loop;
 mod stream;

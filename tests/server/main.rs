@@ -11,4 +11,5 @@ mod metrics;
 mod proto_compat;
 mod security;
 mod shutdown;
+mod speculative;
 mod text;

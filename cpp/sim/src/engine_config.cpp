@@ -2,6 +2,7 @@
 #include "engine_config.h"
 
 #include "json_fields.h"
+#include "speculation.h"
 
 #include <algorithm>
 #include <fstream>
@@ -146,6 +147,7 @@ EngineConfig EngineConfig::parse(std::string_view text, std::string const& file)
     config.maxBeamWidth = readSize(*build, "max_beam_width", config.maxBeamWidth);
     config.maxNumTokens = readSize(*build, "max_num_tokens", config.maxNumTokens);
     config.gatherContextLogits = build->boolean("gather_context_logits").value_or(false);
+    readSpeculativeEngine(*build, *pretrained, config);
     if (config.maxInputLen > config.maxSeqLen)
     {
         build->fail("max_input_len", "(" + std::to_string(config.maxInputLen) + ") must not exceed max_seq_len ("

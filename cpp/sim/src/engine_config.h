@@ -16,6 +16,17 @@ namespace tensorrt_llm::executor::sim
 /// Reads a whole file; throws std::runtime_error naming the path when it cannot be read.
 std::string readTextFile(std::filesystem::path const& path);
 
+/// build_config.speculative_decoding_mode.
+enum class SpecMode
+{
+    kNone,
+    kDraftTokensExternal,
+    kMedusa,
+    kLookahead,
+    kExplicitDraftTokens,
+    kEagle,
+};
+
 struct EngineConfig
 {
     /// TensorRT-LLM version that built the engine (top-level "version"), empty when absent.
@@ -52,6 +63,12 @@ struct EngineConfig
     SizeType32 maxBeamWidth{1};
     SizeType32 maxNumTokens{8192};
     bool gatherContextLogits{false};
+    // Speculative decoding (speculation.cpp)
+    SpecMode speculativeDecodingMode{SpecMode::kNone};
+    /// build_config.max_draft_len: draft tokens verified per step.
+    SizeType32 maxDraftLen{0};
+    /// pretrained_config.num_medusa_heads (Medusa: the longest draft chain), 0 when absent.
+    SizeType32 numMedusaHeads{0};
 
     // build_config.plugin_config
     SizeType32 tokensPerBlock{32};

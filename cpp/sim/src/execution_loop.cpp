@@ -136,6 +136,7 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
         order.push_back(sequence.get());
     }
     auto const numActive = static_cast<SizeType32>(order.size());
+    mSpeculator.planStep(order);
     sim::BatchPlan const plan = mScheduler.schedule(order);
     double loraCopyBytes = 0.0;
     for (sim::Sequence* sequence : plan.scheduled)
@@ -304,6 +305,51 @@ void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)
         perf.firstIter = mIteration;
         perf.timingMetrics.firstTokenTime = iterEnd;
     }
+    if (sequence.stepDraftDepth > 0)
+    {
+        // A verification step: the accepted draft prefix plus the token sampled after it. Tokens come from the
+        // same generator as without speculation, so greedy speculative output equals the plain output.
+        auto const& drafts = request.externalDraftTokens;
+        bool const external = !drafts.empty() && sequence.numGenerated() == 0;
+        SizeType32 const drafted = sequence.stepDraftDepth;
+        SizeType32 const probabilistic = external ? 0 : mSpeculator.acceptedDrafts(sequence);
+        SizeType32 accepted = 0;
+        std::size_t const before = sequence.generated[0].size();
+        while (emitToken(sequence))
+        {
+            auto const emitted = static_cast<SizeType32>(sequence.generated[0].size() - before);
+            bool const draftMatched = external
+                ? emitted <= drafted && sequence.generated[0].back() == drafts[static_cast<std::size_t>(emitted - 1)]
+                : emitted <= probabilistic;
+            if (!draftMatched)
+            {
+                break;
+            }
+            accepted = emitted;
+        }
+        // A draft accepted but cut by an end or stop token, or by maxTokens, is not counted as emitted.
+        auto const emittedTotal = static_cast<SizeType32>(sequence.generated[0].size() - before);
+        accepted = std::min(accepted, std::max<SizeType32>(0, emittedTotal - 1));
+        sequence.totalDraftTokens += drafted;
+        sequence.acceptedDraftTokens += accepted;
+        if (sequence.isFinished())
+        {
+            perf.lastIter = mIteration;
+            perf.timingMetrics.lastTokenTime = iterEnd;
+        }
+        return;
+    }
+    emitToken(sequence);
+    if (sequence.isFinished())
+    {
+        perf.lastIter = mIteration;
+        perf.timingMetrics.lastTokenTime = iterEnd;
+    }
+}
+
+bool Executor::Impl::emitToken(sim::Sequence& sequence)
+{
+    auto const& request = *sequence.request;
     std::vector<sim::TokenGenerator::Step> steps;
     for (std::size_t beam = 0; beam < sequence.generated.size(); ++beam)
     {
@@ -332,11 +378,7 @@ void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)
             sequence.finish(FinishReason::kLENGTH);
         }
     }
-    if (sequence.isFinished())
-    {
-        perf.lastIter = mIteration;
-        perf.timingMetrics.lastTokenTime = iterEnd;
-    }
+    return !sequence.isFinished();
 }
 
 void Executor::Impl::collectResults(std::vector<Response>& responses, SequenceList& finished)
@@ -454,7 +496,9 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
                                                                            : RequestStage::kGENERATION_IN_PROGRESS;
             stats.contextPrefillPosition = sequence.contextPosition;
             stats.numGeneratedTokens = sequence.numGenerated();
-            stats.avgNumDecodedTokensPerIter = sequence.decodingIter > 0 ? 1.f : 0.f;
+            stats.avgNumDecodedTokensPerIter = sequence.decodingIter > 0
+                ? static_cast<float>(sequence.numGenerated()) / static_cast<float>(sequence.decodingIter)
+                : 0.f;
             stats.scheduled = sequence.scheduled;
             stats.paused = sequence.paused;
             stats.allocTotalBlocksPerRequest = sequence.allocTotalBlocks;

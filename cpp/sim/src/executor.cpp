@@ -126,9 +126,13 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
           sim::KvReuseConfig::from(executorConfig.getKvCacheConfig()), mKvEvents)
     , mScheduler(mSettings.scheduler, mPool)
     , mTokens(mEngine.vocabSizePadded(), mSim.seed)
+    , mSpeculator(mEngine, mSim.draftAcceptance, mSim.seed, executorConfig)
     , mLora(mEngine, executorConfig.getPeftCacheConfig(), mTiming.gpu().memoryBytes())
 {
     maybeInjectFault(sim::FaultMethod::kConstructor);
+    mTokens.configureDrafting(mSim.contextTokens || mSim.draftAgreement.has_value()
+            || mEngine.speculativeDecodingMode == sim::SpecMode::kDraftTokensExternal,
+        mSim.draftAgreement);
     // The Created event is readable before any request runs.
     mKvEvents->flush();
     mThread = std::thread([this]() { executionLoop(); });

@@ -18,6 +18,7 @@
 #include "sequence.h"
 #include "sim_clock.h"
 #include "sim_config.h"
+#include "speculation.h"
 #include "stats.h"
 #include "timing_model.h"
 #include "token_generator.h"
@@ -190,6 +191,8 @@ private:
     template <typename Select>
     std::size_t failRequests(std::string const& message, Select const& select, std::vector<Response>& responses);
     void advance(sim::Sequence& sequence, sim::TimePoint iterEnd);
+    /// Appends one generated token per beam (or ends the sequence); false once the sequence has finished.
+    bool emitToken(sim::Sequence& sequence);
     void collectResults(std::vector<Response>& responses, SequenceList& finished);
     void recordStats(sim::BatchPlan const& plan, IterationCounters const& counters, SizeType32 numActive,
         double iterLatencyMs, SequenceList const& finished);
@@ -242,6 +245,7 @@ private:
     sim::KvCachePool mPool;
     sim::Scheduler mScheduler;
     sim::TokenGenerator mTokens;
+    sim::Speculator mSpeculator;
     std::vector<std::unique_ptr<sim::Sequence>> mActive;
     IterationType mIteration{0};
     std::uint64_t mArrivalCounter{0};

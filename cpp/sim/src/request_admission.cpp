@@ -239,6 +239,10 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
                            "unless streaming is disabled, context chunking is enabled or the GUARANTEED_NO_EVICT "
                            "scheduling policy is used");
     }
+    if (auto error = mSpeculator.admit(request, state))
+    {
+        return error;
+    }
     SizeType32 const neededBlocks = mPool.blocksFor(promptLength, promptLength + state.maxNewTokens, state.beamWidth);
     if (neededBlocks > mPool.totalBlocks())
     {

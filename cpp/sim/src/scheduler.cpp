@@ -160,7 +160,8 @@ void Scheduler::fitBudget(std::vector<Sequence*> const& candidates, BatchPlan& p
     // Generation steps come first: each costs one token per beam and keeps a started request moving.
     for (Sequence* sequence : candidates)
     {
-        SizeType32 const cost = sequence->request->beamWidth;
+        // A speculative step verifies its draft tokens beside the sampled one.
+        SizeType32 const cost = sequence->request->beamWidth + sequence->stepDraftTokens;
         if (sequence->state != SequenceState::kGeneration || budget < cost || batchFull())
         {
             continue;

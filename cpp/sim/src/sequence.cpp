@@ -13,13 +13,13 @@ SizeType32 Sequence::tokensAfterStep() const
     {
         return contextPosition + chunkTokens;
     }
-    // A generation step writes the KV entry of the token generated last.
-    return static_cast<SizeType32>(request->prompt.size()) + numGenerated();
+    // A generation step writes the KV entry of the token generated last, and of the draft tokens it verifies.
+    return static_cast<SizeType32>(request->prompt.size()) + numGenerated() + stepDraftTokens;
 }
 
 SizeType32 Sequence::maxTotalTokens() const
 {
-    return static_cast<SizeType32>(request->prompt.size()) + request->maxNewTokens;
+    return static_cast<SizeType32>(request->prompt.size()) + request->maxNewTokens + request->draftReserve;
 }
 
 void Sequence::finish(FinishReason reason)
@@ -111,9 +111,18 @@ std::optional<Result> makeResult(Sequence& sequence)
     result.finishReasons.assign(
         sequence.finishReasons.begin(), sequence.finishReasons.begin() + static_cast<std::ptrdiff_t>(beams));
     result.decodingIter = sequence.decodingIter;
+    result.avgDecodedTokensPerIter = sequence.decodingIter > 0
+        ? static_cast<float>(sequence.numGenerated()) / static_cast<float>(sequence.decodingIter)
+        : 0.f;
     if (request.returnPerfMetrics)
     {
         result.requestPerfMetrics = sequence.perf;
+        auto& spec = result.requestPerfMetrics->speculativeDecoding;
+        spec.totalDraftTokens = sequence.totalDraftTokens;
+        spec.totalAcceptedDraftTokens = sequence.acceptedDraftTokens;
+        spec.acceptanceRate = sequence.totalDraftTokens > 0
+            ? static_cast<float>(sequence.acceptedDraftTokens) / static_cast<float>(sequence.totalDraftTokens)
+            : 0.f;
     }
     sequence.sentTokens = generatedCount;
     return result;

@@ -45,6 +45,14 @@ struct RequestState
     SizeType32 numReturnBeams{1};
     SizeType32 numSequences{1};
 
+    // Speculative decoding (speculation.h)
+    /// Draft-target: the draft tokens to verify in the step that completes the prompt.
+    VecTokens externalDraftTokens;
+    /// This request drafts with the engine's mode (beam width 1, mode active).
+    bool speculative{false};
+    /// KV-cache tokens reserved beyond prompt + max tokens for the draft tokens a step writes.
+    SizeType32 draftReserve{0};
+
     /// isSequenceFinal of each sequence, for the request-level isFinal.
     std::vector<bool> sequenceFinal;
 
@@ -106,6 +114,13 @@ struct Sequence
     bool scheduled{false};
     bool paused{false};
     SizeType32 chunkTokens{0};
+    /// Draft tokens verified this step besides the sampled token (speculative decoding), and the longest chain
+    /// of them that can be accepted.
+    SizeType32 stepDraftTokens{0};
+    SizeType32 stepDraftDepth{0};
+    /// Draft tokens proposed and accepted over all steps.
+    SizeType32 totalDraftTokens{0};
+    SizeType32 acceptedDraftTokens{0};
 
     bool everScheduled{false};
     RequestPerfMetrics perf;

@@ -4,6 +4,7 @@
 #include "engine_config.h"
 #include "gpu_spec.h"
 #include "json_fields.h"
+#include "speculation.h"
 
 #include <array>
 #include <limits>
@@ -118,7 +119,7 @@ SimConfig SimConfig::parse(std::string_view text, std::string const& file)
     Json const document = parseJson(text, file);
     JsonFields const root(document, file, "");
     root.rejectUnknown(
-        {"gpu", "gpu_overrides", "iteration_ms", "time_scale", "clock", "kv_cache_max_tokens", "seed", "faults"});
+        {"gpu", "gpu_overrides", "iteration_ms", "time_scale", "clock", "kv_cache_max_tokens", "seed", "faults", "speculative"});
 
     SimConfig config;
     config.gpu = root.string("gpu").value_or(config.gpu);
@@ -152,6 +153,16 @@ SimConfig SimConfig::parse(std::string_view text, std::string const& file)
     if (auto const faults = root.object("faults"))
     {
         config.faults = parseFaults(*faults);
+    }
+    if (auto const speculative = root.object("speculative"))
+    {
+        config.draftAcceptance = readAcceptance(*speculative);
+        config.contextTokens = speculative->boolean("context_tokens").value_or(false);
+        config.draftAgreement = speculative->number("draft_agreement", 0.0);
+        if (config.draftAgreement && *config.draftAgreement > 1.0)
+        {
+            speculative->fail("draft_agreement", "must be a probability in [0, 1]");
+        }
     }
     return config;
 }

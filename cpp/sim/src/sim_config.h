@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tensorrt_llm::executor::sim
 {
@@ -74,6 +75,12 @@ struct SimConfig
     /// Mixed into every generated token id.
     std::uint64_t seed{0};
     FaultConfig faults;
+    /// Speculative decoding: probability that draft position i is accepted (the last value repeats).
+    std::vector<double> draftAcceptance{0.7};
+    /// Tokens are a function of the whole context (draft-target loops; on for draft_tokens_external engines).
+    bool contextTokens{false};
+    /// This engine is a draft model agreeing with the context token with this probability.
+    std::optional<double> draftAgreement;
 
     /// The preset named by `gpu` with `gpuOverrides` applied.
     [[nodiscard]] GpuSpec resolveGpu() const;

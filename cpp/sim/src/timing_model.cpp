@@ -101,6 +101,16 @@ void BatchWork::addGeneration(double pastTokens, double beamWidth)
     kvTokensWritten += beamWidth;
 }
 
+void BatchWork::addVerification(double pastTokens, double draftTokens)
+{
+    double const rows = 1.0 + draftTokens;
+    tokens += rows;
+    sampledRows += rows;
+    attentionPairs += rows * pastTokens + rows * (rows + 1.0) / 2.0;
+    kvTokensRead += pastTokens;
+    kvTokensWritten += rows;
+}
+
 BatchWork describeBatch(BatchPlan const& plan)
 {
     BatchWork work;
@@ -124,6 +134,16 @@ BatchWork describeBatch(BatchPlan const& plan)
         {
             bool const samples = sequence->contextPosition + sequence->chunkTokens >= sequence->contextLength;
             work.addContext(sequence->chunkTokens, sequence->contextPosition, samples);
+            if (samples && sequence->stepDraftTokens > 0)
+            {
+                // Draft-target: the drafts ride along with the prompt's last chunk.
+                work.addContext(sequence->stepDraftTokens, sequence->contextPosition + sequence->chunkTokens, true);
+            }
+        }
+        else if (sequence->stepDraftTokens > 0)
+        {
+            double const past = static_cast<double>(sequence->request->prompt.size()) + sequence->numGenerated() - 1;
+            work.addVerification(std::max(0.0, past), sequence->stepDraftTokens);
         }
         else
         {

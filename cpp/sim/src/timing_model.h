@@ -43,6 +43,9 @@ struct BatchWork
     void addContext(double newTokens, double pastTokens, bool samples);
     /// One decoding step of a request with `beamWidth` beams, each beam over `pastTokens` cached tokens.
     void addGeneration(double pastTokens, double beamWidth);
+    /// One speculative verification step: the last token plus `draftTokens` drafts over `pastTokens` cached
+    /// tokens. The rows share one read of the cache; each draft attends to the cache and the drafts before it.
+    void addVerification(double pastTokens, double draftTokens);
 };
 
 /// The work of a planned batch, read from its scheduled sequences (chunk sizes, positions, beams).

@@ -59,11 +59,24 @@ TokenGenerator::TokenGenerator(SizeType32 vocabSize, std::uint64_t simulationSee
 {
 }
 
+void TokenGenerator::configureDrafting(bool contextTokens, std::optional<double> draftAgreement)
+{
+    mContextTokens = contextTokens;
+    mDraftAgreement = draftAgreement;
+}
+
 std::uint64_t TokenGenerator::stepHash(RequestState const& request, SizeType32 sequenceIndex, std::size_t beam,
     std::size_t position, std::uint32_t attempt) const
 {
     // Like TensorRT-LLM, an unset sampling seed behaves as seed 0, and sequence i samples with seed + i.
     std::uint64_t const seed = request.seed.value_or(0) + static_cast<std::uint64_t>(sequenceIndex);
+    if (mContextTokens)
+    {
+        // `position` carries the hash of the whole context (see next()).
+        std::uint64_t hash = mix(static_cast<std::uint64_t>(position) ^ mix(seed));
+        hash = mix(hash ^ mix(mSimulationSeed + 0x5EEDULL));
+        return mix(hash ^ (static_cast<std::uint64_t>(beam) << 8U) ^ attempt);
+    }
     std::uint64_t hash = mix(request.promptHash ^ mix(seed));
     hash = mix(hash ^ mix(mSimulationSeed + 0x5EEDULL));
     hash = mix(
@@ -99,7 +112,21 @@ bool TokenGenerator::allowed(Sequence const& sequence, std::size_t beam, TokenId
 TokenGenerator::Step TokenGenerator::next(Sequence const& sequence, std::size_t beam) const
 {
     RequestState const& request = *sequence.request;
-    std::size_t const position = sequence.generated.at(beam).size();
+    std::size_t position = sequence.generated.at(beam).size();
+    if (mContextTokens)
+    {
+        // A rolling hash of prompt + generated: the same context gives the same token, however it was split.
+        std::uint64_t context = 0xC0C7E47ULL;
+        for (auto const token : request.prompt)
+        {
+            context = mix(context ^ static_cast<std::uint32_t>(token));
+        }
+        for (auto const token : sequence.generated.at(beam))
+        {
+            context = mix(context ^ static_cast<std::uint32_t>(token));
+        }
+        position = static_cast<std::size_t>(context);
+    }
     TokenIdType token = rawToken(request, sequence.sequenceIndex, beam, position, 0);
     std::uint32_t attempt = 0;
     while (!allowed(sequence, beam, token) && attempt < kMaxHashAttempts)
@@ -118,6 +145,17 @@ TokenGenerator::Step TokenGenerator::next(Sequence const& sequence, std::size_t 
                 token = candidate;
                 break;
             }
+        }
+    }
+    if (mDraftAgreement && mVocabSize > 1)
+    {
+        // A draft model: agrees with the target's token with the stated probability.
+        std::uint64_t const draw = mix(stepHash(request, sequence.sequenceIndex, beam, position, 0xD4AF7U));
+        double const uniform = static_cast<double>(draw >> 11U) * (1.0 / 9007199254740992.0);
+        if (uniform >= *mDraftAgreement)
+        {
+            auto const shift = 1 + static_cast<TokenIdType>(mix(draw) % static_cast<std::uint64_t>(mVocabSize - 1));
+            token = static_cast<TokenIdType>((token + shift) % mVocabSize);
         }
     }
     // A plausible log-probability in [-5.01, -0.01], derived from the same inputs.

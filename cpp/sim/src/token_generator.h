@@ -5,6 +5,7 @@
 #include "sequence.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace tensorrt_llm::executor::sim
 {
@@ -28,6 +29,12 @@ public:
     [[nodiscard]] TokenIdType rawToken(RequestState const& request, SizeType32 sequenceIndex, std::size_t beam,
         std::size_t position, std::uint32_t attempt) const;
 
+    /// Draft-target support: `contextTokens` makes each token a function of the whole context (prompt +
+    /// tokens so far) instead of the prompt and the position, so a request for prompt + g continues exactly
+    /// where one for the prompt generated g; `draftAgreement` makes this engine a draft model that yields that
+    /// token with the given probability and a different one otherwise.
+    void configureDrafting(bool contextTokens, std::optional<double> draftAgreement);
+
 private:
     [[nodiscard]] std::uint64_t stepHash(RequestState const& request, SizeType32 sequenceIndex, std::size_t beam,
         std::size_t position, std::uint32_t attempt) const;
@@ -35,6 +42,8 @@ private:
 
     SizeType32 mVocabSize;
     std::uint64_t mSimulationSeed;
+    bool mContextTokens{false};
+    std::optional<double> mDraftAgreement;
 };
 
 /// A 64-bit hash of the prompt, computed once per request.

@@ -150,6 +150,9 @@ pub struct RequestRecord {
     /// The adapter went with its weights (not in the executor's host cache), not by id alone.
     #[serde(default)]
     pub lora_with_weights: bool,
+    /// Speculative decoding: steps and draft tokens, when the target reported any drafts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<crate::bench::metrics::speculative::SpecCounts>,
 }
 
 impl RequestRecord {
@@ -175,6 +178,7 @@ impl RequestRecord {
             server: None,
             lora_task: None,
             lora_with_weights: false,
+            speculative: None,
         }
     }
 

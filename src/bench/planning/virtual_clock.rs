@@ -273,6 +273,7 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
     v.output_tokens = r.output_tokens;
     v.expected_output_tokens = r.expected_output_tokens;
     v.cached_tokens = r.cached_tokens;
+    v.speculative = r.speculative;
     v.finish_reason = r.finish_reason.clone();
     v.error = r.error.clone();
     v.lora_task = r.lora_task;
@@ -297,6 +298,19 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
         return (v, true);
     };
     if !r.streaming {
+        return (v, true);
+    }
+    // Speculative decoding: a response per decoding step, each carrying its accepted run.
+    let steps = r.chunks.len() as u64;
+    if r.chunks.iter().any(|c| c.tokens > 1)
+        && let Some(times) = token_times(first, last, steps, server.first_iter, server.last_iter, latencies_ms)
+    {
+        v.chunks = times
+            .into_iter()
+            .zip(&r.chunks)
+            .map(|(t_s, c)| TokenChunk { t_s, tokens: c.tokens, handled_s: None })
+            .collect();
+        v.first_token_s = Some(first);
         return (v, true);
     }
     let mut mapped = true;

@@ -124,6 +124,7 @@ pub fn compare(a: &Value, b: &Value) -> String {
             let (va, vb) = (a.get(&k), b.get(&k));
             [k, fmt_value(va), fmt_value(vb), ratio(va, vb)]
         })
+        .chain(speculative_rows(a, b))
         .collect();
     let header = ["metric", "A", "B", "B/A"].map(String::from);
     let mut widths = header.clone().map(|h| h.len());
@@ -138,7 +139,41 @@ pub fn compare(a: &Value, b: &Value) -> String {
         let [w0, w1, w2, w3] = widths;
         out.push_str(&format!("{m:<w0$}  {x:>w1$}  {y:>w2$}  {r:>w3$}\n"));
     }
+    if let Some(line) = speedup_line(a, b) {
+        out.push_str(&line);
+    }
     out
+}
+
+/// Rows of the `speculative` sections (acceptance, tokens per step), when either run has one.
+fn speculative_rows(a: &Value, b: &Value) -> Vec<[String; 4]> {
+    const KEYS: [&str; 4] = ["acceptance_rate", "mean_accepted_length", "tokens_per_step", "draft_tokens_wasted"];
+    let (sa, sb) = (a.get("speculative"), b.get("speculative"));
+    if sa.is_none() && sb.is_none() {
+        return Vec::new();
+    }
+    KEYS.iter()
+        .map(|k| {
+            let (va, vb) = (sa.and_then(|s| s.get(*k)), sb.and_then(|s| s.get(*k)));
+            [format!("speculative.{k}"), fmt_value(va), fmt_value(vb), ratio(va, vb)]
+        })
+        .collect()
+}
+
+/// The decode speedup of B over A: A's mean TPOT / B's (and ITL per token), e.g. a speculative
+/// run (B) against the same engine without speculation (A).
+fn speedup_line(a: &Value, b: &Value) -> Option<String> {
+    let speedup = |key: &str| {
+        let (x, y) = (a.get(key)?.as_f64()?, b.get(key)?.as_f64()?);
+        (y > 0.0).then(|| x / y)
+    };
+    let tpot = speedup("mean_tpot_ms")?;
+    let mut line = format!("speedup of B over A: {tpot:.2}x mean TPOT");
+    if let Some(e2el) = speedup("mean_e2el_ms") {
+        line.push_str(&format!(", {e2el:.2}x mean E2E latency"));
+    }
+    line.push('\n');
+    Some(line)
 }
 
 fn read_object(path: &Path) -> Result<Value, CompareError> {

@@ -114,6 +114,8 @@ pub struct Summary {
     /// LoRA adapters, cache counters and latency by how the adapter was sent (filled by the
     /// runner with `--lora-adapters`).
     pub lora: Option<Value>,
+    /// Speculative-decoding figures, when requests proposed draft tokens.
+    pub speculative: Option<crate::bench::metrics::speculative::SpeculativeSummary>,
 }
 
 impl Summary {
@@ -202,6 +204,9 @@ impl Summary {
         }
         if let Some(calibration) = &self.calibration {
             put("calibration", calibration.to_json());
+        }
+        if let Some(speculative) = &self.speculative {
+            put("speculative", speculative.to_json());
         }
         let sections = [
             ("engine", &self.engine),

@@ -9,6 +9,7 @@ use super::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo,
 use crate::bench::metrics::calibration::Calibration;
 use crate::bench::metrics::record::{Phase, RequestRecord};
 use crate::bench::metrics::slo::Slos;
+use crate::bench::metrics::speculative::SpeculativeSummary;
 use crate::bench::metrics::stats::{DEFAULT_PERCENTILES, Distribution, StatsError, validate_percentile};
 use crate::bench::metrics::throughput::Throughput;
 
@@ -214,6 +215,9 @@ impl SummaryBuilder {
             prediction,
             metadata,
             lora: None,
+            speculative: SpeculativeSummary::compute(
+                ok.iter().filter_map(|r| r.speculative.as_ref().map(|c| (r.output_tokens, c))),
+            ),
         })
     }
 }

@@ -6,6 +6,7 @@ use futures::StreamExt;
 
 use crate::bench::metrics::iterations::WallAnchor;
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes};
+use crate::bench::metrics::speculative::SpecCounts;
 use crate::bench::traffic::workload::RequestSpec;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
@@ -188,6 +189,13 @@ pub(crate) async fn consume_in_process(
             Ok(StreamEvent::Final(done)) => {
                 // The same figure the gRPC server sends in `complete.cached_tokens`.
                 record.cached_tokens = u64::from(done.cached_tokens.unwrap_or(0));
+                if let Some(s) = done.perf.map(|p| p.speculative).filter(|s| s.draft_tokens > 0) {
+                    record.speculative = Some(SpecCounts {
+                        decoding_steps: u64::from(done.decoding_iterations),
+                        accepted_draft_tokens: u64::from(s.accepted_draft_tokens),
+                        draft_tokens: u64::from(s.draft_tokens),
+                    });
+                }
                 if let Some(perf) = done.perf {
                     let at = |t: Option<Instant>| t.map(|t| clock.offset_s(t));
                     record.server = Some(ServerTimes {
@@ -245,6 +253,13 @@ async fn over_grpc(
             }
             Ok(Some(pb::generate_response::Response::Complete(done))) => {
                 record.cached_tokens = u64::from(done.cached_tokens);
+                if done.spec_draft_tokens > 0 {
+                    record.speculative = Some(SpecCounts {
+                        decoding_steps: 0,
+                        accepted_draft_tokens: u64::from(done.spec_accepted_tokens),
+                        draft_tokens: u64::from(done.spec_draft_tokens),
+                    });
+                }
                 if let Some(perf) = done.perf_metrics {
                     let at = |unix_s: f64| target.anchor.instant_of_unix(unix_s).map(|t| clock.offset_s(t));
                     record.server = Some(ServerTimes {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -125,6 +126,82 @@ private:
     std::optional<Tensor> mConfig;
 };
 
+// ---- Speculative decoding (see cpp/sim/src/decoding_config.cpp) ----
+
+/// Draft-target speculative decoding: the draft tokens a request asks the target engine to verify.
+class ExternalDraftTokensConfig
+{
+public:
+    explicit ExternalDraftTokensConfig(VecTokens tokens, std::optional<Tensor> logits = std::nullopt,
+        std::optional<FloatType> const& acceptanceThreshold = std::nullopt,
+        std::optional<bool> const& fastLogits = std::nullopt);
+
+    [[nodiscard]] VecTokens getTokens() const;
+    [[nodiscard]] std::optional<Tensor> getLogits() const;
+    [[nodiscard]] std::optional<FloatType> getAcceptanceThreshold() const;
+    [[nodiscard]] std::optional<bool> getFastLogits() const;
+
+private:
+    VecTokens mTokens;
+    std::optional<Tensor> mLogits;
+    std::optional<FloatType> mAcceptanceThreshold;
+    std::optional<bool> mFastLogits;
+};
+
+/// Lookahead decoding: window size (n-grams in the lookahead branch), n-gram size and verification-set size.
+struct LookaheadDecodingConfig
+{
+    LookaheadDecodingConfig(SizeType32 windowSize, SizeType32 ngramSize, SizeType32 verificationSetSize);
+
+    explicit LookaheadDecodingConfig()
+        : LookaheadDecodingConfig(
+            kDefaultLookaheadDecodingWindow, kDefaultLookaheadDecodingNgram, kDefaultLookaheadDecodingVerificationSet)
+    {
+    }
+
+    bool operator==(LookaheadDecodingConfig const& other) const;
+    [[nodiscard]] SizeType32 getWindowSize() const;
+    [[nodiscard]] SizeType32 getNgramSize() const;
+    [[nodiscard]] SizeType32 getVerificationSetSize() const;
+
+    /// <maxDecodingTokens, maxPathLen, maxDraftTokens, maxDraftPathLen>
+    [[nodiscard]] std::tuple<SizeType32, SizeType32, SizeType32, SizeType32> calculateSpeculativeResource() const;
+    /// True when `this` can run on the resources `that` was set up for.
+    [[nodiscard]] bool isLE(LookaheadDecodingConfig const& that) const;
+    static bool isLegal(SizeType32 windowSize, SizeType32 ngramSize, SizeType32 verificationSetSize) noexcept;
+
+    static constexpr SizeType32 kDefaultLookaheadDecodingWindow = 4;
+    static constexpr SizeType32 kDefaultLookaheadDecodingNgram = 3;
+    static constexpr SizeType32 kDefaultLookaheadDecodingVerificationSet = 4;
+
+private:
+    SizeType32 mWindowSize;
+    SizeType32 mNgramSize;
+    SizeType32 mVerificationSetSize;
+};
+
+/// Eagle: the draft tree (Eagle-1 choices or Eagle-2's dynamic tree) and how drafts are accepted.
+struct EagleConfig
+{
+    explicit EagleConfig(std::optional<EagleChoices> eagleChoices = std::nullopt, bool greedySampling = true,
+        std::optional<float> posteriorThreshold = std::nullopt, bool useDynamicTree = false,
+        std::optional<SizeType32> dynamicTreeMaxTopK = std::nullopt);
+
+    bool operator==(EagleConfig const& other) const;
+    [[nodiscard]] std::optional<EagleChoices> getEagleChoices() const;
+    [[nodiscard]] std::optional<float> getPosteriorThreshold() const;
+    [[nodiscard]] bool isGreedySampling() const;
+    [[nodiscard]] bool useDynamicTree() const;
+    [[nodiscard]] std::optional<SizeType32> getDynamicTreeMaxTopK() const;
+
+private:
+    std::optional<EagleChoices> mEagleChoices;
+    bool mGreedySampling;
+    std::optional<float> mPosteriorThreshold;
+    bool mUseDynamicTree;
+    std::optional<SizeType32> mDynamicTreeMaxTopK;
+};
+
 class Request
 {
 public:
@@ -165,6 +242,14 @@ public:
     [[nodiscard]] std::optional<LoraConfig> getLoraConfig() const;
     void setLoraConfig(LoraConfig const& loraConfig);
 
+    // Speculative decoding
+    [[nodiscard]] std::optional<ExternalDraftTokensConfig> getExternalDraftTokensConfig() const;
+    [[nodiscard]] std::optional<LookaheadDecodingConfig> getLookaheadConfig() const;
+    [[nodiscard]] std::optional<EagleConfig> getEagleConfig() const;
+    void setExternalDraftTokensConfig(ExternalDraftTokensConfig const& externalDraftTokensConfig);
+    void setLookaheadConfig(LookaheadDecodingConfig const& lookaheadConfig);
+    void setEagleConfig(std::optional<EagleConfig> const& eagleConfig);
+
 private:
     VecTokens mInputTokenIds;
     SizeType32 mMaxTokens;
@@ -180,6 +265,9 @@ private:
     bool mReturnAllGeneratedTokens{false};
     std::optional<MillisecondsType> mAllottedTimeMs;
     std::optional<LoraConfig> mLoraConfig;
+    std::optional<ExternalDraftTokensConfig> mExternalDraftTokensConfig;
+    std::optional<LookaheadDecodingConfig> mLookaheadConfig;
+    std::optional<EagleConfig> mEagleConfig;
 };
 
 struct Result
@@ -191,6 +279,8 @@ struct Result
     /// One per beam; there is no single finish reason.
     std::vector<FinishReason> finishReasons;
     SizeType32 decodingIter{0};
+    /// Mean tokens per decoding step (> 1 under speculative decoding).
+    float avgDecodedTokensPerIter{0.f};
     SizeType32 sequenceIndex{0};
     bool isSequenceFinal;
     std::optional<RequestPerfMetrics> requestPerfMetrics;
@@ -371,6 +461,35 @@ private:
     std::optional<std::string> mLoraPrefetchDir;
 };
 
+/// The executor's decoding: the mode, and the settings of the speculative mode it names.
+class DecodingConfig
+{
+public:
+    explicit DecodingConfig(std::optional<DecodingMode> decodingMode = std::nullopt,
+        std::optional<LookaheadDecodingConfig> lookaheadDecodingConfig = std::nullopt,
+        std::optional<MedusaChoices> medusaChoices = std::nullopt,
+        std::optional<EagleConfig> eagleConfig = std::nullopt);
+
+    bool operator==(DecodingConfig const& other) const;
+
+    void setDecodingMode(DecodingMode const&);
+    [[nodiscard]] std::optional<DecodingMode> getDecodingMode() const;
+    [[nodiscard]] std::optional<LookaheadDecodingConfig> getLookaheadDecodingConfig() const;
+    /// At most this many requests decode with lookahead at once (8).
+    [[nodiscard]] SizeType32 getLookaheadDecodingMaxNumRequest() const;
+    void setMedusaChoices(MedusaChoices const&);
+    [[nodiscard]] std::optional<MedusaChoices> getMedusaChoices() const;
+    void setEagleConfig(EagleConfig const&);
+    [[nodiscard]] std::optional<EagleConfig> getEagleConfig() const;
+
+private:
+    std::optional<DecodingMode> mDecodingMode;
+    std::optional<LookaheadDecodingConfig> mLookaheadDecodingConfig;
+    std::optional<MedusaChoices> mMedusaChoices;
+    std::optional<EagleConfig> mEagleConfig;
+    static constexpr SizeType32 mLookaheadDecodingMaxNumRequest{8};
+};
+
 class ExecutorConfig
 {
 public:
@@ -399,6 +518,7 @@ public:
     [[nodiscard]] std::optional<SizeType32> getMaxQueueSize() const;
     [[nodiscard]] ExtendedRuntimePerfKnobConfig getExtendedRuntimePerfKnobConfig() const;
     [[nodiscard]] bool getGatherGenerationLogits() const;
+    [[nodiscard]] std::optional<DecodingConfig> getDecodingConfig() const;
 
     void setMaxBeamWidth(SizeType32 maxBeamWidth);
     void setMaxBatchSize(SizeType32 maxBatchSize);
@@ -418,6 +538,7 @@ public:
     // ---- LoRA ----
     [[nodiscard]] std::optional<PeftCacheConfig> getPeftCacheConfig() const;
     void setPeftCacheConfig(PeftCacheConfig const& peftCacheConfig);
+    void setDecodingConfig(DecodingConfig const& decodingConfig);
 
 private:
     SizeType32 mMaxBeamWidth;
@@ -436,6 +557,7 @@ private:
     ExtendedRuntimePerfKnobConfig mExtendedRuntimePerfKnobConfig;
     bool mGatherGenerationLogits{false};
     std::optional<PeftCacheConfig> mPeftCacheConfig;
+    std::optional<DecodingConfig> mDecodingConfig;
 };
 
 // KV-cache events (KvCacheConfig::eventBufferMaxSize > 0): what the cache stored, removed or changed, in order.

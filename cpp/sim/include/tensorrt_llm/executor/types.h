@@ -206,12 +206,81 @@ struct RequestPerfMetrics
         FloatType kvCacheHitRate{0.f};
     };
 
+    /// Speculative decoding: draft tokens proposed and accepted over the request's steps.
+    struct SpeculativeDecodingMetrics
+    {
+        /// totalAcceptedDraftTokens / totalDraftTokens (0 without drafts).
+        FloatType acceptanceRate{0.f};
+        SizeType32 totalAcceptedDraftTokens{0};
+        SizeType32 totalDraftTokens{0};
+    };
+
     TimingMetrics timingMetrics;
     KvCacheMetrics kvCacheMetrics;
+    SpeculativeDecodingMetrics speculativeDecoding;
 
     std::optional<IterationType> firstIter;
     std::optional<IterationType> lastIter;
     std::optional<IterationType> iter;
+};
+
+// ---- Speculative decoding ----
+
+/// Draft-token trees of Medusa heads (and Eagle-1): each entry is a path of top-k indices.
+using MedusaChoices = std::vector<std::vector<SizeType32>>;
+using EagleChoices = MedusaChoices;
+
+/// How the executor decodes: sampling, beam search, or one of the speculative modes.
+class DecodingMode
+{
+public:
+    using UnderlyingType = std::uint32_t;
+
+    static auto constexpr Auto() { return DecodingMode{kAuto}; }
+    static auto constexpr TopK() { return DecodingMode{kTopK}; }
+    static auto constexpr TopP() { return DecodingMode{kTopP}; }
+    static auto constexpr TopKTopP() { return DecodingMode{kTopKTopP}; }
+    static auto constexpr BeamSearch() { return DecodingMode{kBeamSearch}; }
+    static auto constexpr Medusa() { return DecodingMode{kMedusa}; }
+    static auto constexpr Lookahead() { return DecodingMode{kLookahead}; }
+    static auto constexpr ExplicitDraftTokens() { return DecodingMode{kExplicitDraftTokens}; }
+    static auto constexpr ExternalDraftTokens() { return DecodingMode{kExternalDraftTokens}; }
+    static auto constexpr Eagle() { return DecodingMode{kEagle}; }
+
+    [[nodiscard]] bool constexpr isAuto() const { return mState == kAuto; }
+    [[nodiscard]] bool constexpr isTopK() const { return mState == kTopK || mState == kTopKTopP; }
+    [[nodiscard]] bool constexpr isTopP() const { return mState == kTopP || mState == kTopKTopP; }
+    [[nodiscard]] bool constexpr isTopKorTopP() const { return isTopK() || isTopP(); }
+    [[nodiscard]] bool constexpr isBeamSearch() const { return mState == kBeamSearch; }
+    [[nodiscard]] bool constexpr isMedusa() const { return mState == kMedusa; }
+    [[nodiscard]] bool constexpr isLookahead() const { return mState == kLookahead; }
+    [[nodiscard]] bool constexpr isExplicitDraftTokens() const { return mState == kExplicitDraftTokens; }
+    [[nodiscard]] bool constexpr isExternalDraftTokens() const { return mState == kExternalDraftTokens; }
+    [[nodiscard]] bool constexpr isEagle() const { return mState == kEagle; }
+
+    [[nodiscard]] UnderlyingType constexpr getState() const { return mState; }
+
+    bool operator==(DecodingMode const& other) const { return mState == other.mState; }
+
+private:
+    constexpr explicit DecodingMode(UnderlyingType state)
+        : mState(state)
+    {
+    }
+
+    // This simulator's own encoding (one value per mode, no option bits).
+    static UnderlyingType constexpr kAuto{0};
+    static UnderlyingType constexpr kTopK{1};
+    static UnderlyingType constexpr kTopP{2};
+    static UnderlyingType constexpr kTopKTopP{3};
+    static UnderlyingType constexpr kBeamSearch{4};
+    static UnderlyingType constexpr kMedusa{5};
+    static UnderlyingType constexpr kLookahead{6};
+    static UnderlyingType constexpr kExplicitDraftTokens{7};
+    static UnderlyingType constexpr kExternalDraftTokens{8};
+    static UnderlyingType constexpr kEagle{9};
+
+    UnderlyingType mState{kAuto};
 };
 
 enum class FinishReason

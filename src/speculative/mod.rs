@@ -1,0 +1,141 @@
+//! Draft-target speculative decoding driven from Rust: a draft executor proposes `k` tokens, the
+//! target executor verifies them (TensorRT-LLM leaves this loop to the client; Triton runs it in a
+//! BLS script), streamed like [`AsyncExecutor`](crate::AsyncExecutor).
+
+mod draft_loop;
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use tokio::sync::mpsc;
+
+use crate::error::{Error, Result};
+use crate::executor::AsyncExecutor;
+use crate::types::output::StreamEvent;
+use crate::types::request::GenerationRequest;
+
+/// How many tokens the draft proposes per round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DraftLength {
+    /// Draft tokens in the first round (at least 1).
+    pub initial: u32,
+    /// Adapt between `min` and `max`: one more after a round that accepted every draft, one fewer
+    /// after a round that accepted none. `false` keeps `initial`.
+    pub adaptive: bool,
+    /// Fewest draft tokens when adaptive (at least 1).
+    pub min: u32,
+    /// Most draft tokens when adaptive (at most the target engine's `max_draft_len`).
+    pub max: u32,
+}
+
+impl DraftLength {
+    /// Always `k` draft tokens.
+    pub fn fixed(k: u32) -> Self {
+        DraftLength { initial: k, adaptive: false, min: k, max: k }
+    }
+
+    /// Starts at `initial`, adapting within `min..=max`.
+    pub fn adaptive(initial: u32, min: u32, max: u32) -> Self {
+        DraftLength { initial, adaptive: true, min, max }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let ok = self.initial >= 1
+            && (!self.adaptive || (self.min >= 1 && self.min <= self.initial && self.initial <= self.max));
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfig(format!(
+                "draft length: initial {} must be >= 1 and, when adaptive, within min {} ..= max {} (min >= 1)",
+                self.initial, self.min, self.max
+            )))
+        }
+    }
+
+    /// The next round's length after `accepted` of `drafted` were accepted.
+    fn next(&self, current: u32, accepted: u32, drafted: u32) -> u32 {
+        if !self.adaptive {
+            return current;
+        }
+        if drafted > 0 && accepted == drafted {
+            (current + 1).min(self.max)
+        } else if accepted == 0 {
+            current.saturating_sub(1).max(self.min)
+        } else {
+            current
+        }
+    }
+}
+
+/// Draft-target speculative decoding over two executors: the draft (a small model) and the
+/// target (an engine built with `speculative_decoding_mode` `draft_tokens_external`).
+///
+/// Each round sends the context (prompt + tokens so far) to the draft for `k` tokens, then to the
+/// target with those tokens as [`DraftTokens`](crate::DraftTokens): the target keeps the longest
+/// prefix it agrees with and adds one token of its own, so the output is exactly what the target
+/// alone would generate (greedy). A stream yields one chunk per round and exactly one terminal
+/// item; dropping it cancels whatever the round has in flight on both executors.
+#[derive(Debug, Clone)]
+pub struct SpeculativeExecutor {
+    draft: AsyncExecutor,
+    target: AsyncExecutor,
+    length: DraftLength,
+}
+
+impl SpeculativeExecutor {
+    /// Pairs a draft and a target executor. Fails on an invalid [`DraftLength`].
+    pub fn new(draft: AsyncExecutor, target: AsyncExecutor, length: DraftLength) -> Result<Self> {
+        length.validate()?;
+        Ok(SpeculativeExecutor { draft, target, length })
+    }
+
+    /// Starts a request. Its sampling parameters, end id and stop words go to both executors; the
+    /// request is validated against the target engine first.
+    pub fn enqueue(&self, request: GenerationRequest) -> Result<SpeculativeStream> {
+        request.validate(self.target.executor().engine()).map_err(Error::InvalidRequest)?;
+        let (tx, rx) = mpsc::channel(64);
+        let round = draft_loop::DraftLoop::new(self.draft.clone(), self.target.clone(), self.length, request);
+        let task = tokio::spawn(round.run(tx));
+        Ok(SpeculativeStream { rx, task, terminated: false })
+    }
+}
+
+/// The items of one speculative request: [`StreamEvent::Chunk`]s (one per round, the accepted run
+/// plus the target's token) and one terminal [`StreamEvent::Final`] or error.
+#[derive(Debug)]
+pub struct SpeculativeStream {
+    rx: mpsc::Receiver<Result<StreamEvent>>,
+    task: tokio::task::JoinHandle<()>,
+    terminated: bool,
+}
+
+impl Stream for SpeculativeStream {
+    type Item = Result<StreamEvent>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.terminated {
+            return Poll::Ready(None);
+        }
+        match this.rx.poll_recv(cx) {
+            Poll::Ready(Some(item)) => {
+                this.terminated = matches!(item, Ok(StreamEvent::Final(_)) | Err(_));
+                Poll::Ready(Some(item))
+            }
+            Poll::Ready(None) => {
+                // The loop ended without a terminal item (it panicked): report it once.
+                this.terminated = true;
+                Poll::Ready(Some(Err(Error::StreamEnded)))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for SpeculativeStream {
+    fn drop(&mut self) {
+        // Aborting drops the round's draft and target streams, which cancel their requests.
+        self.task.abort();
+    }
+}
