@@ -144,6 +144,11 @@ pub struct RequestRecord {
     /// Executor-side stamps when `returnPerfMetrics` was on.
     #[serde(default)]
     pub server: Option<ServerTimes>,
+    /// Output tokens counted by re-tokenizing the streamed text with the client's tokenizer (as
+    /// vLLM's bench does); only the OpenAI-compatible HTTP target fills it, beside the server's
+    /// `usage` count in `output_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_output_tokens: Option<u64>,
 }
 
 impl RequestRecord {
@@ -167,6 +172,7 @@ impl RequestRecord {
             error: None,
             client_queue_s: 0.0,
             server: None,
+            client_output_tokens: None,
         }
     }
 
