@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod gateway;
 pub mod python;
 pub mod server;
 pub mod sim;

@@ -89,7 +89,8 @@ fn reuse_off_serves_nothing_from_cache() {
 
 #[test]
 fn copy_on_partial_reuse_decides_whether_a_block_others_build_on_is_reused() {
-    for (copy, reused_blocks, computed) in [(true, 2, 24), (false, 1, 32)] {
+    // Either way only the whole block [1..32] counts as reused; copying saves the partly matched tokens' prefill.
+    for (copy, reused_blocks, computed) in [(true, 1, 24), (false, 1, 32)] {
         let (_dir, executor) = load(|c| c.kv_cache_copy_on_partial_reuse(copy));
         let mut stats = executor.subscribe_iteration_stats();
         // The first request caches [1..32], [33..64] and, when it ends, the partial block [65..80] after them.
@@ -107,6 +108,38 @@ fn copy_on_partial_reuse_decides_whether_a_block_others_build_on_is_reused() {
 }
 
 /// Events of a stream until a `Stored` event with `count` blocks or more arrived.
+/// Regression: a partly matched block (e.g. only a shared chat-template header) used to count as a whole reused
+/// block, so unrelated prompts reported almost all their tokens cached and the hit rate neared 1.
+#[test]
+fn cached_tokens_count_only_whole_blocks_served_from_cache() {
+    let (_dir, executor) = load(|c| c);
+    // A 16-token prompt, then an unrelated one sharing only its first 5 tokens (a template header).
+    let header = prompt(5, 1);
+    let mut a = header.clone();
+    a.extend(prompt(11, 100));
+    let mut b = header;
+    b.extend(prompt(11, 500));
+    drain(executor.enqueue(GenerationRequest::new(a, 2)).unwrap());
+    let second = drain(executor.enqueue(GenerationRequest::new(b, 2)).unwrap());
+    assert_eq!(second.done().cached_tokens, Some(0), "a shared header is not a cached block");
+    let perf = second.done().perf.expect("perf metrics");
+    assert_eq!((perf.reused_blocks(), perf.num_missed_blocks), (0, 1));
+
+    // 2.5 blocks shared (80 tokens) out of 90: the 2 whole blocks are cached, the half block is not.
+    let shared = prompt(80, 300);
+    let mut c = shared.clone();
+    c.extend(prompt(10, 500));
+    let mut d = shared;
+    d.extend(prompt(10, 700));
+    drain(executor.enqueue(GenerationRequest::new(c, 2)).unwrap());
+    let fourth = drain(executor.enqueue(GenerationRequest::new(d, 2)).unwrap());
+    assert_eq!(fourth.done().cached_tokens, Some(2 * BLOCK));
+    executor.refresh_stats();
+    let kv = executor.kv_cache_stats().expect("kv stats");
+    // Reused: 2 whole blocks; missed: 1 + 1 (first pair), 3 (third), 1 (the fourth's half block).
+    assert_eq!((kv.reused_blocks, kv.missed_blocks), (2, 6));
+}
+
 async fn until_stored(stream: &mut KvEventStream, blocks: usize) -> Vec<KvCacheEvent> {
     let mut out = Vec::new();
     while let Some(item) = stream.next().await {

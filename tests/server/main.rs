@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod gateway;
 mod grpc;
 mod interop;
 mod kv_events;

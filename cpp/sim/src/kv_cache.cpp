@@ -201,6 +201,7 @@ SizeType32 KvCachePool::loadOrAllocateContext(
             {
                 claim(block);
                 parent = block;
+                ++mReusedBlocks;
             }
             else
             {
@@ -217,8 +218,12 @@ SizeType32 KvCachePool::loadOrAllocateContext(
                 }
                 mTree.assign(block, key, mTokensPerBlock, parentHash);
                 searching = false;
+                // Its matched tokens skip prefill, but the block is not counted as reused: the reuse counters
+                // (and `cached_tokens`, which the server derives from them as whole blocks) count only blocks
+                // served entirely from cache, so a partly matched block (often just a shared chat-template
+                // header) can never inflate the hit rate the gateway and the bench report.
+                ++mMissedBlocks;
             }
-            ++mReusedBlocks;
         }
         else
         {

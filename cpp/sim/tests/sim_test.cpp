@@ -1740,8 +1740,9 @@ void testPartialReuseOnAndOff()
         int reused;
         int computed;
     };
-    // The first request caches blocks [1..16], [17..32] and, when it ends, the partial block [33..40].
-    for (Case const c : {Case{true, true, 36, 3, 4}, Case{false, true, 36, 2, 8}, Case{true, true, 20, 2, 20},
+    // The first request caches blocks [1..16], [17..32] and, when it ends, the partial block [33..40]. Only whole
+    // blocks served from cache count as reused; a partly matched block's tokens skip prefill but count as a miss.
+    for (Case const c : {Case{true, true, 36, 2, 4}, Case{false, true, 36, 2, 8}, Case{true, true, 20, 1, 20},
              Case{true, false, 20, 1, 24}})
     {
         tle::ExecutorConfig config = reuseConfig(true, c.partial);
@@ -1886,8 +1887,9 @@ void testAHugeKvPoolCostsNothingUntilUsed()
     auto const first = runOnce(*executor, prompt(40), 8);
     auto const second = runOnce(*executor, prompt(40), 8);
     CHECK(second.tokens == first.tokens);
-    // Blocks [1..16], [17..32] and the partial [33..47] were cached by the first request.
-    CHECK_EQ(second.perf.kvCacheMetrics.numReusedBlocks, 3);
+    // Blocks [1..16], [17..32] and the partial [33..47] were cached by the first request; the partial one is
+    // reused but not counted (only whole blocks are).
+    CHECK_EQ(second.perf.kvCacheMetrics.numReusedBlocks, 2);
     auto const cache = latestKvStats(*executor);
     CHECK_EQ(cache.maxNumBlocks, kBlocks);
     CHECK_EQ(cache.freeNumBlocks, kBlocks);

@@ -153,6 +153,11 @@ pub struct RequestRecord {
     /// Speculative decoding: steps and draft tokens, when the target reported any drafts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative: Option<crate::bench::metrics::speculative::SpecCounts>,
+    /// Output tokens counted by re-tokenizing the streamed text with the client's tokenizer (as
+    /// vLLM's bench does); only the OpenAI-compatible HTTP target fills it, beside the server's
+    /// `usage` count in `output_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_output_tokens: Option<u64>,
 }
 
 impl RequestRecord {
@@ -179,6 +184,7 @@ impl RequestRecord {
             lora_task: None,
             lora_with_weights: false,
             speculative: None,
+            client_output_tokens: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The load generator: offers [`super::traffic`] to a target (an executor in this process or a
 //! gRPC server) and writes [`super::metrics`] records.
 
+pub(crate) mod openai;
 pub(crate) mod point;
 pub(crate) mod target;

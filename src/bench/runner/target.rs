@@ -20,6 +20,9 @@ pub enum BenchTarget {
     InProcess(AsyncExecutor),
     /// A `trtllm.TrtllmService` server: times are taken as messages arrive.
     Grpc(GrpcTarget),
+    /// An OpenAI-compatible HTTP endpoint (the smg gateway, vLLM, ...): times are taken as SSE
+    /// chunks arrive.
+    OpenAi(super::openai::OpenAiTarget),
 }
 
 /// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
@@ -47,7 +50,7 @@ impl BenchTarget {
     pub fn executor(&self) -> Option<&AsyncExecutor> {
         match self {
             BenchTarget::InProcess(executor) => Some(executor),
-            BenchTarget::Grpc(_) => None,
+            BenchTarget::Grpc(_) | BenchTarget::OpenAi(_) => None,
         }
     }
 
@@ -56,6 +59,7 @@ impl BenchTarget {
         match self {
             BenchTarget::InProcess(executor) => in_process(executor, spec, clock, index, phase).await,
             BenchTarget::Grpc(grpc) => over_grpc(grpc, spec, clock, index, phase).await,
+            BenchTarget::OpenAi(http) => http.send(spec, clock, index, phase).await,
         }
     }
 }

@@ -29,10 +29,20 @@ impl DatasetKind {
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Where to send the load: `inprocess` (an executor in this process) or `grpc://HOST:PORT`
-    /// (a running `trtllm serve`), with identical workloads and reports.
+    /// Where to send the load: `inprocess` (an executor in this process), `grpc://HOST:PORT`
+    /// (a running `trtllm serve`) or `http://HOST:PORT/v1` (any OpenAI-compatible endpoint, e.g.
+    /// the smg gateway), with identical workloads and reports.
     #[arg(long, default_value = "inprocess")]
     pub target: String,
+    /// HTTP target: send text completions (`/v1/completions`) instead of chat completions.
+    #[arg(long)]
+    pub completions: bool,
+    /// HTTP target: the model id to ask for (default: the first one `/v1/models` lists).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// HTTP target: bearer token sent as `Authorization: Bearer ...`.
+    #[arg(long, env = "TRTLLM_BENCH_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
     /// The engine directory; without it the built-in simulated engine is used (TinyLlama-1.1B-shaped,
     /// BF16, on a simulated RTX A6000, in real time).
     #[arg(long, env = "TRTLLM_ENGINE_DIR")]

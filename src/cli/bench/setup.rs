@@ -51,6 +51,9 @@ impl Setup {
         let mut setup = match args.target.as_str() {
             "inprocess" => in_process(args, scratch).await?,
             url if args.lora_adapters > 0 => bail!("--lora-adapters runs in process only, not against {url}"),
+            url if url.starts_with("http://") || url.starts_with("https://") => {
+                super::http_setup::http(args, url, scratch).await?
+            }
             url => grpc(url, scratch).await?,
         };
         if let Some(dir) = &args.tokenizer {
@@ -145,7 +148,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
 async fn grpc(url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
     trtllm::bench::lora::install(None);
     let Some(addr) = url.strip_prefix("grpc://") else {
-        bail!("--target must be inprocess or grpc://HOST:PORT, not {url:?}");
+        bail!("--target must be inprocess, grpc://HOST:PORT or http://HOST:PORT/v1, not {url:?}");
     };
     let grpc = GrpcTarget::connect(format!("http://{addr}")).await.with_context(|| format!("connecting to {url}"))?;
     let model = grpc.client().get_model_info(pb::GetModelInfoRequest {}).await?.into_inner();

@@ -1,0 +1,287 @@
+//! The OpenAI-compatible HTTP target: the same workloads sent as chat or text completions to any
+//! `/v1` endpoint (the smg gateway, vLLM, ...), streamed over SSE and recorded like the others.
+
+use std::sync::Arc;
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
+use crate::bench::traffic::workload::RequestSpec;
+use crate::text::Tokenizer;
+
+/// Which OpenAI API the target calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAiApi {
+    /// `POST /v1/chat/completions`, the prompt as one user message (the server applies its template).
+    Chat,
+    /// `POST /v1/completions`, the prompt as raw text.
+    Completions,
+}
+
+impl OpenAiApi {
+    /// The path under the base URL.
+    pub fn path(self) -> &'static str {
+        match self {
+            OpenAiApi::Chat => "chat/completions",
+            OpenAiApi::Completions => "completions",
+        }
+    }
+}
+
+/// Why the HTTP target could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenAiError {
+    /// The HTTP request failed (connection refused, bad URL, ...).
+    #[error("HTTP request to {url} failed: {source}")]
+    Http {
+        /// The URL called.
+        url: String,
+        /// The client's error.
+        source: reqwest::Error,
+    },
+    /// The server answered with an error status.
+    #[error("{url} answered {status}: {body}")]
+    Status {
+        /// The URL called.
+        url: String,
+        /// The HTTP status.
+        status: reqwest::StatusCode,
+        /// The start of the body.
+        body: String,
+    },
+    /// `/models` listed no model.
+    #[error("{0} lists no model; pass --model")]
+    NoModel(String),
+}
+
+/// An OpenAI-compatible endpoint: base URL (ending in `/v1`), model, API and the tokenizer that
+/// turns token-id prompts into text and counts output tokens on the client side.
+#[derive(Debug, Clone)]
+pub struct OpenAiTarget {
+    client: reqwest::Client,
+    base: String,
+    model: String,
+    api: OpenAiApi,
+    bearer: Option<String>,
+    tokenizer: Option<Arc<Tokenizer>>,
+}
+
+impl OpenAiTarget {
+    /// A target at `base` (e.g. `http://127.0.0.1:30000/v1`); asks `/models` for the model id
+    /// unless `model` names one.
+    pub async fn connect(
+        base: &str,
+        model: Option<String>,
+        api: OpenAiApi,
+        bearer: Option<String>,
+    ) -> Result<Self, OpenAiError> {
+        // Loopback benchmarks open hundreds of streams: no idle-pool limit, no proxy lookups.
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|source| OpenAiError::Http { url: base.to_owned(), source })?;
+        let base = base.trim_end_matches('/').to_owned();
+        let mut target = OpenAiTarget { client, base, model: model.unwrap_or_default(), api, bearer, tokenizer: None };
+        if target.model.is_empty() {
+            target.model = target.first_model().await?;
+        }
+        Ok(target)
+    }
+
+    /// The tokenizer that renders token-id prompts as text and counts output tokens.
+    pub fn with_tokenizer(mut self, tokenizer: Tokenizer) -> Self {
+        self.tokenizer = Some(Arc::new(tokenizer));
+        self
+    }
+
+    /// The model id requests name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    async fn first_model(&self) -> Result<String, OpenAiError> {
+        let url = format!("{}/models", self.base);
+        let response = self
+            .authorized(self.client.get(&url))
+            .send()
+            .await
+            .map_err(|source| OpenAiError::Http { url: url.clone(), source })?;
+        let status = response.status();
+        let text = response.text().await.map_err(|source| OpenAiError::Http { url: url.clone(), source })?;
+        if !status.is_success() {
+            return Err(OpenAiError::Status { url, status, body: text.chars().take(300).collect() });
+        }
+        let doc: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        doc["data"][0]["id"].as_str().map(str::to_owned).ok_or(OpenAiError::NoModel(url))
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.bearer {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
+
+    fn body(&self, spec: &RequestSpec, text: &str) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": spec.max_tokens,
+            "stream": spec.streaming,
+        });
+        match self.api {
+            OpenAiApi::Chat => body["messages"] = json!([{ "role": "user", "content": text }]),
+            OpenAiApi::Completions => body["prompt"] = json!(text),
+        }
+        if spec.streaming {
+            body["stream_options"] = json!({ "include_usage": true });
+        }
+        if spec.ignore_eos {
+            // vLLM's extension, also honoured by smg: a fixed output length.
+            body["ignore_eos"] = json!(true);
+        }
+        body
+    }
+
+    /// Sends one request and records it to the end; never fails (errors are recorded). Dropping
+    /// the future closes the stream, which is how a cancelled request is aborted.
+    pub async fn send(&self, spec: RequestSpec, clock: &RunClock, index: u64, phase: Phase) -> RequestRecord {
+        let text = match &self.tokenizer {
+            Some(tokenizer) => tokenizer.decode(&spec.prompt, false).map_err(|e| e.to_string()),
+            None => Err("the HTTP target needs a tokenizer to turn token ids into text: pass --tokenizer DIR".into()),
+        };
+        let body = text.map(|text| self.body(&spec, &text));
+        let url = format!("{}/{}", self.base, self.api.path());
+        let mut record = RequestRecord::new(index, phase, clock.now_s());
+        record.streaming = spec.streaming;
+        record.prompt_tokens = spec.prompt.len() as u64;
+        record.expected_output_tokens = spec.expected_output_tokens;
+        let body = match body {
+            Ok(body) => body,
+            Err(e) => {
+                record.fail(clock.now_s(), e);
+                return record;
+            }
+        };
+        record.send_s = clock.now_s();
+        let response = match self.authorized(self.client.post(&url)).json(&body).send().await {
+            Ok(response) => response,
+            Err(e) => {
+                record.fail(clock.now_s(), format!("HTTP request failed: {e}"));
+                return record;
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            record.fail(clock.now_s(), format!("HTTP {status}: {}", text.chars().take(300).collect::<String>()));
+            return record;
+        }
+        let mut reply = Reply::default();
+        if spec.streaming {
+            let mut events = response.bytes_stream().eventsource();
+            while let Some(event) = events.next().await {
+                let now = clock.now_s();
+                match event {
+                    Ok(event) if event.data.trim() == "[DONE]" => break,
+                    Ok(event) => match serde_json::from_str::<Value>(&event.data) {
+                        Ok(doc) => {
+                            let before = reply.text.len();
+                            reply.absorb(&doc, self.api, true);
+                            if reply.text.len() > before {
+                                // One SSE chunk is one streamed response (vLLM's ITL unit).
+                                record.record_chunk(now, 1);
+                            }
+                        }
+                        Err(e) => reply.error = Some(format!("bad SSE data {:?}: {e}", event.data)),
+                    },
+                    Err(e) => {
+                        reply.error = Some(format!("SSE stream broke: {e}"));
+                        break;
+                    }
+                }
+                if reply.error.is_some() {
+                    break;
+                }
+            }
+        } else {
+            match response.json::<Value>().await {
+                Ok(doc) => reply.absorb(&doc, self.api, false),
+                Err(e) => reply.error = Some(format!("bad JSON reply: {e}")),
+            }
+        }
+        let now = clock.now_s();
+        self.finish(&mut record, reply, now);
+        record
+    }
+
+    fn finish(&self, record: &mut RequestRecord, reply: Reply, now: f64) {
+        if let Some(error) = reply.error {
+            record.fail(now, error);
+            return;
+        }
+        let Some(reason) = reply.finish_reason else {
+            record.fail(now, "the stream ended without a finish_reason");
+            return;
+        };
+        let counted = self.tokenizer.as_ref().and_then(|t| t.encode(&reply.text, false).ok()).map(|ids| ids.len());
+        record.client_output_tokens = counted.map(|n| n as u64);
+        if let Some(prompt) = reply.prompt_tokens {
+            record.prompt_tokens = prompt;
+        }
+        record.cached_tokens = reply.cached_tokens.unwrap_or(0);
+        let output = reply.completion_tokens.or(record.client_output_tokens).unwrap_or(record.chunks.len() as u64);
+        if !record.streaming {
+            // Without streaming the whole reply is the one response.
+            record.record_chunk(now, output.max(1) as u32);
+        }
+        record.finish(now, output, Some(reason));
+    }
+}
+
+/// What the server's chunks (or its one reply) said, accumulated.
+#[derive(Debug, Default)]
+struct Reply {
+    text: String,
+    finish_reason: Option<String>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    cached_tokens: Option<u64>,
+    error: Option<String>,
+}
+
+impl Reply {
+    fn absorb(&mut self, doc: &Value, api: OpenAiApi, streaming: bool) {
+        if let Some(error) = doc.get("error").filter(|e| !e.is_null()) {
+            let message = error["message"].as_str().map(str::to_owned).unwrap_or_else(|| error.to_string());
+            self.error = Some(format!("server error: {message}"));
+            return;
+        }
+        // The first choice only: the bench sends n = 1.
+        if let Some(choice) = doc["choices"].as_array().and_then(|c| c.first()) {
+            let piece = match (api, streaming) {
+                (OpenAiApi::Chat, true) => &choice["delta"]["content"],
+                (OpenAiApi::Chat, false) => &choice["message"]["content"],
+                (OpenAiApi::Completions, _) => &choice["text"],
+            };
+            if let Some(piece) = piece.as_str() {
+                self.text.push_str(piece);
+            }
+            if let Some(reason) = choice["finish_reason"].as_str() {
+                self.finish_reason = Some(reason.to_owned());
+            }
+        }
+        if let Some(usage) = doc.get("usage").filter(|u| u.is_object()) {
+            self.prompt_tokens = usage["prompt_tokens"].as_u64().or(self.prompt_tokens);
+            self.completion_tokens = usage["completion_tokens"].as_u64().or(self.completion_tokens);
+            self.cached_tokens = usage["prompt_tokens_details"]["cached_tokens"].as_u64().or(self.cached_tokens);
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! Setting up the OpenAI-compatible HTTP target: model id, tokenizer, and the `engine` object.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use trtllm::bench::{BenchTarget, OpenAiApi, OpenAiTarget};
+use trtllm::text::Tokenizer;
+
+use super::args::RunArgs;
+use super::setup::{Setup, TokenizerSource};
+
+/// The model id our built-in engine serves under; its tokenizer ships with the binary.
+const BUILTIN_MODEL_ID: &str = "trtllm-builtin-sim";
+
+/// Connects to an OpenAI-compatible endpoint at `url` (`http://HOST:PORT/v1`).
+pub async fn http(args: &RunArgs, url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
+    let api = if args.completions { OpenAiApi::Completions } else { OpenAiApi::Chat };
+    let target = OpenAiTarget::connect(url, args.model.clone(), api, args.api_key.clone())
+        .await
+        .with_context(|| format!("connecting to {url}"))?;
+    let model = target.model().to_owned();
+    // Prompts are token ids: they become text through the model's tokenizer (as vLLM's random
+    // dataset does), which also counts output tokens on this side.
+    let (dir, id) = match &args.tokenizer {
+        Some(dir) => (dir.clone(), dir.display().to_string()),
+        None if model == BUILTIN_MODEL_ID => {
+            let dir =
+                trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), &scratch.path().join("builtin"))?;
+            (dir.join("tokenizer"), format!("{model} (built-in)"))
+        }
+        None => anyhow::bail!(
+            "the HTTP target serves {model:?}: pass --tokenizer DIR (its tokenizer turns prompts into text and \
+             counts output tokens)"
+        ),
+    };
+    let tokenizer = Tokenizer::from_dir(&dir).with_context(|| format!("loading the tokenizer in {}", dir.display()))?;
+    let vocab_size = tokenizer.vocab_size();
+    let target = target.with_tokenizer(tokenizer);
+    eprintln!("target {url}: model {model}, {} API", api.path());
+    let engine = json!({
+        "source": "OpenAI /v1/models",
+        "target": url,
+        "api": api.path(),
+        "model_id": model,
+        "vocab_size": vocab_size,
+        "gpu": Value::Null,
+    });
+    Ok(Setup {
+        target: BenchTarget::OpenAi(target),
+        engine,
+        model_id: model,
+        vocab_size,
+        max_seq_len: 0,
+        backend: format!("openai-compatible ({url})"),
+        gpu: None,
+        engine_dir: None,
+        loaded_dir: None,
+        simulation: None,
+        tokenizer_source: Some((TokenizerSource::Dir(PathBuf::from(&dir)), id)),
+        _scratch: scratch,
+    })
+}
