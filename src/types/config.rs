@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::ffi::sys;
+use crate::types::guided::{GuidedDecodingConfig, GuidedVocabulary};
 
 /// How the scheduler admits requests into the running batch (`CapacitySchedulerPolicy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
@@ -119,6 +120,8 @@ pub struct ExecutorConfig {
     pub stream_buffer: usize,
     /// Load even if the engine's TensorRT-LLM version differs from the library's.
     pub allow_version_mismatch: bool,
+    /// Guided decoding (structured output); `None` refuses guided requests.
+    pub guided_decoding: Option<GuidedDecodingConfig>,
 }
 
 impl Default for ExecutorConfig {
@@ -152,6 +155,7 @@ impl Default for ExecutorConfig {
             stats_poll_interval: Duration::from_millis(100),
             stream_buffer: 1024,
             allow_version_mismatch: false,
+            guided_decoding: None,
         }
     }
 }
@@ -187,6 +191,9 @@ impl ExecutorConfig {
         }
         if self.stats_poll_interval.is_zero() {
             return bad("stats_poll_interval must be positive".into());
+        }
+        if let Some(guided) = &self.guided_decoding {
+            guided.validate().or_else(bad)?;
         }
         Ok(())
     }
@@ -236,6 +243,7 @@ impl ExecutorConfig {
             gpu_weights_percent: self.gpu_weights_percent,
             gather_generation_logits: self.gather_generation_logits,
             parallel,
+            guided_decoding: GuidedDecodingConfig::to_ffi(self.guided_decoding.as_ref()),
         }
     }
 }
@@ -250,6 +258,18 @@ pub struct ExecutorConfigBuilder {
 macro_rules! setters {
     ($( $(#[$doc:meta])* $name:ident : $ty:ty => $field:ident $(($wrap:path))? ;)*) => {
         impl ExecutorConfigBuilder {
+    /// Enables guided decoding with `config` (see [`GuidedDecodingConfig`]).
+    pub fn guided_decoding(mut self, config: GuidedDecodingConfig) -> Self {
+        self.config.guided_decoding = Some(config);
+        self
+    }
+
+    /// Enables guided decoding with the vocabulary, tokenizer.json and EOS ids of `tokenizer`
+    /// (usually a [`crate::text::Tokenizer`]).
+    pub fn guided_decoding_from_tokenizer(self, tokenizer: &impl GuidedVocabulary) -> Self {
+        self.guided_decoding(GuidedDecodingConfig::from_vocabulary(tokenizer))
+    }
+
             $(
                 $(#[$doc])*
                 pub fn $name(mut self, value: $ty) -> Self {

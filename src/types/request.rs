@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::EngineConfig;
 use crate::error::InvalidRequest;
 use crate::ffi::sys;
+use crate::types::guided::GuidedDecodingParams;
 
 /// Sampling parameters (`SamplingConfig`). `None` keeps the executor's default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +264,9 @@ pub struct GenerationRequest {
     allotted_time: Option<Duration>,
     return_log_probs: bool,
     return_perf_metrics: bool,
+    /// Guided decoding (structured output).
+    #[serde(default)]
+    guided_decoding: Option<GuidedDecodingParams>,
 }
 
 impl GenerationRequest {
@@ -281,6 +285,7 @@ impl GenerationRequest {
             allotted_time: None,
             return_log_probs: false,
             return_perf_metrics: true,
+            guided_decoding: None,
         }
     }
 
@@ -384,6 +389,19 @@ impl GenerationRequest {
         &self.stop_words
     }
 
+    /// Constrains the output with a guide (JSON, JSON schema, regex, grammar, structural tag); the
+    /// executor needs a [`GuidedDecodingConfig`](crate::GuidedDecodingConfig).
+    #[must_use]
+    pub fn with_guided_decoding(mut self, guide: GuidedDecodingParams) -> Self {
+        self.guided_decoding = Some(guide);
+        self
+    }
+
+    /// The output constraint, if any.
+    pub fn guided_decoding(&self) -> Option<&GuidedDecodingParams> {
+        self.guided_decoding.as_ref()
+    }
+
     /// Checks the request against the engine's limits; the error names the limit it broke.
     pub fn validate(&self, engine: &EngineConfig) -> Result<(), InvalidRequest> {
         let vocab = engine.vocab_size;
@@ -460,6 +478,15 @@ impl GenerationRequest {
                 rule: "must be positive",
             });
         }
+        if let Some(guide) = &self.guided_decoding {
+            guide.validate()?;
+            if beam > 1 {
+                return Err(InvalidRequest::Guide {
+                    field: guide.guide_type.name(),
+                    reason: format!("guided decoding needs beam width 1, not {beam}"),
+                });
+            }
+        }
         self.sampling.validate()
     }
 
@@ -508,6 +535,7 @@ impl GenerationRequest {
             // Delta mode: each streamed chunk carries only its new tokens.
             return_all_generated_tokens: false,
             allotted_time_ms: self.allotted_time.map_or(0, |d| (d.as_millis() as u64).max(1)),
+            guided_decoding: self.guided_decoding.as_ref().map(GuidedDecodingParams::to_ffi).unwrap_or_default(),
         }
     }
 }

@@ -4,6 +4,7 @@
 mod common;
 
 mod grpc;
+mod guided;
 mod interop;
 mod kv_events;
 mod metrics;

@@ -34,6 +34,28 @@ bool endsWithWord(VecTokens const& prompt, VecTokens const& generated, VecTokens
     return true;
 }
 
+
+/// Guided decoding: the grammar picks this step's token for `sequence` (deterministic per request seed, sequence
+/// and step) and consumes it. Returns whether it was a stop id the grammar accepted (the sequence ends with
+/// END_ID), or nullopt after ending the sequence because the grammar engine failed.
+std::optional<bool> guidedStep(sim::Sequence& sequence, TokenIdType& token)
+{
+    auto const& request = *sequence.request;
+    std::uint64_t const seed = request.seed.value_or(0) ^ static_cast<std::uint64_t>(sequence.sequenceIndex);
+    try
+    {
+        token = sequence.grammar->chooseToken(seed);
+        sequence.grammar->consume(token);
+        return sequence.grammar->isFinished();
+    }
+    catch (std::exception const& e)
+    {
+        sequence.grammarError = e.what();
+        sequence.finish(FinishReason::kNOT_FINISHED);
+        return std::nullopt;
+    }
+}
+
 } // namespace
 
 void Executor::Impl::executionLoop()
@@ -304,8 +326,23 @@ void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)
     {
         steps.push_back(mTokens.next(sequence, beam));
     }
+    // Guided decoding: the grammar picks the token; a stop id it accepts ends the sequence.
+    bool guidedStop = false;
+    if (sequence.grammar)
+    {
+        auto const guided = guidedStep(sequence, steps[0].token);
+        if (!guided)
+        {
+            perf.lastIter = mIteration;
+            perf.timingMetrics.lastTokenTime = iterEnd;
+            return;
+        }
+        guidedStop = *guided;
+    }
     // Beam 0 decides when the sequence ends; the other beams follow it.
-    if (request.endId >= 0 && steps[0].token == request.endId && sequence.numGenerated() >= request.minTokens)
+    if (guidedStop
+        || (!sequence.grammar && request.endId >= 0 && steps[0].token == request.endId
+            && sequence.numGenerated() >= request.minTokens))
     {
         sequence.finish(FinishReason::kEND_ID);
     }
@@ -338,6 +375,11 @@ void Executor::Impl::collectResults(std::vector<Response>& responses, SequenceLi
 {
     for (auto const& sequence : mActive)
     {
+        if (sequence->grammarError)
+        {
+            responses.emplace_back(sequence->request->id, *sequence->grammarError, sequence->request->clientId);
+            continue;
+        }
         if (auto result = sim::makeResult(*sequence))
         {
             responses.emplace_back(sequence->request->id, std::move(*result), sequence->request->clientId);

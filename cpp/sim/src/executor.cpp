@@ -127,6 +127,10 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
     , mScheduler(mSettings.scheduler, mPool)
     , mTokens(mEngine.vocabSizePadded(), mSim.seed)
 {
+    if (auto const guided = executorConfig.getGuidedDecodingConfig())
+    {
+        mGrammar = sim::makeGrammarBackend(*guided);
+    }
     maybeInjectFault(sim::FaultMethod::kConstructor);
     // The Created event is readable before any request runs.
     mKvEvents->flush();

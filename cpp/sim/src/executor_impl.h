@@ -20,6 +20,7 @@
 #include "stats.h"
 #include "timing_model.h"
 #include "token_generator.h"
+#include "guided_grammar.h"
 
 #include <algorithm>
 #include <array>
@@ -239,6 +240,8 @@ private:
     sim::KvCachePool mPool;
     sim::Scheduler mScheduler;
     sim::TokenGenerator mTokens;
+    // Guided decoding: the grammar engine built from the GuidedDecodingConfig (null without one).
+    std::unique_ptr<sim::GrammarBackend> mGrammar;
     std::vector<std::unique_ptr<sim::Sequence>> mActive;
     IterationType mIteration{0};
     std::uint64_t mArrivalCounter{0};

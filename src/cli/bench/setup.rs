@@ -90,7 +90,19 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         }
     };
     // Frequent stats polls keep the iteration statistics flowing into the collector.
-    let config = ExecutorConfig::builder().stats_poll_interval(std::time::Duration::from_millis(20)).build()?;
+    let mut config = ExecutorConfig::builder().stats_poll_interval(std::time::Duration::from_millis(20)).build()?;
+    if args.json_schema.is_some() {
+        // A structured workload: guided decoding from the tokenizer, which must exist.
+        let dir = match &args.tokenizer {
+            Some(dir) => dir.clone(),
+            None => trtllm::EngineConfig::from_dir(&engine_dir)?
+                .tokenizer_dir
+                .context("--json-schema needs a tokenizer: pass --tokenizer DIR")?,
+        };
+        let tokenizer =
+            Tokenizer::from_dir(&dir).with_context(|| format!("loading the tokenizer in {}", dir.display()))?;
+        config.guided_decoding = Some(crate::cli::guided::guided_config_for(&tokenizer)?);
+    }
     let executor = AsyncExecutor::load(&engine_dir, config).await?;
     let engine = executor.executor().engine().clone();
     let backend = executor.executor().backend().clone();

@@ -107,6 +107,32 @@ public:
     bool returnPerfMetrics;
 };
 
+// ---- Guided decoding (structured output) ----
+
+/// A request's output constraint: a guide type and, for every type but kJSON, the guide text.
+class GuidedDecodingParams
+{
+public:
+    enum class GuideType
+    {
+        kJSON = 0,
+        kJSON_SCHEMA = 1,
+        kREGEX = 2,
+        kEBNF_GRAMMAR = 3,
+        kSTRUCTURAL_TAG = 4,
+    };
+
+    explicit GuidedDecodingParams(GuideType guideType, std::optional<std::string> guide = std::nullopt);
+
+    bool operator==(GuidedDecodingParams const& other) const;
+    [[nodiscard]] GuideType getGuideType() const;
+    [[nodiscard]] std::optional<std::string> getGuide() const;
+
+private:
+    GuideType mGuideType;
+    std::optional<std::string> mGuide;
+};
+
 class Request
 {
 public:
@@ -143,6 +169,9 @@ public:
     void setPriority(PriorityType priority);
     void setReturnAllGeneratedTokens(bool returnAllGeneratedTokens);
     void setAllottedTimeMs(MillisecondsType allottedTimeMs);
+    // Guided decoding
+    [[nodiscard]] std::optional<GuidedDecodingParams> getGuidedDecodingParams() const;
+    void setGuidedDecodingParams(GuidedDecodingParams const& guidedDecodingParams);
 
 private:
     VecTokens mInputTokenIds;
@@ -158,6 +187,8 @@ private:
     PriorityType mPriority{kDefaultPriority};
     bool mReturnAllGeneratedTokens{false};
     std::optional<MillisecondsType> mAllottedTimeMs;
+    // Guided decoding
+    std::optional<GuidedDecodingParams> mGuidedDecodingParams;
 };
 
 struct Result
@@ -308,6 +339,45 @@ private:
     std::optional<OrchestratorConfig> mOrchestratorConfig;
 };
 
+/// What the executor's grammar backend needs to build token masks: the vocabulary as tokenizer.json spells each
+/// token, the tokenizer.json text and the ids that end a guided generation.
+class GuidedDecodingConfig
+{
+public:
+    enum class GuidedDecodingBackend
+    {
+        kXGRAMMAR = 0,
+        kLLGUIDANCE = 1,
+    };
+
+    explicit GuidedDecodingConfig(GuidedDecodingBackend backend,
+        std::optional<std::vector<std::string>> encodedVocab = std::nullopt,
+        std::optional<std::string> tokenizerStr = std::nullopt,
+        std::optional<std::vector<TokenIdType>> stopTokenIds = std::nullopt);
+
+    bool operator==(GuidedDecodingConfig const& other) const;
+
+    void setBackend(GuidedDecodingBackend const& backend);
+    [[nodiscard]] GuidedDecodingBackend getBackend() const;
+
+    void setEncodedVocab(std::vector<std::string> const& encodedVocab);
+    [[nodiscard]] std::optional<std::vector<std::string>> getEncodedVocab() const;
+
+    void setTokenizerStr(std::string const& tokenizerStr);
+    [[nodiscard]] std::optional<std::string> getTokenizerStr() const;
+
+    void setStopTokenIds(std::vector<TokenIdType> const& stopTokenIds);
+    [[nodiscard]] std::optional<std::vector<TokenIdType>> getStopTokenIds() const;
+
+    void validate() const;
+
+private:
+    GuidedDecodingBackend mBackend;
+    std::optional<std::vector<std::string>> mEncodedVocab;
+    std::optional<std::string> mTokenizerStr;
+    std::optional<std::vector<TokenIdType>> mStopTokenIds;
+};
+
 class ExecutorConfig
 {
 public:
@@ -352,6 +422,9 @@ public:
     void setMaxQueueSize(std::optional<SizeType32> const& maxQueueSize);
     void setExtendedRuntimePerfKnobConfig(ExtendedRuntimePerfKnobConfig const& extendedRuntimePerfKnobConfig);
     void setGatherGenerationLogits(bool gatherGenerationLogits);
+    // Guided decoding
+    void setGuidedDecodingConfig(GuidedDecodingConfig const& guidedDecodingConfig);
+    [[nodiscard]] std::optional<GuidedDecodingConfig> getGuidedDecodingConfig() const;
 
 private:
     SizeType32 mMaxBeamWidth;
@@ -369,6 +442,8 @@ private:
     std::optional<SizeType32> mMaxQueueSize;
     ExtendedRuntimePerfKnobConfig mExtendedRuntimePerfKnobConfig;
     bool mGatherGenerationLogits{false};
+    // Guided decoding
+    std::optional<GuidedDecodingConfig> mGuidedDecodingConfig;
 };
 
 // KV-cache events (KvCacheConfig::eventBufferMaxSize > 0): what the cache stored, removed or changed, in order.
