@@ -66,8 +66,9 @@ pub struct Args {
     /// Print one JSON object (text, token ids, counts, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
+    // Boxed: this variant of the command enum is already the largest.
     #[command(flatten)]
-    guide: super::guided::GuideArgs,
+    guide: Box<super::guided::GuideArgs>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
