@@ -14,7 +14,7 @@ GuidedDecodingParams::GuidedDecodingParams(GuideType guideType, std::optional<st
     // Like TensorRT-LLM: every guide type but kJSON carries its guide text.
     if (mGuideType != GuideType::kJSON && !mGuide)
     {
-        throw std::invalid_argument("GuidedDecodingParams: a guide is required for every guide type but kJSON");
+        throw std::runtime_error("GuidedDecodingParams: a guide is required for every guide type but kJSON");
     }
 }
 
@@ -93,11 +93,11 @@ void GuidedDecodingConfig::validate() const
 {
     if (!mEncodedVocab || mEncodedVocab->empty())
     {
-        throw std::invalid_argument("GuidedDecodingConfig: encodedVocab must be set to a non-empty vocabulary");
+        throw std::runtime_error("GuidedDecodingConfig: encodedVocab must be set to a non-empty vocabulary");
     }
     if (!mStopTokenIds || mStopTokenIds->empty())
     {
-        throw std::invalid_argument("GuidedDecodingConfig: stopTokenIds must hold at least one token id");
+        throw std::runtime_error("GuidedDecodingConfig: stopTokenIds must hold at least one token id");
     }
 }
 

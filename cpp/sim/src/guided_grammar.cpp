@@ -86,7 +86,7 @@ public:
         }
         catch (::rust::Error const& e)
         {
-            throw std::invalid_argument(std::string("guided decoding: ") + e.what());
+            throw std::runtime_error(std::string("guided decoding: ") + e.what());
         }
     }
 
@@ -114,7 +114,7 @@ std::unique_ptr<GrammarBackend> makeBackend(GuidedDecodingConfig const& config)
     }
     catch (::rust::Error const& e)
     {
-        throw std::invalid_argument(std::string("GuidedDecodingConfig: ") + e.what());
+        throw std::runtime_error(std::string("GuidedDecodingConfig: ") + e.what());
     }
 }
 
@@ -125,7 +125,7 @@ class UnavailableGrammarBackend final : public GrammarBackend
 public:
     std::unique_ptr<GrammarState> compile(GuidedDecodingParams const& /*params*/) const override
     {
-        throw std::invalid_argument(
+        throw std::runtime_error(
             "guided decoding needs the simulator's grammar engine (llguidance), which is only linked into the "
             "trtllm crate's simulated build; this build of the simulator has none");
     }

@@ -36,12 +36,12 @@ class GrammarBackend
 public:
     virtual ~GrammarBackend() = default;
 
-    /// A fresh matcher for one sequence; throws std::invalid_argument naming the problem when the guide does not
+    /// A fresh matcher for one sequence; throws std::runtime_error naming the problem when the guide does not
     /// compile.
     [[nodiscard]] virtual std::unique_ptr<GrammarState> compile(GuidedDecodingParams const& params) const = 0;
 };
 
-/// Builds the backend for `config`; throws std::invalid_argument when the configuration is unusable.
+/// Builds the backend for `config`; throws std::runtime_error when the configuration is unusable.
 std::unique_ptr<GrammarBackend> makeGrammarBackend(GuidedDecodingConfig const& config);
 
 } // namespace tensorrt_llm::executor::sim
