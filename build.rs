@@ -16,7 +16,10 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(trtllm_real)");
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
 
-    let mut build = cxx_build::bridge("src/ffi.rs");
+    // The simulated build adds the grammar engine's bridge (src/sim/guided/bridge.rs); the real one never does.
+    let simulated = env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()).is_none();
+    let bridges: &[&str] = if simulated { &["src/ffi.rs", SIM_GRAMMAR_BRIDGE] } else { &["src/ffi.rs"] };
+    let mut build = cxx_build::bridges(bridges);
     build.std("c++17").file("cpp/src/shim.cc").flag_if_supported("-Wall").flag_if_supported("-Wextra");
     track(&manifest.join("cpp/include/trtllm/shim.h"));
     track(&manifest.join("cpp/src/shim.cc"));
@@ -82,8 +85,13 @@ fn detect_cxx11_abi(library: &Path) -> Option<String> {
     Some(if text.contains("[abi:cxx11]") { "1" } else { "0" }.to_string())
 }
 
+/// The sim-only bridge to the llguidance grammar engine (guided decoding in the simulator).
+const SIM_GRAMMAR_BRIDGE: &str = "src/sim/guided/bridge.rs";
+
 fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     require_nlohmann_json(build);
+    build.define("TRTLLM_SIM_RUST_GRAMMAR", None);
+    track(&manifest.join(SIM_GRAMMAR_BRIDGE));
     let sim = manifest.join("cpp/sim");
     build.include(sim.join("include"));
     // Directories too, so that a newly added source file triggers a rebuild.

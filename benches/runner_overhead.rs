@@ -53,6 +53,7 @@ fn workload(output_len: usize) -> Workload {
         end_id: None,
         streaming: true,
         seed: 1,
+        guide: None,
     }
 }
 

@@ -65,6 +65,12 @@ pub enum Error {
     /// KV-cache events were asked for but the executor records none.
     #[error("KV-cache events are off: set ExecutorConfig::kv_cache_event_buffer_max_size above 0")]
     KvEventsDisabled,
+    // Guided decoding
+    /// A guided request reached an executor created without a guided decoding config.
+    #[error(
+        "guided_decoding: this executor has no guided decoding config (build it with ExecutorConfigBuilder::guided_decoding_from_tokenizer, or serve with a tokenizer)"
+    )]
+    GuidedDecodingDisabled,
 }
 
 /// Why a request was refused before it reached the executor.
@@ -152,6 +158,15 @@ pub enum InvalidRequest {
     EmptyWord {
         /// `stop_words` or `bad_words`.
         field: &'static str,
+    },
+    // Guided decoding
+    /// A guided-decoding guide is malformed (a schema that is not JSON, an empty regex, ...).
+    #[error("guided_decoding.{field}: {reason}")]
+    Guide {
+        /// The guide type's field name (`json_schema`, `regex`, ...).
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
     },
 }
 

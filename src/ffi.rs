@@ -262,6 +262,8 @@ pub(crate) mod sys {
         peft_cache: PeftCacheOptions,
         /// `DecodingConfig` (speculative decoding).
         decoding: DecodingOptions,
+        // Guided decoding
+        guided_decoding: GuidedDecodingOptions,
     }
 
     /// `SamplingConfig`.
@@ -310,6 +312,49 @@ pub(crate) mod sys {
         lora: LoraSpec,
         /// Lookahead / Eagle / external draft tokens.
         speculative: SpeculativeSpec,
+        // Guided decoding
+        guided_decoding: GuidedDecodingSpec,
+    }
+
+    // ---- Guided decoding (structured output) ----
+
+    /// `GuidedDecodingConfig::GuidedDecodingBackend`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum GuidedBackendKind {
+        Xgrammar,
+        #[default]
+        Llguidance,
+    }
+
+    /// `GuidedDecodingParams::GuideType`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum GuideKind {
+        #[default]
+        Json,
+        JsonSchema,
+        Regex,
+        EbnfGrammar,
+        StructuralTag,
+    }
+
+    /// `GuidedDecodingConfig`; `set == false` leaves guided decoding off.
+    #[derive(Clone, Debug, Default)]
+    struct GuidedDecodingOptions {
+        set: bool,
+        backend: GuidedBackendKind,
+        encoded_vocab: Vec<String>,
+        has_tokenizer_str: bool,
+        tokenizer_str: String,
+        stop_token_ids: Vec<i32>,
+    }
+
+    /// `GuidedDecodingParams`; `set == false` sends an unguided request.
+    #[derive(Clone, Debug, Default)]
+    struct GuidedDecodingSpec {
+        set: bool,
+        guide_type: GuideKind,
+        has_guide: bool,
+        guide: String,
     }
 
     /// `RequestPerfMetrics`; time points are steady-clock nanoseconds (0: never stamped).

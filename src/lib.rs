@@ -62,6 +62,9 @@ pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
 pub use types::config::{
     ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy,
 };
+pub use types::guided::{
+    GuideType, GuidedDecodingBackend, GuidedDecodingConfig, GuidedDecodingParams, GuidedVocabulary,
+};
 pub use types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged, StoredBlock, ValueChange};
 pub use types::lora::{LoraCacheStats, PeftCacheConfig};
 pub use types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};

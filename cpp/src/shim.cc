@@ -175,6 +175,53 @@ tle::PeftCacheConfig toPeftCacheConfig(PeftCacheOptions const& o)
 }
 // Defined with the other speculative-decoding conversions below.
 void applySpeculativeRequest(tle::Request& request, SpeculativeSpec const& s);
+// ---- Guided decoding (structured output) ----
+
+tle::GuidedDecodingParams::GuideType toGuideType(GuideKind kind)
+{
+    switch (kind)
+    {
+    case GuideKind::Json: return tle::GuidedDecodingParams::GuideType::kJSON;
+    case GuideKind::JsonSchema: return tle::GuidedDecodingParams::GuideType::kJSON_SCHEMA;
+    case GuideKind::Regex: return tle::GuidedDecodingParams::GuideType::kREGEX;
+    case GuideKind::EbnfGrammar: return tle::GuidedDecodingParams::GuideType::kEBNF_GRAMMAR;
+    case GuideKind::StructuralTag: return tle::GuidedDecodingParams::GuideType::kSTRUCTURAL_TAG;
+    }
+    throw std::invalid_argument("unknown guide type " + std::to_string(static_cast<int>(kind)));
+}
+
+tle::GuidedDecodingParams toGuidedDecodingParams(GuidedDecodingSpec const& spec)
+{
+    std::optional<std::string> guide;
+    if (spec.has_guide)
+    {
+        guide = std::string(spec.guide.data(), spec.guide.size());
+    }
+    return tle::GuidedDecodingParams(toGuideType(spec.guide_type), guide);
+}
+
+tle::GuidedDecodingConfig toGuidedDecodingConfig(GuidedDecodingOptions const& o)
+{
+    auto backend = tle::GuidedDecodingConfig::GuidedDecodingBackend::kLLGUIDANCE;
+    switch (o.backend)
+    {
+    case GuidedBackendKind::Xgrammar: backend = tle::GuidedDecodingConfig::GuidedDecodingBackend::kXGRAMMAR; break;
+    case GuidedBackendKind::Llguidance: backend = tle::GuidedDecodingConfig::GuidedDecodingBackend::kLLGUIDANCE; break;
+    }
+    std::vector<std::string> vocab;
+    vocab.reserve(o.encoded_vocab.size());
+    for (auto const& token : o.encoded_vocab)
+    {
+        vocab.emplace_back(token.data(), token.size());
+    }
+    std::optional<std::string> tokenizer;
+    if (o.has_tokenizer_str)
+    {
+        tokenizer = std::string(o.tokenizer_str.data(), o.tokenizer_str.size());
+    }
+    std::vector<tle::TokenIdType> stops(o.stop_token_ids.begin(), o.stop_token_ids.end());
+    return tle::GuidedDecodingConfig(backend, std::move(vocab), std::move(tokenizer), std::move(stops));
+}
 
 tle::Request toRequest(RequestSpec const& spec)
 {
@@ -219,6 +266,10 @@ tle::Request toRequest(RequestSpec const& spec)
         request.setLoraConfig(*lora);
     }
     applySpeculativeRequest(request, spec.speculative);
+    if (spec.guided_decoding.set)
+    {
+        request.setGuidedDecodingParams(toGuidedDecodingParams(spec.guided_decoding));
+    }
     return request;
 }
 
@@ -447,6 +498,10 @@ tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
         config.setPeftCacheConfig(toPeftCacheConfig(o.peft_cache));
     }
     applyDecodingOptions(config, o.decoding);
+    if (o.guided_decoding.set)
+    {
+        config.setGuidedDecodingConfig(toGuidedDecodingConfig(o.guided_decoding));
+    }
     return config;
 }
 

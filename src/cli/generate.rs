@@ -66,6 +66,9 @@ pub struct Args {
     /// Print one JSON object (text, token ids, counts, timings) instead of streaming text.
     #[arg(long)]
     json: bool,
+    // Boxed: this variant of the command enum is already the largest.
+    #[command(flatten)]
+    guide: Box<super::guided::GuideArgs>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -87,6 +90,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let tokenizer = Tokenizer::from_dir(&tokenizer_dir)
         .with_context(|| format!("loading the tokenizer in {}", tokenizer_dir.display()))?;
     let prompt_ids = prompt_ids(&args, &tokenizer)?;
+    let guide = args.guide.params()?;
 
     let request = GenerationRequest::new(prompt_ids, args.max_tokens).with_sampling(SamplingParams {
         temperature: args.temperature,
@@ -96,12 +100,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         min_tokens: args.min_tokens,
         ..Default::default()
     });
+    let mut config = ExecutorConfig::default();
+    let request = match guide {
+        Some(guide) => {
+            config.guided_decoding = Some(super::guided::guided_config_for(&tokenizer)?);
+            request.with_guided_decoding(guide)
+        }
+        None => request,
+    };
     let options = TextOptions::new()
         .stop_strings(args.stops.iter().cloned())
         .include_stop_string(args.include_stop)
         .ignore_eos(args.ignore_eos)
         .skip_special_tokens(!args.no_skip_special_tokens);
-    let executor = AsyncExecutor::load(&engine_dir, ExecutorConfig::default()).await?;
+    let executor = AsyncExecutor::load(&engine_dir, config).await?;
     let mut stream = TextStream::generate(&executor, request, &tokenizer, options)?;
     let mut out = std::io::stdout().lock();
     let mut outcome = None;

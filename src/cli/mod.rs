@@ -3,6 +3,7 @@
 mod bench;
 mod executor_args;
 mod generate;
+mod guided;
 mod inspect;
 mod peft_args;
 mod serve;

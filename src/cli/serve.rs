@@ -71,6 +71,9 @@ pub struct Args {
     /// Milliseconds between EngineLoad heartbeats on SubscribeKvEvents streams.
     #[arg(long, default_value_t = 1000)]
     kv_heartbeat_ms: u64,
+    /// Do not enable guided decoding (structured output), which is on whenever a tokenizer is available.
+    #[arg(long)]
+    no_guided_decoding: bool,
     #[command(flatten)]
     executor: ExecutorArgs,
 }
@@ -104,17 +107,25 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.executor.kv_cache_event_buffer_size().is_none() {
         config.kv_cache_event_buffer_max_size = DEFAULT_KV_EVENT_BUFFER;
     }
-    let executor = AsyncExecutor::load(&engine_dir, config).await?;
-    let tokenizer_dir = args.tokenizer.clone().or(executor.executor().engine().tokenizer_dir.clone());
+    let tokenizer_dir = match args.tokenizer.clone() {
+        Some(dir) => Some(dir),
+        None => trtllm::EngineConfig::from_dir(&engine_dir)?.tokenizer_dir,
+    };
     let tokenizer = match &tokenizer_dir {
         Some(dir) => {
             Some(Tokenizer::from_dir(dir).with_context(|| format!("loading the tokenizer in {}", dir.display()))?)
         }
         None => {
-            tracing::warn!("no tokenizer: stop strings and GetTokenizer are unavailable (pass --tokenizer)");
+            tracing::warn!(
+                "no tokenizer: stop strings, guided decoding and GetTokenizer are unavailable (pass --tokenizer)"
+            );
             None
         }
     };
+    if let Some(tokenizer) = &tokenizer {
+        config.guided_decoding = super::guided::serve_guided_decoding(tokenizer, args.no_guided_decoding);
+    }
+    let executor = AsyncExecutor::load(&engine_dir, config).await?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.host, args.port))
         .await
         .with_context(|| format!("binding {}:{}", args.host, args.port))?;

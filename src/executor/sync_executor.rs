@@ -171,6 +171,9 @@ impl Executor {
     /// configured beam width.
     fn check(&self, request: &GenerationRequest) -> Result<()> {
         request.validate(&self.engine)?;
+        if request.guided_decoding().is_some() && self.config.guided_decoding.is_none() {
+            return Err(Error::GuidedDecodingDisabled);
+        }
         let beam_width = request.sampling().beam_width;
         if beam_width > self.config.max_beam_width {
             return Err(InvalidRequest::BeamWidth { requested: beam_width, max: self.config.max_beam_width }.into());

@@ -18,6 +18,7 @@ pub fn status(error: &Error) -> Status {
         Error::ShutDown => Code::Unavailable,
         Error::EngineDir { .. } | Error::EngineConfig { .. } | Error::InvalidConfig(_) => Code::FailedPrecondition,
         Error::UnsupportedVersion(_) | Error::KvEventsDisabled => Code::FailedPrecondition,
+        Error::GuidedDecodingDisabled => Code::FailedPrecondition,
         Error::Executor(message) if message.contains(EXECUTOR_REFUSED_REQUEST) => Code::InvalidArgument,
         Error::Executor(_) | Error::StreamEnded => Code::Unavailable,
     };
@@ -30,7 +31,6 @@ const EXECUTOR_REFUSED_REQUEST: &str = "Encountered an error when fetching new r
 /// Fields of `GenerateRequest` this server does not implement: naming them beats ignoring them.
 pub fn reject_unsupported(request: &pb::GenerateRequest) -> Result<(), Status> {
     let unsupported = [
-        ("guided_decoding", request.guided_decoding.is_some()),
         ("embedding_bias", !request.embedding_bias.is_empty()),
         ("prompt_tuning_config", request.prompt_tuning_config.is_some()),
         ("multimodal_input", request.multimodal_input.is_some()),
@@ -130,6 +130,9 @@ pub fn generation_request(
             lookahead: Some(lookahead_config(lookahead)?),
             ..Default::default()
         });
+    }
+    if let Some(guide) = super::guided::guided_decoding(request)? {
+        generation = generation.with_guided_decoding(guide);
     }
     Ok(generation)
 }

@@ -11,6 +11,7 @@ mod convert;
 mod engine_load;
 mod events;
 mod generation;
+mod guided;
 mod health;
 mod kv_events;
 mod kv_feed;

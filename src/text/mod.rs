@@ -63,6 +63,7 @@ mod chat_message;
 mod chat_template;
 mod detokenizer;
 mod error;
+mod guided_vocab;
 mod hf_config;
 mod py_json;
 mod request;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::lora::PeftCacheConfig;
 use crate::error::{Error, Result};
 use crate::ffi::sys;
+use crate::types::guided::{GuidedDecodingConfig, GuidedVocabulary};
 use crate::types::speculative::DecodingConfig;
 
 /// How the scheduler admits requests into the running batch (`CapacitySchedulerPolicy`).
@@ -127,6 +128,8 @@ pub struct ExecutorConfig {
     pub peft_cache: Option<PeftCacheConfig>,
     /// Decoding mode and speculative-decoding settings (`DecodingConfig`); `None`: the executor's.
     pub decoding: Option<DecodingConfig>,
+    /// Guided decoding (structured output); `None` refuses guided requests.
+    pub guided_decoding: Option<GuidedDecodingConfig>,
 }
 
 impl Default for ExecutorConfig {
@@ -162,6 +165,7 @@ impl Default for ExecutorConfig {
             allow_version_mismatch: false,
             peft_cache: None,
             decoding: None,
+            guided_decoding: None,
         }
     }
 }
@@ -203,6 +207,9 @@ impl ExecutorConfig {
         }
         if let Some(peft) = &self.peft_cache {
             peft.validate()?;
+        }
+        if let Some(guided) = &self.guided_decoding {
+            guided.validate().or_else(bad)?;
         }
         Ok(())
     }
@@ -254,6 +261,7 @@ impl ExecutorConfig {
             parallel,
             peft_cache: PeftCacheConfig::to_ffi(self.peft_cache.as_ref()),
             decoding: DecodingConfig::to_ffi(self.decoding.as_ref()),
+            guided_decoding: GuidedDecodingConfig::to_ffi(self.guided_decoding.as_ref()),
         }
     }
 }
@@ -268,6 +276,18 @@ pub struct ExecutorConfigBuilder {
 macro_rules! setters {
     ($( $(#[$doc:meta])* $name:ident : $ty:ty => $field:ident $(($wrap:path))? ;)*) => {
         impl ExecutorConfigBuilder {
+    /// Enables guided decoding with `config` (see [`GuidedDecodingConfig`]).
+    pub fn guided_decoding(mut self, config: GuidedDecodingConfig) -> Self {
+        self.config.guided_decoding = Some(config);
+        self
+    }
+
+    /// Enables guided decoding with the vocabulary, tokenizer.json and EOS ids of `tokenizer`
+    /// (usually a [`crate::text::Tokenizer`]).
+    pub fn guided_decoding_from_tokenizer(self, tokenizer: &impl GuidedVocabulary) -> Self {
+        self.guided_decoding(GuidedDecodingConfig::from_vocabulary(tokenizer))
+    }
+
             $(
                 $(#[$doc])*
                 pub fn $name(mut self, value: $ty) -> Self {

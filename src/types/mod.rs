@@ -2,6 +2,7 @@
 //! with their conversions to and from the FFI structs. No executor machinery lives here.
 
 pub(crate) mod config;
+pub(crate) mod guided;
 pub(crate) mod kv_event;
 pub(crate) mod lora;
 pub(crate) mod output;

@@ -8,6 +8,7 @@ use crate::engine::EngineConfig;
 use crate::error::InvalidRequest;
 use crate::ffi::sys;
 use crate::lora::LoraConfig;
+use crate::types::guided::GuidedDecodingParams;
 use crate::types::speculative::{DraftTokens, SpeculativeRequest};
 
 /// Sampling parameters (`SamplingConfig`). `None` keeps the executor's default.
@@ -270,6 +271,9 @@ pub struct GenerationRequest {
     lora: Option<LoraConfig>,
     #[serde(default)]
     speculative: SpeculativeRequest,
+    /// Guided decoding (structured output).
+    #[serde(default)]
+    guided_decoding: Option<GuidedDecodingParams>,
 }
 
 impl GenerationRequest {
@@ -290,6 +294,7 @@ impl GenerationRequest {
             return_perf_metrics: true,
             lora: None,
             speculative: SpeculativeRequest::default(),
+            guided_decoding: None,
         }
     }
 
@@ -426,6 +431,19 @@ impl GenerationRequest {
         &self.stop_words
     }
 
+    /// Constrains the output with a guide (JSON, JSON schema, regex, grammar, structural tag); the
+    /// executor needs a [`GuidedDecodingConfig`](crate::GuidedDecodingConfig).
+    #[must_use]
+    pub fn with_guided_decoding(mut self, guide: GuidedDecodingParams) -> Self {
+        self.guided_decoding = Some(guide);
+        self
+    }
+
+    /// The output constraint, if any.
+    pub fn guided_decoding(&self) -> Option<&GuidedDecodingParams> {
+        self.guided_decoding.as_ref()
+    }
+
     /// Checks the request against the engine's limits; the error names the limit it broke.
     pub fn validate(&self, engine: &EngineConfig) -> Result<(), InvalidRequest> {
         let vocab = engine.vocab_size;
@@ -506,6 +524,15 @@ impl GenerationRequest {
         if let Err(detail) = self.speculative.validate() {
             return Err(InvalidRequest::Parameter { field: "speculative", value: detail, rule: "must be in range" });
         }
+        if let Some(guide) = &self.guided_decoding {
+            guide.validate()?;
+            if beam > 1 {
+                return Err(InvalidRequest::Guide {
+                    field: guide.guide_type.name(),
+                    reason: format!("guided decoding needs beam width 1, not {beam}"),
+                });
+            }
+        }
         self.sampling.validate()
     }
 
@@ -564,6 +591,7 @@ impl GenerationRequest {
             allotted_time_ms: self.allotted_time.map_or(0, |d| (d.as_millis() as u64).max(1)),
             lora: self.lora.as_ref().map(super::lora::to_ffi_spec).unwrap_or_default(),
             speculative: self.speculative.to_ffi(),
+            guided_decoding: self.guided_decoding.as_ref().map(GuidedDecodingParams::to_ffi).unwrap_or_default(),
         }
     }
 }

@@ -27,6 +27,7 @@ fn random(input_len: usize, output_len: u32, shared_prefix: usize) -> Workload {
         end_id: None,
         streaming: true,
         seed: 11,
+        guide: None,
     }
 }
 

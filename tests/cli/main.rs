@@ -5,6 +5,7 @@ mod common;
 
 mod bench;
 mod generate;
+mod guided;
 mod serve;
 mod sim;
 mod version;

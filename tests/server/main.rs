@@ -5,6 +5,7 @@ mod common;
 
 mod gateway;
 mod grpc;
+mod guided;
 mod interop;
 mod kv_events;
 mod lora;

@@ -35,6 +35,28 @@ bool endsWithWord(VecTokens const& prompt, VecTokens const& generated, VecTokens
     return true;
 }
 
+
+/// Guided decoding: the grammar picks this step's token for `sequence` (deterministic per request seed, sequence
+/// and step) and consumes it. Returns whether it was a stop id the grammar accepted (the sequence ends with
+/// END_ID), or nullopt after ending the sequence because the grammar engine failed.
+std::optional<bool> guidedStep(sim::Sequence& sequence, TokenIdType& token)
+{
+    auto const& request = *sequence.request;
+    std::uint64_t const seed = request.seed.value_or(0) ^ static_cast<std::uint64_t>(sequence.sequenceIndex);
+    try
+    {
+        token = sequence.grammar->chooseToken(seed);
+        sequence.grammar->consume(token);
+        return sequence.grammar->isFinished();
+    }
+    catch (std::exception const& e)
+    {
+        sequence.grammarError = e.what();
+        sequence.finish(FinishReason::kNOT_FINISHED);
+        return std::nullopt;
+    }
+}
+
 } // namespace
 
 void Executor::Impl::executionLoop()
@@ -355,8 +377,22 @@ bool Executor::Impl::emitToken(sim::Sequence& sequence)
     {
         steps.push_back(mTokens.next(sequence, beam));
     }
+    // Guided decoding: the grammar picks the token; a stop id it accepts ends the sequence.
+    bool guidedStop = false;
+    if (sequence.grammar)
+    {
+        auto const guided = guidedStep(sequence, steps[0].token);
+        if (!guided)
+        {
+            // The grammar engine failed and ended the sequence; the caller stamps its last token.
+            return false;
+        }
+        guidedStop = *guided;
+    }
     // Beam 0 decides when the sequence ends; the other beams follow it.
-    if (request.endId >= 0 && steps[0].token == request.endId && sequence.numGenerated() >= request.minTokens)
+    if (guidedStop
+        || (!sequence.grammar && request.endId >= 0 && steps[0].token == request.endId
+            && sequence.numGenerated() >= request.minTokens))
     {
         sequence.finish(FinishReason::kEND_ID);
     }
@@ -385,6 +421,11 @@ void Executor::Impl::collectResults(std::vector<Response>& responses, SequenceLi
 {
     for (auto const& sequence : mActive)
     {
+        if (sequence->grammarError)
+        {
+            responses.emplace_back(sequence->request->id, *sequence->grammarError, sequence->request->clientId);
+            continue;
+        }
         if (auto result = sim::makeResult(*sequence))
         {
             responses.emplace_back(sequence->request->id, std::move(*result), sequence->request->clientId);

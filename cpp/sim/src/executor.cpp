@@ -129,6 +129,10 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
     , mSpeculator(mEngine, mSim.draftAcceptance, mSim.seed, executorConfig)
     , mLora(mEngine, executorConfig.getPeftCacheConfig(), mTiming.gpu().memoryBytes())
 {
+    if (auto const guided = executorConfig.getGuidedDecodingConfig())
+    {
+        mGrammar = sim::makeGrammarBackend(*guided);
+    }
     maybeInjectFault(sim::FaultMethod::kConstructor);
     mTokens.configureDrafting(mSim.contextTokens || mSim.draftAgreement.has_value()
             || mEngine.speculativeDecodingMode == sim::SpecMode::kDraftTokensExternal,

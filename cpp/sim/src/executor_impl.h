@@ -22,6 +22,7 @@
 #include "stats.h"
 #include "timing_model.h"
 #include "token_generator.h"
+#include "guided_grammar.h"
 
 #include <algorithm>
 #include <array>
@@ -246,6 +247,8 @@ private:
     sim::Scheduler mScheduler;
     sim::TokenGenerator mTokens;
     sim::Speculator mSpeculator;
+    // Guided decoding: the grammar engine built from the GuidedDecodingConfig (null without one).
+    std::unique_ptr<sim::GrammarBackend> mGrammar;
     std::vector<std::unique_ptr<sim::Sequence>> mActive;
     IterationType mIteration{0};
     std::uint64_t mArrivalCounter{0};

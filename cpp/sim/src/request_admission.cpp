@@ -136,11 +136,32 @@ void Executor::Impl::activate(std::vector<QueuedRequest>& fetched, sim::TimePoin
             state->loraWeightBytes = admitted.cost.weightBytes;
             state->loraCopyBytes = admitted.copyBytes;
         }
+        // Guided decoding: one matcher per sequence, compiled before any sequence starts.
+        std::vector<std::unique_ptr<sim::GrammarState>> grammars;
+        if (state->guided)
+        {
+            try
+            {
+                for (SizeType32 index = 0; index < state->numSequences; ++index)
+                {
+                    grammars.push_back(mGrammar->compile(*state->guided));
+                }
+            }
+            catch (std::exception const& e)
+            {
+                responses.emplace_back(queued.id, kFetchError + std::string(e.what()), queued.request.getClientId());
+                continue;
+            }
+        }
         counters.queueLatencyMs += millisecondsBetween(queued.enqueueTime, now);
         for (SizeType32 index = 0; index < state->numSequences; ++index)
         {
             IdType const id = index == 0 ? queued.id : queued.childIds.at(index - 1);
             auto sequence = makeSequence(state, index, id, mArrivalCounter++);
+            if (!grammars.empty())
+            {
+                sequence->grammar = std::move(grammars.at(static_cast<std::size_t>(index)));
+            }
             sequence->perf.timingMetrics.arrivalTime = now;
             insertActive(std::move(sequence));
             ++counters.newActive;
@@ -250,6 +271,18 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
                + std::to_string(promptLength) + " + maxTokens " + std::to_string(state.maxNewTokens)
                + " tokens) but the KV cache holds only " + std::to_string(mPool.totalBlocks()) + " blocks of "
                + std::to_string(mPool.tokensPerBlock()) + " tokens.";
+    }
+    // Guided decoding
+    state.guided = request.getGuidedDecodingParams();
+    if (state.guided && !mGrammar)
+    {
+        return std::string("Guided decoding is not enabled: the executor was created without a GuidedDecodingConfig "
+                           "(set one in the ExecutorConfig to send guided requests).");
+    }
+    if (state.guided && state.beamWidth > 1)
+    {
+        return "Guided decoding supports beam width 1 only, the request asks for " + std::to_string(state.beamWidth)
+               + ".";
     }
     return std::nullopt;
 }

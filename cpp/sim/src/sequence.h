@@ -5,6 +5,8 @@
 
 #include "tensorrt_llm/executor/executor.h"
 
+#include "guided_grammar.h"
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -64,6 +66,9 @@ struct RequestState
     double loraWeightBytes{0.0};
     /// Bytes to copy host -> device before the request first runs (a device-cache miss); 0 once paid.
     double loraCopyBytes{0.0};
+    // Guided decoding
+    /// The request's output constraint; each sequence compiles its own matcher from it.
+    std::optional<GuidedDecodingParams> guided;
 };
 
 enum class SequenceState
@@ -124,6 +129,12 @@ struct Sequence
 
     bool everScheduled{false};
     RequestPerfMetrics perf;
+
+    // Guided decoding
+    /// The sequence's grammar matcher (guided requests only): it picks every token.
+    std::unique_ptr<GrammarState> grammar;
+    /// Set when the grammar engine failed mid-generation: the request gets this error instead of a result.
+    std::optional<std::string> grammarError;
 
     [[nodiscard]] SizeType32 numGenerated() const { return static_cast<SizeType32>(generated.at(0).size()); }
     [[nodiscard]] bool isFinished() const { return state == SequenceState::kFinished; }

@@ -2170,6 +2170,42 @@ struct TestCase
 
 } // namespace
 
+// ---- Guided decoding: the standalone build has no grammar engine ----
+
+void testGuidedRequestsWithoutTheGrammarEngine()
+{
+    EngineSpec spec;
+    spec.vocabSize = 100;
+    std::string const prefix = "Encountered an error when fetching new request: ";
+    tle::Request guided(prompt(4), 4);
+    guided.setGuidedDecodingParams(tle::GuidedDecodingParams(tle::GuidedDecodingParams::GuideType::kJSON));
+
+    // Without a GuidedDecodingConfig a guided request is refused, naming the missing config.
+    auto plain = makeExecutor(spec);
+    CHECK(contains(errorOf(*plain, guided), prefix + "Guided decoding is not enabled"));
+
+    // With one, this build (no Rust grammar engine linked) refuses guided requests and says why,
+    // and keeps serving unguided ones.
+    tle::ExecutorConfig config;
+    std::vector<std::string> vocab;
+    for (int i = 0; i < 100; ++i)
+    {
+        vocab.push_back("t" + std::to_string(i));
+    }
+    config.setGuidedDecodingConfig(tle::GuidedDecodingConfig(
+        tle::GuidedDecodingConfig::GuidedDecodingBackend::kLLGUIDANCE, vocab, std::nullopt, std::vector<int>{0}));
+    auto configured = makeExecutor(spec, config);
+    CHECK(contains(errorOf(*configured, guided), "grammar engine"));
+    CHECK_EQ(generateOnce(*configured, tle::Request(prompt(4), 3)).size(), std::size_t{3});
+
+    // The config's own checks.
+    CHECK(throwsWith([]() { tle::GuidedDecodingConfig(tle::GuidedDecodingConfig::GuidedDecodingBackend::kLLGUIDANCE)
+                                 .validate(); },
+        "encodedVocab"));
+    CHECK(throwsWith(
+        []() { tle::GuidedDecodingParams(tle::GuidedDecodingParams::GuideType::kREGEX); }, "guide is required"));
+}
+
 int main()
 {
     gTempRoot = fs::temp_directory_path() / ("trtllm-sim-test-" + std::to_string(::getpid()));
@@ -2229,6 +2265,7 @@ int main()
         {"kv events: none without a buffer", testNoKvEventsWithoutABuffer},
         {"kv events: the buffer is bounded", testKvEventBufferIsBounded},
         {"kv events: readers wait and wake on shutdown", testKvEventReadersWaitAndWakeOnShutdown},
+        {"guided decoding: requests without the grammar engine", testGuidedRequestsWithoutTheGrammarEngine},
     };
 
     int passed = 0;

@@ -94,6 +94,7 @@ pub struct VirtualClockRun {
 ///     end_id: None,
 ///     streaming: true,
 ///     seed: 0,
+///     guide: None,
 /// };
 /// let plan = LoadPlan { warmup: 1, ..LoadPlan::closed(1, 3) };
 /// let (run, clock) = run_virtual_point(dir.path(), &workload, 0, &plan, |_| {}).await?;

@@ -58,6 +58,7 @@ struct Dispatch {
 ///     end_id: None,
 ///     streaming: true,
 ///     seed: 0,
+///     guide: None,
 /// };
 /// let target = BenchTarget::InProcess(executor.clone());
 /// let run = run_point(&target, &workload, 0, &LoadPlan::closed(2, 4), &RunClock::start(), |_| {}).await?;
@@ -278,6 +279,7 @@ mod tests {
             end_id: None,
             streaming: true,
             seed: 1,
+            guide: None,
         }
     }
 

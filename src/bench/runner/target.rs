@@ -10,7 +10,7 @@ use crate::bench::metrics::speculative::SpecCounts;
 use crate::bench::traffic::workload::RequestSpec;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
-use crate::{AsyncExecutor, GenerationRequest, SamplingParams, StreamEvent};
+use crate::{AsyncExecutor, GenerationRequest, GuideType, GuidedDecodingParams, SamplingParams, StreamEvent};
 
 /// Where the load goes: the same workloads and records either way, so the transport's cost
 /// shows. Both record finish reasons in the same (OpenAI) words and fill cached tokens.
@@ -72,7 +72,23 @@ fn generation_request(spec: &RequestSpec) -> GenerationRequest {
     if let Some(end_id) = spec.end_id {
         request = request.with_end_id(end_id);
     }
+    if let Some(guide) = &spec.guide {
+        request = request.with_guided_decoding(guide.clone());
+    }
     request
+}
+
+/// The protocol's `guided_decoding` for a guide (its guide types count from 1).
+fn guided_pb(guide: &GuidedDecodingParams) -> pb::GuidedDecodingParams {
+    use pb::guided_decoding_params::GuideType as Pb;
+    let guide_type = match guide.guide_type {
+        GuideType::Json => Pb::Json,
+        GuideType::JsonSchema => Pb::JsonSchema,
+        GuideType::Regex => Pb::Regex,
+        GuideType::EbnfGrammar => Pb::EbnfGrammar,
+        GuideType::StructuralTag => Pb::StructuralTag,
+    };
+    pb::GuidedDecodingParams { guide_type: guide_type as i32, guide: guide.guide.clone().unwrap_or_default() }
 }
 
 fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f64) -> RequestRecord {
@@ -238,6 +254,7 @@ async fn over_grpc(
         max_tokens: spec.max_tokens,
         streaming: spec.streaming,
         ignore_eos: spec.ignore_eos,
+        guided_decoding: spec.guide.as_ref().map(guided_pb),
         ..Default::default()
     };
     let mut client = target.client.clone();

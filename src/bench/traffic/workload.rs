@@ -6,6 +6,8 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
+use crate::GuidedDecodingParams;
+
 /// One prompt, as token ids, with the output length its source expects (if any).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
@@ -54,6 +56,8 @@ pub struct RequestSpec {
     pub streaming: bool,
     /// The output length the workload expects, for counting mismatches.
     pub expected_output_tokens: Option<u64>,
+    /// Guided decoding (structured output) for the request.
+    pub guide: Option<GuidedDecodingParams>,
 }
 
 /// A workload: prompts plus how each request ends.
@@ -73,6 +77,7 @@ pub struct RequestSpec {
 ///     end_id: None,
 ///     streaming: true,
 ///     seed: 7,
+///     guide: None,
 /// };
 /// let mut a = workload.sampler(0, WorkloadPhase::Measure);
 /// let mut b = workload.sampler(1, WorkloadPhase::Measure);
@@ -99,6 +104,8 @@ pub struct Workload {
     pub streaming: bool,
     /// Seed for reproducible prompts.
     pub seed: u64,
+    /// Guided decoding for every request (a structured workload); `None` is unconstrained.
+    pub guide: Option<GuidedDecodingParams>,
 }
 
 /// The phases a point draws prompts for; each gets its own seeded stream.
@@ -149,6 +156,7 @@ impl Workload {
             end_id: if self.ignore_eos { Some(-1) } else { self.end_id },
             streaming: self.streaming,
             expected_output_tokens: Some(u64::from(max_tokens)),
+            guide: self.guide.clone(),
         }
     }
 }
@@ -216,6 +224,7 @@ mod tests {
             end_id: None,
             streaming: true,
             seed: 3,
+            guide: None,
         }
     }
 

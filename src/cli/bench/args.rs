@@ -51,6 +51,10 @@ pub struct RunArgs {
     /// engine's; over gRPC, the server's via GetTokenizer).
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
+    /// Constrain every request's output to the JSON Schema in FILE (guided decoding), to measure a
+    /// structured workload; in process, guided decoding is enabled from the tokenizer.
+    #[arg(long, value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
 
     /// Prompts: random token ids, a JSONL prompt file or ShareGPT-style conversations.
     #[arg(long, value_enum, default_value_t = DatasetKind::Random)]

@@ -151,6 +151,8 @@ pub fn points(
 ) -> anyhow::Result<Vec<Point>> {
     let ramp_up = seconds("ramp-up", args.ramp_up)?;
     let duration = seconds("duration", args.duration)?;
+    let guide =
+        crate::cli::guided::GuideArgs { json_schema: args.json_schema.clone(), ..Default::default() }.params()?;
     if args.burstiness.is_nan() || args.burstiness <= 0.0 {
         bail!("--burstiness must be positive (1 = Poisson, inf = constant spacing)");
     }
@@ -198,6 +200,7 @@ pub fn points(
                     end_id,
                     streaming: !args.non_streaming,
                     seed: args.seed,
+                    guide: guide.clone(),
                 };
                 let shape = match input_len {
                     Some(n) => format!("in{n}"),

@@ -98,7 +98,19 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
     if let Some(peft) = args.lora_cache.config() {
         config = config.peft_cache(peft);
     }
-    let config = config.build()?;
+    let mut config = config.build()?;
+    if args.json_schema.is_some() {
+        // A structured workload: guided decoding from the tokenizer, which must exist.
+        let dir = match &args.tokenizer {
+            Some(dir) => dir.clone(),
+            None => trtllm::EngineConfig::from_dir(&engine_dir)?
+                .tokenizer_dir
+                .context("--json-schema needs a tokenizer: pass --tokenizer DIR")?,
+        };
+        let tokenizer =
+            Tokenizer::from_dir(&dir).with_context(|| format!("loading the tokenizer in {}", dir.display()))?;
+        config.guided_decoding = Some(crate::cli::guided::guided_config_for(&tokenizer)?);
+    }
     let executor = AsyncExecutor::load(&engine_dir, config.clone()).await?;
     super::lora::install(args, &executor, config.peft_cache.clone())?;
     let engine = executor.executor().engine().clone();

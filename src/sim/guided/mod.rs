@@ -26,6 +26,7 @@
 //! (never under cpp/sim/include/tensorrt_llm, which mirrors the real headers), and the standalone
 //! C++ build without Rust links a fallback that rejects guided requests.
 
+mod bridge;
 mod error;
 mod gbnf;
 mod guide;

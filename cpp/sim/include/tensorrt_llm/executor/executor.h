@@ -202,6 +202,32 @@ private:
     std::optional<SizeType32> mDynamicTreeMaxTopK;
 };
 
+// ---- Guided decoding (structured output) ----
+
+/// A request's output constraint: a guide type and, for every type but kJSON, the guide text.
+class GuidedDecodingParams
+{
+public:
+    enum class GuideType
+    {
+        kJSON = 0,
+        kJSON_SCHEMA = 1,
+        kREGEX = 2,
+        kEBNF_GRAMMAR = 3,
+        kSTRUCTURAL_TAG = 4,
+    };
+
+    explicit GuidedDecodingParams(GuideType guideType, std::optional<std::string> guide = std::nullopt);
+
+    bool operator==(GuidedDecodingParams const& other) const;
+    [[nodiscard]] GuideType getGuideType() const;
+    [[nodiscard]] std::optional<std::string> getGuide() const;
+
+private:
+    GuideType mGuideType;
+    std::optional<std::string> mGuide;
+};
+
 class Request
 {
 public:
@@ -249,6 +275,9 @@ public:
     void setExternalDraftTokensConfig(ExternalDraftTokensConfig const& externalDraftTokensConfig);
     void setLookaheadConfig(LookaheadDecodingConfig const& lookaheadConfig);
     void setEagleConfig(std::optional<EagleConfig> const& eagleConfig);
+    // Guided decoding
+    [[nodiscard]] std::optional<GuidedDecodingParams> getGuidedDecodingParams() const;
+    void setGuidedDecodingParams(GuidedDecodingParams const& guidedDecodingParams);
 
 private:
     VecTokens mInputTokenIds;
@@ -268,6 +297,8 @@ private:
     std::optional<ExternalDraftTokensConfig> mExternalDraftTokensConfig;
     std::optional<LookaheadDecodingConfig> mLookaheadConfig;
     std::optional<EagleConfig> mEagleConfig;
+    // Guided decoding
+    std::optional<GuidedDecodingParams> mGuidedDecodingParams;
 };
 
 struct Result
@@ -490,6 +521,45 @@ private:
     static constexpr SizeType32 mLookaheadDecodingMaxNumRequest{8};
 };
 
+/// What the executor's grammar backend needs to build token masks: the vocabulary as tokenizer.json spells each
+/// token, the tokenizer.json text and the ids that end a guided generation.
+class GuidedDecodingConfig
+{
+public:
+    enum class GuidedDecodingBackend
+    {
+        kXGRAMMAR = 0,
+        kLLGUIDANCE = 1,
+    };
+
+    explicit GuidedDecodingConfig(GuidedDecodingBackend backend,
+        std::optional<std::vector<std::string>> encodedVocab = std::nullopt,
+        std::optional<std::string> tokenizerStr = std::nullopt,
+        std::optional<std::vector<TokenIdType>> stopTokenIds = std::nullopt);
+
+    bool operator==(GuidedDecodingConfig const& other) const;
+
+    void setBackend(GuidedDecodingBackend const& backend);
+    [[nodiscard]] GuidedDecodingBackend getBackend() const;
+
+    void setEncodedVocab(std::vector<std::string> const& encodedVocab);
+    [[nodiscard]] std::optional<std::vector<std::string>> getEncodedVocab() const;
+
+    void setTokenizerStr(std::string const& tokenizerStr);
+    [[nodiscard]] std::optional<std::string> getTokenizerStr() const;
+
+    void setStopTokenIds(std::vector<TokenIdType> const& stopTokenIds);
+    [[nodiscard]] std::optional<std::vector<TokenIdType>> getStopTokenIds() const;
+
+    void validate() const;
+
+private:
+    GuidedDecodingBackend mBackend;
+    std::optional<std::vector<std::string>> mEncodedVocab;
+    std::optional<std::string> mTokenizerStr;
+    std::optional<std::vector<TokenIdType>> mStopTokenIds;
+};
+
 class ExecutorConfig
 {
 public:
@@ -539,6 +609,9 @@ public:
     [[nodiscard]] std::optional<PeftCacheConfig> getPeftCacheConfig() const;
     void setPeftCacheConfig(PeftCacheConfig const& peftCacheConfig);
     void setDecodingConfig(DecodingConfig const& decodingConfig);
+    // Guided decoding
+    void setGuidedDecodingConfig(GuidedDecodingConfig const& guidedDecodingConfig);
+    [[nodiscard]] std::optional<GuidedDecodingConfig> getGuidedDecodingConfig() const;
 
 private:
     SizeType32 mMaxBeamWidth;
@@ -558,6 +631,8 @@ private:
     bool mGatherGenerationLogits{false};
     std::optional<PeftCacheConfig> mPeftCacheConfig;
     std::optional<DecodingConfig> mDecodingConfig;
+    // Guided decoding
+    std::optional<GuidedDecodingConfig> mGuidedDecodingConfig;
 };
 
 // KV-cache events (KvCacheConfig::eventBufferMaxSize > 0): what the cache stored, removed or changed, in order.
