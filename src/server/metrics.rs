@@ -74,6 +74,9 @@ pub struct ServerMetrics {
     general_metrics: Family<Labels, F64Gauge>,
     input_token_len: HistogramFamily,
     output_token_len: HistogramFamily,
+    // Health (issue 18): why the server is not serving, and cancels that failed.
+    health_issues: Family<Labels, Gauge>,
+    cancel_failures: Gauge,
 }
 
 impl ServerMetrics {
@@ -120,6 +123,19 @@ impl ServerMetrics {
         registry.register("nv_llm_input_token_len", "TRT LLM response metrics", input_token_len.clone());
         let output_token_len = HistogramFamily::new_with_constructor(token_len_histogram as fn() -> Histogram);
         registry.register("nv_llm_output_token_len", "TRT LLM response metrics", output_token_len.clone());
+        let health_issues = Family::<Labels, Gauge>::default();
+        registry.register(
+            "trtllm_health_issue",
+            "1 while the executor has this issue (response_thread, enqueue, stats_poll, requests_failing), else 0; \
+             any 1 makes health NOT_SERVING",
+            health_issues.clone(),
+        );
+        let cancel_failures = Gauge::default();
+        registry.register(
+            "trtllm_cancel_failures",
+            "cancelRequest calls that threw since the start: each left a request running",
+            cancel_failures.clone(),
+        );
         Arc::new(ServerMetrics {
             registry,
             model: model.to_string(),
@@ -137,6 +153,8 @@ impl ServerMetrics {
             general_metrics,
             input_token_len,
             output_token_len,
+            health_issues,
+            cancel_failures,
         })
     }
 
@@ -216,6 +234,15 @@ impl ServerMetrics {
             .map_or(0.0, |t| t.timestamp_micros() as f64);
         set(&self.general_metrics, "general_type", "timestamp", micros);
         set(&self.general_metrics, "general_type", "iteration_counter", s.iter as f64);
+    }
+
+    /// The executor's health now: 1 for each issue kind it has, 0 for the others.
+    pub fn record_health(&self, issues: &[crate::HealthIssue], cancel_failures: u64) {
+        for kind in crate::HealthIssue::KINDS {
+            let on = issues.iter().any(|i| i.kind() == kind);
+            self.health_issues.get_or_create(&self.labels("reason", kind)).set(i64::from(on));
+        }
+        self.cancel_failures.set(i64::try_from(cancel_failures).unwrap_or(i64::MAX));
     }
 
     /// The registry as Prometheus/OpenMetrics text.

@@ -8,6 +8,7 @@ mod interop;
 mod kv_events;
 mod metrics;
 mod proto_compat;
+mod reliability;
 mod security;
 mod shutdown;
 mod text;
