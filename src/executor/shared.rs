@@ -232,7 +232,7 @@ impl Shared {
             if self.is_accepting() {
                 tracing::warn!(executor_request_id = id, error = %e, "cancelRequest failed: the request runs on");
             } else {
-                tracing::debug!(request_id = id, error = %e, "cancel failed");
+                tracing::debug!(executor_request_id = id, error = %e, "cancel failed");
             }
         }
     }
