@@ -3,8 +3,10 @@
 //!
 //! Prints, for each set:
 //! - `build`: compiling a `StopMatcher` (median of a few runs);
-//! - `text request`: `TextRequest::new` with the built-in tokenizer, which also encodes every stop
-//!   string to find the token-aligned ones (what a Generate call pays before it is enqueued);
+//! - `text request`: `TextRequest::new` with the built-in tokenizer, which also encodes the short
+//!   stop strings (up to `TextRequest::TOKEN_STOP_MAX_BYTES`) to find the token-aligned ones (what
+//!   a Generate call pays before it is enqueued; the server does it on the blocking pool when the
+//!   set is large);
 //! - `per token`: `StopMatcher::push` of one token-sized delta, mean and worst, over ordinary text
 //!   and over text full of near misses (stop-string prefixes that diverge), which makes the
 //!   matcher hold text back and give it up again;

@@ -152,6 +152,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         default_deadline,
         kv_heartbeat: Duration::from_millis(args.kv_heartbeat_ms),
         metrics_addr: args.metrics_port.map(|port| SocketAddr::new(args.host, port)),
+        ..ServeOptions::default()
     };
     serve(executor, tokenizer, options, listener, shutdown_signal()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     tracing::info!("server stopped");
@@ -172,4 +173,23 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate => {}
     }
+    tokio::spawn(force_exit_on_second_signal());
+}
+
+/// During the drain, a second SIGINT or SIGTERM ends the process at once (exit code 130).
+async fn force_exit_on_second_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
+    tracing::warn!("second shutdown signal during the drain: exiting now");
+    std::process::exit(130);
 }

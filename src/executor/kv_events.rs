@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
 use super::shared::Shared;
 use crate::error::{Error, Result};
-use crate::types::kv_event::{KvCacheEvent, KvEventsLagged};
+use crate::types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged};
 
 /// How long one `getLatestEvents` call waits; it bounds how long stopping the poller takes.
 const POLL_TIMEOUT_MS: u32 = 50;
@@ -74,6 +74,8 @@ pub(crate) struct KvEventHub {
     arrived: Condvar,
     stop: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The GPU KV cache's size in blocks, from the Created event the executor records at start.
+    created_blocks: OnceLock<u64>,
 }
 
 impl KvEventHub {
@@ -89,6 +91,7 @@ impl KvEventHub {
             arrived: Condvar::new(),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
+            created_blocks: OnceLock::new(),
         }
     }
 
@@ -141,9 +144,21 @@ impl KvEventHub {
         backlog.events.drain(..).collect()
     }
 
+    /// The GPU KV cache's size in blocks, once the executor's Created event has arrived.
+    pub(crate) fn created_blocks(&self) -> Option<u64> {
+        self.created_blocks.get().copied()
+    }
+
     fn publish(&self, events: Vec<KvCacheEvent>) {
         if events.is_empty() {
             return;
+        }
+        for event in &events {
+            if let KvCacheEventData::Created { num_blocks_per_cache_level } = &event.data
+                && let Some(&gpu) = num_blocks_per_cache_level.first()
+            {
+                let _ = self.created_blocks.set(u64::try_from(gpu).unwrap_or(0));
+            }
         }
         if let Ok(sender) = self.sender.lock()
             && let Some(sender) = sender.as_ref()

@@ -6,6 +6,7 @@
 
 mod accumulator;
 mod async_executor;
+mod health;
 mod kv_events;
 mod responses;
 mod shared;
@@ -14,6 +15,7 @@ mod stream;
 mod sync_executor;
 
 pub use async_executor::AsyncExecutor;
+pub use health::HealthIssue;
 pub use kv_events::KvEventStream;
 pub use stream::{BlockingIter, GenerationStream};
 pub use sync_executor::{Executor, ShutdownMode};

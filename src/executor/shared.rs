@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::accumulator::Routed;
+use super::health::HealthTracker;
 use crate::clock::SteadyClock;
 use crate::error::{Error, Result};
 use crate::ffi::sys;
@@ -85,6 +86,8 @@ pub(crate) struct Shared {
     stop: AtomicBool,
     /// The first fatal error, reported to later enqueue calls.
     failure: OnceLock<String>,
+    /// What the executor's calls and responses say about its health.
+    pub(crate) health: HealthTracker,
 }
 
 impl std::fmt::Debug for Shared {
@@ -109,6 +112,7 @@ impl Shared {
             healthy: AtomicBool::new(true),
             stop: AtomicBool::new(false),
             failure: OnceLock::new(),
+            health: HealthTracker::default(),
         }
     }
 
@@ -145,7 +149,20 @@ impl Shared {
             });
         }
         let enqueued_at = Instant::now();
-        let ids = submit(&self.handle).map_err(|e| Error::from_executor(e.what()))?;
+        let ids = match submit(&self.handle) {
+            Ok(ids) => {
+                self.health.enqueue(None);
+                ids
+            }
+            Err(e) => {
+                let error = Error::from_executor(e.what());
+                // A full queue or a refused request says nothing about the executor's health.
+                if let Error::Executor(message) = &error {
+                    self.health.enqueue(Some(message));
+                }
+                return Err(error);
+            }
+        };
         if ids.len() != count {
             // Not expected from any executor; the ids cannot be matched to the requests, so they
             // are cancelled rather than left running unrouted.
@@ -174,15 +191,16 @@ impl Shared {
     pub(crate) fn route(&self, batch: Vec<sys::ResponseItem>) {
         let mut cancel = Vec::new();
         let removed = match self.lock_routes() {
-            Some(mut routes) => route_batch(&mut routes, batch, &mut cancel),
+            Some(mut routes) => route_batch(&mut routes, batch, &mut cancel, &self.health),
             None => false,
         };
         if removed {
             self.routes_changed.notify_all();
         }
         for id in cancel {
-            if let Err(e) = self.handle.cancel(id) {
-                tracing::debug!(request_id = id, error = e.what(), "cancel after routing failed");
+            // Repeated for every response of a request whose cancel failed: counted, logged quietly.
+            if let Err(e) = self.cancel_checked(id) {
+                tracing::debug!(executor_request_id = id, error = %e, "cancel after routing failed");
             }
         }
     }
@@ -192,6 +210,7 @@ impl Shared {
     pub(crate) fn fail_all(&self, cause: EndCause) {
         if let EndCause::Fatal(message) = &cause {
             let _ = self.failure.set(message.clone());
+            self.health.fatal(message);
             self.healthy.store(false, Ordering::Release);
         }
         self.accepting.store(false, Ordering::Release);
@@ -206,11 +225,24 @@ impl Shared {
         self.routes_changed.notify_all();
     }
 
-    /// Cancels a request in the executor, tolerating a shut-down executor.
+    /// Cancels a request in the executor. After shutdown a failure is expected and stays quiet;
+    /// before it, a failed cancel means the request runs on, so it is logged and counted.
     pub(crate) fn cancel_quietly(&self, id: u64) {
-        if let Err(e) = self.handle.cancel(id) {
-            tracing::debug!(request_id = id, error = e.what(), "cancel failed");
+        if let Err(e) = self.cancel_checked(id) {
+            if self.is_accepting() {
+                tracing::warn!(executor_request_id = id, error = %e, "cancelRequest failed: the request runs on");
+            } else {
+                tracing::debug!(executor_request_id = id, error = %e, "cancel failed");
+            }
         }
+    }
+
+    /// Cancels a request in the executor, counting a failure in the health tracker.
+    pub(crate) fn cancel_checked(&self, id: u64) -> Result<()> {
+        self.handle.cancel(id).map_err(|e| {
+            self.health.cancel_failed();
+            Error::from_executor(e.what())
+        })
     }
 
     /// Removes a request's route (its stream was dropped) and cancels it in the executor.
@@ -280,7 +312,17 @@ impl Shared {
 
 /// Routes one batch of responses with the routes locked. Collects the ids to cancel in the
 /// executor (consumer gone or too slow); returns whether any route was removed.
-fn route_batch(routes: &mut HashMap<u64, Route>, batch: Vec<sys::ResponseItem>, cancel: &mut Vec<u64>) -> bool {
+fn route_batch(
+    routes: &mut HashMap<u64, Route>,
+    batch: Vec<sys::ResponseItem>,
+    cancel: &mut Vec<u64>,
+    health: &HealthTracker,
+) -> bool {
+    // Every request this batch ends counts before any stream sees its end: a forward failure
+    // that fails the whole batch shows as the executor failing to each of those streams.
+    for item in batch.iter().filter(|i| (i.is_final || i.is_error) && routes.contains_key(&i.request_id)) {
+        health.request_ended(item.is_error.then_some(item.error_message.as_str()));
+    }
     let mut removed = false;
     for item in batch {
         let id = item.request_id;
@@ -305,7 +347,8 @@ fn route_batch(routes: &mut HashMap<u64, Route>, batch: Vec<sys::ResponseItem>, 
             Err(TrySendError::Full(_)) => {
                 // Never block the one thread every request depends on: cancel the slow one instead.
                 route.end.set(EndCause::Overflow(route.tx.max_capacity()));
-                tracing::warn!(request_id = id, "consumer too slow, cancelling request");
+                // The stream's owner logs it under the client's request id.
+                tracing::debug!(executor_request_id = id, "consumer too slow, cancelling request");
                 routes.remove(&id);
                 removed = true;
                 if !terminal {

@@ -72,6 +72,7 @@ impl StatsPoller {
         let _serialised = self.draining.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match self.shared.handle().iteration_stats() {
             Ok(items) => {
+                self.shared.health.stats_poll(None);
                 let mut last = None;
                 for item in items {
                     let stats = Arc::new(IterationStats::from(item));
@@ -85,7 +86,10 @@ impl StatsPoller {
                     *latest = Some((*last).clone());
                 }
             }
-            Err(e) => tracing::debug!(error = e.what(), "getLatestIterationStats failed"),
+            Err(e) => {
+                let message = format!("getLatestIterationStats failed: {}", e.what().lines().next().unwrap_or(""));
+                self.shared.health.stats_poll(Some(&message));
+            }
         }
         if self.request_stats {
             match self.shared.handle().request_stats() {
@@ -94,7 +98,7 @@ impl StatsPoller {
                         let _ = self.request_stats_tx.send(Arc::new(RequestStatsPerIteration::from(item)));
                     }
                 }
-                Err(e) => tracing::debug!(error = e.what(), "getLatestRequestStats failed"),
+                Err(e) => tracing::warn!(error = e.what(), "getLatestRequestStats failed"),
             }
         }
     }

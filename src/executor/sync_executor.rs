@@ -212,7 +212,7 @@ impl Executor {
     /// Cancels a request by id. Its stream ends with a final whose reason is `Cancelled`.
     /// Cancelling a finished or unknown id does nothing.
     pub fn cancel(&self, request_id: u64) -> Result<()> {
-        self.shared.handle().cancel(request_id).map_err(|e| Error::from_executor(e.what()))
+        self.shared.cancel_checked(request_id)
     }
 
     /// Stops accepting requests, cancels or drains those in flight, stops the threads and shuts the
@@ -266,6 +266,34 @@ impl Executor {
     /// True while requests are accepted and the response thread is running.
     pub fn is_healthy(&self) -> bool {
         self.shared.is_healthy()
+    }
+
+    /// Why the executor is not fit to take work, the fatal issue first; empty when it is. Derived
+    /// from its real state: the response thread alive, the last enqueue and stats poll succeeding,
+    /// and requests not all failing. Every issue but a stopped response thread clears itself when
+    /// the state recovers.
+    pub fn health(&self) -> Vec<super::HealthIssue> {
+        self.shared.health.issues()
+    }
+
+    /// Whether the last requests all failed (see [`super::HealthIssue::RequestsFailing`]).
+    pub fn requests_failing(&self) -> bool {
+        self.shared.health.requests_failing()
+    }
+
+    /// The KV cache's capacity in tokens, known from the start: the executor's Created event
+    /// (with KV-cache events on; its poller reads it within milliseconds of loading), else the
+    /// configured `kv_cache_max_tokens`. `None` when neither
+    /// says; iteration stats report it once an iteration has run.
+    pub fn kv_cache_capacity_tokens(&self) -> Option<u64> {
+        let from_event = self.kv_events.as_ref().and_then(|hub| hub.created_blocks());
+        let from_event = from_event.map(|blocks| blocks.saturating_mul(self.engine.tokens_per_block as u64));
+        from_event.or(self.config.kv_cache_max_tokens.map(u64::from))
+    }
+
+    /// Cancel calls that threw since the start: each left a request running in the executor.
+    pub fn cancel_failures(&self) -> u64 {
+        self.shared.health.cancel_failures()
     }
 
     /// The engine's configuration.

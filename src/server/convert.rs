@@ -25,6 +25,52 @@ pub fn status(error: &Error) -> Status {
     Status::new(code, error.to_string())
 }
 
+/// The status of an error that ended a running request's stream. An executor error for this
+/// request alone (a prompt that makes the forward pass fail) is INTERNAL, which gateways do not
+/// retry; only when the executor as a whole is failing is it UNAVAILABLE (try another server).
+pub fn stream_status(error: &Error, executor_failing: bool) -> Status {
+    match error {
+        Error::Executor(message) if !executor_failing && !message.contains(EXECUTOR_REFUSED_REQUEST) => {
+            Status::internal(error.to_string())
+        }
+        _ => status(error),
+    }
+}
+
+/// Refuses, before any work, a non-streaming request whose single reply is certain to exceed the
+/// message limit: its length is certain when nothing can end it early (`ignore_eos`, no stop
+/// strings or stop tokens, no bad strings to steer it) and each token costs at least one byte
+/// (plus a logprob entry of at least 7 bytes when asked for).
+pub fn check_reply_fits(request: &pb::GenerateRequest, max_message_size: usize) -> Result<(), Status> {
+    let certain_length = request.ignore_eos && request.stop.is_empty() && request.stop_token_ids.is_empty();
+    if request.streaming || !certain_length {
+        return Ok(());
+    }
+    let per_token = if request.output_config.as_ref().is_some_and(|o| o.logprobs.is_some()) { 8 } else { 1 };
+    let least = (request.max_tokens as usize).saturating_mul(per_token);
+    if least > max_message_size {
+        return Err(Status::resource_exhausted(format!(
+            "the reply to this non-streaming request ({} tokens) takes at least {least} bytes, over the server's \
+             message limit of {max_message_size} bytes: stream it, ask for fewer tokens, or raise --max-message-size",
+            request.max_tokens
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a reply message over the limit with RESOURCE_EXHAUSTED (gRPC's code for a message
+/// too large; tonic's own check would say OUT_OF_RANGE).
+pub fn check_message_fits(message: &impl prost::Message, max_message_size: usize) -> Result<(), Status> {
+    let size = message.encoded_len();
+    if size > max_message_size {
+        return Err(Status::resource_exhausted(format!(
+            "a reply message of {size} bytes exceeds the server's message limit of {max_message_size} bytes: \
+             stream the request, ask for fewer tokens, or raise --max-message-size"
+        )));
+    }
+    Ok(())
+}
+
 /// How TensorRT-LLM's executor words an error Response for a request it refused to take.
 const EXECUTOR_REFUSED_REQUEST: &str = "Encountered an error when fetching new request";
 

@@ -119,6 +119,9 @@ impl LoadTracker {
         let span = now.duration_since(self.started).min(THROUGHPUT_WINDOW).as_secs_f64();
         let age_ms = match latest {
             Some((_, at)) if !idle => u32::try_from(now.duration_since(at).as_millis()).unwrap_or(u32::MAX),
+            // Requests run but no stats ever came (the stats poll fails): the figures are as old
+            // as the tracker, not fresh.
+            None if !idle => u32::try_from(now.duration_since(self.started).as_millis()).unwrap_or(u32::MAX),
             _ => 0,
         };
         let max_running = latest
@@ -142,7 +145,10 @@ impl LoadTracker {
                 .filter(|k| k.reused_blocks + k.missed_blocks > 0)
                 .map(|k| f64::from(k.cache_hit_rate).clamp(0.0, 1.0)),
             num_used_tokens: kv.map(|k| used_blocks.saturating_mul(k.tokens_per_block)),
-            max_total_num_tokens: kv.map(|k| k.max_num_blocks.saturating_mul(k.tokens_per_block)),
+            // Known from the cache's configuration before the first iteration reports it.
+            max_total_num_tokens: kv
+                .map(|k| k.max_num_blocks.saturating_mul(k.tokens_per_block))
+                .or_else(|| executor.kv_cache_capacity_tokens().map(|t| i32::try_from(t).unwrap_or(i32::MAX))),
             queues: Some(cpb::EngineQueues {
                 waiting: i32::try_from(waiting).unwrap_or(i32::MAX),
                 paused: if idle { 0 } else { paused },

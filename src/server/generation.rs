@@ -102,7 +102,8 @@ impl Generation {
                     prompt_tokens = done.prompt_tokens,
                     completion_tokens = done.completion_tokens,
                     ttft_ms = done.ttft().map(|d| d.as_secs_f64() * 1e3),
-                    finish_reason = %done.finish_reason,
+                    // The word on the wire (and in the gateway's log): `abort`, not `cancelled`.
+                    finish_reason = done.finish_reason.as_openai_str(),
                     "request finished"
                 );
                 if let Some(metrics) = &self.state.metrics {
@@ -110,10 +111,7 @@ impl Generation {
                 }
                 return;
             }
-            Outcome::ClientGone => {
-                tracing::info!(request_id = %request_id, "client went away; request cancelled");
-                "cancelled"
-            }
+            Outcome::ClientGone => self.client_gone(&request_id),
             Outcome::Deadline => {
                 tracing::info!(request_id = %request_id, "deadline passed; request cancelled");
                 "deadline_exceeded"
@@ -126,6 +124,29 @@ impl Generation {
         };
         if let Some(metrics) = &self.state.metrics {
             metrics.record_outcome(outcome_word);
+        }
+    }
+
+    /// Cancels the request of a client that went away (unless it already finished) and says
+    /// whether that worked: a failed cancel leaves the request running, which must not be hidden.
+    fn client_gone(&self, request_id: &str) -> &'static str {
+        if self.guard.is_released() {
+            tracing::info!(request_id = %request_id, finish_reason = "abort", "client went away after the final");
+            return "cancelled";
+        }
+        match self.state.executor.executor().cancel(self.guard.executor_id()) {
+            Ok(()) => {
+                tracing::info!(request_id = %request_id, finish_reason = "abort", "client went away; request cancelled");
+                "cancelled"
+            }
+            Err(e) => {
+                tracing::warn!(
+                    request_id = %request_id,
+                    error = %e,
+                    "client went away but cancelling the request failed: it runs on in the executor"
+                );
+                "cancel_failed"
+            }
         }
     }
 
@@ -144,13 +165,16 @@ impl Generation {
             match item {
                 Some(Ok(Event::Chunk(chunk))) => {
                     let message = chunk_message(&self.reply.request_id, &chunk);
+                    if let Err(status) = convert::check_message_fits(&message, self.state.max_message_size) {
+                        return self.end_with(status).await;
+                    }
                     if let Err(why) = self.send(message, true).await {
                         return self.interrupted(why).await;
                     }
                 }
                 Some(Ok(Event::Final { output, matched_stops })) => return self.finish(output, &matched_stops).await,
                 Some(Err(error)) => {
-                    let status = convert::status(&error);
+                    let status = convert::stream_status(&error, self.state.executor_failing());
                     tracing::warn!(
                         request_id = %self.reply.request_id,
                         code = ?status.code(),
@@ -175,7 +199,13 @@ impl Generation {
         if self.deadline.is_some() && done.finish_reason == FinishReason::TimedOut {
             return self.interrupted(Interrupted::Deadline).await;
         }
-        for message in complete_messages(&self.reply, &done, matched_stops) {
+        let messages = complete_messages(&self.reply, &done, matched_stops);
+        if let Some(status) =
+            messages.iter().find_map(|m| convert::check_message_fits(m, self.state.max_message_size).err())
+        {
+            return self.end_with(status).await;
+        }
+        for message in messages {
             match self.send(message, false).await {
                 Ok(()) => {}
                 Err(Interrupted::ClientGone) => return Outcome::ClientGone,

@@ -44,7 +44,16 @@ impl HealthService {
                     _ = tx.closed() => return,
                 }
                 let now = serving_status(&monitored);
-                tx.send_if_modified(|last| std::mem::replace(last, now) != now);
+                if let Some(metrics) = &monitored.metrics {
+                    let executor = monitored.executor.executor();
+                    metrics.record_health(&executor.health(), executor.cancel_failures());
+                }
+                if tx.send_if_modified(|last| std::mem::replace(last, now) != now) {
+                    match monitored.healthy() {
+                        Ok(()) => tracing::info!("health: SERVING"),
+                        Err(why) => tracing::warn!(reason = %why, "health: NOT_SERVING"),
+                    }
+                }
                 if monitored.lifecycle.is_draining() {
                     return;
                 }

@@ -67,6 +67,16 @@ impl LiveEntry {
     pub(crate) fn request_id(&self) -> &str {
         &self.request_id
     }
+
+    /// The executor's id of the request.
+    pub(crate) fn executor_id(&self) -> u64 {
+        self.executor_id
+    }
+
+    /// Whether the entry was released (the request's final arrived).
+    pub(crate) fn is_released(&self) -> bool {
+        self.released
+    }
 }
 
 impl Drop for LiveEntry {

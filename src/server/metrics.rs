@@ -76,6 +76,9 @@ pub struct ServerMetrics {
     output_token_len: HistogramFamily,
     /// Requests by LoRA adapter (task id).
     lora_requests: Family<Labels, Counter>,
+    // Health (issue 18): why the server is not serving, and cancels that failed.
+    health_issues: Family<Labels, Gauge>,
+    cancel_failures: Gauge,
 }
 
 impl ServerMetrics {
@@ -124,6 +127,19 @@ impl ServerMetrics {
         registry.register("nv_llm_output_token_len", "TRT LLM response metrics", output_token_len.clone());
         let lora_requests = Family::<Labels, Counter>::default();
         registry.register("trtllm_lora_requests", "Requests by LoRA adapter (task_id label)", lora_requests.clone());
+        let health_issues = Family::<Labels, Gauge>::default();
+        registry.register(
+            "trtllm_health_issue",
+            "1 while the executor has this issue (response_thread, enqueue, stats_poll, requests_failing), else 0; \
+             any 1 makes health NOT_SERVING",
+            health_issues.clone(),
+        );
+        let cancel_failures = Gauge::default();
+        registry.register(
+            "trtllm_cancel_failures",
+            "cancelRequest calls that threw since the start: each left a request running",
+            cancel_failures.clone(),
+        );
         Arc::new(ServerMetrics {
             registry,
             model: model.to_string(),
@@ -142,6 +158,8 @@ impl ServerMetrics {
             input_token_len,
             output_token_len,
             lora_requests,
+            health_issues,
+            cancel_failures,
         })
     }
 
@@ -226,6 +244,15 @@ impl ServerMetrics {
             .map_or(0.0, |t| t.timestamp_micros() as f64);
         set(&self.general_metrics, "general_type", "timestamp", micros);
         set(&self.general_metrics, "general_type", "iteration_counter", s.iter as f64);
+    }
+
+    /// The executor's health now: 1 for each issue kind it has, 0 for the others.
+    pub fn record_health(&self, issues: &[crate::HealthIssue], cancel_failures: u64) {
+        for kind in crate::HealthIssue::KINDS {
+            let on = issues.iter().any(|i| i.kind() == kind);
+            self.health_issues.get_or_create(&self.labels("reason", kind)).set(i64::from(on));
+        }
+        self.cancel_failures.set(i64::try_from(cancel_failures).unwrap_or(i64::MAX));
     }
 
     /// The registry as Prometheus/OpenMetrics text.

@@ -12,6 +12,7 @@ mod engine_load;
 mod events;
 mod generation;
 mod guided;
+mod handshake;
 mod health;
 mod kv_events;
 mod kv_feed;
@@ -117,6 +118,7 @@ pub async fn serve(
     // TCP_NODELAY: a streamed token is one small frame; Nagle's algorithm would hold it back
     // until the client's delayed ACK (tens of milliseconds on loopback).
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = handshake::with_deadline(incoming, options.handshake_timeout);
     let server = builder
         .add_routes(tonic::service::Routes::from(router))
         .serve_with_incoming_shutdown(incoming, stopping.clone().cancelled_owned());

@@ -44,6 +44,9 @@ pub struct ServeOptions {
     pub kv_heartbeat: Duration,
     /// Where to serve Prometheus metrics (`GET /metrics`); `None` for no metrics endpoint.
     pub metrics_addr: Option<SocketAddr>,
+    /// How long a new connection may stay silent before its first bytes (the HTTP/2 preface or a
+    /// TLS hello); it is closed after that.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for ServeOptions {
@@ -60,6 +63,7 @@ impl Default for ServeOptions {
             default_deadline: None,
             kv_heartbeat: Duration::from_secs(1),
             metrics_addr: None,
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -22,6 +22,9 @@ use crate::proto::trtllm::trtllm_service_server::TrtllmService;
 use crate::text::Tokenizer;
 use crate::{AsyncExecutor, TextOptions, TextRequest, TextStream};
 
+/// Bytes of a `GetTokenizerChunk` besides its data: two field headers and the hex SHA-256.
+const TOKENIZER_CHUNK_OVERHEAD: usize = 96;
+
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct Service {
@@ -52,7 +55,7 @@ impl Service {
         request: Request<pb::GenerateRequest>,
     ) -> Result<Response<ResponseStream<pb::GenerateResponse>>, Status> {
         let state = self.state.clone();
-        if let Err(why) = state.healthy() {
+        if let Err(why) = state.admits() {
             return Err(Status::unavailable(why));
         }
         let client_deadline =
@@ -61,6 +64,7 @@ impl Service {
         let request = request.into_inner();
         convert::reject_unsupported(&request)?;
         state.limits.check(&request)?;
+        convert::check_reply_fits(&request, state.max_message_size)?;
         let permit = match &state.slots {
             Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
                 Status::resource_exhausted("the server's max concurrent requests are in flight; retry later")
@@ -74,11 +78,7 @@ impl Service {
             ));
         }
         let bad_words = match &tokenizer {
-            Some(t) => request
-                .bad
-                .iter()
-                .map(|s| t.encode(s, false).map_err(|e| Status::invalid_argument(format!("bad string {s:?}: {e}"))))
-                .collect::<Result<Vec<_>, _>>()?,
+            Some(t) => encode_bad_strings(t, &request.bad).await?,
             None => Vec::new(),
         };
         let mut generation = convert::generation_request(&request, None, bad_words)?;
@@ -95,8 +95,9 @@ impl Service {
                     .stop_strings(request.stop.iter().cloned())
                     .include_stop_string(request.include_stop_token_in_output)
                     .ignore_eos(request.ignore_eos);
+                // Off the request threads when the stop strings are large (see TextRequest::prepare).
                 let (generation, plan) =
-                    TextRequest::new(generation, t, options).map_err(|e| convert::status(&e))?.into_parts();
+                    TextRequest::prepare(generation, t, options).await.map_err(|e| convert::status(&e))?.into_parts();
                 (generation, Some(plan))
             }
             None => (generation, None),
@@ -133,6 +134,23 @@ impl Service {
         state.lifecycle.tasks.spawn(generation.run());
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
+}
+
+/// Encodes the bad strings, on the blocking pool when they are large (as stop strings are), so
+/// that the worker threads answering health checks and other streams are not held up.
+async fn encode_bad_strings(tokenizer: &Tokenizer, bad: &[String]) -> Result<Vec<Vec<u32>>, Status> {
+    let encode = |tokenizer: &Tokenizer, bad: &[String]| {
+        bad.iter()
+            .map(|s| tokenizer.encode(s, false).map_err(|e| Status::invalid_argument(format!("bad string {s:?}: {e}"))))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    if bad.iter().map(String::len).sum::<usize>() < TextRequest::BLOCKING_POOL_BYTES {
+        return encode(tokenizer, bad);
+    }
+    let (tokenizer, bad) = (tokenizer.clone(), bad.to_vec());
+    tokio::task::spawn_blocking(move || encode(&tokenizer, &bad))
+        .await
+        .map_err(|e| Status::internal(format!("encoding the bad strings: {e}")))?
 }
 
 #[tonic::async_trait]
@@ -234,11 +252,12 @@ impl TrtllmService for Service {
             .await
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|e| Status::internal(format!("zipping the tokenizer: {e}")))?;
-        const CHUNK: usize = 64 * 1024;
-        let count = bytes.len().div_ceil(CHUNK).max(1);
+        // Each chunk must fit the message limit, with room for the field headers and the digest.
+        let chunk = (64 * 1024).min(self.state.max_message_size.saturating_sub(TOKENIZER_CHUNK_OVERHEAD)).max(1);
+        let count = bytes.len().div_ceil(chunk).max(1);
         let chunks: Vec<Result<cpb::GetTokenizerChunk, Status>> = (0..count)
             .map(|i| {
-                let data = bytes[i * CHUNK..((i + 1) * CHUNK).min(bytes.len())].to_vec();
+                let data = bytes[i * chunk..((i + 1) * chunk).min(bytes.len())].to_vec();
                 let sha256 = if i + 1 == count { sha256.clone() } else { String::new() };
                 Ok(cpb::GetTokenizerChunk { data, sha256 })
             })

@@ -35,6 +35,8 @@ pub struct ServiceState {
     /// The KV event feed and load tracker behind SubscribeKvEvents.
     pub(crate) kv: KvSources,
     next_anonymous: AtomicU64,
+    /// The largest message either side may send (`--max-message-size`).
+    pub(crate) max_message_size: usize,
 }
 
 impl ServiceState {
@@ -59,6 +61,7 @@ impl ServiceState {
             lifecycle: Lifecycle::new(options.grace_period),
             kv: KvSources::default(),
             next_anonymous: AtomicU64::new(1),
+            max_message_size: options.max_message_size,
         }
     }
 
@@ -68,15 +71,45 @@ impl ServiceState {
         self.lifecycle.draining.cancel();
     }
 
-    /// Why the server cannot take work, if it cannot.
+    /// Why the server cannot take work, if it cannot: shutting down, or every issue the executor
+    /// reports (see [`crate::Executor::health`]), joined with "; ".
     pub(crate) fn healthy(&self) -> Result<(), String> {
         if self.lifecycle.is_draining() {
             return Err("the server is shutting down".into());
+        }
+        let issues = self.executor.executor().health();
+        if !issues.is_empty() {
+            let reasons: Vec<String> = issues.iter().map(ToString::to_string).collect();
+            return Err(format!("the executor is unhealthy: {}", reasons.join("; ")));
         }
         if !self.executor.executor().is_healthy() {
             return Err("the executor has failed (its response thread stopped); restart the server".into());
         }
         Ok(())
+    }
+
+    /// Why a new request must be refused outright, if it must: shutting down, or an executor that
+    /// can run nothing. Softer issues (enqueue or stats failing, requests failing) turn health
+    /// NOT_SERVING but still let requests through, so that recovery shows.
+    pub(crate) fn admits(&self) -> Result<(), String> {
+        if self.lifecycle.is_draining() {
+            return Err("the server is shutting down".into());
+        }
+        let executor = self.executor.executor();
+        if let Some(fatal) = executor.health().into_iter().find(crate::HealthIssue::is_fatal) {
+            return Err(format!("the executor has failed: {fatal}"));
+        }
+        if !executor.is_healthy() {
+            return Err("the executor has failed (its response thread stopped); restart the server".into());
+        }
+        Ok(())
+    }
+
+    /// Whether the executor as a whole is failing (not just one request): then a request's executor
+    /// error is UNAVAILABLE (try another server) rather than INTERNAL.
+    pub(crate) fn executor_failing(&self) -> bool {
+        let executor = self.executor.executor();
+        !executor.is_healthy() || executor.requests_failing() || executor.health().iter().any(|i| i.kind() == "enqueue")
     }
 
     /// The client's request id, or a fresh server-made one when the client sent none.

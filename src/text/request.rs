@@ -85,8 +85,9 @@ impl TextOptions {
 ///   `min_tokens` set they are no executor stop words (the executor would stop on them at
 ///   once), the request streams in the executor, and the text stream ends the sequence (and
 ///   cancels the work) at the first one that follows at least `min_tokens` tokens.
-/// - **Stop strings.** Every stop string is matched in the decoded text. Those that are
-///   token-aligned (see [`token_stop_sequences`]) are also executor stop words, so the executor
+/// - **Stop strings.** Every stop string is matched in the decoded text. Those that are short
+///   (up to [`TextRequest::TOKEN_STOP_MAX_BYTES`]) and token-aligned (see
+///   [`token_stop_sequences`]) are also executor stop words, so the executor
 ///   stops on them by itself when the model produces that tokenization. A stop string that is a
 ///   special token (`"<|im_end|>"`, `"<|eot_id|>"`) never shows in text decoded without special
 ///   tokens, so the stream matches it on the raw token id instead.
@@ -165,7 +166,11 @@ impl TextRequest {
 
         let mut token_stops = Vec::new();
         let mut special_stops = Vec::new();
-        for stop_string in &stop_strings {
+        // Only short stop strings are worth the tokenizer: encoding is the costly part of setting
+        // up (a long string without spaces is one word to BPE, quadratic in its length), a long
+        // token sequence seldom comes out as the model's own tokenization, and the text matches
+        // every stop string anyway, cancelling the work when a long one appears.
+        for stop_string in stop_strings.iter().filter(|s| s.len() <= Self::TOKEN_STOP_MAX_BYTES) {
             let not_encodable = |_| invalid(stop_string, "must be encodable by the tokenizer");
             let split = token_stop_sequences(tokenizer, std::slice::from_ref(stop_string)).map_err(not_encodable)?;
             if let Some(ids) = split.token_sequences.into_iter().next() {
@@ -245,6 +250,10 @@ impl TextRequest {
             .await
             .map_err(|e| Error::Executor(format!("setting the request's stop strings up: {e}")))?
     }
+
+    /// The longest stop string (in bytes) that is encoded to become an executor stop word as well;
+    /// longer ones are matched in the text only.
+    pub const TOKEN_STOP_MAX_BYTES: usize = 64;
 
     /// Total stop-string bytes from which [`TextRequest::prepare`] uses the blocking pool.
     pub const BLOCKING_POOL_BYTES: usize = 16 * 1024;

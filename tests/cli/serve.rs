@@ -121,3 +121,26 @@ fn bad_flags_are_refused_before_serving() {
         assert!(!output.stderr.is_empty(), "{args:?}: the error is explained");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_during_the_drain_exits_at_once() {
+    let (mut child, addr) = spawn_serve(&["--grace-period-secs", "60"]);
+    let mut client = TrtllmServiceClient::connect(format!("http://{addr}")).await.unwrap();
+    let mut stream = client.generate(long_request("endless", 8000)).await.unwrap().into_inner();
+    assert!(stream.next().await.is_some());
+
+    sigterm(&child);
+    // The drain waits for the stream (up to 60 s); the second signal must not.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(child.try_wait().unwrap().is_none(), "the first signal drains, it does not exit");
+    sigterm(&child);
+    let exited = eventually_some(Duration::from_secs(5), Duration::from_millis(20), || {
+        std::future::ready(child.try_wait().unwrap())
+    })
+    .await;
+    let Some(status) = exited else {
+        let _ = child.kill();
+        panic!("a second SIGTERM did not end the drain");
+    };
+    assert_eq!(status.code(), Some(130), "{status}");
+}

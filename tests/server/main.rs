@@ -11,6 +11,7 @@ mod kv_events;
 mod lora;
 mod metrics;
 mod proto_compat;
+mod reliability;
 mod security;
 mod shutdown;
 mod speculative;

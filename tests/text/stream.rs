@@ -379,3 +379,20 @@ async fn an_empty_stop_string_is_an_invalid_request() {
     assert!(matches!(err, trtllm::Error::InvalidRequest(_)), "{err:?}");
     assert!(err.to_string().contains("stop"), "{err}");
 }
+
+#[tokio::test]
+async fn only_short_stop_strings_become_executor_stop_words() {
+    let (_dir, _executor, tokenizer) = setup().await;
+    let short = "hello world".to_string();
+    let long = "hello world ".repeat(TextRequest::TOKEN_STOP_MAX_BYTES / 8);
+    for stop in [&short, &long] {
+        let ids = tokenizer.encode(stop, false).unwrap();
+        assert_eq!(tokenizer.decode(&ids, false).unwrap(), *stop, "both are token-aligned");
+    }
+    let options = TextOptions::new().stop_strings([short.clone(), long.clone()]).ignore_eos(true);
+    let (request, plan) =
+        TextRequest::prepare(GenerationRequest::new(vec![5], 4), &tokenizer, options).await.unwrap().into_parts();
+    // The long one is not encoded (the costly part of the setup); the text still matches it.
+    assert_eq!(request.stop_words(), [tokenizer.encode(&short, false).unwrap()]);
+    assert!(plan.has_stop_strings() && plan.needs_text_stream());
+}
