@@ -38,7 +38,7 @@ mod version;
 pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
 pub use error::{Error, InvalidRequest, Result};
-pub use executor::{AsyncExecutor, BlockingIter, Executor, GenerationStream, KvEventStream, ShutdownMode};
+pub use executor::{Arrival, AsyncExecutor, BlockingIter, Executor, GenerationStream, KvEventStream, ShutdownMode};
 pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
 pub use types::config::{
     ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy,

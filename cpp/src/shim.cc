@@ -19,6 +19,10 @@
 #include <variant>
 #include <vector>
 
+#ifndef TRTLLM_SHIM_REAL
+#include "trtllm/cpp/sim/src/sim_control.h"
+#endif
+
 #ifdef TRTLLM_SHIM_REAL
 // Declared here rather than through tllmPlugin.h, whose older versions pull in TensorRT headers.
 extern "C" bool initTrtLlmPlugins(void* logger, char const* libNamespace);
@@ -697,6 +701,72 @@ rust::String backend_kind()
     return rust::String("simulated");
 #endif
 }
+
+// ---- Scheduled arrivals on the simulator's virtual clock: the simulated build's control channel.
+#ifdef TRTLLM_SHIM_REAL
+namespace
+{
+[[noreturn]] void simulatorOnly()
+{
+    throw std::runtime_error("scheduled arrivals exist only in the simulated executor (virtual clock)");
+}
+} // namespace
+
+std::int64_t ExecutorHandle::sim_now_ns() const
+{
+    simulatorOnly();
+}
+
+std::uint64_t ExecutorHandle::sim_enqueue_at(RequestSpec const&, std::int64_t, std::uint64_t, std::int64_t) const
+{
+    simulatorOnly();
+}
+
+std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t) const
+{
+    simulatorOnly();
+}
+
+void ExecutorHandle::sim_release_arrivals(std::uint64_t) const
+{
+    simulatorOnly();
+}
+#else
+std::int64_t ExecutorHandle::sim_now_ns() const
+{
+    return guarded("simulator clock", [&] { return tle::sim::control::nowNs(*mImpl->executor); });
+}
+
+std::uint64_t ExecutorHandle::sim_enqueue_at(
+    RequestSpec const& request, std::int64_t arrivalNs, std::uint64_t afterRequest, std::int64_t followUpDelayNs) const
+{
+    return guarded("scheduled enqueue",
+        [&]
+        {
+            std::optional<tle::IdType> after;
+            if (afterRequest != 0)
+            {
+                after = afterRequest;
+            }
+            std::optional<double> delayMs;
+            if (followUpDelayNs >= 0)
+            {
+                delayMs = static_cast<double>(followUpDelayNs) / 1e6;
+            }
+            return tle::sim::control::enqueueAt(*mImpl->executor, toRequest(request), arrivalNs, after, delayMs);
+        });
+}
+
+std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t boundNs) const
+{
+    return guarded("scheduled hold", [&] { return tle::sim::control::hold(*mImpl->executor, boundNs); });
+}
+
+void ExecutorHandle::sim_release_arrivals(std::uint64_t key) const
+{
+    guarded("scheduled release", [&] { tle::sim::control::release(*mImpl->executor, key); });
+}
+#endif
 
 std::int64_t steady_clock_now_ns()
 {

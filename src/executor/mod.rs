@@ -16,4 +16,4 @@ mod sync_executor;
 pub use async_executor::AsyncExecutor;
 pub use kv_events::KvEventStream;
 pub use stream::{BlockingIter, GenerationStream};
-pub use sync_executor::{Executor, ShutdownMode};
+pub use sync_executor::{Arrival, Executor, ShutdownMode};

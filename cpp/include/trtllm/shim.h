@@ -42,6 +42,13 @@ public:
     rust::Vec<KvEventItem> kv_cache_events(std::uint32_t timeoutMs) const;
     void shutdown() const;
 
+    // Scheduled arrivals on the simulator's virtual clock (cpp/sim/src/sim_control.h); the real build throws.
+    std::int64_t sim_now_ns() const;
+    std::uint64_t sim_enqueue_at(RequestSpec const& request, std::int64_t arrivalNs, std::uint64_t afterRequest,
+        std::int64_t followUpDelayNs) const;
+    std::uint64_t sim_hold_arrivals(std::int64_t boundNs) const;
+    void sim_release_arrivals(std::uint64_t key) const;
+
 private:
     struct Impl;
     std::shared_ptr<Impl> mImpl;

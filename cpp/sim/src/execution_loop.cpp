@@ -80,8 +80,10 @@ void Executor::Impl::failEverything(std::string const& message, std::vector<Resp
 
 void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& responses)
 {
-    auto const iterStart = mClock.now();
     bool const wasActive = !mActive.empty();
+    // Back to back, an iteration starts at the previous one's modelled end (real clock: its deadline), so a
+    // late wake-up delays one step without shifting every later one.
+    auto const iterStart = mClock.iterationStart(wasActive);
     IterationCounters counters;
     SequenceList finished;
     // RequestStats' scheduled and paused describe this iteration only (TensorRT-LLM reports the requests its
@@ -171,12 +173,20 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
     std::unique_lock<std::mutex> lock(mQueueMutex);
     while (true)
     {
+        if (mScheduledMode.load())
+        {
+            return waitForScheduledWork(lock, input, responses);
+        }
         if (mActive.empty())
         {
             // Idle: sleep until a request, a cancellation or shutdown arrives (no polling).
             mLoopIdle = true;
             mQueueCv.wait(lock, [this]() { return !mQueue.empty() || !mCancelled.empty() || mStopRequested; });
             mLoopIdle = false;
+            if (mScheduledMode.load())
+            {
+                return waitForScheduledWork(lock, input, responses);
+            }
         }
         terminateQueued(mClock.now(), responses);
         for (auto const& sequence : mActive)
@@ -481,6 +491,7 @@ void Executor::Impl::publish(std::vector<Response>& responses)
     {
         return;
     }
+    noteEnded(responses);
     {
         std::lock_guard<std::mutex> lock(mResponsesMutex);
         for (auto& response : responses)

@@ -184,7 +184,8 @@ std::vector<IdType> Executor::Impl::enqueueRequests(std::vector<Request> const& 
         {
             throw std::runtime_error("Shutdown called, cannot enqueue requests");
         }
-        if (mLoopIdle)
+        // With scheduled arrivals simulated time follows the client's stamps, not the wall clock.
+        if (mLoopIdle && !mScheduledMode.load())
         {
             mClock.catchUpWithWall();
         }
@@ -413,9 +414,13 @@ auto& implOf(ImplPtr const& impl)
 Executor::Executor(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
     : mImpl(std::make_unique<Impl>(modelPath, modelType, executorConfig))
 {
+    sim::control::registerExecutor(this, mImpl.get());
 }
 
-Executor::~Executor() = default;
+Executor::~Executor()
+{
+    sim::control::unregisterExecutor(this);
+}
 
 IdType Executor::enqueueRequest(Request const& request)
 {

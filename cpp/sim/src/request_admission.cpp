@@ -125,7 +125,8 @@ void Executor::Impl::activate(std::vector<QueuedRequest>& fetched, sim::TimePoin
         {
             IdType const id = index == 0 ? queued.id : queued.childIds.at(index - 1);
             auto sequence = makeSequence(state, index, id, mArrivalCounter++);
-            sequence->perf.timingMetrics.arrivalTime = now;
+            // A scheduled request arrived at its stamp, which may lie before the iteration that admits it.
+            sequence->perf.timingMetrics.arrivalTime = queued.scheduled ? queued.enqueueTime : now;
             insertActive(std::move(sequence));
             ++counters.newActive;
         }

@@ -8,4 +8,5 @@ pub(crate) mod record;
 pub(crate) mod slo;
 pub(crate) mod stats;
 pub(crate) mod throughput;
+pub(crate) mod timer_jitter;
 pub(crate) mod timeseries;

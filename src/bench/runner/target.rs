@@ -59,7 +59,7 @@ impl BenchTarget {
     }
 }
 
-fn generation_request(spec: &RequestSpec) -> GenerationRequest {
+pub(crate) fn generation_request(spec: &RequestSpec) -> GenerationRequest {
     let mut request = GenerationRequest::new(spec.prompt.clone(), spec.max_tokens)
         .with_streaming(spec.streaming)
         .with_perf_metrics(true)
@@ -70,7 +70,7 @@ fn generation_request(spec: &RequestSpec) -> GenerationRequest {
     request
 }
 
-fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f64) -> RequestRecord {
+pub(crate) fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f64) -> RequestRecord {
     let mut record = RequestRecord::new(index, phase, send_s);
     record.streaming = spec.streaming;
     record.prompt_tokens = spec.prompt.len() as u64;
@@ -109,36 +109,6 @@ pub(crate) fn enqueue_in_process(
             let mut record = new_record(spec, index, phase, clock.now_s());
             record.fail(clock.now_s(), e.to_string());
             (None, record)
-        }
-    }
-}
-
-/// Enqueues every request in one executor call, so the executor schedules them together (on a
-/// virtual clock, a point then starts identically every run). Should the executor refuse the
-/// batch (an invalid request, a full queue), each request is enqueued on its own instead, so
-/// that only the refused ones fail, each with its own error.
-pub(crate) fn enqueue_all_in_process(
-    executor: &AsyncExecutor,
-    specs: &[(Phase, RequestSpec)],
-    clock: &RunClock,
-) -> Vec<(Option<crate::GenerationStream>, RequestRecord)> {
-    match executor.enqueue_many(specs.iter().map(|(_, spec)| generation_request(spec)).collect()) {
-        Ok(streams) => specs
-            .iter()
-            .zip(streams)
-            .enumerate()
-            .map(|(index, ((phase, spec), stream))| {
-                let record = new_record(spec, index as u64, *phase, clock.offset_s(stream.enqueued_at()));
-                (Some(stream), record)
-            })
-            .collect(),
-        Err(error) => {
-            tracing::warn!(%error, "the executor refused the requests as one batch; enqueueing them one by one");
-            specs
-                .iter()
-                .enumerate()
-                .map(|(index, (phase, spec))| enqueue_in_process(executor, spec, clock, index as u64, *phase))
-                .collect()
         }
     }
 }
