@@ -19,6 +19,9 @@ use crate::bench::runner::target::{consume_in_process, generation_request, new_r
 use crate::bench::traffic::workload::RequestSpec;
 use crate::{Arrival, AsyncExecutor, GenerationStream};
 
+/// How much later each further closed-loop user reacts to a response than the one before it.
+pub(crate) const CLIENT_STAGGER: Duration = Duration::from_micros(10);
+
 /// One request to send: its index, phase and content.
 pub(crate) type Planned = (u64, Phase, RequestSpec);
 
@@ -55,10 +58,9 @@ impl ScheduledLoad {
         &self,
         planned: &Planned,
         arrival: Arrival,
-        follow_up: bool,
+        follow_up: Option<Duration>,
     ) -> Option<(GenerationStream, RequestRecord)> {
         let (index, phase, spec) = planned;
-        let follow_up = follow_up.then_some(self.client_latency);
         let send_s = match arrival {
             Arrival::At(at) => self.clock.offset_s(at),
             Arrival::After(_) => 0.0,
@@ -90,9 +92,14 @@ impl ScheduledLoad {
     ) {
         for (user, (mut list, start)) in lists.into_iter().zip(starts).enumerate() {
             let Some(first) = list.pop_front() else { continue };
+            // Users whose requests end in the same iteration react one after another, as one
+            // response thread hands them their finals: user u a little after user u - 1. An
+            // idle executor starts on the first arrival, so the others wait an iteration, as
+            // they do in real time.
+            let delay = self.client_latency + CLIENT_STAGGER * user as u32;
             let keeps_going = move |list: &VecDeque<Planned>| match limit {
-                UserLimit::Count => !list.is_empty(),
-                UserLimit::Until { .. } => true,
+                UserLimit::Count => (!list.is_empty()).then_some(delay),
+                UserLimit::Until { .. } => Some(delay),
             };
             let Some((stream, record)) = self.enqueue(&first, Arrival::At(start), keeps_going(&list)) else {
                 continue;
@@ -104,13 +111,13 @@ impl ScheduledLoad {
                     let id = stream.request_id();
                     let finished = consume_in_process(stream, record, &load.clock).await;
                     let ended_s = end_s(&finished);
-                    let had_follow_up = keeps_going(&list);
+                    let had_follow_up = keeps_going(&list).is_some();
                     let _ = load.done.send(finished);
                     let planned = match limit {
                         UserLimit::Count => list.pop_front(),
                         UserLimit::Until { deadline, ramp_end } => {
                             let arrival = ended_s.map(|s| load.clock.origin() + Duration::from_secs_f64(s.max(0.0)));
-                            let arrival = arrival.map(|a| a + load.client_latency);
+                            let arrival = arrival.map(|a| a + delay);
                             match (arrival, &next) {
                                 (Some(a), Some(next)) if a < deadline => {
                                     let (index, _, spec) = next(user, sent);
@@ -162,7 +169,7 @@ impl ScheduledLoad {
         capped: bool,
         waiting: Arc<Mutex<VecDeque<(Planned, Instant)>>>,
     ) {
-        let Some((stream, mut record)) = self.enqueue(&planned, arrival, capped) else {
+        let Some((stream, mut record)) = self.enqueue(&planned, arrival, capped.then_some(self.client_latency)) else {
             return;
         };
         record.scheduled_send_s = Some(self.clock.offset_s(due));
