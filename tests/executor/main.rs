@@ -6,4 +6,5 @@ mod common;
 mod engine_dir;
 mod kv_cache;
 mod lifecycle;
+mod scheduled;
 mod stream;
