@@ -101,10 +101,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .await
         .ok(),
     };
-    if let Some(jitter) = &jitter {
-        std::fs::write(output_dir.join("timer_jitter.json"), serde_json::to_string_pretty(&jitter.to_json())?)?;
-    }
-    let report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
+    let mut report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
+    report.timer_jitter = jitter.as_ref().map(trtllm::bench::TimerJitter::to_json);
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;

@@ -29,6 +29,8 @@ pub struct Report<'a> {
     percentiles: Vec<f64>,
     slos: Option<Slos>,
     metadata: Value,
+    /// The host's timer jitter, measured before a real-time run (`clock.host_timer_jitter`).
+    pub timer_jitter: Option<Value>,
 }
 
 impl<'a> Report<'a> {
@@ -60,6 +62,7 @@ impl<'a> Report<'a> {
             percentiles: percentiles.to_vec(),
             slos,
             metadata,
+            timer_jitter: None,
         }
     }
 
@@ -120,7 +123,10 @@ impl<'a> Report<'a> {
             None => {
                 builder = builder.clock(
                     ClockKind::Wall,
-                    json!({"figures": "measured by the runner on this process's monotonic clock"}),
+                    json!({
+                        "figures": "measured by the runner on this process's monotonic clock",
+                        "host_timer_jitter": self.timer_jitter,
+                    }),
                 );
                 if let Some(log) = &run.iterations {
                     builder = builder.iteration_end_times(log.end_times_s(clock, anchor));
