@@ -159,25 +159,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Resolves on SIGINT or SIGTERM.
+/// Resolves on SIGINT or SIGTERM; a second one during the drain ends the process at once.
 async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
-    }
-    tokio::spawn(force_exit_on_second_signal());
+    interrupt_or_terminate().await;
+    tokio::spawn(async {
+        interrupt_or_terminate().await;
+        tracing::warn!("second shutdown signal during the drain: exiting now");
+        std::process::exit(130);
+    });
 }
 
-/// During the drain, a second SIGINT or SIGTERM ends the process at once (exit code 130).
-async fn force_exit_on_second_signal() {
+/// Resolves on the next SIGINT or SIGTERM.
+async fn interrupt_or_terminate() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut signal) => {
@@ -190,6 +183,4 @@ async fn force_exit_on_second_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate => {}
     }
-    tracing::warn!("second shutdown signal during the drain: exiting now");
-    std::process::exit(130);
 }
