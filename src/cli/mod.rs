@@ -73,6 +73,9 @@ pub fn init_logging(cli: &Cli) {
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if !matches!(cli.command, Command::Serve(_)) {
+        quit_quietly_on_closed_stdout();
+    }
     match cli.command {
         Command::Version => version::run(),
         Command::Inspect(args) => inspect::run(args),
@@ -80,6 +83,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Generate(args) => runtime()?.block_on(generate::run(args)),
         Command::Bench(args) => runtime()?.block_on(bench::run(args)),
         Command::Serve(args) => runtime()?.block_on(serve::run(*args)),
+    }
+}
+
+/// Restores the default action of SIGPIPE, so `trtllm sim presets | head` ends quietly when the
+/// reader goes away, like other Unix tools, instead of panicking in `println!`. The Rust runtime
+/// ignores SIGPIPE; sockets are unaffected either way (std and tokio write them with
+/// `MSG_NOSIGNAL`). `serve` keeps the runtime's choice: a long-lived server must never die of it.
+fn quit_quietly_on_closed_stdout() {
+    // SAFETY: called on the main thread before any other thread is started; setting a signal's
+    // disposition to SIG_DFL installs no handler, so there is no handler code to be unsafe.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

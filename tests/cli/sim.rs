@@ -118,3 +118,20 @@ fn build_speculative_writes_the_mode_draft_length_and_acceptance() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("probability"), "{}", stderr(&bad));
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    use std::process::Stdio;
+    // `trtllm sim presets | true`: the reader is gone before the command writes its first line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trtllm"))
+        .args(["sim", "presets"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run trtllm");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let err = stderr(&output);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+}
