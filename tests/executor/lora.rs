@@ -264,7 +264,7 @@ fn an_adapter_in_use_is_never_evicted_and_a_request_waits_for_device_room() {
     let base = GenerationRequest::new(vec![5, 6, 7, 8], 4);
     let done: Vec<_> = executor.enqueue_many(vec![long, other, base]).unwrap().into_iter().map(drain).collect();
     assert!(done.iter().all(|d| d.after_terminal == 0));
-    let perf = |i: usize| done[i].done().perf.clone().expect("perf metrics");
+    let perf = |i: usize| done[i].done().perf.expect("perf metrics");
     let (long, other, base) = (perf(0), perf(1), perf(2));
     assert_eq!(done[0].done().completion_tokens, 24);
     assert_eq!(done[1].done().completion_tokens, 4, "the second adapter's request waits, it does not fail");
