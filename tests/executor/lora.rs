@@ -10,7 +10,7 @@ use safetensors::{Dtype, tensor::TensorView};
 use serde_json::json;
 use trtllm::lora::{LoraConfig, LoraModule, load_peft_adapter, task_not_cached_message};
 use trtllm::sim::SimLora;
-use trtllm::{Error, Executor, GenerationRequest, InvalidRequest, KvCacheEventData, PeftCacheConfig};
+use trtllm::{Error, Executor, GenerationRequest, InvalidRequest, KvCacheEventData, PeftCacheConfig, SchedulerPolicy};
 
 use crate::common::sim::{config, drain, engine_dir};
 
@@ -235,7 +235,7 @@ fn kv_blocks_are_reused_only_under_the_adapter_that_computed_them() {
 
 /// A LoRA engine whose device cache holds one rank-4 adapter but not two, and whose host cache
 /// holds `host_adapters` of them.
-fn one_adapter_device(host_adapters: u64) -> (tempfile::TempDir, Executor) {
+fn one_adapter_device(host_adapters: u64, policy: SchedulerPolicy) -> (tempfile::TempDir, Executor) {
     let dir = lora_engine();
     let probe = Executor::load(dir.path(), config().build().unwrap()).unwrap();
     let dtype = probe.engine().lora.as_ref().unwrap().dtype().size();
@@ -251,38 +251,41 @@ fn one_adapter_device(host_adapters: u64) -> (tempfile::TempDir, Executor) {
         host_cache_size: Some(host_adapters * adapter_bytes as u64 + adapter_bytes as u64 / 2),
         ..PeftCacheConfig::default()
     };
-    let executor = Executor::load(dir.path(), config().peft_cache(peft).build().unwrap()).unwrap();
+    let executor =
+        Executor::load(dir.path(), config().peft_cache(peft).scheduler_policy(policy).build().unwrap()).unwrap();
     (dir, executor)
 }
 
 #[test]
 fn an_adapter_in_use_is_never_evicted_and_a_request_waits_for_device_room() {
-    let (_dir, executor) = one_adapter_device(4);
-    let long =
-        GenerationRequest::new(vec![5, 6, 7, 8], 24).with_lora(LoraConfig::with_weights(1, adapter(&executor, 4, 1)));
-    let other = request(LoraConfig::with_weights(2, adapter(&executor, 4, 2)));
-    let base = GenerationRequest::new(vec![5, 6, 7, 8], 4);
-    let done: Vec<_> = executor.enqueue_many(vec![long, other, base]).unwrap().into_iter().map(drain).collect();
-    assert!(done.iter().all(|d| d.after_terminal == 0));
-    let perf = |i: usize| done[i].done().perf.expect("perf metrics");
-    let (long, other, base) = (perf(0), perf(1), perf(2));
-    assert_eq!(done[0].done().completion_tokens, 24);
-    assert_eq!(done[1].done().completion_tokens, 4, "the second adapter's request waits, it does not fail");
-    assert_eq!(base.first_iter, long.first_iter, "a request without an adapter does not wait");
-    assert!(
-        other.first_iter > long.last_iter,
-        "adapter 2 starts only after adapter 1's request is done: {:?} vs {:?}",
-        other.first_iter,
-        long.last_iter
-    );
-    // Adapter 1 left the device only once nobody used it.
-    let stats = executor.lora_cache_stats().unwrap();
-    assert_eq!((stats.misses, stats.hits, stats.evictions), (2, 0, 1));
+    for policy in [SchedulerPolicy::GuaranteedNoEvict, SchedulerPolicy::MaxUtilization] {
+        let (_dir, executor) = one_adapter_device(4, policy);
+        let long = GenerationRequest::new(vec![5, 6, 7, 8], 24)
+            .with_lora(LoraConfig::with_weights(1, adapter(&executor, 4, 1)));
+        let base = GenerationRequest::new(vec![5, 6, 7, 8], 4);
+        let other = request(LoraConfig::with_weights(2, adapter(&executor, 4, 2)));
+        let done: Vec<_> = executor.enqueue_many(vec![long, base, other]).unwrap().into_iter().map(drain).collect();
+        assert!(done.iter().all(|d| d.after_terminal == 0));
+        let perf = |i: usize| done[i].done().perf.expect("perf metrics");
+        let (long, base, other) = (perf(0), perf(1), perf(2));
+        assert_eq!(done[0].done().completion_tokens, 24);
+        assert_eq!(done[2].done().completion_tokens, 4, "{policy:?}: the second adapter's request waits, not fails");
+        assert_eq!(base.first_iter, long.first_iter, "{policy:?}: a request without an adapter does not wait");
+        assert!(
+            other.first_iter > long.last_iter,
+            "{policy:?}: adapter 2 starts only after adapter 1's request is done: {:?} vs {:?}",
+            other.first_iter,
+            long.last_iter
+        );
+        // Adapter 1 left the device only once nobody used it.
+        let stats = executor.lora_cache_stats().unwrap();
+        assert_eq!((stats.misses, stats.hits, stats.evictions), (2, 0, 1), "{policy:?}");
+    }
 }
 
 #[test]
 fn a_host_cache_full_of_adapters_in_use_fails_the_new_adapter_with_the_upstream_error() {
-    let (_dir, executor) = one_adapter_device(1);
+    let (_dir, executor) = one_adapter_device(1, SchedulerPolicy::GuaranteedNoEvict);
     let long =
         GenerationRequest::new(vec![5, 6, 7, 8], 24).with_lora(LoraConfig::with_weights(1, adapter(&executor, 4, 1)));
     let other = request(LoraConfig::with_weights(2, adapter(&executor, 4, 2)));
