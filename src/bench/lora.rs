@@ -5,6 +5,9 @@
 //! The traffic keeps a mirror of the executor's host adapter cache (same capacity, same LRU
 //! order): requests are enqueued one at a time under its lock, in the order the executor admits
 //! them, so the mirror knows exactly when a task id alone would fail with "not found in cache".
+//! The summary classes requests as device-cache hits or misses by [`device_replay`].
+
+pub mod device_replay;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -15,6 +18,7 @@ use crate::GenerationRequest;
 use crate::bench::metrics::record::{Phase, RequestRecord};
 use crate::lora::{EngineLoraSettings, LoraConfig, LoraError, LoraModule, LoraWeights};
 use crate::{AsyncExecutor, LoraCacheStats};
+use device_replay::DeviceCacheModel;
 
 /// TensorRT-LLM's host adapter cache when `PeftCacheConfig` gives no size (1 GiB).
 pub const DEFAULT_HOST_CACHE_BYTES: u64 = 1 << 30;
@@ -48,6 +52,8 @@ pub struct LoraTraffic {
     /// Task ids the executor's host cache holds, most recently used first.
     host: Mutex<VecDeque<u64>>,
     executor: Mutex<Option<(AsyncExecutor, LoraCacheStats)>>,
+    /// The device cache the replay assumes, when its size is known.
+    device_cache: Option<DeviceCacheModel>,
 }
 
 impl LoraTraffic {
@@ -92,7 +98,22 @@ impl LoraTraffic {
             acc
         });
         let cdf = cdf.collect();
-        Ok(Self { settings, spec, cdf, adapter_bytes, host: Mutex::new(VecDeque::new()), executor: Mutex::new(None) })
+        Ok(Self {
+            settings,
+            spec,
+            cdf,
+            adapter_bytes,
+            host: Mutex::new(VecDeque::new()),
+            executor: Mutex::new(None),
+            device_cache: None,
+        })
+    }
+
+    /// Sets the device cache's capacity in bytes, so that the summary can class requests as
+    /// device-cache hits or misses (see [`device_replay`]).
+    pub fn with_device_cache_bytes(mut self, capacity_bytes: f64) -> Self {
+        self.device_cache = Some(DeviceCacheModel { capacity_bytes, adapter_bytes: self.adapter_bytes as f64 });
+        self
     }
 
     /// The spec this traffic follows.
@@ -196,11 +217,14 @@ impl LoraTraffic {
 
     /// The summary's `lora` section for one point's records.
     pub fn section(&self, records: &[RequestRecord]) -> Value {
-        let measured: Vec<&RequestRecord> =
-            records.iter().filter(|r| r.phase == Phase::Measure && r.lora_task.is_some()).collect();
-        let group = |with_weights: bool| {
-            let done: Vec<&&RequestRecord> =
-                measured.iter().filter(|r| r.lora_with_weights == with_weights && r.error.is_none()).collect();
+        let measured = |r: &RequestRecord| r.phase == Phase::Measure && r.lora_task.is_some();
+        let group = |keep: &dyn Fn(usize, &RequestRecord) -> bool| {
+            let done: Vec<&RequestRecord> = records
+                .iter()
+                .enumerate()
+                .filter(|(i, r)| measured(r) && r.error.is_none() && keep(*i, r))
+                .map(|(_, r)| r)
+                .collect();
             let ttft: Vec<f64> = done.iter().filter_map(|r| r.ttft_s()).map(|s| s * 1e3).collect();
             let tpot: Vec<f64> = done.iter().filter_map(|r| r.tpot_s()).map(|s| s * 1e3).collect();
             json!({
@@ -210,11 +234,22 @@ impl LoraTraffic {
                 "mean_tpot_ms": mean(&tpot),
             })
         };
-        let mut used: Vec<u64> = measured.iter().filter_map(|r| r.lora_task).collect();
+        let mut used: Vec<u64> = records.iter().filter(|r| measured(r)).filter_map(|r| r.lora_task).collect();
         used.sort_unstable();
         used.dedup();
-        let failed = measured.iter().filter(|r| r.error.is_some()).count();
+        let failed = records.iter().filter(|r| measured(r) && r.error.is_some()).count();
         let cache = self.cache_delta();
+        let by_device = self.device_cache.map_or(Value::Null, |model| {
+            let replay = device_replay::replay(model, records);
+            json!({
+                "hit": group(&|i, _| replay.hit[i] == Some(true)),
+                "miss": group(&|i, _| replay.hit[i] == Some(false)),
+                "replayed": { "hits": replay.hits, "misses": replay.misses, "evictions": replay.evictions },
+                "device_cache_adapters": model.slots(),
+                "method": "replayed from each request's firstScheduledTime and lastTokenTime (RequestPerfMetrics) \
+                           with the device cache's size and rules: pinned while in use, else LRU",
+            })
+        });
         json!({
             "adapters": self.spec.adapters,
             "adapters_used": used.len(),
@@ -222,8 +257,9 @@ impl LoraTraffic {
             "zipf": self.spec.zipf,
             "adapter_bytes": self.adapter_bytes,
             "failed_requests": failed,
-            "sent_with_weights": group(true),
-            "sent_by_task_id": group(false),
+            "sent_with_weights": group(&|_, r| r.lora_with_weights),
+            "sent_by_task_id": group(&|_, r| !r.lora_with_weights),
+            "by_device_cache": by_device,
             "device_cache": cache.map_or(Value::Null, |c| json!({
                 "hits": c.hits,
                 "misses": c.misses,

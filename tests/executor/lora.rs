@@ -1,14 +1,16 @@
 //! LoRA adapters through the executor: a PEFT adapter written by the test is sent once with its
 //! weights and then by task id; an evicted adapter sent by id fails alone with TensorRT-LLM's
-//! message; different adapters share a batch; bad adapters are refused before enqueue.
+//! message; different adapters share a batch; bad adapters are refused before enqueue; KV blocks
+//! are reused only under the adapter that computed them; adapters in use are never evicted.
 
 use std::path::Path;
+use std::time::Duration;
 
 use safetensors::{Dtype, tensor::TensorView};
 use serde_json::json;
 use trtllm::lora::{LoraConfig, LoraModule, load_peft_adapter, task_not_cached_message};
 use trtllm::sim::SimLora;
-use trtllm::{Error, Executor, GenerationRequest, InvalidRequest, PeftCacheConfig};
+use trtllm::{Error, Executor, GenerationRequest, InvalidRequest, KvCacheEventData, PeftCacheConfig, SchedulerPolicy};
 
 use crate::common::sim::{config, drain, engine_dir};
 
@@ -174,4 +176,131 @@ fn an_engine_without_lora_refuses_adapters() {
     assert!(executor.engine().lora.is_none());
     let err = executor.enqueue(request(LoraConfig::cached(1))).unwrap_err();
     assert!(matches!(err, Error::InvalidRequest(InvalidRequest::LoraNotSupported { task_id: 1 })), "{err}");
+}
+
+/// Tokens per KV-cache block of the simulated engines (the builder's default).
+const BLOCK: u32 = 32;
+
+/// Values of one rank-`rank` adapter from [`write_adapter`]: q (in 64, out 64) and v (in 64, out 32)
+/// of every layer.
+fn adapter_values(rank: usize) -> usize {
+    LAYERS * rank * ((HIDDEN + HIDDEN) + (HIDDEN + KV_OUT))
+}
+
+#[test]
+fn kv_blocks_are_reused_only_under_the_adapter_that_computed_them() {
+    let dir = lora_engine();
+    let config = config().kv_cache_event_buffer_max_size(256).build().unwrap();
+    let executor = Executor::load(dir.path(), config).unwrap();
+    // Three full blocks and one more token (always computed).
+    let prompt: Vec<u32> = (1..=3 * BLOCK + 1).collect();
+    let run = |lora: Option<LoraConfig>| {
+        let request = GenerationRequest::new(prompt.clone(), 2);
+        let request = match lora {
+            Some(lora) => request.with_lora(lora),
+            None => request,
+        };
+        drain(executor.enqueue(request).unwrap()).done().cached_tokens
+    };
+
+    assert_eq!(run(Some(LoraConfig::with_weights(1, adapter(&executor, 4, 1)))), Some(0));
+    assert_eq!(run(Some(LoraConfig::with_weights(2, adapter(&executor, 4, 2)))), Some(0), "not adapter 1's blocks");
+    assert_eq!(run(None), Some(0), "the base model reuses no adapter's blocks");
+    assert_eq!(run(Some(LoraConfig::cached(1))), Some(3 * BLOCK), "adapter 1 reuses its own");
+    assert_eq!(run(Some(LoraConfig::cached(2))), Some(3 * BLOCK), "adapter 2 reuses its own");
+    assert_eq!(run(None), Some(3 * BLOCK), "the base model reuses its own");
+
+    // Each run stored the same tokens once per adapter, under its task id and with its own hashes.
+    let mut stored = Vec::new();
+    while let Ok(batch) = executor.kv_cache_events(Duration::from_millis(200)) {
+        if batch.is_empty() {
+            break;
+        }
+        for event in batch {
+            if let KvCacheEventData::Stored { blocks, .. } = event.data {
+                stored.extend(blocks.into_iter().filter(|b| b.token_ids.len() == BLOCK as usize));
+            }
+        }
+    }
+    let first_blocks: Vec<_> = stored.iter().filter(|b| b.token_ids == prompt[..BLOCK as usize]).collect();
+    let mut loras: Vec<Option<u64>> = first_blocks.iter().map(|b| b.lora_id).collect();
+    loras.sort();
+    assert_eq!(loras, [None, Some(1), Some(2)], "{stored:?}");
+    let mut hashes: Vec<u64> = first_blocks.iter().map(|b| b.block_hash).collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    assert_eq!(hashes.len(), 3, "equal tokens under different adapters hash differently");
+    assert!(stored.iter().all(|b| b.lora_id.is_none() || first_blocks.iter().any(|f| f.lora_id == b.lora_id)));
+}
+
+/// A LoRA engine whose device cache holds one rank-4 adapter but not two, and whose host cache
+/// holds `host_adapters` of them.
+fn one_adapter_device(host_adapters: u64, policy: SchedulerPolicy) -> (tempfile::TempDir, Executor) {
+    let dir = lora_engine();
+    let probe = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+    let dtype = probe.engine().lora.as_ref().unwrap().dtype().size();
+    drop(probe);
+    let adapter_bytes = adapter_values(4) * dtype;
+    // A device slot holds one module of one layer at the optimal adapter size (8) for the widest
+    // module: hidden 64 + max(intermediate 128, (4 + 2·2)·16).
+    let slot_bytes = 8 * (HIDDEN + 128) * dtype;
+    let slots = (3 * adapter_bytes / 2).div_ceil(slot_bytes);
+    assert!(slots * slot_bytes >= adapter_bytes && slots * slot_bytes < 2 * adapter_bytes);
+    let peft = PeftCacheConfig {
+        num_device_module_layer: slots as u32,
+        host_cache_size: Some(host_adapters * adapter_bytes as u64 + adapter_bytes as u64 / 2),
+        ..PeftCacheConfig::default()
+    };
+    let executor =
+        Executor::load(dir.path(), config().peft_cache(peft).scheduler_policy(policy).build().unwrap()).unwrap();
+    (dir, executor)
+}
+
+#[test]
+fn an_adapter_in_use_is_never_evicted_and_a_request_waits_for_device_room() {
+    for policy in [SchedulerPolicy::GuaranteedNoEvict, SchedulerPolicy::MaxUtilization] {
+        let (_dir, executor) = one_adapter_device(4, policy);
+        let long = GenerationRequest::new(vec![5, 6, 7, 8], 24)
+            .with_lora(LoraConfig::with_weights(1, adapter(&executor, 4, 1)));
+        let base = GenerationRequest::new(vec![5, 6, 7, 8], 4);
+        let other = request(LoraConfig::with_weights(2, adapter(&executor, 4, 2)));
+        let done: Vec<_> = executor.enqueue_many(vec![long, base, other]).unwrap().into_iter().map(drain).collect();
+        assert!(done.iter().all(|d| d.after_terminal == 0));
+        let perf = |i: usize| done[i].done().perf.expect("perf metrics");
+        let (long, base, other) = (perf(0), perf(1), perf(2));
+        assert_eq!(done[0].done().completion_tokens, 24);
+        assert_eq!(done[2].done().completion_tokens, 4, "{policy:?}: the second adapter's request waits, not fails");
+        assert_eq!(base.first_iter, long.first_iter, "{policy:?}: a request without an adapter does not wait");
+        assert!(
+            other.first_iter > long.last_iter,
+            "{policy:?}: adapter 2 starts only after adapter 1's request is done: {:?} vs {:?}",
+            other.first_iter,
+            long.last_iter
+        );
+        // Adapter 1 left the device only once nobody used it.
+        let stats = executor.lora_cache_stats().unwrap();
+        assert_eq!((stats.misses, stats.hits, stats.evictions), (2, 0, 1), "{policy:?}");
+    }
+}
+
+#[test]
+fn a_host_cache_full_of_adapters_in_use_fails_the_new_adapter_with_the_upstream_error() {
+    let (_dir, executor) = one_adapter_device(1, SchedulerPolicy::GuaranteedNoEvict);
+    let long =
+        GenerationRequest::new(vec![5, 6, 7, 8], 24).with_lora(LoraConfig::with_weights(1, adapter(&executor, 4, 1)));
+    let other = request(LoraConfig::with_weights(2, adapter(&executor, 4, 2)));
+    let done: Vec<_> = executor.enqueue_many(vec![long, other]).unwrap().into_iter().map(drain).collect();
+    assert_eq!(done[0].done().completion_tokens, 24, "the adapter in use stays cached");
+    let message = done[1].terminal.as_ref().expect_err("no room on the host").to_string();
+    assert!(message.contains("Cache is full. There are no done tasks to evict"), "{message}");
+    // Once the first request is done its adapter may go.
+    assert_eq!(
+        drain(executor.enqueue(request(LoraConfig::with_weights(2, adapter(&executor, 4, 2)))).unwrap())
+            .done()
+            .completion_tokens,
+        4
+    );
+    let failed = drain(executor.enqueue(request(LoraConfig::cached(1))).unwrap());
+    let message = failed.terminal.expect_err("adapter 1 was evicted once unused").to_string();
+    assert!(message.contains(&task_not_cached_message(1)), "{message}");
 }

@@ -20,11 +20,16 @@ std::uint64_t mix64(std::uint64_t value)
 
 } // namespace
 
-std::uint64_t blockHash(std::uint64_t parentHash, VecTokens const& tokens)
+std::uint64_t blockHash(std::uint64_t parentHash, VecTokens const& tokens, LoraKey lora)
 {
     // The parent's hash and the token count seed the chain, so equal tokens under different prefixes (or a block
-    // and its own prefix) never share a hash.
+    // and its own prefix) never share a hash; an adapter's task id joins the seed, so equal tokens computed under
+    // different adapters do not either (base-model hashes are unchanged).
     std::uint64_t hash = mix64(parentHash ^ mix64(tokens.size()));
+    if (lora)
+    {
+        hash = mix64(hash ^ mix64(*lora ^ 0x4C6F526141646170ULL));
+    }
     for (auto const token : tokens)
     {
         hash = mix64(hash ^ static_cast<std::uint32_t>(token));
@@ -58,28 +63,30 @@ SizeType32 ReuseTree::commonPrefix(VecTokens const& a, VecTokens const& b)
     return static_cast<SizeType32>(mismatch.first - a.begin());
 }
 
-SizeType32 ReuseTree::findExact(SizeType32 parent, VecTokens const& key) const
+SizeType32 ReuseTree::findExact(SizeType32 parent, LoraKey lora, VecTokens const& key) const
 {
-    auto const& children = childrenOf(parent);
+    auto const& children = childrenOf(parent, lora);
     auto const it = children.find(key);
     return it == children.end() ? -1 : it->second;
 }
 
-void ReuseTree::insert(SizeType32 parent, SizeType32 block, VecTokens key, SizeType32 tokensPerBlock)
+void ReuseTree::insert(SizeType32 parent, LoraKey lora, SizeType32 block, VecTokens key, SizeType32 tokensPerBlock)
 {
     std::uint64_t const parentHash = parent == kRoot ? 0 : mNodes[parent].hash;
-    assign(block, std::move(key), tokensPerBlock, parentHash);
+    assign(block, lora, std::move(key), tokensPerBlock, parentHash);
     Node& node = mNodes[block];
     node.parent = parent;
-    childrenOf(parent).emplace(node.key, block);
+    childrenOf(parent, lora).emplace(node.key, block);
 }
 
-void ReuseTree::assign(SizeType32 block, VecTokens key, SizeType32 tokensPerBlock, std::uint64_t parentHash)
+void ReuseTree::assign(
+    SizeType32 block, LoraKey lora, VecTokens key, SizeType32 tokensPerBlock, std::uint64_t parentHash)
 {
     Node& node = mNodes[block];
     node.full = static_cast<SizeType32>(key.size()) == tokensPerBlock;
-    node.hash = blockHash(parentHash, key);
+    node.hash = blockHash(parentHash, key, lora);
     node.key = std::move(key);
+    node.lora = lora;
 }
 
 void ReuseTree::removeSubtree(SizeType32 block, std::vector<std::uint64_t>& removedHashes)
@@ -112,11 +119,16 @@ void ReuseTree::unlinkLeaf(SizeType32 block)
     {
         return;
     }
-    auto& siblings = childrenOf(node.parent);
+    auto& siblings = childrenOf(node.parent, node.lora);
     auto const it = siblings.find(node.key);
     if (it != siblings.end() && it->second == block)
     {
         siblings.erase(it);
+    }
+    if (node.parent == kRoot && siblings.empty())
+    {
+        // An adapter with no cached first block keeps no (empty) entry under the root.
+        mRootChildren.erase(node.lora);
     }
     node.parent = kDetached;
 }

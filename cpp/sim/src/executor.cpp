@@ -133,6 +133,13 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
     {
         mGrammar = sim::makeGrammarBackend(*guided);
     }
+    // ---- LoRA: a request starts only once its adapter is (pinned) in the device cache ----
+    mScheduler.setStartGate(
+        [this](sim::Sequence& sequence)
+        {
+            auto& request = *sequence.request;
+            return !request.loraPin || mLora.ensureOnDevice(*request.loraPin, request.loraCopyBytes);
+        });
     maybeInjectFault(sim::FaultMethod::kConstructor);
     mTokens.configureDrafting(mSim.contextTokens || mSim.draftAgreement.has_value()
             || mEngine.speculativeDecodingMode == sim::SpecMode::kDraftTokensExternal,

@@ -184,6 +184,8 @@ SizeType32 KvCachePool::loadOrAllocateContext(
         return mReuse.copyOnPartialReuse
                || (mRefCount[static_cast<std::size_t>(block)] == 0 && mTree.isLeaf(block));
     };
+    // Blocks are keyed by the request's adapter too: KV computed under another adapter (or none) never matches.
+    LoraKey const lora = sequence.request->loraTaskId;
     SizeType32 reusedTokens = 0;
     SizeType32 parent = ReuseTree::kRoot;
     bool searching = true;
@@ -192,7 +194,7 @@ SizeType32 KvCachePool::loadOrAllocateContext(
     {
         VecTokens const& key = keys[static_cast<std::size_t>(position)];
         ReuseTree::Match const match
-            = searching ? mTree.find(parent, key, mReuse.enablePartialReuse, takeable) : ReuseTree::Match{};
+            = searching ? mTree.find(parent, lora, key, mReuse.enablePartialReuse, takeable) : ReuseTree::Match{};
         SizeType32 block = match.block;
         if (block >= 0)
         {
@@ -216,7 +218,7 @@ SizeType32 KvCachePool::loadOrAllocateContext(
                     mTree.unlinkLeaf(block);
                     claim(block);
                 }
-                mTree.assign(block, key, mTokensPerBlock, parentHash);
+                mTree.assign(block, lora, key, mTokensPerBlock, parentHash);
                 searching = false;
                 // Its matched tokens skip prefill, but the block is not counted as reused: the reuse counters
                 // (and `cached_tokens`, which the server derives from them as whole blocks) count only blocks
@@ -228,7 +230,7 @@ SizeType32 KvCachePool::loadOrAllocateContext(
         else
         {
             block = takeFreeBlock();
-            mTree.assign(block, key, mTokensPerBlock, parentHash);
+            mTree.assign(block, lora, key, mTokensPerBlock, parentHash);
             ++mMissedBlocks;
             searching = false;
         }
@@ -243,7 +245,7 @@ SizeType32 KvCachePool::loadOrAllocateContext(
         for (SizeType32 beam = 0; beam < beamWidth; ++beam)
         {
             SizeType32 const block = takeFreeBlock();
-            mTree.assign(block, keys[static_cast<std::size_t>(position)], mTokensPerBlock, parentHash);
+            mTree.assign(block, lora, keys[static_cast<std::size_t>(position)], mTokensPerBlock, parentHash);
             hold(sequence, block);
             if (beam == 0)
             {
@@ -281,7 +283,8 @@ void KvCachePool::storeContext(Sequence const& sequence)
         return;
     }
     auto const usable = static_cast<std::size_t>(std::max<SizeType32>(0, sequence.contextLength - 1));
-    storeBlocks(splitIntoBlocks(tokensOf(sequence), usable, mTokensPerBlock, false), sequence.blockIds);
+    storeBlocks(splitIntoBlocks(tokensOf(sequence), usable, mTokensPerBlock, false), sequence.blockIds,
+        sequence.request->loraTaskId);
 }
 
 void KvCachePool::release(Sequence& sequence, bool storeForReuse)
@@ -297,7 +300,7 @@ void KvCachePool::release(Sequence& sequence, bool storeForReuse)
         std::vector<VecTokens> keys
             = splitIntoBlocks(tokens, std::min(computed, tokens.size() - 1), mTokensPerBlock, true);
         keys.resize(std::min(keys.size(), sequence.blockIds.size()));
-        storeBlocks(std::move(keys), sequence.blockIds);
+        storeBlocks(std::move(keys), sequence.blockIds, sequence.request->loraTaskId);
     }
     // Last block first, so that a sequence's leaves are evicted before its earlier blocks.
     for (auto it = sequence.heldBlocks.rbegin(); it != sequence.heldBlocks.rend(); ++it)
@@ -314,7 +317,7 @@ void KvCachePool::release(Sequence& sequence, bool storeForReuse)
     sequence.holdsBlocks = false;
 }
 
-void KvCachePool::storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType32> const& blockIds)
+void KvCachePool::storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType32> const& blockIds, LoraKey lora)
 {
     SizeType32 parent = ReuseTree::kRoot;
     bool matching = true;
@@ -324,7 +327,7 @@ void KvCachePool::storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType3
         if (matching)
         {
             // Blocks with these tokens may already be cached (this sequence's reused ones, or another's copy).
-            SizeType32 const existing = mTree.findExact(parent, keys[position]);
+            SizeType32 const existing = mTree.findExact(parent, lora, keys[position]);
             if (existing >= 0)
             {
                 parent = existing;
@@ -337,7 +340,7 @@ void KvCachePool::storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType3
         {
             break;
         }
-        mTree.insert(parent, block, std::move(keys[position]), mTokensPerBlock);
+        mTree.insert(parent, lora, block, std::move(keys[position]), mTokensPerBlock);
         stored.push_back(block);
         parent = block;
     }
@@ -360,7 +363,9 @@ void KvCachePool::storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType3
         {
             uniqueTokens.push_back({token, 0});
         }
-        blocks.emplace_back(mTree.hash(block), std::move(uniqueTokens), std::nullopt, kPrimaryLevel, kDefaultPriority);
+        // Stored blocks carry the adapter they were computed under, as TensorRT-LLM's do (the block key's task id).
+        blocks.emplace_back(
+            mTree.hash(block), std::move(uniqueTokens), mTree.lora(block), kPrimaryLevel, kDefaultPriority);
     }
     mEvents->recordStored(parentHash, std::move(blocks));
 }

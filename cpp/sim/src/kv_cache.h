@@ -6,7 +6,8 @@
 // blocks become reusable, and when it ends so do its other computed blocks. Released blocks stay in the tree and
 // count as free; a fresh block comes from the least recently released free block (a sequence releases its last
 // block first, so leaves go before their parents), evicting it and everything below it from the tree. Beams share
-// the context blocks except the last; every later block is one per beam.
+// the context blocks except the last; every later block is one per beam. Reuse is per LoRA adapter: a sequence only
+// reuses blocks computed under its own adapter (or, without one, under the base model).
 // Blocks that were never handed out have no state at all: they are taken in id order before any released block
 // (as the real pool's initial free queue hands them out), and per-block state (reference counts, the free queue's
 // links, reuse-tree nodes) grows only as blocks are first used. A pool of a million blocks costs nothing to create.
@@ -87,8 +88,9 @@ private:
     SizeType32 loadOrAllocateContext(Sequence& sequence, VecTokens const& tokens, SizeType32 contextBlocks,
         SizeType32 sharedBlocks);
     void growTo(Sequence& sequence, SizeType32 tokens);
-    /// Links the sequence's blocks into the reuse tree under `keys` (matching blocks already there are kept).
-    void storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType32> const& blockIds);
+    /// Links the sequence's blocks into the reuse tree under `keys` and its adapter `lora` (matching blocks already
+    /// there are kept).
+    void storeBlocks(std::vector<VecTokens> keys, std::vector<SizeType32> const& blockIds, LoraKey lora);
     /// Takes a never used block if any is left, else the least recently released free block, evicting it (and
     /// what is below it) from the reuse tree.
     SizeType32 takeFreeBlock();

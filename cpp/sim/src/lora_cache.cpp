@@ -75,27 +75,69 @@ void unregisterLoraCounters(Executor const* executor)
     gRegistry.erase(executor);
 }
 
-void LoraCache::Level::touch(IdType id)
+void LoraCacheLevel::touch(IdType id)
 {
     auto& entry = entries.at(id);
-    order.splice(order.begin(), order, entry.second);
+    order.splice(order.begin(), order, entry.position);
 }
 
-std::uint64_t LoraCache::Level::insert(IdType id, double bytes)
+bool LoraCacheLevel::canFit(double bytes) const
+{
+    double pinned = 0.0;
+    for (auto const& [id, entry] : entries)
+    {
+        pinned += entry.pins > 0 ? entry.bytes : 0.0;
+    }
+    return pinned + bytes <= capacity;
+}
+
+std::uint64_t LoraCacheLevel::insert(IdType id, double bytes)
 {
     std::uint64_t evicted = 0;
-    while (used + bytes > capacity && !order.empty())
+    // Least recently used first, skipping adapters that requests in flight use.
+    auto victim = order.end();
+    while (used + bytes > capacity && victim != order.begin())
     {
-        IdType const victim = order.back();
-        used -= entries.at(victim).first;
-        entries.erase(victim);
-        order.pop_back();
+        --victim;
+        auto const found = entries.find(*victim);
+        if (found->second.pins > 0)
+        {
+            continue;
+        }
+        used -= found->second.bytes;
+        entries.erase(found);
+        victim = order.erase(victim);
         ++evicted;
     }
     order.push_front(id);
-    entries.emplace(id, std::make_pair(bytes, order.begin()));
+    entries.emplace(id, Entry{bytes, order.begin(), 0});
     used += bytes;
     return evicted;
+}
+
+void LoraCacheLevel::unpin(IdType id)
+{
+    auto const found = entries.find(id);
+    if (found != entries.end() && found->second.pins > 0)
+    {
+        --found->second.pins;
+    }
+}
+
+LoraPin::LoraPin(std::shared_ptr<LoraCacheLevels> levels, IdType taskId)
+    : mLevels(std::move(levels))
+    , mTaskId(taskId)
+{
+    mLevels->host.pin(taskId);
+}
+
+LoraPin::~LoraPin()
+{
+    mLevels->host.unpin(mTaskId);
+    if (mOnDevice)
+    {
+        mLevels->device.unpin(mTaskId);
+    }
 }
 
 LoraCache::LoraCache(EngineConfig const& engine, std::optional<PeftCacheConfig> const& config, double gpuMemoryBytes)
@@ -107,10 +149,10 @@ LoraCache::LoraCache(EngineConfig const& engine, std::optional<PeftCacheConfig> 
                           + std::max<double>(engine.intermediateSize,
                               static_cast<double>(engine.numAttentionHeads + 2 * engine.numKvHeads) * engine.headSize);
     double const slotBytes = peft.getOptimalAdapterSize() * widest * engine.dtypeBytes();
-    mHost.capacity = peft.getNumHostModuleLayer() > 0 ? peft.getNumHostModuleLayer() * slotBytes
+    mLevels->host.capacity = peft.getNumHostModuleLayer() > 0 ? peft.getNumHostModuleLayer() * slotBytes
                                                       : static_cast<double>(peft.getHostCacheSize().value_or(
                                                           static_cast<size_t>(kDefaultHostCacheBytes)));
-    mDevice.capacity = peft.getNumDeviceModuleLayer() > 0
+    mLevels->device.capacity = peft.getNumDeviceModuleLayer() > 0
         ? peft.getNumDeviceModuleLayer() * slotBytes
         : gpuMemoryBytes * peft.getDeviceCachePercent().value_or(kDefaultDeviceCacheFraction);
 }
@@ -170,9 +212,10 @@ std::variant<LoraUse, std::string> LoraCache::admit(LoraConfig const& config)
     }
     auto const weights = config.getWeights();
     auto const tensors = config.getConfig();
+    auto& host = mLevels->host;
     if (weights && tensors)
     {
-        if (!mHost.contains(taskId))
+        if (!host.contains(taskId))
         {
             auto cost = costOf(*weights, *tensors);
             if (auto const* error = std::get_if<std::string>(&cost))
@@ -180,39 +223,65 @@ std::variant<LoraUse, std::string> LoraCache::admit(LoraConfig const& config)
                 return *error;
             }
             auto const adapter = std::get<LoraAdapterCost>(cost);
-            if (adapter.weightBytes > mHost.capacity || adapter.weightBytes > mDevice.capacity)
+            double const deviceCapacity = mLevels->device.capacity;
+            if (adapter.weightBytes > host.capacity || adapter.weightBytes > deviceCapacity)
             {
                 return "LoRA task " + std::to_string(taskId) + " needs "
                        + std::to_string(static_cast<std::int64_t>(adapter.weightBytes))
                        + " bytes, more than the LoRA cache holds (host "
-                       + std::to_string(static_cast<std::int64_t>(mHost.capacity)) + ", device "
-                       + std::to_string(static_cast<std::int64_t>(mDevice.capacity)) + " bytes)";
+                       + std::to_string(static_cast<std::int64_t>(host.capacity)) + ", device "
+                       + std::to_string(static_cast<std::int64_t>(deviceCapacity)) + " bytes)";
             }
-            mHost.insert(taskId, adapter.weightBytes);
+            if (!host.canFit(adapter.weightBytes))
+            {
+                // Every adapter that would have to go is used by a request in flight: TensorRT-LLM's LoraCache
+                // throws LoraCacheFullException with this message, which fails the request.
+                return std::string("Cache is full. There are no done tasks to evict");
+            }
+            host.insert(taskId, adapter.weightBytes);
             mCosts[taskId] = adapter;
         }
     }
-    if (!mHost.contains(taskId))
+    if (!host.contains(taskId))
     {
         mCosts.erase(taskId);
         return "LoRA task " + std::to_string(taskId) + " not found in cache. Please send LoRA weights with request";
     }
-    mHost.touch(taskId);
+    host.touch(taskId);
     LoraUse use;
     use.taskId = taskId;
     use.cost = mCosts.at(taskId);
-    if (mDevice.contains(taskId))
+    use.pin = std::make_shared<LoraPin>(mLevels, taskId);
+    return use;
+}
+
+bool LoraCache::ensureOnDevice(LoraPin& pin, double& copyBytes)
+{
+    if (pin.mOnDevice)
     {
-        mDevice.touch(taskId);
+        return true;
+    }
+    IdType const taskId = pin.taskId();
+    auto& device = mLevels->device;
+    if (device.contains(taskId))
+    {
+        device.touch(taskId);
         ++mCounters->hits;
     }
     else
     {
+        double const bytes = mCosts.at(taskId).weightBytes;
+        if (!device.canFit(bytes))
+        {
+            return false;
+        }
         ++mCounters->misses;
-        mCounters->evictions += mDevice.insert(taskId, use.cost.weightBytes);
-        use.copyBytes = use.cost.weightBytes;
+        mCounters->evictions += device.insert(taskId, bytes);
+        copyBytes += bytes;
     }
-    return use;
+    device.pin(taskId);
+    pin.mOnDevice = true;
+    return true;
 }
 
 } // namespace tensorrt_llm::executor::sim

@@ -134,7 +134,9 @@ void Executor::Impl::activate(std::vector<QueuedRequest>& fetched, sim::TimePoin
             state->loraTaskId = admitted.taskId;
             state->loraFlopsPerToken = admitted.cost.flopsPerToken;
             state->loraWeightBytes = admitted.cost.weightBytes;
-            state->loraCopyBytes = admitted.copyBytes;
+            // Pinned in the host cache until the request's last sequence leaves; the device copy (and its
+            // bytes) comes when the scheduler starts the request.
+            state->loraPin = admitted.pin;
         }
         // Guided decoding: one matcher per sequence, compiled before any sequence starts.
         std::vector<std::unique_ptr<sim::GrammarState>> grammars;

@@ -76,6 +76,11 @@ std::vector<Sequence*> Scheduler::selectNoEvict(std::vector<Sequence*> const& ac
             admitting = false;
             continue;
         }
+        if (!mayStart(*sequence))
+        {
+            // As upstream, a request whose adapter does not fit waits without blocking those behind it.
+            continue;
+        }
         mPool.start(*sequence, needed);
         candidates.push_back(sequence);
     }
@@ -126,7 +131,7 @@ std::vector<Sequence*> Scheduler::selectMaxUtilization(std::vector<Sequence*> co
             continue;
         }
         SizeType32 const needed = extraBlocks(*sequence);
-        if (needed > available())
+        if (needed > available() || !mayStart(*sequence))
         {
             break;
         }

@@ -6,6 +6,7 @@
 #include "kv_cache.h"
 #include "sequence.h"
 
+#include <functional>
 #include <vector>
 
 namespace tensorrt_llm::executor::sim
@@ -37,6 +38,11 @@ public:
 
     [[nodiscard]] SchedulerLimits const& limits() const { return mLimits; }
 
+    /// A check every sequence must pass before the capacity scheduler starts it, beside fitting the KV cache;
+    /// false: it waits. LoRA: its adapter must fit the device cache beside those of started requests (as
+    /// TensorRT-LLM's capacity scheduler counts PEFT pages).
+    void setStartGate(std::function<bool(Sequence&)> gate) { mStartGate = std::move(gate); }
+
     /// Plans the next iteration over `active` (unfinished sequences in scheduling order) and allocates the
     /// KV blocks the planned work needs (which may shorten first context chunks whose prefix is cached).
     BatchPlan schedule(std::vector<Sequence*> const& active);
@@ -50,8 +56,11 @@ private:
     void fitBudget(std::vector<Sequence*> const& candidates, BatchPlan& plan);
     void pause(Sequence& sequence, BatchPlan& plan);
 
+    [[nodiscard]] bool mayStart(Sequence& sequence) const { return !mStartGate || mStartGate(sequence); }
+
     SchedulerLimits mLimits;
     KvCachePool& mPool;
+    std::function<bool(Sequence&)> mStartGate;
 };
 
 } // namespace tensorrt_llm::executor::sim

@@ -15,6 +15,8 @@
 namespace tensorrt_llm::executor::sim
 {
 
+class LoraPin;
+
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 
@@ -66,6 +68,8 @@ struct RequestState
     double loraWeightBytes{0.0};
     /// Bytes to copy host -> device before the request first runs (a device-cache miss); 0 once paid.
     double loraCopyBytes{0.0};
+    /// The adapter's pin in the LoRA caches, released when the last sequence drops this state.
+    std::shared_ptr<LoraPin> loraPin;
     // Guided decoding
     /// The request's output constraint; each sequence compiles its own matcher from it.
     std::optional<GuidedDecodingParams> guided;

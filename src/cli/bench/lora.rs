@@ -1,15 +1,22 @@
 //! `--lora-adapters`: builds the run's LoRA traffic for the loaded engine and installs it.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use trtllm::bench::lora::{DEFAULT_HOST_CACHE_BYTES, LoraTraffic, LoraTrafficSpec};
+use trtllm::lora::EngineLoraSettings;
 use trtllm::{AsyncExecutor, PeftCacheConfig};
 
 use super::args::RunArgs;
 
 /// Installs the LoRA traffic `args` ask for (or none); errors when the engine has no LoRA.
-pub fn install(args: &RunArgs, executor: &AsyncExecutor, peft_cache: Option<PeftCacheConfig>) -> anyhow::Result<()> {
+pub fn install(
+    args: &RunArgs,
+    executor: &AsyncExecutor,
+    peft_cache: Option<PeftCacheConfig>,
+    engine_dir: &Path,
+) -> anyhow::Result<()> {
     if args.lora_adapters == 0 {
         trtllm::bench::lora::install(None);
         return Ok(());
@@ -24,6 +31,7 @@ pub fn install(args: &RunArgs, executor: &AsyncExecutor, peft_cache: Option<Peft
         bail!("--lora-zipf must be 0 (uniform) or positive, not {}", args.lora_zipf);
     }
     let host_cache_bytes = peft_cache.as_ref().and_then(|p| p.host_cache_size).unwrap_or(DEFAULT_HOST_CACHE_BYTES);
+    let device_bytes = device_cache_bytes(&settings, peft_cache.as_ref(), engine_dir);
     let spec = LoraTrafficSpec {
         adapters: args.lora_adapters,
         rank: args.lora_rank,
@@ -32,7 +40,10 @@ pub fn install(args: &RunArgs, executor: &AsyncExecutor, peft_cache: Option<Peft
         host_cache_bytes,
         peft_cache,
     };
-    let traffic = LoraTraffic::new(settings, spec).context("--lora-adapters")?;
+    let mut traffic = LoraTraffic::new(settings, spec).context("--lora-adapters")?;
+    if let Some(bytes) = device_bytes {
+        traffic = traffic.with_device_cache_bytes(bytes);
+    }
     eprintln!(
         "lora: {} adapters of rank {} ({:.1} MB each), Zipf {}",
         args.lora_adapters,
@@ -43,4 +54,26 @@ pub fn install(args: &RunArgs, executor: &AsyncExecutor, peft_cache: Option<Peft
     traffic.watch(executor.clone());
     trtllm::bench::lora::install(Some(Arc::new(traffic)));
     Ok(())
+}
+
+/// The device adapter cache's size as the PeftCacheConfig sets it: `numDeviceModuleLayer` slots of
+/// one module-layer at `optimalAdapterSize` for the widest module, else `deviceCachePercent` (2 %
+/// by default) of the GPU's memory, known only for a simulated engine (its simulation.json names
+/// the GPU preset). `None` when unknown: the summary then classes no request by device hit or miss.
+fn device_cache_bytes(settings: &EngineLoraSettings, peft: Option<&PeftCacheConfig>, engine_dir: &Path) -> Option<f64> {
+    let peft = peft.cloned().unwrap_or_default();
+    if peft.num_device_module_layer > 0 {
+        let dims = settings.model_dims();
+        let attention = f64::from(dims.num_heads + 2 * dims.num_kv_heads) * f64::from(dims.head_size);
+        let widest = f64::from(dims.hidden_size) + f64::from(dims.intermediate_size).max(attention);
+        let slot = f64::from(peft.optimal_adapter_size.unwrap_or(8)) * widest * settings.dtype().size() as f64;
+        return Some(f64::from(peft.num_device_module_layer) * slot);
+    }
+    let text = std::fs::read_to_string(engine_dir.join("simulation.json")).ok()?;
+    let sim: trtllm::sim::SimulationJson = serde_json::from_str(&text).ok()?;
+    let mut gpu = trtllm::sim::GpuPreset::by_id(&sim.gpu).ok()?.clone();
+    for (name, value) in &sim.gpu_overrides {
+        gpu.set_figure(name, *value).ok()?;
+    }
+    Some(gpu.memory_bytes() * f64::from(peft.device_cache_percent.unwrap_or(0.02)))
 }

@@ -112,7 +112,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         config.guided_decoding = Some(crate::cli::guided::guided_config_for(&tokenizer)?);
     }
     let executor = AsyncExecutor::load(&engine_dir, config.clone()).await?;
-    super::lora::install(args, &executor, config.peft_cache.clone())?;
+    super::lora::install(args, &executor, config.peft_cache.clone(), &engine_dir)?;
     let engine = executor.executor().engine().clone();
     let backend = executor.executor().backend().clone();
     let gpu = simulated_gpu(&engine_dir);
