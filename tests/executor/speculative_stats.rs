@@ -98,3 +98,58 @@ fn plain_iterations_decode_one_token_per_step_and_report_no_speculation() {
             .all(|b| b.avg_num_decoded_tokens_per_iter == 0.0)
     );
 }
+
+/// The drafter's time from first principles: `passes × bytes read / achieved bandwidth` (one
+/// memory-bound request on an H100), with Llama-3.1-8B's shape.
+fn expected_drafter_ms(mode: SpeculativeDecodingMode, draft_len: usize) -> f64 {
+    let shape = trtllm::sim::ModelPreset::by_id("llama-3.1-8b").unwrap().shape;
+    let gpu = trtllm::sim::GpuPreset::by_id("h100-sxm").unwrap();
+    let (h, v) = (shape.hidden_size as f64, shape.vocab_size as f64);
+    let (q, kv) = ((shape.num_heads * shape.head_size) as f64, (shape.num_kv_heads * shape.head_size) as f64);
+    let (passes, params) = match mode {
+        // 4 heads: a residual block and an LM head each, one pass.
+        SpeculativeDecodingMode::Medusa => (1.0, draft_len as f64 * (h * h + v * h)),
+        // A decoder layer, its 2h -> h input projection and the LM head, per tree level.
+        _ => {
+            let layer = h * q + 2.0 * h * kv + q * h + 3.0 * h * shape.intermediate_size as f64;
+            (draft_len as f64, layer + 2.0 * h * h + v * h)
+        }
+    };
+    passes * params * 2.0 / (gpu.bandwidth_gb_s * 1e9 * gpu.bandwidth_efficiency) * 1e3
+}
+
+#[test]
+fn medusa_and_eagle_drafters_cost_what_their_weights_take_to_read() {
+    use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine};
+    for (mode, expected_ms) in [(SpeculativeDecodingMode::Medusa, 1.618), (SpeculativeDecodingMode::Eagle, 2.319)] {
+        let engine = SimulatedEngine::builder()
+            .model(ModelPreset::by_id("llama-3.1-8b").unwrap())
+            .gpu("h100-sxm")
+            .clock(ClockMode::Virtual)
+            .speculation(SimulatedSpeculation::new(mode, 4, 0.7))
+            .build();
+        let dir = tempfile::tempdir().unwrap();
+        engine.write_to(dir.path()).unwrap();
+        let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+        let mut rx = executor.subscribe_iteration_stats();
+        drain(executor.enqueue(GenerationRequest::new((1..=64).collect(), 16)).unwrap());
+        let iterations = iterations_until_idle(&mut rx);
+        let drafting: Vec<_> = iterations
+            .iter()
+            .filter_map(|s| s.spec_decoding.map(|d| (s.iter_latency_ms, d)))
+            .filter(|(_, d)| d.iter_latency_ms > 0.0)
+            .collect();
+        // The prompt's pass drafts too, and every verification step.
+        let steps = iterations.iter().filter(|s| s.spec_decoding.is_some_and(|d| d.num_draft_tokens > 0)).count();
+        assert_eq!(drafting.len(), steps + 1, "{mode:?}");
+        let model = expected_drafter_ms(mode, 4);
+        assert!((model - expected_ms).abs() < 0.01, "{mode:?}: {model} ms from the shape");
+        for (iteration_ms, d) in drafting {
+            // One request: memory-bound, the same weights read whatever it drafts.
+            assert!((d.iter_latency_ms - model).abs() < 1e-9, "{mode:?}: {} vs {model}", d.iter_latency_ms);
+            assert!((d.draft_overhead - d.iter_latency_ms / iteration_ms).abs() < 1e-12);
+            // A fifth to a quarter of a 6.1 ms step plus the drafter.
+            assert!(d.draft_overhead > 0.15 && d.draft_overhead < 0.35, "{mode:?}: {}", d.draft_overhead);
+        }
+    }
+}
