@@ -8,4 +8,5 @@ mod generate;
 mod guided;
 mod serve;
 mod sim;
+mod speculative;
 mod version;
