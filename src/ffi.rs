@@ -441,6 +441,17 @@ pub(crate) mod sys {
         empty_gen_slots: i32,
     }
 
+    /// `SpecDecodingStats` (speculative decoding in one iteration).
+    #[derive(Clone, Copy, Debug, Default)]
+    struct SpecDecodingStatsItem {
+        num_draft_tokens: i64,
+        num_accepted_tokens: i64,
+        num_requests_with_draft_tokens: i64,
+        acceptance_length: f64,
+        iter_latency_ms: f64,
+        draft_overhead: f64,
+    }
+
     /// `IterationStats`.
     #[derive(Clone, Debug, Default)]
     struct IterationStatsItem {
@@ -466,6 +477,8 @@ pub(crate) mod sys {
         inflight_batching_stats: InflightBatchingStatsItem,
         has_static_batching_stats: bool,
         static_batching_stats: StaticBatchingStatsItem,
+        has_spec_decoding_stats: bool,
+        spec_decoding_stats: SpecDecodingStatsItem,
     }
 
     /// `RequestStats`.

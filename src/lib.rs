@@ -76,4 +76,6 @@ pub use types::stats::{
     InflightBatchingStats, IterationStats, KvCacheStats, RequestStage, RequestStats, RequestStatsPerIteration,
     StaticBatchingStats,
 };
+// Speculative decoding's per-iteration figures.
+pub use types::stats::SpecDecodingStats;
 pub use version::{Backend, SUPPORTED_LINES};

@@ -655,6 +655,15 @@ IterationStatsItem toIterationStats(tle::IterationStats const& s)
         it.static_batching_stats = StaticBatchingStatsItem{
             b.numScheduledRequests, b.numContextRequests, b.numCtxTokens, b.numGenTokens, b.emptyGenSlots};
     }
+    // ---- Speculative decoding ----
+    if (s.specDecodingStats)
+    {
+        auto const& d = *s.specDecodingStats;
+        it.has_spec_decoding_stats = true;
+        it.spec_decoding_stats = SpecDecodingStatsItem{static_cast<std::int64_t>(d.numDraftTokens),
+            static_cast<std::int64_t>(d.numAcceptedTokens), static_cast<std::int64_t>(d.numRequestsWithDraftTokens),
+            d.acceptanceLength, d.iterLatencyMS, d.draftOverhead};
+    }
     return it;
 }
 

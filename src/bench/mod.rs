@@ -98,6 +98,7 @@ pub use report::summary::Summary;
 pub use report::summary_builder::{SummaryBuilder, SummaryError};
 pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats};
 pub use report::sweep::{SweepRow, console_table, sweep_csv};
+pub use runner::draft_target::DraftTargetBench;
 pub use runner::openai::{OpenAiApi, OpenAiError, OpenAiTarget};
 pub use runner::point::{PointRun, run_point};
 pub use runner::target::{BenchTarget, GrpcTarget};

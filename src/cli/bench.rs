@@ -1,6 +1,7 @@
 //! `trtllm bench`: latency profiling over a sweep, in process or over gRPC, and `trtllm bench compare`.
 
 mod args;
+mod draft_target;
 mod http_setup;
 mod lora;
 mod plan;

@@ -43,11 +43,16 @@ impl DraftLoop {
         let _ = tx.send(item).await;
     }
 
-    /// A request for `context` with the user's sampling, end id and stop words.
+    /// A request for `context` with the user's sampling, end id and stop words. The user's
+    /// `min_tokens` counts from the prompt: a round asks for what is still missing, at most its own
+    /// `max_tokens`.
     fn round_request(&self, context: Vec<u32>, max_tokens: u32) -> GenerationRequest {
         let r = &self.request;
+        let generated = (context.len() - r.prompt().len()) as u32;
+        let mut sampling = r.sampling().clone();
+        sampling.min_tokens = sampling.min_tokens.map(|min| min.saturating_sub(generated).min(max_tokens));
         let mut round = GenerationRequest::new(context, max_tokens)
-            .with_sampling(r.sampling().clone())
+            .with_sampling(sampling)
             .with_stop_words(r.stop_words().to_vec())
             .with_perf_metrics(false);
         if let Some(end_id) = r.end_id() {
@@ -70,7 +75,10 @@ impl DraftLoop {
             // Drafting more than the target may still emit (minus its own token) is wasted.
             let want = k.min(remaining.saturating_sub(1));
             let drafts = if want == 0 { Vec::new() } else { self.propose(context.clone(), want).await? };
-            let verified = self.verify(context, remaining, &drafts).await?;
+            // One verification step emits at most the drafts + 1: capping the round there lets a
+            // round whose drafts are all accepted end in that step, with nothing to cancel.
+            let cap = remaining.min(drafts.len() as u32 + 1);
+            let verified = self.verify(context, cap, &drafts).await?;
             steps += 1;
             let accepted = drafts.iter().zip(&verified.tokens).take_while(|(d, t)| d == t).count() as u32;
             let accepted = accepted.min((verified.tokens.len() as u32).saturating_sub(1));
@@ -97,6 +105,8 @@ impl DraftLoop {
                 }
             }
             match verified.finish {
+                // The round's own cap is not the request's length limit (checked below).
+                Some(FinishReason::Length) if (generated.len() as u32) < max_tokens => {}
                 Some(reason) => break reason,
                 None if generated.len() as u32 >= max_tokens => break FinishReason::Length,
                 None => {}

@@ -90,6 +90,16 @@ impl SpeculativeExecutor {
         Ok(SpeculativeExecutor { draft, target, length })
     }
 
+    /// The target executor (it verifies and its output is the stream's).
+    pub fn target(&self) -> &AsyncExecutor {
+        &self.target
+    }
+
+    /// The draft executor (it proposes the tokens the target verifies).
+    pub fn draft(&self) -> &AsyncExecutor {
+        &self.draft
+    }
+
     /// Starts a request. Its sampling parameters, end id and stop words go to both executors; the
     /// request is validated against the target engine first.
     pub fn enqueue(&self, request: GenerationRequest) -> Result<SpeculativeStream> {

@@ -71,6 +71,24 @@ pub struct StaticBatchingStats {
     pub empty_gen_slots: i32,
 }
 
+/// Speculative decoding in one iteration (`SpecDecodingStats`), on engines built for a speculative mode.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SpecDecodingStats {
+    /// Draft tokens verified by all requests.
+    pub num_draft_tokens: i64,
+    /// Draft tokens accepted by all requests.
+    pub num_accepted_tokens: i64,
+    /// Requests that verified at least one draft token.
+    pub num_requests_with_draft_tokens: i64,
+    /// Tokens per step of the requests with draft tokens (accepted drafts + 1, averaged).
+    pub acceptance_length: f64,
+    /// Time spent drafting, in milliseconds.
+    pub iter_latency_ms: f64,
+    /// The drafting's share of the iteration's latency.
+    pub draft_overhead: f64,
+}
+
 /// One executor iteration (`IterationStats`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
@@ -113,6 +131,8 @@ pub struct IterationStats {
     pub inflight_batching: Option<InflightBatchingStats>,
     /// Static batching figures.
     pub static_batching: Option<StaticBatchingStats>,
+    /// Speculative-decoding figures (engines built for a speculative mode).
+    pub spec_decoding: Option<SpecDecodingStats>,
 }
 
 impl IterationStats {
@@ -171,6 +191,14 @@ impl From<sys::IterationStatsItem> for IterationStats {
                 num_ctx_tokens: st.num_ctx_tokens,
                 num_gen_tokens: st.num_gen_tokens,
                 empty_gen_slots: st.empty_gen_slots,
+            }),
+            spec_decoding: s.has_spec_decoding_stats.then_some(SpecDecodingStats {
+                num_draft_tokens: s.spec_decoding_stats.num_draft_tokens,
+                num_accepted_tokens: s.spec_decoding_stats.num_accepted_tokens,
+                num_requests_with_draft_tokens: s.spec_decoding_stats.num_requests_with_draft_tokens,
+                acceptance_length: s.spec_decoding_stats.acceptance_length,
+                iter_latency_ms: s.spec_decoding_stats.iter_latency_ms,
+                draft_overhead: s.spec_decoding_stats.draft_overhead,
             }),
         }
     }

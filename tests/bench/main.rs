@@ -6,3 +6,4 @@ mod common;
 mod metrics;
 mod prediction;
 mod runner;
+mod speculative;

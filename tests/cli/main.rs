@@ -9,4 +9,5 @@ mod guided;
 mod lora;
 mod serve;
 mod sim;
+mod speculative;
 mod version;

@@ -10,4 +10,5 @@ mod lifecycle;
 mod lora;
 mod speculative;
 mod speculative_loop;
+mod speculative_stats;
 mod stream;

@@ -76,3 +76,39 @@ async fn lookahead_config_is_honoured_on_a_lookahead_engine_and_refused_elsewher
     assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
     assert!(status.message().contains("lookahead"), "{}", status.message());
 }
+
+/// The upstream Python stubs read `spec_accepted_tokens` / `spec_draft_tokens` consistently with
+/// the streamed steps, for a lookahead request and for an engine-drafted (Medusa) one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_stubs_see_spec_counts_that_match_the_stream() {
+    use common::python::{python_script, python_with_smg_stubs, run_python};
+    use std::ffi::OsStr;
+    let Some(python) = python_with_smg_stubs() else {
+        return;
+    };
+    let engines = [
+        ("lookahead", SpeculativeDecodingMode::LookaheadDecoding, SimulatedSpeculation::LOOKAHEAD_DEFAULT_DRAFT_TOKENS),
+        ("medusa", SpeculativeDecodingMode::Medusa, 4),
+    ];
+    for (name, mode, draft_len) in engines {
+        let server = TestServer::builder()
+            .iteration_ms(1.0)
+            .engine(move |e| e.speculation = Some(SimulatedSpeculation::new(mode, draft_len, 0.7)))
+            .start()
+            .await;
+        let addr = server.addr.to_string();
+        let (python, script) = (python.clone(), python_script("speculative_client.py"));
+        let output =
+            tokio::task::spawn_blocking(move || run_python(&python, &script, &[OsStr::new(&addr), OsStr::new(name)]))
+                .await
+                .unwrap()
+                .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{name}: speculative client failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(stdout.lines().any(|l| l == "done"), "{stdout}");
+    }
+}

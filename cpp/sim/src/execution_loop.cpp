@@ -175,12 +175,20 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     // The simulated forward pass: a fixed time when simulation.json sets iteration_ms, else the timing model's.
     auto work = sim::describeBatch(plan);
     work.loraCopyBytes = loraCopyBytes;
-    double const simulatedMs = mSim.iterationMs ? *mSim.iterationMs : mTiming.iteration(work).totalMs;
+    auto const timed = mTiming.iteration(work);
+    double const simulatedMs = mSim.iterationMs ? *mSim.iterationMs : timed.totalMs;
+    // ---- Speculative decoding: the drafter's share of the iteration (none with a fixed iteration_ms) ----
+    mSpecTally.drafterMs = mSim.iterationMs ? 0.0 : timed.drafterMs;
     double const stallMs = faults.stallIteration && *faults.stallIteration == mIteration ? faults.stallMs : 0.0;
     auto const iterEnd = mClock.spend(iterStart, simulatedMs, stallMs);
     for (sim::Sequence* sequence : plan.scheduled)
     {
+        bool const generating = sequence->state == sim::SequenceState::kGeneration;
         advance(*sequence, iterEnd);
+        if (generating)
+        {
+            mSpecTally.addGeneration(*sequence);
+        }
     }
     collectResults(responses, finished);
     recordStats(plan, counters, numActive, simulatedMs + stallMs, finished);
@@ -354,6 +362,7 @@ void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)
         accepted = std::min(accepted, std::max<SizeType32>(0, emittedTotal - 1));
         sequence.totalDraftTokens += drafted;
         sequence.acceptedDraftTokens += accepted;
+        mSpecTally.addVerification(drafted, accepted, emittedTotal);
         if (sequence.isFinished())
         {
             perf.lastIter = mIteration;
@@ -520,8 +529,12 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
         batch.numPausedRequests = plan.numPausedRequests;
         batch.numCtxTokens = plan.numContextTokens;
         batch.microBatchId = 0;
-        batch.avgNumDecodedTokensPerIter = 1.f;
+        batch.avgNumDecodedTokensPerIter = mSpecTally.avgDecodedTokensPerIter();
         stats.inflightBatchingStats = batch;
+        if (mSpeculator.mode() != sim::SpecMode::kNone)
+        {
+            stats.specDecodingStats = mSpecTally.stats(iterLatencyMs);
+        }
         mIterationStats.push(std::move(stats));
     }
 
@@ -563,6 +576,8 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
         }
         mRequestStats.push(std::move(perIteration));
     }
+    // ---- Speculative decoding: the next entry counts its own iteration ----
+    mSpecTally = sim::SpecStepTally{};
 }
 
 void Executor::Impl::publish(std::vector<Response>& responses)

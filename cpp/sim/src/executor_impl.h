@@ -247,6 +247,8 @@ private:
     sim::Scheduler mScheduler;
     sim::TokenGenerator mTokens;
     sim::Speculator mSpeculator;
+    /// ---- Speculative decoding: this iteration's decoded tokens and drafts, for its IterationStats ----
+    sim::SpecStepTally mSpecTally;
     // Guided decoding: the grammar engine built from the GuidedDecodingConfig (null without one).
     std::unique_ptr<sim::GrammarBackend> mGrammar;
     std::vector<std::unique_ptr<sim::Sequence>> mActive;

@@ -329,4 +329,45 @@ SizeType32 Speculator::acceptedDrafts(Sequence const& sequence) const
     return accepted;
 }
 
+void SpecStepTally::addGeneration(Sequence const& sequence)
+{
+    if (sequence.decodingIter <= 0)
+    {
+        return;
+    }
+    ++generationRequests;
+    sumAvgDecodedPerIter += static_cast<double>(sequence.numGenerated()) / static_cast<double>(sequence.decodingIter);
+}
+
+void SpecStepTally::addVerification(SizeType32 drafted, SizeType32 accepted, SizeType32 emitted)
+{
+    if (drafted <= 0)
+    {
+        return;
+    }
+    draftTokens += drafted;
+    acceptedTokens += accepted;
+    ++requestsWithDrafts;
+    tokensOfRequestsWithDrafts += emitted;
+}
+
+float SpecStepTally::avgDecodedTokensPerIter() const
+{
+    return generationRequests > 0 ? static_cast<float>(sumAvgDecodedPerIter / generationRequests) : 0.f;
+}
+
+SpecDecodingStats SpecStepTally::stats(double iterLatencyMs) const
+{
+    SpecDecodingStats out{};
+    out.numDraftTokens = draftTokens;
+    out.numAcceptedTokens = acceptedTokens;
+    out.numRequestsWithDraftTokens = requestsWithDrafts;
+    out.acceptanceLength = requestsWithDrafts > 0
+        ? static_cast<double>(tokensOfRequestsWithDrafts) / static_cast<double>(requestsWithDrafts)
+        : 0.0;
+    out.iterLatencyMS = drafterMs;
+    out.draftOverhead = iterLatencyMs > 0.0 ? drafterMs / iterLatencyMs : 0.0;
+    return out;
+}
+
 } // namespace tensorrt_llm::executor::sim

@@ -33,6 +33,31 @@ char const* specModeName(SpecMode mode);
 /// is accepted given the ones before it were; the last value repeats for deeper positions).
 std::vector<double> readAcceptance(JsonFields const& speculative);
 
+/// What one iteration's scheduled requests decoded, for IterationStats (InflightBatchingStats'
+/// avgNumDecodedTokensPerIter and SpecDecodingStats). Loop thread only; reset after each stats entry.
+struct SpecStepTally
+{
+    /// Requests in the generation phase this iteration, and the sum of their running tokens-per-step averages.
+    SizeType32 generationRequests{0};
+    double sumAvgDecodedPerIter{0.0};
+    /// Verification steps: draft tokens verified and accepted, requests with drafts and the tokens they emitted.
+    std::int64_t draftTokens{0};
+    std::int64_t acceptedTokens{0};
+    std::int64_t requestsWithDrafts{0};
+    std::int64_t tokensOfRequestsWithDrafts{0};
+    /// The drafter's share of the iteration (timing model), ms.
+    double drafterMs{0.0};
+
+    /// A generation-phase request after its step: its running average tokens per decoding step.
+    void addGeneration(Sequence const& sequence);
+    /// A step that verified `drafted` drafts, accepted `accepted` and emitted `emitted` tokens.
+    void addVerification(SizeType32 drafted, SizeType32 accepted, SizeType32 emitted);
+    /// The mean over generation requests of their average decoded tokens per step (0 without any).
+    [[nodiscard]] float avgDecodedTokensPerIter() const;
+    /// TensorRT-LLM's SpecDecodingStats of the iteration that took `iterLatencyMs`.
+    [[nodiscard]] SpecDecodingStats stats(double iterLatencyMs) const;
+};
+
 /// Decides each step's draft length and acceptance. Immutable after construction except for nothing: all
 /// per-request state lives in the Sequence, so it is safe on the loop thread.
 class Speculator

@@ -134,6 +134,11 @@ BatchWork describeBatch(BatchPlan const& plan)
         {
             bool const samples = sequence->contextPosition + sequence->chunkTokens >= sequence->contextLength;
             work.addContext(sequence->chunkTokens, sequence->contextPosition, samples);
+            if (samples && sequence->request->speculative)
+            {
+                // Medusa / Eagle: the first drafts come from the prompt's last hidden state.
+                work.drafterRequests += 1.0;
+            }
             if (samples && sequence->stepDraftTokens > 0)
             {
                 // Draft-target: the drafts ride along with the prompt's last chunk.
@@ -142,6 +147,8 @@ BatchWork describeBatch(BatchPlan const& plan)
         }
         else if (sequence->stepDraftTokens > 0)
         {
+            // The drafter proposes the next step's drafts from this step's hidden state.
+            work.drafterRequests += 1.0;
             double const past = static_cast<double>(sequence->request->prompt.size()) + sequence->numGenerated() - 1;
             work.addVerification(std::max(0.0, past), sequence->stepDraftTokens);
         }
@@ -209,6 +216,38 @@ TimingModel::TimingModel(EngineConfig const& engine, GpuSpec gpu)
     // K and V per layer and KV head; with more ranks than KV heads each rank keeps a copy of one head.
     double const kvHeadsPerGpu = std::ceil(static_cast<double>(engine.numKvHeads) / mTp);
     mKvBytesPerToken = 2.0 * mLayers * kvHeadsPerGpu * engine.headSize * kvBytes / engine.ppSize;
+
+    // ---- Speculative decoding: what the drafter reads and computes per step (see docs/speculative.md) ----
+    if (engine.speculativeDecodingMode == SpecMode::kMedusa)
+    {
+        // Each head: a hidden x hidden residual block and its own LM head, kept in 16 bits; they all read the
+        // same last hidden state, so one pass.
+        double const heads = engine.numMedusaHeads > 0 ? engine.numMedusaHeads : engine.maxDraftLen;
+        mDrafterParamsPerGpu = heads * (mHidden * mHidden + vocab * mHidden) / mTp;
+        mDrafterBytesPerGpu = mDrafterParamsPerGpu * mActivationBytes;
+        mDrafterPasses = 1.0;
+    }
+    else if (engine.speculativeDecodingMode == SpecMode::kEagle)
+    {
+        // One decoder layer over [embedding, hidden] projected back to hidden, then the target's LM head, run
+        // once per tree level (the draft chain's depth).
+        double const fc = 2.0 * mHidden * mHidden / mTp;
+        double const layer = linearPerLayer / mTp;
+        mDrafterParamsPerGpu = layer + fc + mLmHeadParamsPerGpu;
+        mDrafterBytesPerGpu = layer * weights.bytesPerParam + (fc + mLmHeadParamsPerGpu) * mActivationBytes;
+        mDrafterPasses = engine.maxDraftLen;
+    }
+}
+
+double TimingModel::drafterMs(double requests) const
+{
+    if (requests <= 0.0 || mDrafterPasses <= 0.0)
+    {
+        return 0.0;
+    }
+    double const memoryS = mDrafterBytesPerGpu / (mGpu.bandwidthGbS * 1e9 * mGpu.bandwidthEfficiency);
+    double const computeS = 2.0 * mDrafterParamsPerGpu * requests / mHalfFlopsPerSecond / mGpu.mfu;
+    return mDrafterPasses * std::max(memoryS, computeS) * 1e3;
 }
 
 IterationTime TimingModel::iteration(BatchWork const& work) const
@@ -241,7 +280,9 @@ IterationTime TimingModel::iteration(BatchWork const& work) const
         time.allreduceMs = 2.0 * mLayers * (mGpu.allreduceLatencyUs * 1e-6 + transfer) * 1e3;
     }
     time.loraCopyMs = work.loraCopyBytes / (kHostToDeviceGbS * 1e9) * 1e3;
-    time.totalMs = time.overheadMs + std::max(time.memoryMs, time.computeMs) + time.allreduceMs + time.loraCopyMs;
+    time.drafterMs = drafterMs(work.drafterRequests);
+    time.totalMs = time.overheadMs + std::max(time.memoryMs, time.computeMs) + time.allreduceMs + time.loraCopyMs
+                   + time.drafterMs;
     return time;
 }
 

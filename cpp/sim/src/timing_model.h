@@ -37,6 +37,9 @@ struct BatchWork
     double loraWeightBytes{0.0};
     /// Bytes of adapters copied host -> device before this iteration (device-cache misses).
     double loraCopyBytes{0.0};
+    // ---- Speculative decoding ----
+    /// Requests whose drafter (Medusa heads, Eagle draft layer) proposes the next step's drafts this iteration.
+    double drafterRequests{0.0};
 
     /// A context chunk: `newTokens` prompt tokens processed this iteration after `pastTokens` already in the
     /// KV cache (earlier chunks or reused blocks); `samples` when it completes the prompt (first token).
@@ -60,7 +63,9 @@ struct IterationTime
     double allreduceMs{0.0};
     /// Host -> device copies of LoRA adapters (device-cache misses), before the forward pass.
     double loraCopyMs{0.0};
-    /// overhead + max(memory, compute) + all-reduce.
+    /// Speculative decoding: the drafter's own work after the target's pass (Medusa heads, Eagle draft passes).
+    double drafterMs{0.0};
+    /// overhead + max(memory, compute) + all-reduce + LoRA copies + drafter.
     double totalMs{0.0};
 };
 
@@ -90,7 +95,18 @@ public:
     [[nodiscard]] std::int64_t kvCapacityTokens(double freeFraction, double reserveBytes) const;
 
 private:
+    /// The drafter's time for `requests` drafting requests (0 for modes whose drafts cost only verified rows).
+    [[nodiscard]] double drafterMs(double requests) const;
+
     GpuSpec mGpu;
+    // ---- Speculative decoding: the drafter's weights (per GPU) and passes per step ----
+    /// Parameters of one drafter pass per GPU: Medusa, every head (ResBlock + own LM head); Eagle, the draft
+    /// decoder layer, its input projection and the shared LM head.
+    double mDrafterParamsPerGpu{0.0};
+    /// Bytes those parameters read per pass.
+    double mDrafterBytesPerGpu{0.0};
+    /// Sequential drafter passes per step: 1 for Medusa (the heads run side by side), the tree depth for Eagle.
+    double mDrafterPasses{0.0};
     double mTp{1.0};
     double mLayers{0.0};
     double mHidden{0.0};

@@ -288,6 +288,7 @@ mod tests {
             }),
             inflight_batching: None,
             static_batching: None,
+            spec_decoding: None,
         }
     }
 

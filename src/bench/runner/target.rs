@@ -23,6 +23,9 @@ pub enum BenchTarget {
     /// An OpenAI-compatible HTTP endpoint (the smg gateway, vLLM, ...): times are taken as SSE
     /// chunks arrive.
     OpenAi(super::openai::OpenAiTarget),
+    /// Draft-target speculative decoding: a draft and a target executor in this process, driven by
+    /// a `SpeculativeExecutor`.
+    DraftTarget(super::draft_target::DraftTargetBench),
 }
 
 /// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
@@ -51,6 +54,7 @@ impl BenchTarget {
         match self {
             BenchTarget::InProcess(executor) => Some(executor),
             BenchTarget::Grpc(_) | BenchTarget::OpenAi(_) => None,
+            BenchTarget::DraftTarget(loop_) => Some(loop_.target()),
         }
     }
 
@@ -60,6 +64,7 @@ impl BenchTarget {
             BenchTarget::InProcess(executor) => in_process(executor, spec, clock, index, phase).await,
             BenchTarget::Grpc(grpc) => over_grpc(grpc, spec, clock, index, phase).await,
             BenchTarget::OpenAi(http) => http.send(spec, clock, index, phase).await,
+            BenchTarget::DraftTarget(loop_) => loop_.send(spec, clock, index, phase).await,
         }
     }
 }

@@ -99,6 +99,9 @@ pub struct RunArgs {
     /// LoRA adapter caches of the in-process executor.
     #[command(flatten)]
     pub lora_cache: crate::cli::peft_args::PeftCacheArgs,
+    /// Draft-target speculative decoding through the Rust loop.
+    #[command(flatten)]
+    pub draft_target: super::draft_target::DraftTargetArgs,
 
     /// Closed-loop concurrencies to sweep [default: 1,4,16].
     #[arg(long, value_delimiter = ',', conflicts_with = "request_rate")]

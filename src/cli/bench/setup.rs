@@ -51,6 +51,9 @@ impl Setup {
         let mut setup = match args.target.as_str() {
             "inprocess" => in_process(args, scratch).await?,
             url if args.lora_adapters > 0 => bail!("--lora-adapters runs in process only, not against {url}"),
+            url if args.draft_target.draft_engine_dir.is_some() => {
+                bail!("--draft-engine-dir runs in process only, not against {url}")
+            }
             url if url.starts_with("http://") || url.starts_with("https://") => {
                 super::http_setup::http(args, url, scratch).await?
             }
@@ -141,6 +144,15 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         "config": engine,
         "executor": executor.executor().config(),
     });
+    // Draft-target: the loop over a draft engine and this executor becomes the target.
+    let (target, engine_json) = match super::draft_target::wrap(&args.draft_target, &executor).await? {
+        Some((target, draft)) => {
+            let mut engine_json = engine_json;
+            engine_json["draft_target"] = draft;
+            (target, engine_json)
+        }
+        None => (BenchTarget::InProcess(executor), engine_json),
+    };
     Ok(Setup {
         model_id: engine.model_name.clone(),
         vocab_size: engine.vocab_size,
@@ -152,7 +164,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         simulation,
         tokenizer_source,
         engine: engine_json,
-        target: BenchTarget::InProcess(executor),
+        target,
         _scratch: scratch,
     })
 }

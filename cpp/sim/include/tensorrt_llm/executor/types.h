@@ -122,6 +122,23 @@ struct InflightBatchingStats
     float avgNumDecodedTokensPerIter;
 };
 
+/// Speculative decoding in one iteration (engines built for a speculative mode).
+struct SpecDecodingStats
+{
+    /// Draft tokens verified, all requests.
+    SizeType64 numDraftTokens;
+    /// Draft tokens accepted, all requests.
+    SizeType64 numAcceptedTokens;
+    /// Requests that verified at least one draft token.
+    SizeType64 numRequestsWithDraftTokens;
+    /// Tokens emitted per step by the requests with draft tokens (accepted drafts + 1, averaged).
+    double acceptanceLength;
+    /// Time spent producing draft tokens (ms).
+    double iterLatencyMS;
+    /// iterLatencyMS of the drafting / iterLatencyMS of the iteration.
+    double draftOverhead;
+};
+
 struct IterationStats
 {
     /// End of the iteration as local wall-clock text, "%m-%d-%Y %H:%M:%S.uuuuuu".
@@ -148,6 +165,7 @@ struct IterationStats
     std::optional<KvCacheStats> crossKvCacheStats;
     std::optional<StaticBatchingStats> staticBatchingStats;
     std::optional<InflightBatchingStats> inflightBatchingStats;
+    std::optional<SpecDecodingStats> specDecodingStats;
 };
 
 enum class RequestStage

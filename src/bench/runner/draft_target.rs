@@ -1,0 +1,82 @@
+//! The draft-target bench target: every request runs through a [`SpeculativeExecutor`] (the draft
+//! model proposes, the target verifies), recorded like any in-process request, with the loop's
+//! acceptance counts for the summary's `speculative` section.
+
+use futures::StreamExt;
+
+use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
+use crate::bench::metrics::speculative::SpecCounts;
+use crate::bench::traffic::workload::RequestSpec;
+use crate::{AsyncExecutor, GenerationRequest, SamplingParams, SpeculativeExecutor, StreamEvent};
+
+/// A [`SpeculativeExecutor`] as a bench target: client-side times (TTFT, TPOT, ITL) are taken as
+/// the loop's chunks arrive, one chunk per round.
+#[derive(Debug, Clone)]
+pub struct DraftTargetBench {
+    speculative: SpeculativeExecutor,
+}
+
+impl DraftTargetBench {
+    /// Benchmarks `speculative`.
+    pub fn new(speculative: SpeculativeExecutor) -> Self {
+        DraftTargetBench { speculative }
+    }
+
+    /// The target executor (its iteration statistics are the run's).
+    pub fn target(&self) -> &AsyncExecutor {
+        self.speculative.target()
+    }
+
+    /// The draft executor.
+    pub fn draft(&self) -> &AsyncExecutor {
+        self.speculative.draft()
+    }
+
+    /// Sends one request through the draft-target loop and records it to the end; never fails
+    /// (errors are recorded).
+    pub(crate) async fn send(&self, spec: RequestSpec, clock: &RunClock, index: u64, phase: Phase) -> RequestRecord {
+        let mut request = GenerationRequest::new(spec.prompt.clone(), spec.max_tokens)
+            .with_streaming(true)
+            .with_sampling(SamplingParams { min_tokens: spec.min_tokens, ..Default::default() });
+        if let Some(end_id) = spec.end_id {
+            request = request.with_end_id(end_id);
+        }
+        let mut record = RequestRecord::new(index, phase, clock.now_s());
+        record.streaming = spec.streaming;
+        record.prompt_tokens = spec.prompt.len() as u64;
+        record.expected_output_tokens = spec.expected_output_tokens;
+        let mut stream = match self.speculative.enqueue(request) {
+            Ok(stream) => stream,
+            Err(e) => {
+                record.fail(clock.now_s(), e.to_string());
+                return record;
+            }
+        };
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(StreamEvent::Chunk(chunk)) if spec.streaming => record.record_chunk_handled(
+                    clock.offset_s(chunk.received_at),
+                    chunk.token_ids.len() as u32,
+                    clock.now_s(),
+                ),
+                Ok(StreamEvent::Chunk(_)) => {}
+                Ok(StreamEvent::Final(done)) => {
+                    if let Some(s) = done.speculative.filter(|s| s.draft_tokens > 0) {
+                        record.speculative = Some(SpecCounts {
+                            decoding_steps: u64::from(done.decoding_iterations),
+                            accepted_draft_tokens: u64::from(s.accepted_draft_tokens),
+                            draft_tokens: u64::from(s.draft_tokens),
+                        });
+                    }
+                    record.finish(
+                        clock.offset_s(done.finished_at),
+                        u64::from(done.completion_tokens),
+                        Some(done.finish_reason.as_openai_str().to_owned()),
+                    );
+                }
+                Err(e) => record.fail(clock.now_s(), e.to_string()),
+            }
+        }
+        record
+    }
+}
