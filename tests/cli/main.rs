@@ -6,6 +6,7 @@ mod common;
 mod bench;
 mod generate;
 mod guided;
+mod plan;
 mod serve;
 mod sim;
 mod version;
