@@ -266,10 +266,10 @@ fn render(report: &SearchReport, study: &Study) -> String {
         report.configurations, report.resumed, report.pruned, report.points, report.wall_s, study.slos
     );
     out +=
-        &format!("{:<52} {:>14} {:>12} {:>6}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
+        &format!("{:<56} {:>17} {:>10} {:>5}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
     for row in report.ranking.iter().take(10) {
         out += &format!(
-            "{:<52} {:>17.1} {:>12.2} {:>6}{}\n",
+            "{:<56} {:>17.1} {:>10.2} {:>5}{}\n",
             row.label,
             row.goodput_tokens_per_s_per_gpu,
             row.goodput_requests_per_s_per_gpu,
