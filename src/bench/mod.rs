@@ -83,6 +83,8 @@ pub use metrics::throughput::{
 };
 pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
 pub use planning::prediction::Prediction;
+/// The configuration search under SLOs (`trtllm plan`).
+pub use planning::search;
 pub use planning::virtual_clock::{
     PlanningError, VirtualClockRun, iteration_latencies_ms, run_virtual_point, to_simulated_time,
 };

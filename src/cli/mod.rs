@@ -6,6 +6,7 @@ mod generate;
 mod guided;
 mod inspect;
 mod peft_args;
+mod plan;
 mod serve;
 mod sim;
 mod version;
@@ -52,6 +53,8 @@ enum Command {
     Bench(bench::Args),
     /// Create simulated engine directories from model and GPU presets; list the presets.
     Sim(sim::Args),
+    /// Search engine and runtime knobs on the virtual clock for the most goodput per GPU under SLOs.
+    Plan(Box<plan::Args>),
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (default `info` for long-running commands, `warn` for
@@ -59,7 +62,7 @@ enum Command {
 pub fn init_logging(cli: &Cli) {
     let default = match cli.command {
         Command::Generate(_) | Command::Inspect(_) | Command::Version | Command::Sim(_) => "warn",
-        Command::Bench(_) => "warn",
+        Command::Bench(_) | Command::Plan(_) => "warn",
         Command::Serve(_) => "info",
     };
     let format = cli.log_format;
@@ -83,6 +86,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Generate(args) => runtime()?.block_on(generate::run(args)),
         Command::Bench(args) => runtime()?.block_on(bench::run(args)),
         Command::Serve(args) => runtime()?.block_on(serve::run(*args)),
+        Command::Plan(args) => runtime()?.block_on(plan::run(*args)),
     }
 }
 

@@ -7,6 +7,7 @@ mod bench;
 mod generate;
 mod guided;
 mod lora;
+mod plan;
 mod serve;
 mod sim;
 mod speculative;

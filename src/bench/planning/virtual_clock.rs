@@ -136,6 +136,8 @@ pub async fn run_virtual_point(
     // ---- LoRA: this point's executor gets the run's adapter caches, and the traffic starts over ----
     let lora = crate::bench::lora::installed();
     let config = ExecutorConfig { peft_cache: lora.as_ref().and_then(|t| t.spec().peft_cache.clone()), ..config };
+    // ---- config search: the searched configuration's runtime knobs (KV fraction, reuse, chunking, scheduler) ----
+    let config = super::search::apply_runtime_knobs(config);
     let executor = AsyncExecutor::load(engine_dir, config).await?;
     if let Some(traffic) = &lora {
         traffic.reset(executor.clone());

@@ -1,0 +1,158 @@
+//! The search's report: the ranking by goodput per GPU, the Pareto front (JSON and SVG), and
+//! the recommended configuration with the command lines that build and serve it.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::ResultStore;
+use super::pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
+use super::plot::{FrontPlotError, plot_front};
+use super::result::ResultStoreError;
+use super::run::{SearchOutcome, Study};
+use super::space::{Candidate, SearchSpace};
+
+/// The recommended configuration and how to run it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recommendation {
+    /// [`Candidate::key`].
+    pub key: String,
+    /// The configuration.
+    pub candidate: Candidate,
+    /// Its label.
+    pub label: String,
+    /// The load point its goodput comes from.
+    pub load: String,
+    /// Goodput per GPU: output tokens/s within the SLOs.
+    pub goodput_tokens_per_s_per_gpu: f64,
+    /// Goodput per GPU: requests/s within the SLOs.
+    pub goodput_requests_per_s_per_gpu: f64,
+    /// Decode speed per user at that point, tokens/s.
+    pub tokens_per_s_per_user: f64,
+    /// `trtllm sim build ...` for its engine.
+    pub sim_build: String,
+    /// `trtllm serve ...` with its runtime knobs.
+    pub serve: String,
+}
+
+/// One row of the ranking.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankedConfig {
+    /// [`Candidate::key`].
+    pub key: String,
+    /// Its label.
+    pub label: String,
+    /// Goodput per GPU, output tokens/s (0 when no point meets the SLOs).
+    pub goodput_tokens_per_s_per_gpu: f64,
+    /// Goodput per GPU, requests/s.
+    pub goodput_requests_per_s_per_gpu: f64,
+    /// The load point of the goodput.
+    pub best_load: Option<String>,
+    /// Points run.
+    pub points: usize,
+    /// What stopped the configuration, if anything failed.
+    pub error: Option<String>,
+}
+
+/// Everything the report says, as written to `summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchReport {
+    /// The study's fingerprint (model, GPU, workload, loads, SLOs).
+    pub study: serde_json::Value,
+    /// Configurations run (or resumed).
+    pub configurations: usize,
+    /// Of those, taken from earlier runs.
+    pub resumed: usize,
+    /// Configurations pruned before running.
+    pub pruned: usize,
+    /// Load points run over all configurations.
+    pub points: usize,
+    /// Wall-clock seconds of this run.
+    pub wall_s: f64,
+    /// The recommendation, if any configuration met the SLOs.
+    pub recommendation: Option<Recommendation>,
+    /// The Pareto front of the points within the SLOs.
+    pub pareto_front: Vec<FrontPoint>,
+    /// Every configuration, best first.
+    pub ranking: Vec<RankedConfig>,
+    /// Pruned configurations and why.
+    pub pruned_configurations: Vec<super::Pruned>,
+}
+
+/// Errors writing the report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// A file could not be written.
+    #[error(transparent)]
+    Store(#[from] ResultStoreError),
+    /// The chart could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] FrontPlotError),
+}
+
+/// Builds the report of `outcome`; the recommended engine's directory in the commands is
+/// `engine_dir`.
+pub fn build_report(space: &SearchSpace, study: &Study, outcome: &SearchOutcome, engine_dir: &str) -> SearchReport {
+    let results = &outcome.results;
+    let recommendation = recommend(results).and_then(|r| {
+        let best = r.best_point()?;
+        Some(Recommendation {
+            key: r.key.clone(),
+            candidate: r.candidate,
+            label: r.candidate.label(),
+            load: best.load.clone(),
+            goodput_tokens_per_s_per_gpu: r.goodput_tokens_per_s_per_gpu(),
+            goodput_requests_per_s_per_gpu: r.goodput_requests_per_s_per_gpu(),
+            tokens_per_s_per_user: best.tokens_per_s_per_user,
+            sim_build: space.sim_build_command(&r.candidate, &study.shape, engine_dir),
+            serve: SearchSpace::serve_command(&r.candidate, engine_dir),
+        })
+    });
+    let ranking = rank(results)
+        .into_iter()
+        .map(|r| RankedConfig {
+            key: r.key.clone(),
+            label: r.candidate.label(),
+            goodput_tokens_per_s_per_gpu: r.goodput_tokens_per_s_per_gpu(),
+            goodput_requests_per_s_per_gpu: r.goodput_requests_per_s_per_gpu(),
+            best_load: r.best_point().map(|p| p.load.clone()),
+            points: r.points.len(),
+            error: r.error.clone(),
+        })
+        .collect();
+    SearchReport {
+        study: study.fingerprint(space),
+        configurations: results.len(),
+        resumed: outcome.resumed,
+        pruned: outcome.pruned.len(),
+        points: results.iter().map(|r| r.points.len()).sum(),
+        wall_s: outcome.wall_s,
+        recommendation,
+        pareto_front: pareto_front(&all_points(results)),
+        ranking,
+        pruned_configurations: outcome.pruned.clone(),
+    }
+}
+
+/// Writes `summary.json` and `pareto.svg` into the results directory; returns their paths.
+pub fn write_report(
+    store: &ResultStore,
+    report: &SearchReport,
+    outcome: &SearchOutcome,
+) -> Result<(PathBuf, PathBuf), ReportError> {
+    let points = all_points(&outcome.results);
+    let recommended = report
+        .recommendation
+        .as_ref()
+        .and_then(|rec| report.pareto_front.iter().chain(&points).find(|p| p.key == rec.key && p.load == rec.load));
+    let svg = plot_front(&points, &report.pareto_front, recommended)?;
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, ResultStoreError> {
+        let path = store.root().join(name);
+        std::fs::write(&path, bytes).map_err(|source| ResultStoreError::Io { path: path.clone(), source })?;
+        Ok(path)
+    };
+    let json = serde_json::to_vec_pretty(report)
+        .map_err(|source| ResultStoreError::Json { path: store.root().join("summary.json"), source })?;
+    Ok((write("summary.json", &json)?, write("pareto.svg", svg.as_bytes())?))
+}

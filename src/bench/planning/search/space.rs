@@ -1,0 +1,441 @@
+//! The search space: engine and runtime knobs, their combinations, and the pruning of those that
+//! cannot run (weights that do not fit, FP8 without FP8 hardware, prompts that cannot be scheduled).
+
+use serde::{Deserialize, Serialize};
+
+use crate::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelPreset, SimulatedEngine, WeightDtype};
+use crate::{ExecutorConfig, SchedulerPolicy};
+
+/// Knobs fixed when the engine is built (`trtllm sim build` / `trtllm-build`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EngineKnobs {
+    /// Tensor-parallel GPUs.
+    pub tp: usize,
+    /// FP8 weights (else BF16).
+    pub fp8_weights: bool,
+    /// FP8 KV cache (else 16-bit).
+    pub fp8_kv_cache: bool,
+    /// `build_config.max_batch_size`.
+    pub max_batch_size: usize,
+    /// `build_config.max_num_tokens`.
+    pub max_num_tokens: usize,
+}
+
+/// Capacity scheduler policies the search may try (the serializable mirror of [`SchedulerPolicy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchedulerChoice {
+    /// `GUARANTEED_NO_EVICT`: admit only with KV blocks for the whole request.
+    GuaranteedNoEvict,
+    /// `MAX_UTILIZATION`: admit greedily, pause requests when blocks run out.
+    MaxUtilization,
+}
+
+impl SchedulerChoice {
+    /// The executor's policy.
+    pub fn policy(self) -> SchedulerPolicy {
+        match self {
+            SchedulerChoice::GuaranteedNoEvict => SchedulerPolicy::GuaranteedNoEvict,
+            SchedulerChoice::MaxUtilization => SchedulerPolicy::MaxUtilization,
+        }
+    }
+
+    /// The value of `trtllm serve --scheduler-policy`.
+    pub fn flag_value(self) -> &'static str {
+        match self {
+            SchedulerChoice::GuaranteedNoEvict => "guaranteed-no-evict",
+            SchedulerChoice::MaxUtilization => "max-utilization",
+        }
+    }
+}
+
+/// Knobs set when the executor starts (`trtllm serve` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeKnobs {
+    /// Fraction of free GPU memory for the KV cache.
+    pub kv_fraction: f64,
+    /// KV block reuse across requests with shared prefixes.
+    pub block_reuse: bool,
+    /// Split long prompts across iterations.
+    pub chunked_context: bool,
+    /// Capacity scheduler policy.
+    pub scheduler: SchedulerChoice,
+}
+
+impl RuntimeKnobs {
+    /// `config` with these knobs applied.
+    pub fn apply(&self, config: ExecutorConfig) -> ExecutorConfig {
+        ExecutorConfig {
+            kv_cache_free_gpu_memory_fraction: Some(self.kv_fraction as f32),
+            kv_cache_enable_block_reuse: self.block_reuse,
+            enable_chunked_context: self.chunked_context,
+            scheduler_policy: self.scheduler.policy(),
+            ..config
+        }
+    }
+}
+
+/// One configuration of the search.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Build-time knobs.
+    pub engine: EngineKnobs,
+    /// Start-time knobs.
+    pub runtime: RuntimeKnobs,
+}
+
+impl Candidate {
+    /// A stable key: 16 hex digits of the FNV-1a hash of the configuration's JSON (field order
+    /// is the declaration order, so the key is the same on every run and machine).
+    pub fn key(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        let hash =
+            json.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        format!("{hash:016x}")
+    }
+
+    /// How many runtime knobs differ from the executor's defaults (KV fraction 0.9, block
+    /// reuse, chunked context, guaranteed-no-evict): among equally good configurations the one
+    /// closest to the defaults is recommended, since the others buy nothing.
+    pub fn departures_from_defaults(&self) -> usize {
+        let r = &self.runtime;
+        usize::from((r.kv_fraction - crate::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION).abs() > 1e-6)
+            + usize::from(!r.block_reuse)
+            + usize::from(!r.chunked_context)
+            + usize::from(r.scheduler != SchedulerChoice::GuaranteedNoEvict)
+    }
+
+    /// GPUs the configuration occupies.
+    pub fn gpus(&self) -> usize {
+        self.engine.tp
+    }
+
+    /// A one-line description: `tp1 bf16/fp16kv mbs64 mnt8192 kv0.90 reuse chunked gne`.
+    pub fn label(&self) -> String {
+        let e = &self.engine;
+        let r = &self.runtime;
+        format!(
+            "tp{} {}/{} mbs{} mnt{} kv{:.2}{}{} {}",
+            e.tp,
+            if e.fp8_weights { "fp8" } else { "bf16" },
+            if e.fp8_kv_cache { "fp8kv" } else { "16bkv" },
+            e.max_batch_size,
+            e.max_num_tokens,
+            r.kv_fraction,
+            if r.block_reuse { " reuse" } else { "" },
+            if r.chunked_context { " chunked" } else { "" },
+            match r.scheduler {
+                SchedulerChoice::GuaranteedNoEvict => "gne",
+                SchedulerChoice::MaxUtilization => "maxutil",
+            }
+        )
+    }
+}
+
+/// What the search explores: the model and GPU, and the values of every knob.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchSpace {
+    /// Model preset id.
+    pub model: String,
+    /// GPU preset id.
+    pub gpu: String,
+    /// Tensor-parallel sizes.
+    pub tp: Vec<usize>,
+    /// Try FP8 weights and FP8 KV cache (each with and without) where the GPU has FP8.
+    pub try_fp8: bool,
+    /// Engine max_batch_size values.
+    pub max_batch_size: Vec<usize>,
+    /// Engine max_num_tokens values.
+    pub max_num_tokens: Vec<usize>,
+    /// KV-cache free-memory fractions.
+    pub kv_fraction: Vec<f64>,
+    /// Block reuse on/off.
+    pub block_reuse: Vec<bool>,
+    /// Chunked context on/off.
+    pub chunked_context: Vec<bool>,
+    /// Scheduler policies.
+    pub scheduler: Vec<SchedulerChoice>,
+}
+
+/// A configuration left out before running, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pruned {
+    /// The configuration.
+    pub candidate: Candidate,
+    /// Why it cannot run.
+    pub reason: String,
+}
+
+/// What each request of the workload needs: the longest prompt and output, and whether prompts
+/// share prefixes (without shared prefixes block reuse changes nothing, so it is not searched).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WorkloadShape {
+    /// Longest prompt, tokens.
+    pub max_input_len: usize,
+    /// Longest output, tokens.
+    pub max_output_len: usize,
+    /// Prompts share prefixes.
+    pub shared_prefixes: bool,
+}
+
+impl SearchSpace {
+    /// Every combination, split into those to run and those pruned (with the reason). Values
+    /// are deduplicated; FP8 variants are only generated where the GPU has FP8.
+    pub fn candidates(&self, workload: &WorkloadShape) -> Result<(Vec<Candidate>, Vec<Pruned>), crate::sim::SimError> {
+        let model = ModelPreset::by_id(&self.model)?;
+        let gpu = GpuPreset::by_id(&self.gpu)?;
+        let fp8 = if self.try_fp8 && gpu.has_fp8() { vec![false, true] } else { vec![false] };
+        let reuse = if workload.shared_prefixes { dedup(&self.block_reuse) } else { vec![true] };
+        let mut run = Vec::new();
+        let mut pruned = Vec::new();
+        for &tp in &dedup(&self.tp) {
+            for &fp8_weights in &fp8 {
+                for &fp8_kv_cache in &fp8 {
+                    for &max_batch_size in &dedup(&self.max_batch_size) {
+                        for &max_num_tokens in &dedup(&self.max_num_tokens) {
+                            let engine = EngineKnobs { tp, fp8_weights, fp8_kv_cache, max_batch_size, max_num_tokens };
+                            for &kv_fraction in &dedup_f64(&self.kv_fraction) {
+                                for &block_reuse in &reuse {
+                                    for &chunked_context in &dedup(&self.chunked_context) {
+                                        for &scheduler in &dedup(&self.scheduler) {
+                                            let runtime =
+                                                RuntimeKnobs { kv_fraction, block_reuse, chunked_context, scheduler };
+                                            let candidate = Candidate { engine, runtime };
+                                            match prune_reason(model, &self.gpu, &candidate, workload) {
+                                                Some(reason) => pruned.push(Pruned { candidate, reason }),
+                                                None => run.push(candidate),
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok((run, pruned))
+    }
+
+    /// The simulated engine for `candidate` (virtual clock for planning).
+    pub fn engine(
+        &self,
+        candidate: &Candidate,
+        workload: &WorkloadShape,
+    ) -> Result<SimulatedEngine, crate::sim::SimError> {
+        let model = ModelPreset::by_id(&self.model)?;
+        Ok(engine_for(model, &self.gpu, candidate, workload).clock(ClockMode::Virtual).build())
+    }
+
+    /// The `trtllm sim build` command line that builds `candidate`'s engine into `output`.
+    pub fn sim_build_command(&self, candidate: &Candidate, workload: &WorkloadShape, output: &str) -> String {
+        let e = &candidate.engine;
+        let mut cmd = format!("trtllm sim build --model {} --gpu {} --tp {}", self.model, self.gpu, e.tp);
+        if e.fp8_weights {
+            cmd += " --dtype fp8";
+        }
+        if e.fp8_kv_cache {
+            cmd += " --kv-cache-dtype fp8";
+        }
+        cmd += &format!(
+            " --max-batch-size {} --max-num-tokens {} --max-input-len {} --output {}",
+            e.max_batch_size,
+            e.max_num_tokens,
+            workload.max_input_len,
+            shell_word(output)
+        );
+        cmd
+    }
+
+    /// The `trtllm serve` command line that runs `candidate` on the engine in `engine_dir`.
+    pub fn serve_command(candidate: &Candidate, engine_dir: &str) -> String {
+        let r = &candidate.runtime;
+        let mut cmd = format!(
+            "trtllm serve --engine-dir {} --kv-cache-free-gpu-memory-fraction {} --scheduler-policy {}",
+            shell_word(engine_dir),
+            r.kv_fraction,
+            r.scheduler.flag_value()
+        );
+        if !r.block_reuse {
+            cmd += " --no-block-reuse";
+        }
+        if !r.chunked_context {
+            cmd += " --no-chunked-context";
+        }
+        cmd
+    }
+}
+
+/// The engine builder for a candidate, as `trtllm sim build` configures it.
+fn engine_for(
+    model: &ModelPreset,
+    gpu: &str,
+    candidate: &Candidate,
+    workload: &WorkloadShape,
+) -> crate::sim::SimulatedEngineBuilder {
+    let e = &candidate.engine;
+    SimulatedEngine::builder()
+        .model(model)
+        .gpu(gpu)
+        .tensor_parallel(e.tp)
+        .dtype(if e.fp8_weights { WeightDtype::Fp8 } else { WeightDtype::Bf16 })
+        .kv_cache_dtype(if e.fp8_kv_cache { KvCacheDtype::Fp8 } else { KvCacheDtype::Auto })
+        .max_batch_size(e.max_batch_size)
+        .max_num_tokens(e.max_num_tokens)
+        .max_seq_len(model.max_position_embeddings)
+        .max_input_len(workload.max_input_len.min(model.max_position_embeddings))
+}
+
+/// Why `candidate` cannot serve the workload, or `None` when it can.
+fn prune_reason(model: &ModelPreset, gpu: &str, candidate: &Candidate, workload: &WorkloadShape) -> Option<String> {
+    let e = &candidate.engine;
+    if e.tp == 0 || e.max_batch_size == 0 || e.max_num_tokens == 0 {
+        return Some("tp, max_batch_size and max_num_tokens must be at least 1".into());
+    }
+    if !(candidate.runtime.kv_fraction > 0.0 && candidate.runtime.kv_fraction <= 1.0) {
+        return Some(format!("KV fraction {} is outside (0, 1]", candidate.runtime.kv_fraction));
+    }
+    if workload.max_input_len + workload.max_output_len > model.max_position_embeddings {
+        return Some(format!("requests exceed the model's context of {} tokens", model.max_position_embeddings));
+    }
+    if !candidate.runtime.chunked_context && workload.max_input_len > e.max_num_tokens {
+        return Some(format!(
+            "without chunked context a {}-token prompt does not fit max_num_tokens {}",
+            workload.max_input_len, e.max_num_tokens
+        ));
+    }
+    if candidate.runtime.scheduler == SchedulerChoice::MaxUtilization
+        && !candidate.runtime.chunked_context
+        && workload.max_output_len > 1
+    {
+        // A streaming request may then only run if prompt + output fits max_input_len, which
+        // the engine is built to the longest prompt.
+        return Some("MAX_UTILIZATION without chunked context cannot stream prompts built to max_input_len".into());
+    }
+    let engine = engine_for(model, gpu, candidate, workload).build();
+    let perf = match engine.perf_model() {
+        Ok(perf) => perf,
+        Err(e) => return Some(e.to_string()),
+    };
+    let reserve = perf.runtime_reserve_bytes(e.max_num_tokens, e.max_batch_size, 1);
+    let capacity = match perf.kv_capacity_tokens(candidate.runtime.kv_fraction, reserve) {
+        Ok(tokens) => tokens as usize,
+        Err(e) => return Some(e.to_string()),
+    };
+    let one_request = workload.max_input_len + workload.max_output_len;
+    if capacity < one_request {
+        return Some(format!("KV cache of {capacity} tokens cannot hold one {one_request}-token request"));
+    }
+    None
+}
+
+fn dedup<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(values.len());
+    for v in values {
+        if !out.contains(v) {
+            out.push(*v);
+        }
+    }
+    out
+}
+
+fn dedup_f64(values: &[f64]) -> Vec<f64> {
+    dedup(values)
+}
+
+/// `text` quoted for a POSIX shell when it holds anything but safe characters.
+fn shell_word(text: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=+,@%".contains(c);
+    if !text.is_empty() && text.chars().all(safe) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn space(gpu: &str) -> SearchSpace {
+        SearchSpace {
+            model: "llama-3.1-8b".into(),
+            gpu: gpu.into(),
+            tp: vec![1, 2],
+            try_fp8: true,
+            max_batch_size: vec![16, 64, 64],
+            max_num_tokens: vec![256, 8192],
+            kv_fraction: vec![0.9],
+            block_reuse: vec![true, false],
+            chunked_context: vec![true, false],
+            scheduler: vec![SchedulerChoice::GuaranteedNoEvict],
+        }
+    }
+
+    const SHAPE: WorkloadShape = WorkloadShape { max_input_len: 1024, max_output_len: 128, shared_prefixes: false };
+
+    #[test]
+    fn fp8_only_where_the_gpu_has_it_and_unschedulable_prompts_are_pruned() {
+        let (ampere, pruned) = space("rtx-a6000").candidates(&SHAPE).unwrap();
+        assert!(ampere.iter().all(|c| !c.engine.fp8_weights && !c.engine.fp8_kv_cache));
+        // 2 tp × 2 batch sizes × 2 token budgets × 2 chunking, reuse collapsed: 16, of which the
+        // 256-token budget without chunking cannot take a 1024-token prompt.
+        assert_eq!(ampere.len() + pruned.len(), 16);
+        assert_eq!(pruned.len(), 4);
+        assert!(pruned.iter().all(|p| p.reason.contains("without chunked context")), "{pruned:?}");
+        let (hopper, _) = space("h100-sxm").candidates(&SHAPE).unwrap();
+        assert_eq!(hopper.len(), 4 * ampere.len());
+    }
+
+    #[test]
+    fn configurations_that_do_not_fit_memory_are_pruned() {
+        let mut big = space("rtx-a6000");
+        big.model = "llama-3.1-70b".into();
+        let (run, pruned) = big.candidates(&SHAPE).unwrap();
+        assert!(run.is_empty(), "70B in BF16 fits on neither one nor two 48 GB GPUs: {run:?}");
+        assert!(pruned.iter().any(|p| p.reason.contains("fit")), "{pruned:?}");
+        let shared = WorkloadShape { shared_prefixes: true, ..SHAPE };
+        let (with_reuse, _) = space("rtx-a6000").candidates(&shared).unwrap();
+        assert!(with_reuse.iter().any(|c| !c.runtime.block_reuse));
+    }
+
+    #[test]
+    fn keys_are_stable_and_distinct() {
+        let (run, _) = space("h100-sxm").candidates(&SHAPE).unwrap();
+        let keys: std::collections::BTreeSet<String> = run.iter().map(Candidate::key).collect();
+        assert_eq!(keys.len(), run.len());
+        let first = run[0];
+        assert_eq!(first.key(), Candidate { ..first }.key());
+        assert_eq!(first.key().len(), 16);
+    }
+
+    #[test]
+    fn command_lines_carry_every_knob() {
+        let s = space("h100-sxm");
+        let c = Candidate {
+            engine: EngineKnobs {
+                tp: 2,
+                fp8_weights: true,
+                fp8_kv_cache: true,
+                max_batch_size: 64,
+                max_num_tokens: 4096,
+            },
+            runtime: RuntimeKnobs {
+                kv_fraction: 0.85,
+                block_reuse: false,
+                chunked_context: false,
+                scheduler: SchedulerChoice::MaxUtilization,
+            },
+        };
+        assert_eq!(
+            s.sim_build_command(&c, &SHAPE, "my engine"),
+            "trtllm sim build --model llama-3.1-8b --gpu h100-sxm --tp 2 --dtype fp8 --kv-cache-dtype fp8 \
+             --max-batch-size 64 --max-num-tokens 4096 --max-input-len 1024 --output 'my engine'"
+        );
+        assert_eq!(
+            SearchSpace::serve_command(&c, "e"),
+            "trtllm serve --engine-dir e --kv-cache-free-gpu-memory-fraction 0.85 --scheduler-policy max-utilization \
+             --no-block-reuse --no-chunked-context"
+        );
+    }
+}

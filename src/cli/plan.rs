@@ -1,0 +1,302 @@
+//! `trtllm plan`: search engine and runtime knobs on the virtual clock for the most goodput per
+//! GPU under latency SLOs, and print the recommended configuration's command lines.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use trtllm::bench::search::{
+    LoadStep, ResultStore, SchedulerChoice, SearchReport, SearchSpace, SloSet, Study, WorkloadShape, build_report,
+    run_search, write_report,
+};
+use trtllm::bench::{Prompt, PromptSource, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries};
+use trtllm::sim::ModelPreset;
+use trtllm::text::Tokenizer;
+
+/// Dataset file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DatasetFormat {
+    /// One JSON object per line (`prompt` or `prompt_token_ids`, optional `output_len`).
+    Jsonl,
+    /// A ShareGPT conversation array.
+    Sharegpt,
+}
+
+/// Arguments of `trtllm plan`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Model preset (see `trtllm sim presets`).
+    #[arg(long)]
+    model: String,
+    /// GPU preset (see `trtllm sim presets`).
+    #[arg(long)]
+    gpu: String,
+    /// Objectives every point must meet, METRIC:pPERCENTILE:MS (metrics ttft, tpot, itl, e2el),
+    /// e.g. `ttft:p95:500,tpot:p95:50`.
+    #[arg(long)]
+    slo: String,
+    /// The results directory: one JSON per configuration (a re-run skips finished ones),
+    /// summary.json and pareto.svg.
+    #[arg(long)]
+    output_dir: PathBuf,
+    /// Random prompts of this many tokens (without --dataset-path).
+    #[arg(long, default_value_t = 512)]
+    input_len: usize,
+    /// Output tokens per request (a dataset's own lengths when it has them).
+    #[arg(long, default_value_t = 128)]
+    output_len: usize,
+    /// Tokens every random prompt shares (makes block reuse worth searching).
+    #[arg(long, default_value_t = 0)]
+    shared_prefix: usize,
+    /// Dataset file instead of random prompts.
+    #[arg(long)]
+    dataset_path: Option<PathBuf>,
+    /// Format of --dataset-path.
+    #[arg(long, value_enum, default_value_t = DatasetFormat::Jsonl, requires = "dataset_path")]
+    dataset: DatasetFormat,
+    /// Tokenizer directory for text datasets.
+    #[arg(long, requires = "dataset_path")]
+    tokenizer: Option<PathBuf>,
+    /// Closed-loop users per point, lowest first (default 1,2,4,...,256).
+    #[arg(long, value_delimiter = ',', conflicts_with = "request_rate")]
+    concurrency: Option<Vec<usize>>,
+    /// Open-loop request rates per point instead, lowest first.
+    #[arg(long, value_delimiter = ',')]
+    request_rate: Option<Vec<f64>>,
+    /// Gamma shape of open-loop arrivals (1: Poisson).
+    #[arg(long, default_value_t = 1.0, requires = "request_rate")]
+    burstiness: f64,
+    /// Measured requests per point at least (closed loop: at least twice the users, after one
+    /// warmup request per user).
+    #[arg(long, default_value_t = 16)]
+    num_prompts: usize,
+    /// Seed of the prompts.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Tensor-parallel sizes to try.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    tp: Vec<usize>,
+    /// Engine max_batch_size values to try.
+    #[arg(long, value_delimiter = ',', default_value = "16,64,256")]
+    max_batch_size: Vec<usize>,
+    /// Engine max_num_tokens values to try.
+    #[arg(long, value_delimiter = ',', default_value = "2048,8192")]
+    max_num_tokens: Vec<usize>,
+    /// KV-cache free-memory fractions to try.
+    #[arg(long, value_delimiter = ',', default_value = "0.9")]
+    kv_fraction: Vec<f64>,
+    /// Block reuse settings to try (on, off); only searched when prompts share prefixes.
+    #[arg(long, value_delimiter = ',', default_value = "on,off", value_parser = parse_switch)]
+    block_reuse: Vec<bool>,
+    /// Chunked context settings to try (on, off).
+    #[arg(long, value_delimiter = ',', default_value = "on,off", value_parser = parse_switch)]
+    chunked_context: Vec<bool>,
+    /// Capacity scheduler policies to try.
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "guaranteed-no-evict,max-utilization")]
+    scheduler_policy: Vec<SchedulerArg>,
+    /// Do not try FP8 weights and KV cache (they are tried where the GPU has FP8).
+    #[arg(long)]
+    no_fp8: bool,
+    /// Configurations run at once.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Engine directory named in the printed command lines (default: OUTPUT_DIR/engine).
+    #[arg(long)]
+    engine_dir: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// `--scheduler-policy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SchedulerArg {
+    GuaranteedNoEvict,
+    MaxUtilization,
+}
+
+fn parse_switch(text: &str) -> Result<bool, String> {
+    match text {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(format!("expected on or off, got {text:?}")),
+    }
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let slos = SloSet::parse(&args.slo).context("--slo")?;
+    let model = ModelPreset::by_id(&args.model)?;
+    let space = SearchSpace {
+        model: args.model.clone(),
+        gpu: args.gpu.clone(),
+        tp: args.tp.clone(),
+        try_fp8: !args.no_fp8,
+        max_batch_size: args.max_batch_size.clone(),
+        max_num_tokens: args.max_num_tokens.clone(),
+        kv_fraction: args.kv_fraction.clone(),
+        block_reuse: args.block_reuse.clone(),
+        chunked_context: args.chunked_context.clone(),
+        scheduler: args
+            .scheduler_policy
+            .iter()
+            .map(|s| match s {
+                SchedulerArg::GuaranteedNoEvict => SchedulerChoice::GuaranteedNoEvict,
+                SchedulerArg::MaxUtilization => SchedulerChoice::MaxUtilization,
+            })
+            .collect(),
+    };
+    let study = study(&args, model, slos)?;
+    let (candidates, pruned) = space.candidates(&study.shape)?;
+    let store = ResultStore::open(&args.output_dir)?;
+    eprintln!(
+        "{} configurations of {} on {} ({} pruned before running), loads {}",
+        candidates.len(),
+        args.model,
+        args.gpu,
+        pruned.len(),
+        study.loads.iter().map(LoadStep::name).collect::<Vec<_>>().join(",")
+    );
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(candidates.len() as u64)
+            .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} configurations {elapsed} eta {eta} {msg}")?)
+    };
+    let outcome = run_search(&space, &study, &store, args.jobs, |result, resumed| {
+        bar.inc(1);
+        bar.set_message(if resumed { "(resumed)".to_string() } else { result.candidate.label() });
+    })
+    .await?;
+    bar.finish_and_clear();
+    let engine_dir = args.engine_dir.clone().unwrap_or_else(|| args.output_dir.join("engine"));
+    let report = build_report(&space, &study, &outcome, &engine_dir.to_string_lossy());
+    let (summary, svg) = write_report(&store, &report, &outcome)?;
+    print!("{}", render(&report, &study));
+    println!("wrote {} and {}", summary.display(), svg.display());
+    Ok(if report.recommendation.is_some() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The workload, loads and objectives every configuration is measured on.
+fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study> {
+    let loads: Vec<LoadStep> = match &args.request_rate {
+        Some(rates) => {
+            if rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+                bail!("--request-rate values must be positive and finite");
+            }
+            rates.iter().map(|&r| LoadStep::Rate(r)).collect()
+        }
+        None => {
+            let users = args.concurrency.clone().unwrap_or_else(|| vec![1, 2, 4, 8, 16, 32, 64, 128, 256]);
+            if users.contains(&0) {
+                bail!("--concurrency values must be at least 1");
+            }
+            users.into_iter().map(LoadStep::Concurrency).collect()
+        }
+    };
+    if args.num_prompts == 0 {
+        bail!("--num-prompts must be at least 1");
+    }
+    if args.output_len == 0 {
+        bail!("--output-len must be at least 1");
+    }
+    let vocab_size = model.shape.vocab_size;
+    let (source, shape, workload_id) = match &args.dataset_path {
+        None => {
+            if args.input_len == 0 || args.shared_prefix > args.input_len {
+                bail!("--input-len must be at least 1 and at least --shared-prefix");
+            }
+            let source =
+                PromptSource::Random { vocab_size, input_len: args.input_len, shared_prefix: args.shared_prefix };
+            let shape = WorkloadShape {
+                max_input_len: args.input_len,
+                max_output_len: args.output_len,
+                shared_prefixes: args.shared_prefix > 0,
+            };
+            let id = format!("random in={} out={} prefix={}", args.input_len, args.output_len, args.shared_prefix);
+            (source, shape, id)
+        }
+        Some(path) => {
+            let entries = match args.dataset {
+                DatasetFormat::Jsonl => load_jsonl(path)?,
+                DatasetFormat::Sharegpt => load_sharegpt(path)?,
+            };
+            let tokenizer = args.tokenizer.as_deref().map(Tokenizer::from_dir).transpose()?;
+            let options =
+                TokenizeOptions { tokenizer: tokenizer.as_ref(), chat_template: false, reply_output_len: true };
+            let prompts: Vec<Prompt> = tokenize_entries(&entries, options)?;
+            if prompts.is_empty() {
+                bail!("{} holds no prompts", path.display());
+            }
+            let max_input_len = prompts.iter().map(|p| p.token_ids.len()).max().unwrap_or(1).max(1);
+            let max_output_len =
+                prompts.iter().filter_map(|p| p.output_len).map(|n| n as usize).max().unwrap_or(args.output_len);
+            let tokens: usize = prompts.iter().map(|p| p.token_ids.len()).sum();
+            let id = format!("{} {} prompts {tokens} tokens out={}", path.display(), prompts.len(), args.output_len);
+            let shape = WorkloadShape { max_input_len, max_output_len: max_output_len.max(1), shared_prefixes: true };
+            (PromptSource::Dataset(Arc::from(prompts)), shape, id)
+        }
+    };
+    let workload = Workload {
+        source,
+        output_len: args.dataset_path.is_none().then_some(args.output_len as u32),
+        fallback_output_len: args.output_len as u32,
+        ignore_eos: true,
+        end_id: None,
+        streaming: true,
+        seed: args.seed,
+        guide: None,
+    };
+    Ok(Study {
+        workload,
+        workload_id: format!("{workload_id} seed={}", args.seed),
+        shape,
+        loads,
+        min_prompts: args.num_prompts,
+        burstiness: args.burstiness,
+        slos,
+    })
+}
+
+/// The console report: the top of the ranking, the front, the recommendation and its commands.
+fn render(report: &SearchReport, study: &Study) -> String {
+    let mut out = format!(
+        "{} configurations ({} resumed, {} pruned), {} load points, {:.1} s wall; SLOs {}\n\n",
+        report.configurations, report.resumed, report.pruned, report.points, report.wall_s, study.slos
+    );
+    out +=
+        &format!("{:<56} {:>17} {:>10} {:>5}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
+    for row in report.ranking.iter().take(10) {
+        out += &format!(
+            "{:<56} {:>17.1} {:>10.2} {:>5}{}\n",
+            row.label,
+            row.goodput_tokens_per_s_per_gpu,
+            row.goodput_requests_per_s_per_gpu,
+            row.best_load.as_deref().unwrap_or("-"),
+            row.error.as_ref().map(|e| format!("  error: {e}")).unwrap_or_default()
+        );
+    }
+    out += &format!("\nPareto front ({} points, tokens/s/user -> tokens/s/GPU):\n", report.pareto_front.len());
+    for p in &report.pareto_front {
+        out += &format!(
+            "  {:>8.1} -> {:>9.1}  {} at {}\n",
+            p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, p.label, p.load
+        );
+    }
+    match &report.recommendation {
+        Some(rec) => {
+            out += &format!(
+                "\nrecommended: {} at {}: {:.1} output tokens/s per GPU ({:.2} requests/s per GPU) within the SLOs, {:.1} tokens/s per user\n",
+                rec.label,
+                rec.load,
+                rec.goodput_tokens_per_s_per_gpu,
+                rec.goodput_requests_per_s_per_gpu,
+                rec.tokens_per_s_per_user
+            );
+            out += &format!("  build: {}\n  serve: {}\n", rec.sim_build, rec.serve);
+        }
+        None => out += "\nno configuration meets the SLOs at any load: relax --slo or widen the search\n",
+    }
+    out
+}

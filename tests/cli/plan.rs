@@ -1,0 +1,140 @@
+//! `trtllm plan`: a small configuration search end to end — result files, the SVG, the
+//! recommendation, resuming, and the printed `trtllm sim build` command.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn trtllm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A small search: TinyLlama on an A6000, 2 batch sizes × 2 token budgets × chunking on/off,
+/// 96-token prompts, 16 output tokens, 1, 4 and 16 users.
+fn plan(dir: &Path, slo: &str) -> Output {
+    trtllm(&[
+        "plan",
+        "--model",
+        "tinyllama-1.1b",
+        "--gpu",
+        "rtx-a6000",
+        "--slo",
+        slo,
+        "--input-len",
+        "96",
+        "--output-len",
+        "16",
+        "--concurrency",
+        "1,4,16",
+        "--num-prompts",
+        "8",
+        "--max-batch-size",
+        "4,16",
+        "--max-num-tokens",
+        "64,512",
+        "--chunked-context",
+        "on,off",
+        "--scheduler-policy",
+        "guaranteed-no-evict",
+        "--quiet",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ])
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_small_search_recommends_a_configuration_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan");
+    let first = plan(&out, "ttft:p95:2000,tpot:p95:200");
+    assert!(first.status.success(), "{}\n{}", text(&first.stdout), text(&first.stderr));
+    let stdout = text(&first.stdout);
+
+    // 8 combinations; a 96-token prompt without chunking does not fit a 64-token budget: 2 pruned.
+    let summary = json(&out.join("summary.json"));
+    assert_eq!(summary["configurations"], 6, "{summary:#}");
+    assert_eq!(summary["pruned"], 2);
+    assert_eq!(summary["resumed"], 0);
+    let configs: Vec<_> = std::fs::read_dir(out.join("configs")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(configs.len(), 6);
+    for path in &configs {
+        let result = json(path);
+        assert_eq!(path.file_stem().unwrap().to_str().unwrap(), result["key"].as_str().unwrap());
+        assert!(result["error"].is_null(), "{result:#}");
+        let points = result["points"].as_array().unwrap();
+        assert!(!points.is_empty());
+        // Closed-loop loads above the engine's batch cap are not run.
+        let cap = result["candidate"]["engine"]["max_batch_size"].as_u64().unwrap();
+        assert!(points.iter().all(|p| p["load"].as_str().unwrap()[1..].parse::<u64>().unwrap() <= cap));
+    }
+    assert!(
+        std::fs::read_dir(&out).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("engine-")),
+        "the per-configuration engines are removed"
+    );
+
+    // The recommendation meets the SLOs and has the best goodput per GPU of the ranking.
+    let rec = &summary["recommendation"];
+    let ranking = summary["ranking"].as_array().unwrap();
+    assert_eq!(rec["key"], ranking[0]["key"]);
+    let best = rec["goodput_tokens_per_s_per_gpu"].as_f64().unwrap();
+    assert!(best > 0.0);
+    assert!(ranking.iter().all(|r| r["goodput_tokens_per_s_per_gpu"].as_f64().unwrap() <= best));
+    assert!(!summary["pareto_front"].as_array().unwrap().is_empty());
+    let svg = std::fs::read_to_string(out.join("pareto.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("Pareto front") && svg.contains("recommended"), "{svg}");
+    let build = rec["sim_build"].as_str().unwrap();
+    assert!(stdout.contains(build) && stdout.contains(rec["serve"].as_str().unwrap()), "{stdout}");
+
+    // The printed build command builds the recommended engine.
+    let words: Vec<&str> = build.split_whitespace().collect();
+    assert_eq!(words[..3], ["trtllm", "sim", "build"]);
+    let built = trtllm(&words[1..]);
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    let engine = trtllm::EngineConfig::from_dir(out.join("engine")).unwrap();
+    let knobs = &rec["candidate"]["engine"];
+    assert_eq!(engine.max_batch_size as u64, knobs["max_batch_size"].as_u64().unwrap());
+    assert_eq!(engine.max_num_tokens as u64, knobs["max_num_tokens"].as_u64().unwrap());
+
+    // A re-run resumes every configuration and reaches the same recommendation.
+    let again = plan(&out, "ttft:p95:2000,tpot:p95:200");
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let resumed = json(&out.join("summary.json"));
+    assert_eq!(resumed["resumed"], 6);
+    assert_eq!(resumed["recommendation"], summary["recommendation"]);
+    assert!(text(&again.stdout).contains("6 resumed"));
+
+    // Other SLOs are another study: nothing is reused.
+    let other = plan(&out, "ttft:p95:1500,tpot:p95:200");
+    assert!(other.status.success(), "{}", text(&other.stderr));
+    assert_eq!(json(&out.join("summary.json"))["resumed"], 0);
+}
+
+#[test]
+fn impossible_slos_fail_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = plan(dir.path(), "ttft:p95:0.001");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("no configuration meets the SLOs"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn bad_slos_and_knobs_are_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    for (slo, needle) in [("ttft:95:500", "pN"), ("speed:p95:5", "unknown SLO metric"), ("ttft:p95:-3", "positive")] {
+        let out = plan(dir.path(), slo);
+        assert_eq!(out.status.code(), Some(1), "{slo}");
+        assert!(text(&out.stderr).contains(needle), "{slo}: {}", text(&out.stderr));
+    }
+    let out =
+        trtllm(&["plan", "--model", "tinyllama-1.1b", "--gpu", "b300", "--slo", "ttft:p95:1", "--output-dir", "x"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("rtx-a6000"), "{}", text(&out.stderr));
+    assert!(!Path::new("x").exists());
+}
