@@ -11,6 +11,8 @@ scripts/setup.sh --tests
 export TRTLLM_REQUIRE_VALGRIND=1
 
 cargo fmt --all -- --check
+# No module under src/ may import its way back to itself (exits non-zero and names the cycle).
+python3 scripts/module_cycles.py src >/dev/null
 cargo clippy --all-targets --locked -- -D warnings
 # Both test runs are also logged, so the suite can end on one line that counts every test.
 log=target/test-suite.log
