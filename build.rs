@@ -20,9 +20,13 @@ fn main() {
     let simulated = env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()).is_none();
     let bridges: &[&str] = if simulated { &["src/ffi.rs", SIM_GRAMMAR_BRIDGE] } else { &["src/ffi.rs"] };
     let mut build = cxx_build::bridges(bridges);
-    build.std("c++17").file("cpp/src/shim.cc").flag_if_supported("-Wall").flag_if_supported("-Wextra");
+    build.std("c++17").flag_if_supported("-Wall").flag_if_supported("-Wextra");
     track(&manifest.join("cpp/include/trtllm/shim.h"));
-    track(&manifest.join("cpp/src/shim.cc"));
+    track(&manifest.join(SHIM_INTERNAL_HEADER));
+    for source in SHIM_SOURCES {
+        build.file(source);
+        track(&manifest.join(source));
+    }
 
     match env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()) {
         Some(root) => configure_real(&mut build, Path::new(&root)),
@@ -35,6 +39,19 @@ fn main() {
         panic!("compiling proto/: {e}");
     }
 }
+
+/// The shim's sources, compiled in both the real and the simulated build: the core (handle, requests,
+/// responses, stats, KV events) and one file per feature's conversions.
+const SHIM_SOURCES: &[&str] = &[
+    "cpp/src/shim.cc",
+    "cpp/src/shim_executor_config.cc",
+    "cpp/src/shim_guided.cc",
+    "cpp/src/shim_lora.cc",
+    "cpp/src/shim_speculative.cc",
+];
+
+/// What the shim's sources share (the handle's state, helpers, the feature files' declarations).
+const SHIM_INTERNAL_HEADER: &str = "cpp/src/shim_internal.h";
 
 /// Compile against the real headers and link the prebuilt TensorRT-LLM libraries (never build them).
 fn configure_real(build: &mut cc::Build, root: &Path) {
@@ -98,7 +115,15 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     track(&sim.join("src"));
     track(&sim.join("include/tensorrt_llm/executor"));
     track(&sim.join("include/tensorrt_llm/runtime"));
-    for dir in ["include/tensorrt_llm/executor", "include/tensorrt_llm/runtime", "src"] {
+    track(&sim.join("include/trtllm_sim"));
+    track(&sim.join("include/trtllm_sim/executor"));
+    for dir in [
+        "include/tensorrt_llm/executor",
+        "include/tensorrt_llm/runtime",
+        "include/trtllm_sim",
+        "include/trtllm_sim/executor",
+        "src",
+    ] {
         let Ok(entries) = std::fs::read_dir(sim.join(dir)) else {
             continue;
         };

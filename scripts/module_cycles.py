@@ -2,7 +2,7 @@
 """Finds import cycles among the modules under src/ folders (default: src/server src/bench).
 
 Each .rs file is a module (a folder's mod.rs is the folder). An edge A -> B means A's non-test
-code names B through a `crate::` or `super::` path (use lines and inline paths; comments and
+code names B through a `crate::`, `super::` or `self::` path (use lines and inline paths; comments and
 `#[cfg(test)]` modules are skipped). A parent's `mod child;` line is not an edge, but a parent
 re-exporting or calling into a child is, so a child that names its parent's items is a cycle.
 Prints each module's dependencies in dependency order and exits 1 on any cycle.
@@ -41,7 +41,8 @@ def code_lines(text):
     return out
 
 
-PATH = re.compile(r"\b(crate|super)((?:::super)*)((?:::[a-z_][a-z0-9_]*)*)(::\{([^}]*)\})?")
+# The path's module segments, then a `{...}` group or an item (`super::Item` names the parent).
+PATH = re.compile(r"\b(crate|super|self)((?:::super)*)((?:::[a-z_][a-z0-9_]*)*)(::\{([^}]*)\}|::[A-Z]\w*)?")
 
 
 def references(module, lines, known):
@@ -49,11 +50,13 @@ def references(module, lines, known):
     found = set()
     text = "\n".join(lines)
     for m in PATH.finditer(text):
-        root, supers, rest, _, group = m.groups()
-        if not rest and not group:
+        root, supers, rest, tail, group = m.groups()
+        if not rest and not tail:
             continue  # `pub(super)`, `pub(crate)`
         if root == "crate":
             base = ()
+        elif root == "self":
+            base = module[: len(module) - supers.count("::super")]
         else:
             base = module[: len(module) - 1 - supers.count("::super")]
         segments = [s for s in rest.split("::") if s]

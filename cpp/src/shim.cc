@@ -1,16 +1,12 @@
-// The C++ half of the trtllm bridge (see shim.h). Converts the plain bridge structs into
-// tensorrt_llm::executor Request/SamplingConfig/OutputConfig/ExecutorConfig and converts
-// Response/Result/stats back. The same source compiles against the real TensorRT-LLM headers
-// (TRTLLM_SHIM_REAL defined by build.rs) and against the simulated executor in cpp/sim.
-#include "trtllm/cpp/include/trtllm/shim.h"
-#include "trtllm/src/ffi.rs.h"
+// The C++ half of the trtllm bridge (see shim.h): the executor handle's methods, the core request
+// conversion (Request/SamplingConfig/OutputConfig) and Response/Result, stats and KV events back.
+// The executor configuration and the LoRA, speculative-decoding and guided-decoding conversions live
+// in the shim_*.cc files beside this one (declared in shim_internal.h). The same sources compile
+// against the real TensorRT-LLM headers (TRTLLM_SHIM_REAL defined by build.rs) and against the
+// simulated executor in cpp/sim.
+#include "shim_internal.h"
 
-#include "tensorrt_llm/executor/executor.h"
 #include "tensorrt_llm/executor/tensor.h"
-
-#ifndef TRTLLM_SHIM_REAL
-#include "trtllm_sim/lora_counters.h"
-#endif
 
 #include <chrono>
 #include <cstring>
@@ -30,48 +26,15 @@
 extern "C" bool initTrtLlmPlugins(void* logger, char const* libNamespace);
 #endif
 
-namespace tle = tensorrt_llm::executor;
-
 namespace trtllm::shim
 {
+
+using detail::guarded;
+using detail::opt;
+using detail::toRust;
+
 namespace
 {
-
-// Runs `body`, turning anything thrown that is not a std::exception into one, so that cxx (which
-// catches std::exception) never lets an exception escape into Rust unconverted.
-template <typename F>
-auto guarded(char const* what, F&& body) -> decltype(body())
-{
-    try
-    {
-        return body();
-    }
-    catch (std::exception const&)
-    {
-        throw;
-    }
-    catch (...)
-    {
-        throw std::runtime_error(std::string(what) + ": unknown C++ exception (not derived from std::exception)");
-    }
-}
-
-// Converts through pointer and length only: cxx's own std::string overloads are compiled with the
-// default _GLIBCXX_USE_CXX11_ABI, which need not match the one TensorRT-LLM forces on this file.
-rust::String toRust(std::string const& text)
-{
-    return rust::String::lossy(text.data(), text.size());
-}
-
-template <typename T, typename O>
-std::optional<T> opt(O const& o)
-{
-    if (o.set)
-    {
-        return static_cast<T>(o.value);
-    }
-    return std::nullopt;
-}
 
 std::int64_t toNs(tle::RequestPerfMetrics::TimePoint const& tp)
 {
@@ -116,113 +79,6 @@ tle::SamplingConfig toSamplingConfig(SamplingSpec const& s)
     return sc;
 }
 
-// ---- LoRA ----
-
-tle::DataType toLoraDataType(LoraWeightKind kind)
-{
-    switch (kind)
-    {
-    case LoraWeightKind::F16: return tle::DataType::kFP16;
-    case LoraWeightKind::Bf16: return tle::DataType::kBF16;
-    case LoraWeightKind::F32: return tle::DataType::kFP32;
-    }
-    throw std::invalid_argument(
-        std::string("unknown LoRA weight type ") + std::to_string(static_cast<int>(kind)));
-}
-
-// The request's adapter as owned host tensors (Tensor::cpu, then a copy of the bytes): the request outlives this
-// call, so the tensors must not wrap the bridge's buffers.
-std::optional<tle::LoraConfig> toLoraConfig(LoraSpec const& spec)
-{
-    if (!spec.set)
-    {
-        return std::nullopt;
-    }
-    if (!spec.has_weights)
-    {
-        return tle::LoraConfig(spec.task_id);
-    }
-    if (spec.config.size() % 3 != 0 || spec.config.empty() || spec.row_len <= 0)
-    {
-        throw std::invalid_argument("LoRA config must hold rows of 3 values and the weights a positive row length");
-    }
-    auto const rows = static_cast<std::int64_t>(spec.config.size() / 3);
-    auto config = tle::Tensor::cpu(tle::DataType::kINT32, {rows, std::int64_t{3}});
-    std::memcpy(config.getData(), spec.config.data(), spec.config.size() * sizeof(std::int32_t));
-    auto weights = tle::Tensor::cpu(toLoraDataType(spec.dtype), {rows, static_cast<std::int64_t>(spec.row_len)});
-    if (weights.getSizeInBytes() != spec.weights.size())
-    {
-        throw std::invalid_argument("LoRA weights hold " + std::to_string(spec.weights.size()) + " bytes, expected "
-            + std::to_string(weights.getSizeInBytes()));
-    }
-    std::memcpy(weights.getData(), spec.weights.data(), spec.weights.size());
-    return tle::LoraConfig(spec.task_id, weights, config);
-}
-
-tle::PeftCacheConfig toPeftCacheConfig(PeftCacheOptions const& o)
-{
-    std::optional<std::string> prefetch;
-    if (!o.lora_prefetch_dir.empty())
-    {
-        prefetch = std::string(o.lora_prefetch_dir.data(), o.lora_prefetch_dir.size());
-    }
-    tle::PeftCacheConfig defaults;
-    return tle::PeftCacheConfig(o.num_host_module_layer, o.num_device_module_layer,
-        o.optimal_adapter_size > 0 ? o.optimal_adapter_size : defaults.getOptimalAdapterSize(),
-        o.max_adapter_size > 0 ? o.max_adapter_size : defaults.getMaxAdapterSize(), 1, 1, 1,
-        tle::PeftCacheConfig::kDefaultMaxPagesPerBlockHost, tle::PeftCacheConfig::kDefaultMaxPagesPerBlockDevice,
-        opt<float>(o.device_cache_percent), opt<std::size_t>(o.host_cache_size), prefetch);
-}
-// Defined with the other speculative-decoding conversions below.
-void applySpeculativeRequest(tle::Request& request, SpeculativeSpec const& s);
-// ---- Guided decoding (structured output) ----
-
-tle::GuidedDecodingParams::GuideType toGuideType(GuideKind kind)
-{
-    switch (kind)
-    {
-    case GuideKind::Json: return tle::GuidedDecodingParams::GuideType::kJSON;
-    case GuideKind::JsonSchema: return tle::GuidedDecodingParams::GuideType::kJSON_SCHEMA;
-    case GuideKind::Regex: return tle::GuidedDecodingParams::GuideType::kREGEX;
-    case GuideKind::EbnfGrammar: return tle::GuidedDecodingParams::GuideType::kEBNF_GRAMMAR;
-    case GuideKind::StructuralTag: return tle::GuidedDecodingParams::GuideType::kSTRUCTURAL_TAG;
-    }
-    throw std::invalid_argument("unknown guide type " + std::to_string(static_cast<int>(kind)));
-}
-
-tle::GuidedDecodingParams toGuidedDecodingParams(GuidedDecodingSpec const& spec)
-{
-    std::optional<std::string> guide;
-    if (spec.has_guide)
-    {
-        guide = std::string(spec.guide.data(), spec.guide.size());
-    }
-    return tle::GuidedDecodingParams(toGuideType(spec.guide_type), guide);
-}
-
-tle::GuidedDecodingConfig toGuidedDecodingConfig(GuidedDecodingOptions const& o)
-{
-    auto backend = tle::GuidedDecodingConfig::GuidedDecodingBackend::kLLGUIDANCE;
-    switch (o.backend)
-    {
-    case GuidedBackendKind::Xgrammar: backend = tle::GuidedDecodingConfig::GuidedDecodingBackend::kXGRAMMAR; break;
-    case GuidedBackendKind::Llguidance: backend = tle::GuidedDecodingConfig::GuidedDecodingBackend::kLLGUIDANCE; break;
-    }
-    std::vector<std::string> vocab;
-    vocab.reserve(o.encoded_vocab.size());
-    for (auto const& token : o.encoded_vocab)
-    {
-        vocab.emplace_back(token.data(), token.size());
-    }
-    std::optional<std::string> tokenizer;
-    if (o.has_tokenizer_str)
-    {
-        tokenizer = std::string(o.tokenizer_str.data(), o.tokenizer_str.size());
-    }
-    std::vector<tle::TokenIdType> stops(o.stop_token_ids.begin(), o.stop_token_ids.end());
-    return tle::GuidedDecodingConfig(backend, std::move(vocab), std::move(tokenizer), std::move(stops));
-}
-
 tle::Request toRequest(RequestSpec const& spec)
 {
     // Construct with the three stable leading arguments only and use setters for the rest: the
@@ -261,14 +117,14 @@ tle::Request toRequest(RequestSpec const& spec)
     {
         request.setAllottedTimeMs(std::chrono::milliseconds(spec.allotted_time_ms));
     }
-    if (auto lora = toLoraConfig(spec.lora))
+    if (auto lora = detail::toLoraConfig(spec.lora))
     {
         request.setLoraConfig(*lora);
     }
-    applySpeculativeRequest(request, spec.speculative);
+    detail::applySpeculativeRequest(request, spec.speculative);
     if (spec.guided_decoding.set)
     {
-        request.setGuidedDecodingParams(toGuidedDecodingParams(spec.guided_decoding));
+        request.setGuidedDecodingParams(detail::toGuidedDecodingParams(spec.guided_decoding));
     }
     return request;
 }
@@ -277,33 +133,6 @@ tle::Request toRequest(RequestSpec const& spec)
 // upstream's to change). The switches have no default, so that the compiler's -Wswitch points at any
 // enumerator a newer upstream adds; at run time an unlisted value falls through to the error or the
 // Unknown after the switch.
-
-std::string enumValueMessage(char const* what, int value)
-{
-    return std::string("unknown ") + what + " value " + std::to_string(value);
-}
-
-tle::CapacitySchedulerPolicy toSchedulerPolicy(SchedulerPolicyKind kind)
-{
-    switch (kind)
-    {
-    case SchedulerPolicyKind::MaxUtilization: return tle::CapacitySchedulerPolicy::kMAX_UTILIZATION;
-    case SchedulerPolicyKind::GuaranteedNoEvict: return tle::CapacitySchedulerPolicy::kGUARANTEED_NO_EVICT;
-    case SchedulerPolicyKind::StaticBatch: return tle::CapacitySchedulerPolicy::kSTATIC_BATCH;
-    }
-    throw std::invalid_argument(enumValueMessage("capacity scheduler policy", static_cast<int>(kind)));
-}
-
-std::optional<tle::ContextChunkingPolicy> toChunkingPolicy(ChunkingPolicyKind kind)
-{
-    switch (kind)
-    {
-    case ChunkingPolicyKind::Unset: return std::nullopt;
-    case ChunkingPolicyKind::FirstComeFirstServed: return tle::ContextChunkingPolicy::kFIRST_COME_FIRST_SERVED;
-    case ChunkingPolicyKind::EqualProgress: return tle::ContextChunkingPolicy::kEQUAL_PROGRESS;
-    }
-    throw std::invalid_argument(enumValueMessage("context chunking policy", static_cast<int>(kind)));
-}
 
 FinishItem toFinishItem(tle::FinishReason reason)
 {
@@ -331,178 +160,6 @@ RequestStageKind toRequestStage(tle::RequestStage stage)
     case tle::RequestStage::kGENERATION_COMPLETE: return RequestStageKind::GenerationComplete;
     }
     return RequestStageKind::Unknown;
-}
-
-// ---- Speculative decoding: DecodingConfig and the per-request configs ----
-
-std::optional<tle::LookaheadDecodingConfig> toLookahead(LookaheadSpec const& s)
-{
-    if (!s.set)
-    {
-        return std::nullopt;
-    }
-    return tle::LookaheadDecodingConfig(s.window_size, s.ngram_size, s.verification_set_size);
-}
-
-std::vector<std::vector<tle::SizeType32>> toChoices(rust::Vec<TokenSeq> const& seqs)
-{
-    std::vector<std::vector<tle::SizeType32>> choices;
-    for (auto const& seq : seqs)
-    {
-        choices.emplace_back(seq.ids.begin(), seq.ids.end());
-    }
-    return choices;
-}
-
-std::optional<tle::EagleConfig> toEagle(EagleSpec const& s)
-{
-    if (!s.set)
-    {
-        return std::nullopt;
-    }
-    std::optional<tle::EagleChoices> choices;
-    if (!s.choices.empty())
-    {
-        choices = toChoices(s.choices);
-    }
-    return tle::EagleConfig(choices, s.greedy_sampling, opt<float>(s.posterior_threshold), s.use_dynamic_tree,
-        opt<tle::SizeType32>(s.dynamic_tree_max_top_k));
-}
-
-std::optional<tle::DecodingMode> toDecodingMode(DecodingModeKind kind)
-{
-    switch (kind)
-    {
-    case DecodingModeKind::Unset: return std::nullopt;
-    case DecodingModeKind::Auto: return tle::DecodingMode::Auto();
-    case DecodingModeKind::TopKTopP: return tle::DecodingMode::TopKTopP();
-    case DecodingModeKind::BeamSearch: return tle::DecodingMode::BeamSearch();
-    case DecodingModeKind::Medusa: return tle::DecodingMode::Medusa();
-    case DecodingModeKind::Lookahead: return tle::DecodingMode::Lookahead();
-    case DecodingModeKind::ExplicitDraftTokens: return tle::DecodingMode::ExplicitDraftTokens();
-    case DecodingModeKind::ExternalDraftTokens: return tle::DecodingMode::ExternalDraftTokens();
-    case DecodingModeKind::Eagle: return tle::DecodingMode::Eagle();
-    }
-    throw std::invalid_argument(enumValueMessage("DecodingModeKind", static_cast<int>(kind)));
-}
-
-void applyDecodingOptions(tle::ExecutorConfig& config, DecodingOptions const& o)
-{
-    auto lookahead = toLookahead(o.lookahead);
-    auto eagle = toEagle(o.eagle);
-    bool const medusa = !o.medusa_choices.empty();
-    if (o.mode == DecodingModeKind::Unset && !lookahead && !eagle && !medusa)
-    {
-        return;
-    }
-    std::optional<tle::MedusaChoices> choices;
-    if (medusa)
-    {
-        choices = toChoices(o.medusa_choices);
-    }
-    config.setDecodingConfig(tle::DecodingConfig(toDecodingMode(o.mode), lookahead, choices, eagle));
-}
-
-void applySpeculativeRequest(tle::Request& request, SpeculativeSpec const& s)
-{
-    if (auto lookahead = toLookahead(s.lookahead))
-    {
-        request.setLookaheadConfig(*lookahead);
-    }
-    if (auto eagle = toEagle(s.eagle))
-    {
-        request.setEagleConfig(eagle);
-    }
-    if (s.has_draft_tokens)
-    {
-        request.setExternalDraftTokensConfig(tle::ExternalDraftTokensConfig(
-            tle::VecTokens(s.draft_tokens.begin(), s.draft_tokens.end()), std::nullopt,
-            opt<tle::FloatType>(s.draft_acceptance_threshold)));
-    }
-}
-
-tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
-{
-    // Default-construct and use setters: the constructor's positional order has changed between releases.
-    tle::ExecutorConfig config;
-    config.setMaxBeamWidth(o.max_beam_width);
-    if (o.max_batch_size > 0)
-    {
-        config.setMaxBatchSize(o.max_batch_size);
-    }
-    if (o.max_num_tokens > 0)
-    {
-        config.setMaxNumTokens(o.max_num_tokens);
-    }
-    config.setSchedulerConfig(tle::SchedulerConfig(
-        toSchedulerPolicy(o.capacity_scheduler_policy), toChunkingPolicy(o.context_chunking_policy)));
-    config.setEnableChunkedContext(o.enable_chunked_context);
-
-    tle::KvCacheConfig kv;
-    kv.setEnableBlockReuse(o.kv_enable_block_reuse);
-    kv.setEnablePartialReuse(o.kv_enable_partial_reuse);
-    kv.setCopyOnPartialReuse(o.kv_copy_on_partial_reuse);
-    if (o.kv_max_tokens > 0)
-    {
-        kv.setMaxTokens(static_cast<tle::SizeType32>(o.kv_max_tokens));
-    }
-    if (o.kv_free_gpu_memory_fraction > 0.f)
-    {
-        kv.setFreeGpuMemoryFraction(o.kv_free_gpu_memory_fraction);
-    }
-    if (o.kv_host_cache_size > 0)
-    {
-        kv.setHostCacheSize(static_cast<std::size_t>(o.kv_host_cache_size));
-    }
-    kv.setEventBufferMaxSize(static_cast<std::size_t>(o.kv_event_buffer_max_size));
-    config.setKvCacheConfig(kv);
-
-    tle::ExtendedRuntimePerfKnobConfig knobs(
-        o.multi_block_mode, o.enable_context_fmha_fp32_acc, o.cuda_graph_mode, o.cuda_graph_cache_size);
-    config.setExtendedRuntimePerfKnobConfig(knobs);
-
-    if (o.max_queue_size > 0)
-    {
-        config.setMaxQueueSize(std::optional<tle::SizeType32>(o.max_queue_size));
-    }
-    config.setIterStatsMaxIterations(o.iter_stats_max_iterations);
-    config.setRequestStatsMaxIterations(o.request_stats_max_iterations);
-    config.setNormalizeLogProbs(o.normalize_log_probs);
-    config.setGpuWeightsPercent(o.gpu_weights_percent);
-    config.setGatherGenerationLogits(o.gather_generation_logits);
-
-    if (o.parallel.set)
-    {
-        tle::ParallelConfig parallel;
-        parallel.setCommunicationMode(
-            o.parallel.orchestrator ? tle::CommunicationMode::kORCHESTRATOR : tle::CommunicationMode::kLEADER);
-        if (!o.parallel.device_ids.empty())
-        {
-            parallel.setDeviceIds(std::vector<tle::SizeType32>(o.parallel.device_ids.begin(), o.parallel.device_ids.end()));
-        }
-        if (!o.parallel.participant_ids.empty())
-        {
-            parallel.setParticipantIds(
-                std::vector<tle::SizeType32>(o.parallel.participant_ids.begin(), o.parallel.participant_ids.end()));
-        }
-        if (o.parallel.orchestrator)
-        {
-            tle::OrchestratorConfig orchestrator(
-                true, std::string(o.parallel.worker_executable_path.data(), o.parallel.worker_executable_path.size()));
-            parallel.setOrchestratorConfig(orchestrator);
-        }
-        config.setParallelConfig(parallel);
-    }
-    if (o.peft_cache.set)
-    {
-        config.setPeftCacheConfig(toPeftCacheConfig(o.peft_cache));
-    }
-    applyDecodingOptions(config, o.decoding);
-    if (o.guided_decoding.set)
-    {
-        config.setGuidedDecodingConfig(toGuidedDecodingConfig(o.guided_decoding));
-    }
-    return config;
 }
 
 PerfMetricsItem toPerfMetrics(tle::RequestPerfMetrics const& m)
@@ -769,20 +426,13 @@ void initPluginsOnce()
 
 } // namespace
 
-struct ExecutorHandle::Impl
-{
-    // Held by pointer: the executor's move constructor was undeclared in some releases.
-    std::unique_ptr<tle::Executor> executor;
-    // Set when the executor records KV-cache events; it stays readable after shutdown.
-    std::shared_ptr<tle::KVCacheEventManager> kvEvents;
-};
-
 ExecutorHandle::ExecutorHandle(rust::Str engineDir, ExecutorOptions const& options)
     : mImpl(std::make_shared<Impl>())
 {
     initPluginsOnce();
     std::filesystem::path const dir(std::string(engineDir.data(), engineDir.size()));
-    mImpl->executor = std::make_unique<tle::Executor>(dir, tle::ModelType::kDECODER_ONLY, toExecutorConfig(options));
+    mImpl->executor
+        = std::make_unique<tle::Executor>(dir, tle::ModelType::kDECODER_ONLY, detail::toExecutorConfig(options));
     if (options.kv_event_buffer_max_size > 0)
     {
         mImpl->kvEvents = mImpl->executor->getKVCacheEventManager().value_or(nullptr);
@@ -909,25 +559,6 @@ rust::Vec<KvEventItem> ExecutorHandle::kv_cache_events(std::uint32_t timeoutMs) 
 void ExecutorHandle::shutdown() const
 {
     guarded("shutdown", [&] { mImpl->executor->shutdown(); });
-}
-
-LoraCacheCountsItem ExecutorHandle::lora_cache_counts() const
-{
-    return guarded("loraCacheCounts",
-        [&]
-        {
-            LoraCacheCountsItem item{};
-#ifndef TRTLLM_SHIM_REAL
-            if (auto const counts = trtllm_sim::loraCacheCounts(*mImpl->executor))
-            {
-                item.available = true;
-                item.hits = counts->hits;
-                item.misses = counts->misses;
-                item.evictions = counts->evictions;
-            }
-#endif
-            return item;
-        });
 }
 
 std::unique_ptr<ExecutorHandle> new_executor(rust::Str engineDir, ExecutorOptions const& options)

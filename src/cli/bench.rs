@@ -7,6 +7,7 @@ mod lora;
 mod plan;
 mod report;
 mod setup;
+mod target_info;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +21,7 @@ use trtllm::bench::{
 
 use self::args::{DatasetKind, RunArgs};
 use self::report::Report;
-use self::setup::Setup;
+use self::target_info::Setup;
 
 /// Arguments of `trtllm bench`.
 #[derive(Debug, clap::Args)]

@@ -26,10 +26,10 @@ pub struct ConfigJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// The model: shape, precision, parallel mapping.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub pretrained_config: PretrainedConfig,
     /// The build limits and plugin settings.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub build_config: BuildConfig,
     /// Not written by `trtllm-build`: a tokenizer directory, relative to the engine directory.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,16 +86,16 @@ pub struct PretrainedConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_position_embeddings: Option<usize>,
     /// The output head shares the input embedding's weights.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub tie_word_embeddings: bool,
     /// The embedding table is split across tensor-parallel ranks.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub use_parallel_embedding: bool,
     /// How the model is split across GPUs.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub mapping: Mapping,
     /// Weight and KV-cache quantization.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub quantization: Quantization,
     /// Medusa heads (Medusa engines): the longest draft chain per step.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,13 +182,13 @@ pub struct BuildConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_cache_type: Option<String>,
     /// Context logits can be returned.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub gather_context_logits: bool,
     /// Generation logits can be returned.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub gather_generation_logits: bool,
     /// Plugin and kernel settings.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub plugin_config: PluginConfig,
     /// LoRA build settings (`trtllm-build --lora_target_modules ... --max_lora_rank R`).
     #[serde(skip_serializing_if = "Option::is_none")]

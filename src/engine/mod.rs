@@ -2,13 +2,14 @@
 //! ([`simulation_json`]), and [`EngineConfig`], what the executor needs from config.json before enqueue.
 
 pub mod config_json;
+mod null_default;
 pub mod simulation_json;
 pub mod speculative;
 
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -195,15 +196,6 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> std::result::Result
     let value: Value = serde_json::from_str(&text).map_err(JsonFileError::Syntax)?;
     serde_path_to_error::deserialize(value)
         .map_err(|e| JsonFileError::Schema { field: e.path().to_string(), message: e.into_inner().to_string() })
-}
-
-/// Deserializes `null` as the type's default, as the simulator does for every member ("null means absent").
-fn null_as_default<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de> + Default,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
 }
 
 /// [`read_json`], or `T::default()` when the file does not exist.

@@ -29,10 +29,10 @@ pub struct SimulationJson {
     pub gpu: String,
     /// GPU figures replaced by name, e.g. `mfu`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub gpu_overrides: BTreeMap<String, f64>,
     /// Real or virtual time.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub clock: ClockMode,
     /// Real clock: wall-clock sleep = simulated time × this; 0 runs without sleeping.
     #[serde(deserialize_with = "time_scale_or_default")]
@@ -44,10 +44,10 @@ pub struct SimulationJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_cache_max_tokens: Option<usize>,
     /// Seed mixed into the deterministic token generator.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub seed: u64,
     /// Test hooks.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub faults: SimFaults,
     /// Speculative decoding: the drafter's acceptance (absent: 0.7 per position).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -99,10 +99,10 @@ pub struct SimFaults {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub throw_in: Option<String>,
     /// Calls of that method that succeed before it starts throwing.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub throw_after_calls: u64,
     /// Throw a non-`std::exception` value instead of a `std::runtime_error`.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub throw_non_std: bool,
     /// A request whose prompt contains this token id receives an error response.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,7 +114,7 @@ pub struct SimFaults {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stall_iteration: Option<u64>,
     /// How long the stalled iteration takes, in milliseconds.
-    #[serde(deserialize_with = "super::null_as_default")]
+    #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub stall_ms: f64,
 }
 

@@ -272,7 +272,7 @@ impl Executor {
     /// from its real state: the response thread alive, the last enqueue and stats poll succeeding,
     /// and requests not all failing. Every issue but a stopped response thread clears itself when
     /// the state recovers.
-    pub fn health(&self) -> Vec<super::HealthIssue> {
+    pub fn health(&self) -> Vec<super::health::HealthIssue> {
         self.shared.health.issues()
     }
 

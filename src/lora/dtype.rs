@@ -4,8 +4,6 @@ use std::fmt;
 
 use half::{bf16, f16};
 
-use super::error::LoraError;
-
 /// The element type of a LoRA weights tensor. TensorRT-LLM requires it to equal the engine's
 /// data type (`pretrained_config.dtype`), which is also what `plugin_config.lora_plugin` is set to
 /// (or `auto` for the same).
@@ -34,23 +32,6 @@ impl LoraDtype {
             Self::F16 => "float16",
             Self::Bf16 => "bfloat16",
             Self::F32 => "float32",
-        }
-    }
-
-    /// Parses a dtype name as engine configs and command lines spell it.
-    ///
-    /// ```
-    /// use trtllm::lora::LoraDtype;
-    /// assert_eq!(LoraDtype::from_name("bfloat16").unwrap(), LoraDtype::Bf16);
-    /// assert_eq!(LoraDtype::from_name("fp16").unwrap(), LoraDtype::F16);
-    /// assert!(LoraDtype::from_name("int8").is_err());
-    /// ```
-    pub fn from_name(name: &str) -> Result<Self, LoraError> {
-        match name.to_ascii_lowercase().as_str() {
-            "float16" | "fp16" | "half" | "f16" => Ok(Self::F16),
-            "bfloat16" | "bf16" => Ok(Self::Bf16),
-            "float32" | "fp32" | "float" | "f32" => Ok(Self::F32),
-            _ => Err(LoraError::UnsupportedDtype(name.to_owned())),
         }
     }
 

@@ -27,6 +27,7 @@
 
 mod dtype;
 mod error;
+mod lookup;
 mod module;
 mod peft;
 mod settings;

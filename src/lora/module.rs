@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use super::error::LoraError;
-
 /// One kind of linear layer a LoRA adapter can adapt, numbered as TensorRT-LLM numbers them
 /// (`runtime::LoraModule::ModuleType` in `loraModule.h`). The number is what the first column of
 /// a LoRA config row holds; the name is what `lora_target_modules` in an engine's config.json
@@ -65,7 +63,7 @@ pub enum LoraModule {
 }
 
 /// Every module, in id order (the index is the id).
-const ALL: [LoraModule; 22] = [
+pub(super) const ALL: [LoraModule; 22] = [
     LoraModule::AttnQkv,
     LoraModule::AttnQ,
     LoraModule::AttnK,
@@ -136,11 +134,6 @@ impl LoraModule {
         ALL.iter().position(|m| *m == self).map_or(-1, |i| i as i32)
     }
 
-    /// The module for a numeric id.
-    pub fn from_id(id: i64) -> Result<Self, LoraError> {
-        usize::try_from(id).ok().and_then(|i| ALL.get(i)).copied().ok_or(LoraError::UnknownModuleId(id))
-    }
-
     /// TensorRT-LLM's name, as `lora_target_modules` lists it.
     pub fn name(self) -> &'static str {
         match self {
@@ -167,11 +160,6 @@ impl LoraModule {
             Self::SharedExpert4hToH => "shared_expert_4h_to_h",
             Self::SharedExpertGate => "shared_expert_gate",
         }
-    }
-
-    /// The module for a TensorRT-LLM name.
-    pub fn from_name(name: &str) -> Result<Self, LoraError> {
-        ALL.iter().copied().find(|m| m.name() == name).ok_or_else(|| LoraError::UnknownModuleName(name.to_owned()))
     }
 
     /// The TensorRT-LLM module a Hugging Face PEFT module name adapts, following TensorRT-LLM's own
@@ -230,6 +218,7 @@ impl fmt::Display for LoraModule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lora::LoraError;
 
     #[test]
     fn ids_and_names_round_trip_for_every_module() {

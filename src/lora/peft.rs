@@ -187,9 +187,9 @@ fn collect_pairs(tensors: &SafeTensors<'_>) -> Result<BTreeMap<(u32, LoraModule)
         let module = LoraModule::from_hf_name(hf_module)
             .ok_or_else(|| unsupported(format!("module {hf_module} has no TensorRT-LLM LoRA module")))?;
         let values = match view.dtype() {
-            Dtype::F16 => super::LoraDtype::F16.decode(view.data()),
-            Dtype::BF16 => super::LoraDtype::Bf16.decode(view.data()),
-            Dtype::F32 => super::LoraDtype::F32.decode(view.data()),
+            Dtype::F16 => super::dtype::LoraDtype::F16.decode(view.data()),
+            Dtype::BF16 => super::dtype::LoraDtype::Bf16.decode(view.data()),
+            Dtype::F32 => super::dtype::LoraDtype::F32.decode(view.data()),
             other => return Err(LoraError::TensorDtype { name, dtype: format!("{other:?}") }),
         };
         let tensor = Tensor { shape: view.shape().to_vec(), values };

@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::SimError;
+use super::error::SimError;
 
 /// The presets document: a C++ raw string literal holding JSON, shared with cpp/sim/src/gpu_spec.cpp.
 const PRESETS_SOURCE: &str = include_str!("../../cpp/sim/src/gpu_presets.inc");

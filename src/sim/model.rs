@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::SimError;
+use super::error::SimError;
 
 /// The shape of a decoder-only transformer, as its config.json states it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,8 +6,10 @@
 
 use serde::Serialize;
 
-use super::gpu::GIB;
-use super::{GpuPreset, KvCacheDtype, ModelShape, SimError, SimulatedEngine, WeightDtype};
+use super::error::SimError;
+use super::gpu::{GIB, GpuPreset};
+use super::model::{KvCacheDtype, ModelShape, WeightDtype};
+use super::simulated_engine::SimulatedEngine;
 
 /// CUDA context, cuBLAS/NCCL workspaces and runtime buffers every GPU keeps besides activations.
 const RUNTIME_BYTES: f64 = GIB;
@@ -319,6 +321,17 @@ impl PerfModel {
             });
         }
         Ok((free * free_fraction / self.kv_bytes_per_token).floor() as u64)
+    }
+}
+
+impl SimulatedEngine {
+    /// The timing and memory model of this engine on its GPU; fails as the simulator would refuse to load it
+    /// (FP8 without FP8 tensor cores, weights that do not fit, an unknown GPU).
+    pub fn perf_model(&self) -> Result<PerfModel, SimError> {
+        let model = PerfModel::for_engine(self)?;
+        let reserve = model.runtime_reserve_bytes(self.max_num_tokens, self.max_batch_size, self.max_beam_width);
+        model.kv_capacity_tokens(DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve)?;
+        Ok(model)
     }
 }
 

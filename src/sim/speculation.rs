@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 
-use super::SimulatedEngineBuilder;
 use crate::engine::speculative::{SimSpeculative, SpeculativeDecodingMode};
 
 /// A simulated engine's speculative decoding.
@@ -60,14 +59,5 @@ impl SimulatedSpeculation {
 
     pub(crate) fn medusa_heads(&self) -> Option<usize> {
         (self.mode == SpeculativeDecodingMode::Medusa).then_some(self.max_draft_len)
-    }
-}
-
-impl SimulatedEngineBuilder {
-    /// Makes the engine speculative (config.json `speculative_decoding_mode`, `max_draft_len`;
-    /// simulation.json `speculative.acceptance`).
-    pub fn speculation(mut self, speculation: SimulatedSpeculation) -> Self {
-        self.engine.speculation = Some(speculation);
-        self
     }
 }

@@ -5,7 +5,7 @@ use std::time::Instant;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 
-use super::DraftLength;
+use super::draft_length::DraftLength;
 use crate::error::{Error, Result};
 use crate::executor::{AsyncExecutor, GenerationStream};
 use crate::types::output::{FinalOutput, SequenceOutput, StreamEvent, TokenChunk};

@@ -7,5 +7,6 @@ pub(crate) mod kv_event;
 pub(crate) mod lora;
 pub(crate) mod output;
 pub(crate) mod request;
+pub(crate) mod sampling;
 pub(crate) mod speculative;
 pub(crate) mod stats;

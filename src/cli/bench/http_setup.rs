@@ -8,7 +8,7 @@ use trtllm::bench::{BenchTarget, OpenAiApi, OpenAiTarget};
 use trtllm::text::Tokenizer;
 
 use super::args::RunArgs;
-use super::setup::{Setup, TokenizerSource};
+use super::target_info::{Setup, TokenizerSource};
 
 /// The model id our built-in engine serves under; its tokenizer ships with the binary.
 const BUILTIN_MODEL_ID: &str = "trtllm-builtin-sim";

@@ -12,7 +12,7 @@ use trtllm::bench::{
 
 use super::args::RunArgs;
 use super::plan::Point;
-use super::setup::Setup;
+use super::target_info::Setup;
 
 /// Default seconds per time-series sample.
 const DEFAULT_SAMPLE_INTERVAL_S: f64 = 5.0;

@@ -1,7 +1,7 @@
 //! Connecting to the target and describing it: the `engine` and metadata of every summary.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use futures::StreamExt;
@@ -13,37 +13,7 @@ use trtllm::text::Tokenizer;
 use trtllm::{AsyncExecutor, ExecutorConfig};
 
 use super::args::RunArgs;
-
-/// The target and what is known about it.
-pub struct Setup {
-    pub target: BenchTarget,
-    /// The `engine` object: the same keys whichever the target (from the engine config in
-    /// process, from GetModelInfo/GetServerInfo over gRPC), plus the full configs in process.
-    pub engine: Value,
-    pub model_id: String,
-    pub vocab_size: usize,
-    pub max_seq_len: usize,
-    /// `tensorrt-llm <version>`, `simulated <version>`, or the server's backend and version.
-    pub backend: String,
-    /// The GPU, or the simulated GPU preset (simulation.json's `gpu`), when known.
-    pub gpu: Option<String>,
-    pub engine_dir: Option<PathBuf>,
-    /// The directory the in-process executor loaded (the built-in engine's scratch copy too).
-    pub loaded_dir: Option<PathBuf>,
-    /// The simulated executor's timing (GPU, clock, performance model), in process on the
-    /// simulated backend.
-    pub simulation: Option<EngineSimulation>,
-    /// Where a tokenizer can be loaded from, and its identifier, when there is one.
-    pub tokenizer_source: Option<(TokenizerSource, String)>,
-    /// Keeps the built-in engine's or the fetched tokenizer's files alive.
-    pub _scratch: tempfile::TempDir,
-}
-
-pub enum TokenizerSource {
-    Dir(PathBuf),
-    /// The server's tokenizer, fetched on first use through GetTokenizer.
-    Server(GrpcTarget),
-}
+use super::target_info::{Setup, TokenizerSource};
 
 impl Setup {
     pub async fn new(args: &RunArgs) -> anyhow::Result<Setup> {

@@ -29,6 +29,7 @@
 mod bridge;
 mod error;
 mod gbnf;
+mod grammar_parts;
 mod guide;
 mod matcher;
 mod structural_tag;

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::error::GuidedError;
-use super::guide::{check_regex, grammar_to_lark, with_compact_json};
+use super::grammar_parts::{check_regex, grammar_to_lark, with_compact_json};
 
 /// One node of a structural tag.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,448 @@
+//! [`SimulatedEngine`]: the description of a simulated engine and the config.json and
+//! simulation.json it writes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};
+use super::speculation::SimulatedSpeculation;
+use crate::engine::config_json::{
+    BuildConfig, ConfigJson, LoraConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization,
+};
+use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
+use crate::error::{Error, Result};
+
+/// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine, WeightDtype};
+/// let dir = tempfile::tempdir()?;
+/// let engine = SimulatedEngine::builder()
+///     .model(ModelPreset::by_id("llama-3.1-70b")?)
+///     .gpu("h100-sxm")
+///     .tensor_parallel(4)
+///     .dtype(WeightDtype::Fp8)
+///     .max_batch_size(256)
+///     .clock(ClockMode::Virtual)
+///     .build();
+/// engine.write_to(dir.path())?;
+/// let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json"))?)?;
+/// assert_eq!(config["pretrained_config"]["mapping"]["tp_size"], 4);
+/// assert_eq!(config["pretrained_config"]["quantization"]["quant_algo"], "FP8");
+/// assert!(dir.path().join("simulation.json").is_file());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimulatedEngine {
+    /// Model name recorded in config.json.
+    pub model_name: String,
+    /// TensorRT-LLM version recorded in config.json (defaults to the linked library's release).
+    pub version: String,
+    /// `pretrained_config.architecture`.
+    pub architecture: String,
+    /// Vocabulary size.
+    pub vocab_size: usize,
+    /// Hidden size.
+    pub hidden_size: usize,
+    /// Transformer layers.
+    pub num_layers: usize,
+    /// Attention heads.
+    pub num_heads: usize,
+    /// KV heads.
+    pub num_kv_heads: usize,
+    /// Head dimension; `None` for hidden_size / num_heads.
+    pub head_size: Option<usize>,
+    /// Width of the gated MLP.
+    pub intermediate_size: usize,
+    /// `pretrained_config.max_position_embeddings`; `None` for max_seq_len.
+    pub max_position_embeddings: Option<usize>,
+    /// The output head shares the input embedding's weights.
+    pub tie_word_embeddings: bool,
+    /// Weight precision (`dtype` and `quantization.quant_algo`).
+    pub weight_dtype: WeightDtype,
+    /// KV-cache precision (`quantization.kv_cache_quant_algo`).
+    pub kv_cache_dtype: KvCacheDtype,
+    /// Tensor-parallel GPUs (`mapping.tp_size` and `world_size`).
+    pub tp_size: usize,
+    /// `build_config.max_input_len`.
+    pub max_input_len: usize,
+    /// `build_config.max_seq_len`.
+    pub max_seq_len: usize,
+    /// `build_config.max_batch_size`.
+    pub max_batch_size: usize,
+    /// `build_config.max_beam_width`.
+    pub max_beam_width: usize,
+    /// `build_config.max_num_tokens`.
+    pub max_num_tokens: usize,
+    /// `plugin_config.tokens_per_block`.
+    pub tokens_per_block: usize,
+    /// GPU preset id ([`GpuPreset`](super::GpuPreset)).
+    pub gpu: String,
+    /// GPU figures replaced by name (simulation.json `gpu_overrides`).
+    pub gpu_overrides: BTreeMap<String, f64>,
+    /// Real or virtual time.
+    pub clock: ClockMode,
+    /// A fixed simulated time of every iteration in milliseconds; `None` lets the timing model decide.
+    pub iteration_ms: Option<f64>,
+    /// Real clock: wall-clock sleep = simulated time × this; 0 runs without sleeping.
+    pub time_scale: f64,
+    /// KV-cache capacity in tokens; `None` derives it from GPU memory as TensorRT-LLM does.
+    pub kv_cache_max_tokens: Option<usize>,
+    /// Seed mixed into the deterministic token generator.
+    pub seed: u64,
+    /// Test hooks.
+    pub faults: SimFaults,
+    /// LoRA support (`lora_plugin`, `lora_config`); `None` builds an engine without LoRA.
+    pub lora: Option<SimLora>,
+    /// Speculative decoding (`None`: a plain engine).
+    pub speculation: Option<SimulatedSpeculation>,
+}
+
+/// The LoRA build settings of a simulated engine (`trtllm-build --lora_plugin auto
+/// --lora_target_modules ... --max_lora_rank R`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimLora {
+    /// The modules adapters may target.
+    #[serde(serialize_with = "module_names")]
+    pub target_modules: Vec<crate::lora::LoraModule>,
+    /// The largest adapter rank.
+    pub max_rank: u32,
+}
+
+fn module_names<S: serde::Serializer>(
+    modules: &[crate::lora::LoraModule],
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serializer.collect_seq(modules.iter().map(|m| m.name()))
+}
+
+impl SimLora {
+    /// Attention and MLP projections (q, k, v, o, gate, up, down), ranks up to `max_rank`.
+    pub fn attention_and_mlp(max_rank: u32) -> Self {
+        use crate::lora::LoraModule as M;
+        let target_modules = vec![M::AttnQ, M::AttnK, M::AttnV, M::AttnDense, M::MlpGate, M::MlpHTo4h, M::Mlp4hToH];
+        SimLora { target_modules, max_rank }
+    }
+}
+
+impl Default for SimulatedEngine {
+    fn default() -> Self {
+        let tiny = &ModelPreset::all()[0];
+        SimulatedEngine {
+            model_name: "sim-tiny".into(),
+            version: crate::version::release(&crate::Backend::current().version).to_string(),
+            architecture: tiny.architecture.into(),
+            vocab_size: tiny.shape.vocab_size,
+            hidden_size: tiny.shape.hidden_size,
+            num_layers: tiny.shape.num_layers,
+            num_heads: tiny.shape.num_heads,
+            num_kv_heads: tiny.shape.num_kv_heads,
+            head_size: None,
+            intermediate_size: tiny.shape.intermediate_size,
+            max_position_embeddings: None,
+            tie_word_embeddings: tiny.shape.tie_word_embeddings,
+            weight_dtype: WeightDtype::Bf16,
+            kv_cache_dtype: KvCacheDtype::Auto,
+            tp_size: 1,
+            max_input_len: 4096,
+            max_seq_len: 8192,
+            max_batch_size: 256,
+            max_beam_width: 1,
+            max_num_tokens: 8192,
+            tokens_per_block: 32,
+            gpu: crate::engine::simulation_json::DEFAULT_GPU.into(),
+            gpu_overrides: BTreeMap::new(),
+            clock: ClockMode::Real,
+            iteration_ms: None,
+            time_scale: 1.0,
+            kv_cache_max_tokens: None,
+            seed: 0,
+            faults: SimFaults::default(),
+            lora: None,
+            speculation: None,
+        }
+    }
+}
+
+impl SimulatedEngine {
+    /// Starts from the defaults: TinyLlama-1.1B's shape in BF16 on an RTX A6000, timed by the model, in real time.
+    pub fn builder() -> SimulatedEngineBuilder {
+        SimulatedEngineBuilder { engine: SimulatedEngine::default() }
+    }
+
+    /// The model's shape.
+    pub fn shape(&self) -> ModelShape {
+        ModelShape {
+            vocab_size: self.vocab_size,
+            hidden_size: self.hidden_size,
+            num_layers: self.num_layers,
+            num_heads: self.num_heads,
+            num_kv_heads: self.num_kv_heads,
+            head_size: self.head_size.unwrap_or(self.hidden_size / self.num_heads.max(1)),
+            intermediate_size: self.intermediate_size,
+            tie_word_embeddings: self.tie_word_embeddings,
+        }
+    }
+
+    /// The config.json document, shaped as `trtllm-build` writes it.
+    pub fn config_json(&self) -> ConfigJson {
+        let shape = self.shape();
+        let some = |s: &str| Some(s.to_string());
+        ConfigJson {
+            version: Some(self.version.clone()),
+            pretrained_config: PretrainedConfig {
+                architecture: Some(self.architecture.clone()),
+                dtype: some(self.weight_dtype.config_dtype()),
+                logits_dtype: some("float32"),
+                model_name: Some(self.model_name.clone()),
+                name_or_path: None,
+                vocab_size: Some(shape.vocab_size),
+                hidden_size: Some(shape.hidden_size),
+                num_hidden_layers: Some(shape.num_layers),
+                num_attention_heads: Some(shape.num_heads),
+                num_key_value_heads: Some(shape.num_kv_heads),
+                head_size: Some(shape.head_size),
+                intermediate_size: Some(shape.intermediate_size),
+                hidden_act: some("silu"),
+                position_embedding_type: some("rope_gpt_neox"),
+                max_position_embeddings: Some(self.max_position_embeddings.unwrap_or(self.max_seq_len)),
+                tie_word_embeddings: shape.tie_word_embeddings,
+                use_parallel_embedding: false,
+                mapping: Mapping {
+                    world_size: Some(self.tp_size),
+                    tp_size: Some(self.tp_size),
+                    pp_size: Some(1),
+                    cp_size: Some(1),
+                },
+                quantization: Quantization {
+                    quant_algo: self.weight_dtype.quant_algo().map(str::to_string),
+                    kv_cache_quant_algo: self.kv_cache_dtype.quant_algo().map(str::to_string),
+                },
+                num_medusa_heads: self.speculation.as_ref().and_then(SimulatedSpeculation::medusa_heads),
+            },
+            build_config: BuildConfig {
+                max_input_len: Some(self.max_input_len),
+                max_seq_len: Some(self.max_seq_len),
+                max_batch_size: Some(self.max_batch_size),
+                max_beam_width: Some(self.max_beam_width),
+                max_num_tokens: Some(self.max_num_tokens),
+                kv_cache_type: some("PAGED"),
+                gather_context_logits: false,
+                gather_generation_logits: false,
+                plugin_config: PluginConfig {
+                    dtype: some(self.weight_dtype.config_dtype()),
+                    gpt_attention_plugin: some("auto"),
+                    gemm_plugin: some("auto"),
+                    paged_kv_cache: Some(true),
+                    tokens_per_block: Some(self.tokens_per_block),
+                    use_paged_context_fmha: Some(true),
+                    use_fp8_context_fmha: Some(false),
+                    context_fmha: Some(true),
+                    remove_input_padding: Some(true),
+                    lora_plugin: self.lora.as_ref().map(|_| serde_json::Value::from("auto")),
+                },
+                lora_config: self.lora.as_ref().map(|lora| LoraConfigJson {
+                    lora_target_modules: Some(lora.target_modules.iter().map(|m| m.name().to_string()).collect()),
+                    max_lora_rank: Some(u64::from(lora.max_rank)),
+                }),
+                speculative_decoding_mode: self
+                    .speculation
+                    .as_ref()
+                    .map(|s| s.mode)
+                    .filter(|m| *m != crate::SpeculativeDecodingMode::None),
+                max_draft_len: self.speculation.as_ref().map(|s| s.max_draft_len).filter(|&n| n > 0),
+            },
+            tokenizer_dir: None,
+        }
+    }
+
+    /// The simulation.json document.
+    pub fn simulation_json(&self) -> SimulationJson {
+        SimulationJson {
+            gpu: self.gpu.clone(),
+            gpu_overrides: self.gpu_overrides.clone(),
+            clock: self.clock,
+            time_scale: self.time_scale,
+            iteration_ms: self.iteration_ms,
+            kv_cache_max_tokens: self.kv_cache_max_tokens,
+            seed: self.seed,
+            faults: self.faults.clone(),
+            speculative: self.speculation.as_ref().map(SimulatedSpeculation::simulation),
+        }
+    }
+
+    /// Writes config.json and simulation.json into `dir` (created if missing).
+    pub fn write_to(&self, dir: impl AsRef<Path>) -> Result<()> {
+        let dir = dir.as_ref();
+        let io = |source| Error::EngineDir { path: dir.to_path_buf(), source };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let documents = [
+            ("config.json", serde_json::to_string_pretty(&self.config_json())),
+            ("simulation.json", serde_json::to_string_pretty(&self.simulation_json())),
+        ];
+        for (name, text) in documents {
+            let text = text.map_err(|e| Error::EngineConfig { path: dir.join(name), message: e.to_string() })?;
+            std::fs::write(dir.join(name), text).map_err(io)?;
+        }
+        Ok(())
+    }
+}
+
+/// Builder for [`SimulatedEngine`].
+#[derive(Debug, Clone)]
+pub struct SimulatedEngineBuilder {
+    engine: SimulatedEngine,
+}
+
+macro_rules! engine_setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        impl SimulatedEngineBuilder {
+            $(
+                $(#[$doc])*
+                pub fn $name(mut self, value: $ty) -> Self {
+                    self.engine.$name = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+impl SimulatedEngineBuilder {
+    /// Model name.
+    pub fn model_name(mut self, value: impl Into<String>) -> Self {
+        self.engine.model_name = value.into();
+        self
+    }
+
+    /// Version recorded in config.json.
+    pub fn version(mut self, value: impl Into<String>) -> Self {
+        self.engine.version = value.into();
+        self
+    }
+
+    /// A model preset: its name, architecture, exact shape and context length (max_seq_len and
+    /// max_input_len are capped at its max_position_embeddings).
+    pub fn model(mut self, preset: &ModelPreset) -> Self {
+        let e = &mut self.engine;
+        let shape = preset.shape;
+        e.model_name = preset.name.into();
+        e.architecture = preset.architecture.into();
+        e.vocab_size = shape.vocab_size;
+        e.hidden_size = shape.hidden_size;
+        e.num_layers = shape.num_layers;
+        e.num_heads = shape.num_heads;
+        e.num_kv_heads = shape.num_kv_heads;
+        e.head_size = Some(shape.head_size);
+        e.intermediate_size = shape.intermediate_size;
+        e.tie_word_embeddings = shape.tie_word_embeddings;
+        e.max_position_embeddings = Some(preset.max_position_embeddings);
+        e.max_seq_len = e.max_seq_len.min(preset.max_position_embeddings);
+        e.max_input_len = e.max_input_len.min(e.max_seq_len);
+        self
+    }
+
+    /// GPU preset id ([`GpuPreset::all`](super::GpuPreset::all)).
+    pub fn gpu(mut self, id: impl Into<String>) -> Self {
+        self.engine.gpu = id.into();
+        self
+    }
+
+    /// Replaces one figure of the GPU preset (simulation.json `gpu_overrides`), e.g. `("mfu", 0.5)`.
+    pub fn gpu_override(mut self, figure: impl Into<String>, value: f64) -> Self {
+        self.engine.gpu_overrides.insert(figure.into(), value);
+        self
+    }
+
+    /// Tensor-parallel GPUs.
+    pub fn tensor_parallel(mut self, tp: usize) -> Self {
+        self.engine.tp_size = tp;
+        self
+    }
+
+    /// Weight precision.
+    pub fn dtype(mut self, dtype: WeightDtype) -> Self {
+        self.engine.weight_dtype = dtype;
+        self
+    }
+
+    /// KV-cache precision.
+    pub fn kv_cache_dtype(mut self, dtype: KvCacheDtype) -> Self {
+        self.engine.kv_cache_dtype = dtype;
+        self
+    }
+
+    /// Real or virtual time.
+    pub fn clock(mut self, clock: ClockMode) -> Self {
+        self.engine.clock = clock;
+        self
+    }
+
+    /// Every iteration takes exactly `ms` simulated milliseconds, whatever the timing model says.
+    pub fn iteration_ms(mut self, ms: f64) -> Self {
+        self.engine.iteration_ms = Some(ms);
+        self
+    }
+
+    /// A fixed KV-cache capacity in tokens instead of the one GPU memory leaves.
+    pub fn kv_cache_max_tokens(mut self, tokens: usize) -> Self {
+        self.engine.kv_cache_max_tokens = Some(tokens);
+        self
+    }
+}
+
+engine_setters! {
+    /// Vocabulary size.
+    vocab_size: usize;
+    /// Hidden size.
+    hidden_size: usize;
+    /// Layers.
+    num_layers: usize;
+    /// Attention heads.
+    num_heads: usize;
+    /// KV heads.
+    num_kv_heads: usize;
+    /// Width of the gated MLP.
+    intermediate_size: usize;
+    /// max_input_len.
+    max_input_len: usize;
+    /// max_seq_len.
+    max_seq_len: usize;
+    /// max_batch_size.
+    max_batch_size: usize;
+    /// max_beam_width.
+    max_beam_width: usize;
+    /// max_num_tokens.
+    max_num_tokens: usize;
+    /// tokens_per_block.
+    tokens_per_block: usize;
+    /// Wall-clock scale of the real clock.
+    time_scale: f64;
+    /// Token generator seed.
+    seed: u64;
+    /// Test hooks.
+    faults: SimFaults;
+}
+
+impl SimulatedEngineBuilder {
+    /// Builds the engine with LoRA support.
+    pub fn lora(mut self, lora: SimLora) -> Self {
+        self.engine.lora = Some(lora);
+        self
+    }
+
+    /// Makes the engine speculative (config.json `speculative_decoding_mode`, `max_draft_len`;
+    /// simulation.json `speculative.acceptance`).
+    pub fn speculation(mut self, speculation: SimulatedSpeculation) -> Self {
+        self.engine.speculation = Some(speculation);
+        self
+    }
+
+    /// Returns the engine description.
+    pub fn build(self) -> SimulatedEngine {
+        self.engine
+    }
+}
