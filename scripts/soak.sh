@@ -6,7 +6,8 @@
 #   scripts/soak.sh                          # small: 16 streams for 15 s
 #   scripts/soak.sh --streams 1000 --minutes 10
 #
-# Flags: --streams N, --minutes T, --max-tokens N, --sample-secs S, --warmup-fraction F, --binary PATH.
+# Flags: --streams N, --minutes T, --max-tokens N, --sample-secs S, --warmup-fraction F, --binary PATH,
+# --addr HOST:PORT (drive a running server instead of starting one) with --pid PID (whose RSS to sample).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin trtllm --example soak

@@ -4,6 +4,7 @@
 mod common;
 
 mod gateway;
+mod gateway_guided;
 mod grpc;
 mod guided;
 mod interop;

@@ -4,10 +4,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{SimpleVob, TokEnv};
 use llguidance::{Matcher, ParserFactory};
 
+use super::cache::GrammarCache;
 use super::error::GuidedError;
 use super::guide::{GuideType, grammar_for};
 use super::vocab;
@@ -18,12 +18,17 @@ const SOFT_LENGTH: f64 = 24.0;
 const CANDIDATES: usize = 24;
 /// How many of the best-ranked candidates it test-consumes to find one that completes the grammar.
 const COMPLETION_PROBES: usize = 4;
+/// Compiled grammars a factory keeps (least recently used evicted first): enough for every response
+/// format and tool list a deployment serves at once, small next to the vocabulary's token trie.
+pub const GRAMMAR_CACHE_CAPACITY: usize = 64;
 
 /// Compiles guides against one vocabulary (built once from a `GuidedDecodingConfig`); cheap to clone.
 #[derive(Clone)]
 pub struct GrammarMatcherFactory {
     parsers: Arc<ParserFactory>,
     stop_token_ids: Arc<[u32]>,
+    /// Compiled grammars by guide, shared by the clones.
+    compiled: Arc<GrammarCache>,
 }
 
 impl fmt::Debug for GrammarMatcherFactory {
@@ -31,6 +36,7 @@ impl fmt::Debug for GrammarMatcherFactory {
         f.debug_struct("GrammarMatcherFactory")
             .field("vocab_size", &self.vocab_size())
             .field("stop_token_ids", &self.stop_token_ids)
+            .field("cached_grammars", &self.compiled.len())
             .finish()
     }
 }
@@ -48,7 +54,23 @@ impl GrammarMatcherFactory {
         let env: TokEnv = vocab::tok_env(encoded_vocab, tokenizer_json, stop_token_ids)?;
         let mut parsers = ParserFactory::new_simple(&env).map_err(|e| GuidedError::Compile(e.to_string()))?;
         parsers.quiet();
-        Ok(Self { parsers: Arc::new(parsers), stop_token_ids: stop_token_ids.into() })
+        Ok(Self {
+            parsers: Arc::new(parsers),
+            stop_token_ids: stop_token_ids.into(),
+            compiled: Arc::new(GrammarCache::new(GRAMMAR_CACHE_CAPACITY)),
+        })
+    }
+
+    /// The same factory with room for at most `capacity` compiled grammars (0: compile every guide
+    /// anew, as before the cache existed); the clones made before keep the old cache.
+    pub fn with_grammar_cache(mut self, capacity: usize) -> Self {
+        self.compiled = Arc::new(GrammarCache::new(capacity));
+        self
+    }
+
+    /// Compiled grammars held for reuse.
+    pub fn cached_grammars(&self) -> usize {
+        self.compiled.len()
     }
 
     /// Number of token ids the masks cover (the encoded vocabulary's length).
@@ -61,13 +83,12 @@ impl GrammarMatcherFactory {
         &self.stop_token_ids
     }
 
-    /// Compiles a guide into a fresh matcher for one sequence.
+    /// A fresh matcher for one sequence: the guide's grammar compiled, or copied from the cache when
+    /// this factory compiled the same guide recently.
     pub fn matcher(&self, guide_type: GuideType, guide: Option<&str>) -> Result<GrammarMatcher, GuidedError> {
-        self.matcher_for(grammar_for(guide_type, guide)?)
-    }
-
-    fn matcher_for(&self, grammar: TopLevelGrammar) -> Result<GrammarMatcher, GuidedError> {
-        let parser = self.parsers.create_parser(grammar).map_err(|e| GuidedError::Compile(e.to_string()))?;
+        let parser = self.compiled.parser(guide_type, guide, || {
+            self.parsers.create_parser(grammar_for(guide_type, guide)?).map_err(|e| GuidedError::Compile(e.to_string()))
+        })?;
         let inner = Matcher::new(Ok(parser));
         if let Some(err) = inner.get_error() {
             return Err(GuidedError::Compile(err));

@@ -3,9 +3,10 @@
 //! The simulated executor receives the same `GuidedDecodingConfig` as TensorRT-LLM (one encoded
 //! string per token id, the tokenizer.json text and the stop ids). From it a
 //! [`GrammarMatcherFactory`] builds llguidance's token trie once; each guided request then gets a
-//! [`GrammarMatcher`] compiled from its guide ([`GuideType`] plus guide text), which gives the
-//! allowed-token mask of every step, consumes the chosen token, tells whether the grammar accepts
-//! (a stop id may end the sequence) and picks a deterministic, terminating token for a seed.
+//! [`GrammarMatcher`] compiled from its guide ([`GuideType`] plus guide text; a bounded cache of
+//! recently compiled guides lets a repeated guide skip compilation), which gives the allowed-token
+//! mask of every step, consumes the chosen token, tells whether the grammar accepts (a stop id may
+//! end the sequence) and picks a deterministic, terminating token for a seed.
 //!
 //! Guide conversion follows TensorRT-LLM's grammar backends: JSON is any JSON object; JSON_SCHEMA a
 //! JSON Schema (compact separators, no free whitespace); REGEX a full match; EBNF_GRAMMAR xgrammar's
@@ -27,6 +28,7 @@
 //! C++ build without Rust links a fallback that rejects guided requests.
 
 mod bridge;
+mod cache;
 mod error;
 mod gbnf;
 mod grammar_parts;
@@ -40,4 +42,4 @@ mod tests;
 
 pub use error::GuidedError;
 pub use guide::{GuideType, validate_guide};
-pub use matcher::{GrammarMatcher, GrammarMatcherFactory};
+pub use matcher::{GRAMMAR_CACHE_CAPACITY, GrammarMatcher, GrammarMatcherFactory};

@@ -434,3 +434,44 @@ fn figures_compile_and_mask_cost() {
         factory().vocab_size()
     );
 }
+
+/// Seeded generation with `matcher`, to compare runs token by token.
+fn tokens_of(mut matcher: GrammarMatcher, seed: u64) -> Vec<u32> {
+    let mut ids = Vec::new();
+    while !matcher.is_finished() && ids.len() < MAX_TOKENS {
+        let token = matcher.choose_token(seed).unwrap();
+        matcher.consume(token).unwrap();
+        ids.push(token);
+    }
+    ids
+}
+
+#[test]
+fn a_repeated_guide_reuses_its_compiled_grammar_and_decodes_the_same() {
+    let cached = factory().clone().with_grammar_cache(4);
+    let uncached = factory().clone().with_grammar_cache(0);
+    for seed in 0..6 {
+        let first = tokens_of(cached.matcher(GuideType::JsonSchema, Some(PERSON_SCHEMA)).unwrap(), seed);
+        // A later copy from the cache starts in the initial state, whatever the earlier ones consumed.
+        let again = tokens_of(cached.matcher(GuideType::JsonSchema, Some(PERSON_SCHEMA)).unwrap(), seed);
+        let fresh = tokens_of(uncached.matcher(GuideType::JsonSchema, Some(PERSON_SCHEMA)).unwrap(), seed);
+        assert_eq!(first, again, "seed {seed}");
+        assert_eq!(first, fresh, "seed {seed}");
+    }
+    assert_eq!(cached.cached_grammars(), 1, "one guide, compiled once");
+    assert_eq!(uncached.cached_grammars(), 0);
+}
+
+#[test]
+fn the_grammar_cache_is_bounded_and_keys_on_type_and_text() {
+    let cached = factory().clone().with_grammar_cache(2);
+    for regex in ["a+", "b+", "c+", "a+"] {
+        cached.matcher(GuideType::Regex, Some(regex)).unwrap();
+        assert!(cached.cached_grammars() <= 2);
+    }
+    assert_eq!(cached.cached_grammars(), 2);
+    // The same text under another guide type is another grammar, and a failed compile is not kept.
+    cached.matcher(GuideType::Regex, Some("[0-9]")).unwrap();
+    assert!(cached.matcher(GuideType::JsonSchema, Some("[0-9]")).is_err());
+    assert_eq!(cached.cached_grammars(), 2);
+}
