@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::ResultStore;
+use super::result::ResultStore;
 use super::pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
 use super::plot::{FrontPlotError, plot_front};
 use super::result::ResultStoreError;
@@ -76,7 +76,7 @@ pub struct SearchReport {
     /// Every configuration, best first.
     pub ranking: Vec<RankedConfig>,
     /// Pruned configurations and why.
-    pub pruned_configurations: Vec<super::Pruned>,
+    pub pruned_configurations: Vec<super::space::Pruned>,
 }
 
 /// Errors writing the report.
