@@ -2,6 +2,7 @@
 
 mod args;
 mod http_setup;
+mod layers;
 mod lora;
 mod plan;
 mod report;
@@ -47,6 +48,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Compare::Compare { a, b }) = args.compare {
         print!("{}", trtllm::bench::compare_files(&a, &b)?);
         return Ok(ExitCode::SUCCESS);
+    }
+    // Layers side by side: `--target a,b,c` runs each target in turn (see layers.rs).
+    if layers::is_layer_list(&args.run.target) {
+        return layers::run(*args.run).await;
     }
     let args = *args.run;
     let percentiles = parse_percentiles(&args.percentiles)?;
