@@ -51,7 +51,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // Layers side by side: `--target a,b,c` runs each target in turn (see layers.rs).
     if layers::is_layer_list(&args.run.target) {
-        return layers::run(*args.run).await;
+        // Boxed: the single-target run is this function, called back for each target.
+        return layers::run(*args.run, |one| Box::pin(run(Args { compare: None, run: Box::new(one) }))).await;
     }
     let args = *args.run;
     let percentiles = parse_percentiles(&args.percentiles)?;

@@ -2,14 +2,19 @@
 //! what each layer adds to TTFT and ITL over the first one.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use trtllm::bench::{LayerComparison, LayerFigures, RequestRecord, RunInfo, layers_csv};
 
-use super::Args;
 use super::args::RunArgs;
+
+/// Runs `trtllm bench` for one target (the caller's single-target run, passed in so that this
+/// module does not depend on its parent).
+pub type RunOne = fn(RunArgs) -> Pin<Box<dyn Future<Output = anyhow::Result<ExitCode>>>>;
 
 /// Whether `--target` names several targets.
 pub fn is_layer_list(target: &str) -> bool {
@@ -18,7 +23,7 @@ pub fn is_layer_list(target: &str) -> bool {
 
 /// Runs every target of the comma list with the same options (and so the same seed and
 /// prompts), each into its own subdirectory, then writes and prints the comparison.
-pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(args: RunArgs, run_one: RunOne) -> anyhow::Result<ExitCode> {
     let targets = parse_targets(&args.target)?;
     let output_dir = match &args.output_dir {
         Some(dir) => dir.clone(),
@@ -33,8 +38,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         one.output_dir = Some(dir.clone());
         one.label = Some(args.label.as_ref().map_or_else(|| target.clone(), |l| format!("{l} {target}")));
         eprintln!("layer {target}: results in {}", dir.display());
-        // Boxed: this calls back into the single-target `run`, which dispatched here.
-        match Box::pin(super::run(Args { compare: None, run: Box::new(one) })).await {
+        match run_one(one).await {
             Ok(code) => {
                 all_ok &= code == ExitCode::SUCCESS;
                 runs.push((target.clone(), dir));
