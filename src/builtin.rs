@@ -15,8 +15,12 @@ use crate::error::{Error, Result};
 use crate::sim::{ModelPreset, SimulatedEngine};
 
 /// The shipped tokenizer files, compiled in so an installed binary needs nothing beside it.
-const TOKENIZER_FILES: [(&str, &[u8]); 3] = [
+// config.json: the model's shape in Hugging Face form. The smg gateway looks for it beside the
+// tokenizer on every request and, when it is missing, asks the Hugging Face Hub, which stalls
+// requests by DNS timeouts (5 s) on a machine without Internet access.
+const TOKENIZER_FILES: [(&str, &[u8]); 4] = [
     ("tokenizer.json", include_bytes!("../assets/sim-tokenizer/tokenizer.json")),
+    ("config.json", include_bytes!("../assets/sim-tokenizer/config.json")),
     ("tokenizer_config.json", include_bytes!("../assets/sim-tokenizer/tokenizer_config.json")),
     ("generation_config.json", include_bytes!("../assets/sim-tokenizer/generation_config.json")),
 ];

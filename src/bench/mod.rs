@@ -89,6 +89,7 @@ pub use planning::virtual_clock::{
     PlanningError, VirtualClockRun, iteration_latencies_ms, run_virtual_point, to_simulated_time,
 };
 pub use report::compare::{CompareError, compare, compare_files};
+pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
 pub use report::output::{
     OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
 };

@@ -3,6 +3,7 @@
 mod args;
 mod draft_target;
 mod http_setup;
+mod layers;
 mod lora;
 mod plan;
 mod report;
@@ -49,6 +50,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Compare::Compare { a, b }) = args.compare {
         print!("{}", trtllm::bench::compare_files(&a, &b)?);
         return Ok(ExitCode::SUCCESS);
+    }
+    // Layers side by side: `--target a,b,c` runs each target in turn (see layers.rs).
+    if layers::is_layer_list(&args.run.target) {
+        // Boxed: the single-target run is this function, called back for each target.
+        return layers::run(*args.run, |one| Box::pin(run(Args { compare: None, run: Box::new(one) }))).await;
     }
     let args = *args.run;
     let percentiles = parse_percentiles(&args.percentiles)?;

@@ -4,6 +4,7 @@
 mod common;
 
 mod bench;
+mod bench_layers;
 mod generate;
 mod guided;
 mod lora;

@@ -54,6 +54,8 @@ impl Gateway {
             .stdout(log.reopen().unwrap())
             .stderr(log.reopen().unwrap());
         let child = command.spawn().expect("starting smg launch");
+        // reqwest is built without a crypto provider of its own (the crate uses ring's).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let gateway = Gateway { child, base: format!("http://127.0.0.1:{port}"), client, log };
         gateway.wait_ready(workers.len()).await;

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod gateway;
+pub mod openai;
 pub mod python;
 pub mod server;
 pub mod sim;

@@ -201,3 +201,47 @@ async fn a_client_disconnect_aborts_the_request_on_the_worker() {
     drop(body);
     worker.wait_executor_idle(Duration::from_secs(5)).await;
 }
+
+/// The gateway looks for the model's `config.json` beside the tokenizer on every chat request and,
+/// without one, asks the Hugging Face Hub; offline, that cost whole DNS timeouts (5 s, 10 s) per
+/// request. The built-in engine's tokenizer directory carries one.
+#[test]
+fn the_builtin_tokenizer_carries_the_model_config_the_gateway_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), dir.path()).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("tokenizer").join("config.json")).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(config["model_type"], "llama");
+    assert_eq!(config["vocab_size"], trtllm::builtin::BUILTIN_VOCAB_SIZE);
+}
+
+/// With the model config found locally, 16 chat completions in flight with `ignore_eos` (what a
+/// benchmark sends) all finish in well under the 5 s the Hub lookup used to add.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_completions_through_the_gateway_do_not_stall() {
+    let Some(smg) = smg_executable() else { return };
+    let worker = TestServer::start(2.0, trtllm::server::ServeOptions::default()).await;
+    let gateway =
+        Arc::new(Gateway::start(&smg, &[worker.addr], "round_robin", &worker.dir.path().join("tokenizer")).await);
+    let mut tasks = Vec::new();
+    for i in 0..48 {
+        let gateway = gateway.clone();
+        tasks.push(tokio::spawn(async move {
+            let body = serde_json::json!({"model": "trtllm-builtin-sim", "max_tokens": 16, "ignore_eos": true,
+                "messages": [{"role": "user", "content": format!("question {i}")}]});
+            let started = std::time::Instant::now();
+            let response = gateway.client.post(format!("{}/v1/chat/completions", gateway.base)).json(&body).send();
+            let status = response.await.unwrap().status();
+            (status, started.elapsed())
+        }));
+        if i >= 16 {
+            // 16 in flight: wait for the oldest before sending the next.
+            let (status, took) = tasks.remove(0).await.unwrap();
+            assert!(status.is_success() && took < Duration::from_secs(3), "{status} after {took:?}");
+        }
+    }
+    for task in tasks {
+        let (status, took) = task.await.unwrap();
+        assert!(status.is_success() && took < Duration::from_secs(3), "{status} after {took:?}");
+    }
+}

@@ -403,3 +403,124 @@ async fn lost_events_end_the_stream_with_data_loss_and_forbid_resuming_across_th
     let mut fresh = subscribe(&mut client, 0, true).await;
     assert!(next(&mut fresh).await.load.is_some());
 }
+
+/// A gauge of the worker's Prometheus endpoint: `family{label="value"}`.
+fn gauge(body: &str, family: &str, label: &str) -> f64 {
+    let prefix = format!("{family}{{");
+    body.lines()
+        .find(|l| l.starts_with(&prefix) && l.contains(label))
+        .and_then(|l| l.rsplit_once(' '))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {family} {label} in\n{body}"))
+}
+
+/// What the gateway routes on, checked against the worker's own figures under closed-loop load:
+/// 10 clients on a 4-request batch (so requests wait), prompts sharing a 64-token prefix (so
+/// blocks are reused), a KV cache small enough that usage is far from 0 or 1.
+///
+/// Only fresh heartbeats (sent at most 10 ms before they are read) are compared. Tolerances,
+/// because the load record and the worker's figures cannot be read at the same instant: one
+/// 20 ms iteration may pass between them, in which a request or two finish or are enqueued and
+/// at most 12 blocks are allocated or freed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_load_the_engine_load_matches_the_workers_own_figures() {
+    const CLIENTS: usize = 10;
+    const BATCH: i64 = 4;
+    let metrics_addr = common::server::free_port_addr();
+    let heartbeat = Duration::from_millis(100);
+    let options = ServeOptions { kv_heartbeat: heartbeat, metrics_addr: Some(metrics_addr), ..Default::default() };
+    let server = with_events(
+        TestServer::builder()
+            .iteration_ms(20.0)
+            .engine(|e| {
+                e.max_batch_size = BATCH as usize;
+                e.kv_cache_max_tokens = Some(4096);
+            })
+            .options(options),
+    )
+    .start()
+    .await;
+    let mut client = server.client().await;
+    let mut stream = subscribe(&mut client, 0, false).await;
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let mut clients = Vec::new();
+    for c in 0..CLIENTS {
+        let (mut client, stop, open) = (server.client().await, stop.clone(), open.clone());
+        clients.push(tokio::spawn(async move {
+            let mut n = 0_u32;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                // The shared prefix, then tokens of this request's own.
+                let mut tokens = prompt(64, 1);
+                tokens.extend(prompt(32, 1000 + (c as u32) * 100 + n * 37 % 97));
+                open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let reply = collect(&mut client, request(&format!("load-{c}-{n}"), tokens, 24, true)).await;
+                open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                reply.unwrap();
+                n += 1;
+            }
+        }));
+    }
+
+    let (mut samples, mut exact_running, mut exact_blocks, mut saw_waiting) = (0, 0, 0, false);
+    let mut last_hit_rate = None;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
+    while tokio::time::Instant::now() < deadline {
+        let batch = next(&mut stream).await;
+        // Load-only heartbeats, fresh: a record that waited in the stream while the test was
+        // busy describes an earlier moment than the figures read now.
+        let sent_unix_s = batch.timestamp;
+        let Some(load) = batch.load.filter(|_| batch.events.is_empty()) else { continue };
+        let now_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+        if sent_unix_s > 0.0 && now_unix_s - sent_unix_s > 0.010 {
+            continue;
+        }
+        let in_flight_client = open.load(std::sync::atomic::Ordering::SeqCst);
+        let stats = server.executor.executor().latest_iteration_stats();
+        let in_flight = server.executor.executor().in_flight() as i64;
+        let body = common::server::http_get(metrics_addr, "/metrics").await;
+        let kv = stats.and_then(|s| s.kv_cache);
+        let looked_up = kv.is_some_and(|k| k.reused_blocks + k.missed_blocks > 0);
+        if in_flight_client < CLIENTS as i64 - 2 || !looked_up {
+            continue; // Still ramping up: the first requests not yet sent or not yet scheduled.
+        }
+        let kv = kv.unwrap();
+        samples += 1;
+        let active = gauge(&body, "nv_trt_llm_request_metrics", "request_type=\"active\"") as i64;
+        let running = i64::from(load.running_requests);
+        let waiting = i64::from(load.waiting_requests);
+        assert!(running <= BATCH, "{load:?}");
+        assert!((running - active).abs() <= 1, "running {running}, the executor's active {active}");
+        assert!(
+            (running + waiting - in_flight).abs() <= 2,
+            "running {running} + waiting {waiting} vs {in_flight} requests in the executor"
+        );
+        exact_running += usize::from(running == active);
+        saw_waiting |= waiting > 0;
+
+        let used = gauge(&body, "nv_trt_llm_kv_cache_block_metrics", "kv_cache_block_type=\"used\"");
+        let max = gauge(&body, "nv_trt_llm_kv_cache_block_metrics", "kv_cache_block_type=\"max\"");
+        let tokens_per = gauge(&body, "nv_trt_llm_kv_cache_block_metrics", "kv_cache_block_type=\"tokens_per\"");
+        let load_blocks = load.token_usage * max;
+        assert!((load_blocks - used).abs() <= 12.0, "token_usage {} vs used {used} of {max} blocks", load.token_usage);
+        assert!(load.token_usage > 0.0 && load.token_usage < 1.0, "{load:?}");
+        assert_eq!(f64::from(load.max_total_num_tokens.unwrap()), max * tokens_per);
+        exact_blocks += usize::from((load_blocks - used).abs() < 1e-6);
+
+        let hit_rate = load.cache_hit_rate.expect("blocks were looked up, so a hit rate is reported");
+        assert!((hit_rate - f64::from(kv.cache_hit_rate)).abs() <= 0.05, "{hit_rate} vs {}", kv.cache_hit_rate);
+        last_hit_rate = Some(hit_rate);
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for c in clients {
+        c.await.unwrap();
+    }
+    assert!(samples >= 10, "only {samples} load records under full load");
+    assert!(saw_waiting, "10 clients on a batch of 4 must leave requests waiting");
+    // Most records are read within the same iteration as the worker's figures: exact there.
+    assert!(exact_running * 2 >= samples, "running exact in {exact_running} of {samples}");
+    assert!(exact_blocks * 2 >= samples, "KV blocks exact in {exact_blocks} of {samples}");
+    // Every prompt shares 2 of its 3 blocks with the others.
+    assert!(last_hit_rate.unwrap() > 0.3, "{last_hit_rate:?}");
+}

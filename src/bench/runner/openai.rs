@@ -33,8 +33,8 @@ impl OpenAiApi {
 /// Why the HTTP target could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenAiError {
-    /// The HTTP request failed (connection refused, bad URL, ...).
-    #[error("HTTP request to {url} failed: {source}")]
+    /// The HTTP request failed (connection refused, bad URL, an untrusted certificate, ...).
+    #[error("HTTP request to {url} failed: {}", error_chain(.source))]
     Http {
         /// The URL called.
         url: String,
@@ -77,7 +77,11 @@ impl OpenAiTarget {
         api: OpenAiApi,
         bearer: Option<String>,
     ) -> Result<Self, OpenAiError> {
+        // `https://` targets: reqwest is built without a crypto provider of its own; use ring, the
+        // one the server's TLS already links. Already installed (by an earlier target) is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         // Loopback benchmarks open hundreds of streams: no idle-pool limit, no proxy lookups.
+        // Server certificates are checked against the system's roots (`SSL_CERT_FILE` overrides).
         let client = reqwest::Client::builder()
             .no_proxy()
             .tcp_nodelay(true)
@@ -174,7 +178,7 @@ impl OpenAiTarget {
         let response = match self.authorized(self.client.post(&url)).json(&body).send().await {
             Ok(response) => response,
             Err(e) => {
-                record.fail(clock.now_s(), format!("HTTP request failed: {e}"));
+                record.fail(clock.now_s(), format!("HTTP request failed: {}", error_chain(&e)));
                 return record;
             }
         };
@@ -244,6 +248,22 @@ impl OpenAiTarget {
         }
         record.finish(now, output, Some(reason));
     }
+}
+
+/// An error and its causes on one line: reqwest's own message alone ("error sending request")
+/// hides why (connection refused, certificate not trusted, ...).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
 }
 
 /// What the server's chunks (or its one reply) said, accumulated.

@@ -27,11 +27,13 @@ impl DatasetKind {
     }
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Where to send the load: `inprocess` (an executor in this process), `grpc://HOST:PORT`
-    /// (a running `trtllm serve`) or `http://HOST:PORT/v1` (any OpenAI-compatible endpoint, e.g.
-    /// the smg gateway), with identical workloads and reports.
+    /// (a running `trtllm serve`) or `http(s)://HOST:PORT/v1` (any OpenAI-compatible endpoint,
+    /// e.g. the smg gateway), with identical workloads and reports. A comma list runs the same
+    /// workload against each in turn and writes a table of what each layer adds to TTFT and ITL
+    /// over the first (layers.md/.csv/.json; each target's files in a subdirectory).
     #[arg(long, default_value = "inprocess")]
     pub target: String,
     /// HTTP target: send text completions (`/v1/completions`) instead of chat completions.

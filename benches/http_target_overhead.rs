@@ -1,0 +1,202 @@
+//! What the OpenAI-compatible HTTP target adds over in process, measured the way
+//! `runner_overhead` measures the gRPC target: one simulated executor (10 ms iterations, real
+//! time) serves alternating in-process and HTTP rounds of 256 streams x 32 tokens (order swapped
+//! every round), and the TTFT and ITL percentile differences of each round are reported with
+//! their median over rounds.
+//!
+//! The HTTP side is a minimal OpenAI front written here (axum, one SSE event per executor
+//! response, then the usage chunk and `[DONE]`), so the figure is the HTTP target itself (request
+//! encoding, reqwest, HTTP/1.1, SSE parsing, client-side detokenized counting) plus an
+//! HTTP server's cost, with no gateway, tokenizer or template on the server side. The executor's
+//! first-token stamps do not travel over the OpenAI protocol, so unlike gRPC there is no
+//! per-request delivery figure.
+//!
+//! `cargo bench --bench http_target_overhead`
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::Response;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use trtllm::bench::{
+    BenchTarget, LoadPlan, OpenAiApi, OpenAiTarget, Phase, PromptSource, RequestRecord, RunClock, Workload, percentile,
+    run_point,
+};
+use trtllm::sim::SimulatedEngine;
+use trtllm::text::Tokenizer;
+use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, SamplingParams, StreamEvent};
+
+const STREAMS: usize = 256;
+const OUTPUT_LEN: u32 = 32;
+const INPUT_LEN: usize = 16;
+const ROUNDS: usize = 6;
+const MODEL: &str = "trtllm-builtin-sim";
+
+async fn start_executor() -> (tempfile::TempDir, AsyncExecutor) {
+    let dir = tempfile::tempdir().unwrap();
+    SimulatedEngine::builder()
+        .vocab_size(32000)
+        .max_batch_size(1024)
+        .max_num_tokens(65536)
+        .iteration_ms(10.0)
+        .time_scale(1.0)
+        .kv_cache_max_tokens(4_000_000)
+        .build()
+        .write_to(dir.path())
+        .expect("engine dir");
+    let config = ExecutorConfig::builder().stream_buffer(4096).build().unwrap();
+    let executor = AsyncExecutor::load(dir.path(), config).await.unwrap();
+    (dir, executor)
+}
+
+#[derive(Clone)]
+struct Front {
+    executor: AsyncExecutor,
+    /// Distinct prompts, so no request is served from another's KV blocks.
+    next: Arc<AtomicU32>,
+}
+
+fn sse(doc: &Value) -> Result<Bytes, Infallible> {
+    Ok(Bytes::from(format!("data: {doc}\n\n")))
+}
+
+/// `POST /v1/chat/completions`: the request's `max_tokens` from the executor, streamed.
+async fn chat(State(front): State<Front>, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let max_tokens = request["max_tokens"].as_u64().unwrap_or(1) as u32;
+    let first = front.next.fetch_add(INPUT_LEN as u32, Ordering::Relaxed) % 30_000;
+    let prompt: Vec<u32> = (first..first + INPUT_LEN as u32).collect();
+    let generation = GenerationRequest::new(prompt, max_tokens)
+        .with_streaming(true)
+        .with_sampling(SamplingParams { min_tokens: Some(max_tokens), ..Default::default() });
+    let stream = front.executor.enqueue(generation).expect("enqueue");
+    let events = stream.flat_map(|item| {
+        let docs: Vec<Value> = match item {
+            Ok(StreamEvent::Chunk(chunk)) => {
+                vec![json!({"choices": [{"index": 0, "delta": {"content": " tok".repeat(chunk.token_ids.len())}}]})]
+            }
+            Ok(StreamEvent::Final(done)) => vec![
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": done.finish_reason.as_openai_str()}]}),
+                json!({"choices": [], "usage": {"prompt_tokens": done.prompt_tokens,
+                    "completion_tokens": done.completion_tokens}}),
+            ],
+            Err(e) => vec![json!({"error": {"message": e.to_string()}})],
+        };
+        futures::stream::iter(docs.into_iter().map(|d| sse(&d)))
+    });
+    let done = futures::stream::once(async { Ok::<_, Infallible>(Bytes::from_static(b"data: [DONE]\n\n")) });
+    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(events.chain(done))).unwrap()
+}
+
+async fn models() -> axum::Json<Value> {
+    axum::Json(json!({"object": "list", "data": [{"id": MODEL, "object": "model"}]}))
+}
+
+/// Serves the front on a loopback port; the base URL.
+async fn serve_front(executor: &AsyncExecutor) -> String {
+    let front = Front { executor: executor.clone(), next: Arc::new(AtomicU32::new(0)) };
+    let app = axum::Router::new()
+        .route("/v1/models", axum::routing::get(models))
+        .route("/v1/chat/completions", axum::routing::post(chat))
+        .with_state(front);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/v1")
+}
+
+async fn run(target: &BenchTarget) -> Vec<RequestRecord> {
+    let workload = Workload {
+        // Ids the shipped tokenizer knows: the HTTP target turns them into text with it.
+        source: PromptSource::Random {
+            vocab_size: trtllm::builtin::BUILTIN_VOCAB_SIZE,
+            input_len: INPUT_LEN,
+            shared_prefix: 0,
+        },
+        output_len: Some(OUTPUT_LEN),
+        fallback_output_len: OUTPUT_LEN,
+        ignore_eos: true,
+        end_id: None,
+        streaming: true,
+        seed: 1,
+        guide: None,
+    };
+    let plan = LoadPlan::closed(STREAMS, STREAMS);
+    let run = run_point(target, &workload, 0, &plan, &RunClock::start(), |_| {}).await.expect("valid plan");
+    let failed: Vec<&RequestRecord> = run.records.iter().filter(|r| !r.is_success()).collect();
+    assert!(failed.is_empty(), "{} requests failed, e.g. {:?}", failed.len(), failed[0].error);
+    run.records.into_iter().filter(|r| r.phase == Phase::Measure).collect()
+}
+
+fn ms(values: &[f64], p: f64) -> f64 {
+    percentile(values, p).unwrap_or(f64::NAN) * 1e3
+}
+
+fn median(values: &[f64]) -> f64 {
+    percentile(values, 50.0).unwrap_or(f64::NAN)
+}
+
+fn rounds(values: &[f64]) -> String {
+    let parts: Vec<String> = values.iter().map(|v| format!("{v:.2}")).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let (_dir, executor) = start_executor().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let builtin = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path()).unwrap();
+    let tokenizer = Tokenizer::from_dir(builtin.join("tokenizer")).unwrap();
+    let base = serve_front(&executor).await;
+    let http = OpenAiTarget::connect(&base, None, OpenAiApi::Chat, None).await.unwrap().with_tokenizer(tokenizer);
+    let (in_process, http) = (BenchTarget::InProcess(executor.clone()), BenchTarget::OpenAi(http));
+
+    let ttfts = |records: &[RequestRecord]| records.iter().filter_map(RequestRecord::ttft_s).collect::<Vec<_>>();
+    let itls = |records: &[RequestRecord]| records.iter().flat_map(RequestRecord::itl_s).collect::<Vec<_>>();
+    // Per figure: the in-process and HTTP samples of every round, and each round's difference.
+    let mut added: [Vec<f64>; 4] = Default::default();
+    let (mut local_ttft, mut remote_ttft, mut local_itl, mut remote_itl) = (vec![], vec![], vec![], vec![]);
+    for round in 0..ROUNDS {
+        let (local, remote) = if round % 2 == 0 {
+            let local = run(&in_process).await;
+            (local, run(&http).await)
+        } else {
+            let remote = run(&http).await;
+            (run(&in_process).await, remote)
+        };
+        let (lt, rt, li, ri) = (ttfts(&local), ttfts(&remote), itls(&local), itls(&remote));
+        for (i, (l, r, p)) in
+            [(&lt, &rt, 50.0), (&lt, &rt, 99.0), (&li, &ri, 50.0), (&li, &ri, 99.0)].iter().enumerate()
+        {
+            added[i].push(ms(r, *p) - ms(l, *p));
+        }
+        local_ttft.extend(lt);
+        remote_ttft.extend(rt);
+        local_itl.extend(li);
+        remote_itl.extend(ri);
+    }
+    println!(
+        "HTTP target over in process: {STREAMS} streams, 10 ms iterations, {OUTPUT_LEN} tokens, {ROUNDS} interleaved \
+         rounds (ms; added = median over rounds of the per-round difference):"
+    );
+    let rows = [
+        ("p50 TTFT", &local_ttft, &remote_ttft, 50.0, 0),
+        ("p99 TTFT", &local_ttft, &remote_ttft, 99.0, 1),
+        ("p50 ITL", &local_itl, &remote_itl, 50.0, 2),
+        ("p99 ITL", &local_itl, &remote_itl, 99.0, 3),
+    ];
+    for (name, local, remote, p, i) in rows {
+        println!(
+            "  {name}: in process {:.2}, HTTP {:.2}; added {:.2}, per round {}",
+            ms(local, p),
+            ms(remote, p),
+            median(&added[i]),
+            rounds(&added[i])
+        );
+    }
+    executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
+}
