@@ -81,10 +81,12 @@ pub use metrics::throughput::{
     Throughput, mean_concurrency, measured_window, peak_concurrency, peak_output_tokens_per_s,
     peak_output_tokens_per_s_by_token,
 };
+pub use metrics::timer_jitter::TimerJitter;
 pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
 pub use planning::prediction::Prediction;
 pub use planning::virtual_clock::{
-    PlanningError, VirtualClockRun, iteration_latencies_ms, run_virtual_point, to_simulated_time,
+    GRPC_CLIENT_LATENCY, IN_PROCESS_CLIENT_LATENCY, PlanningError, VirtualClockRun, VirtualRunOptions,
+    iteration_latencies_ms, run_virtual_point, run_virtual_point_with, to_simulated_time,
 };
 pub use report::compare::{CompareError, compare, compare_files};
 pub use report::output::{

@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agreement;
 mod metrics;
 mod prediction;
 mod runner;

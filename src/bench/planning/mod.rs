@@ -2,4 +2,5 @@
 //! prediction set next to a measurement. The top of the benchmark: uses the runner and the report.
 
 pub(crate) mod prediction;
+pub(crate) mod scheduled_load;
 pub(crate) mod virtual_clock;
