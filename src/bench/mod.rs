@@ -108,4 +108,5 @@ pub use traffic::dataset::{
     DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, tokenize_entries,
 };
 pub use traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
+pub use traffic::trace::{MOONCAKE_BLOCK_SIZE, Trace, TraceError, TraceOptions, TraceRecord, TraceReplay};
 pub use traffic::workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};

@@ -71,7 +71,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A tokenizer only when the workload needs one: text prompts, a chat template, or the end
     // id for natural stopping in process (a server applies its own).
     let required = args.chat_template || (!args.ignore_eos && setup.target.executor().is_some());
-    let tokenizer = match required || args.dataset != DatasetKind::Random {
+    let tokenizer = match required || !matches!(args.dataset, DatasetKind::Random | DatasetKind::Trace) {
         true => setup.tokenizer().await?,
         false => None,
     };

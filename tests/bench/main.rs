@@ -7,3 +7,4 @@ mod agreement;
 mod metrics;
 mod prediction;
 mod runner;
+mod trace;

@@ -34,6 +34,11 @@ pub(crate) struct ScheduledLoad {
     /// Time from a request's end to its user's next arrival.
     pub(crate) client_latency: Duration,
     pub(crate) done: mpsc::UnboundedSender<RequestRecord>,
+    /// Ask for a response per decoding step. Without, a streaming request is sent as a
+    /// non-streaming one: its token times are rebuilt from the iteration log anyway, and one
+    /// response per request instead of one per token keeps the runner from slowing the
+    /// simulation (only speculative engines, whose steps carry several tokens, need them).
+    pub(crate) step_responses: bool,
 }
 
 /// What a closed-loop user does after each request.
@@ -66,7 +71,11 @@ impl ScheduledLoad {
             Arrival::After(_) => 0.0,
         };
         // LoRA traffic: the adapter is attached and the request enqueued in one step (see bench::lora).
-        let enqueue = |request| self.executor.executor().enqueue_at(request, arrival, follow_up);
+        let step_responses = self.step_responses;
+        let enqueue = |request: crate::GenerationRequest| {
+            let request = if step_responses { request } else { request.with_streaming(false) };
+            self.executor.executor().enqueue_at(request, arrival, follow_up)
+        };
         let (lora, result) = match crate::bench::lora::installed() {
             Some(traffic) => {
                 let (task, with_weights, result) = traffic.enqueue(*index, generation_request(spec), enqueue);

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::scheduled_load::{Planned, ScheduledLoad, UserLimit};
+use super::scheduled_load::{CLIENT_STAGGER, Planned, ScheduledLoad, UserLimit};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
 use crate::bench::runner::point::PointRun;
@@ -160,6 +160,7 @@ pub async fn run_virtual_point_with(
     if let Some(traffic) = &lora {
         traffic.reset(executor.clone());
     }
+    let step_responses = speculates(engine_dir);
     let collector = IterationCollector::start(executor.executor());
     let wall_start = Instant::now();
     let origin = executor.executor().simulated_now()?;
@@ -173,30 +174,41 @@ pub async fn run_virtual_point_with(
         let planned: Vec<Planned> =
             (0..plan.warmup as u64).map(|i| (i, Phase::Warmup, sampler.next_request())).collect();
         next_index = plan.warmup as u64;
-        let warm = run_phase(&executor, clock, options, |load| {
+        let warm = run_phase(&executor, clock, options, step_responses, |load| {
             let start = load.executor.executor().simulated_now()?;
-            load.users(deal(planned, users), vec![start; users], UserLimit::Count, None);
+            load.users(deal(planned, users), first_wave(start, users), UserLimit::Count, None);
             Ok(())
         })
         .await?;
         records.extend(warm);
     }
     let seed = workload.seed ^ point.rotate_left(32);
-    let measured = run_phase(&executor, clock, options, |load| {
+    let measured = run_phase(&executor, clock, options, step_responses, |load| {
         let start = load.executor.executor().simulated_now()?;
         let mut sampler = workload.sampler(point, WorkloadPhase::Measure);
+        // A trace replay: its own arrival times, under the load's cap if any.
+        let trace = workload.trace().map(|t| t.arrivals_s(plan));
         match (plan.load, plan.duration) {
+            _ if trace.is_some() => {
+                let offsets = trace.unwrap_or_default();
+                let planned: Vec<Planned> = (0..offsets.len() as u64)
+                    .map(|i| (next_index + i, Phase::Measure, sampler.next_request()))
+                    .collect();
+                load.open_loop(planned, offsets, start, plan.load.concurrency());
+            }
             (Load::Closed { concurrency }, None) => {
                 let planned: Vec<Planned> = (0..plan.num_prompts as u64)
                     .map(|i| (next_index + i, Phase::Measure, sampler.next_request()))
                     .collect();
-                load.users(deal(planned, concurrency), vec![start; concurrency], UserLimit::Count, None);
+                load.users(deal(planned, concurrency), first_wave(start, concurrency), UserLimit::Count, None);
             }
             (Load::Closed { concurrency }, Some(duration)) => {
                 let ramp_up = plan.ramp_up.unwrap_or_default();
                 let limit = UserLimit::Until { deadline: start + ramp_up + duration, ramp_end: start + ramp_up };
                 let starts: Vec<Instant> = (0..concurrency)
                     .map(|u| start + Duration::from_secs_f64(ramp_start_s(u, concurrency, ramp_up.as_secs_f64())))
+                    .zip(first_wave(Duration::ZERO, concurrency))
+                    .map(|(at, stagger)| at + stagger)
                     .collect();
                 // Request k of the point (user k mod concurrency, its (k / concurrency)-th) is the
                 // k-th draw, whatever order the users reach it in.
@@ -273,6 +285,26 @@ pub async fn run_virtual_point_with(
     Ok((PointRun { records, iterations: Some(log) }, clock_run))
 }
 
+/// Whether the engine in `dir` speculates (config.json names a speculative decoding mode, or
+/// simulation.json models a drafter): its decoding steps carry several tokens each, which only
+/// a response per step shows. Unreadable files count as speculating (the slower, safe choice).
+fn speculates(dir: &Path) -> bool {
+    let read = |name: &str| -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).ok()?).ok()
+    };
+    let Some(config) = read("config.json") else { return true };
+    let mode = config["build_config"]["speculative_decoding_mode"].as_str().unwrap_or("none");
+    let drafter = read("simulation.json").is_some_and(|sim| !sim["speculative"].is_null());
+    mode != "none" || drafter
+}
+
+/// When each of `users` closed-loop users sends its first request from `start`: one after
+/// another, [`CLIENT_STAGGER`] apart, as separate clients starting together do (an idle executor
+/// then starts on the first, and the others wait for the next iteration, as in real time).
+fn first_wave<T: std::ops::Add<Duration, Output = T> + Copy>(start: T, users: usize) -> Vec<T> {
+    (0..users).map(|u| start + CLIENT_STAGGER * u as u32).collect()
+}
+
 /// Deals `planned` to `users` users in turn: user `u` gets requests `u`, `u + users`, ...
 fn deal(planned: Vec<Planned>, users: usize) -> Vec<VecDeque<Planned>> {
     let users = users.max(1);
@@ -289,10 +321,17 @@ async fn run_phase(
     executor: &AsyncExecutor,
     clock: RunClock,
     options: &VirtualRunOptions,
+    step_responses: bool,
     start: impl FnOnce(&ScheduledLoad) -> Result<(), PlanningError>,
 ) -> Result<Vec<RequestRecord>, PlanningError> {
     let (done, mut rx) = mpsc::unbounded_channel();
-    let load = ScheduledLoad { executor: executor.clone(), clock, client_latency: options.client_latency, done };
+    let load = ScheduledLoad {
+        executor: executor.clone(),
+        clock,
+        client_latency: options.client_latency,
+        done,
+        step_responses,
+    };
     let now = executor.executor().simulated_now()?;
     let hold = executor.executor().hold_arrivals(now)?;
     let started = start(&load);

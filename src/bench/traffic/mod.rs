@@ -3,4 +3,5 @@
 
 pub(crate) mod dataset;
 pub(crate) mod load;
+pub(crate) mod trace;
 pub(crate) mod workload;
