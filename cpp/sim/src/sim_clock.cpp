@@ -69,7 +69,10 @@ TimePoint SimClock::spend(TimePoint start, double simulatedMs, double stallMs)
     auto const deadline = start + fromMilliseconds(std::max(0.0, wallMs));
     mDeadline = deadline;
     waitUntil(deadline);
-    return Clock::now();
+    // The modelled GPU finished at the deadline: the iteration's stamps say so even when the host woke the
+    // thread late (which delays only the delivery), so executor-side timings keep to the model. Without
+    // sleeping (time_scale 0) there is no schedule to keep: the stamps follow the host.
+    return wallMs > 0.0 ? deadline : Clock::now();
 }
 
 void SimClock::advanceTo(TimePoint time)

@@ -10,7 +10,8 @@
 //! load shape therefore works in simulated time, and the same seed gives the same figures.
 //!
 //! Records are rebuilt in executor time: send = the arrival stamp, first and last token from the
-//! perf metrics, and each token's time from the latencies of the iterations that produced it.
+//! perf metrics, and each token's time from the latencies of the iterations that produced it (so
+//! requests go to the executor without per-token responses unless the engine speculates).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
