@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Deserialize;
 
-use super::workload::Prompt;
+use super::prompt::Prompt;
 
 /// Block size of Mooncake's traces, tokens per hash id.
 pub const MOONCAKE_BLOCK_SIZE: usize = 512;

@@ -8,15 +8,7 @@ use rand::{RngExt, SeedableRng};
 
 use crate::GuidedDecodingParams;
 
-/// One prompt, as token ids, with the output length its source expects (if any).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
-    /// The token ids to enqueue.
-    pub token_ids: Vec<u32>,
-    /// The output length the dataset names for it (JSONL `output_len`, or the token length of
-    /// a ShareGPT conversation's reply); `None` for random prompts.
-    pub output_len: Option<u32>,
-}
+pub use super::prompt::Prompt;
 
 /// Where prompts come from.
 #[derive(Debug, Clone, PartialEq)]
