@@ -32,6 +32,15 @@ impl SteadyClock {
         best.map(|(_, c)| c).unwrap_or(SteadyClock { instant: Instant::now(), nanos: sys::steady_clock_now_ns() })
     }
 
+    /// Converts an `Instant` to steady-clock nanoseconds (the inverse of [`SteadyClock::instant_at`]).
+    pub(crate) fn nanos_at(self, at: Instant) -> i64 {
+        let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        match at.checked_duration_since(self.instant) {
+            Some(after) => self.nanos.saturating_add(nanos(after)),
+            None => self.nanos.saturating_sub(nanos(self.instant - at)),
+        }
+    }
+
     /// Converts steady-clock nanoseconds to an `Instant`; `None` for an unset (zero) time point.
     pub(crate) fn instant_at(self, nanos: i64) -> Option<Instant> {
         if nanos <= 0 {

@@ -569,6 +569,25 @@ pub(crate) mod sys {
         /// The simulator's LoRA cache counters (unavailable on a real executor).
         fn lora_cache_counts(self: &ExecutorHandle) -> Result<LoraCacheCountsItem>;
 
+        // ---- Scheduled arrivals on the simulator's virtual clock (simulated build only: the
+        // ---- real build's versions fail). See cpp/sim/src/sim_control.h.
+        /// The executor's simulated time, steady-clock nanoseconds.
+        fn sim_now_ns(self: &ExecutorHandle) -> Result<i64>;
+        /// Enqueues a request arriving at `arrival_ns`, or (with `after_request` non-zero) at that
+        /// request's end plus its follow-up delay; a `follow_up_delay_ns` of zero or more keeps room
+        /// for a follow-up to this request.
+        fn sim_enqueue_at(
+            self: &ExecutorHandle,
+            request: &RequestSpec,
+            arrival_ns: i64,
+            after_request: u64,
+            follow_up_delay_ns: i64,
+        ) -> Result<u64>;
+        /// Holds back iterations starting at or after `bound_ns` until released; returns the key.
+        fn sim_hold_arrivals(self: &ExecutorHandle, bound_ns: i64) -> Result<u64>;
+        /// Releases a hold (its key) or a follow-up lease (the request id).
+        fn sim_release_arrivals(self: &ExecutorHandle, key: u64) -> Result<()>;
+
         fn library_version() -> String;
         fn backend_kind() -> String;
         fn steady_clock_now_ns() -> i64;

@@ -56,7 +56,9 @@ pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
 pub use engine::speculative::SpeculativeDecodingMode;
 pub use error::{Error, InvalidRequest, Result};
-pub use executor::{AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, ShutdownMode};
+pub use executor::{
+    Arrival, AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, ShutdownMode,
+};
 pub use speculative::{DraftLength, SpeculativeExecutor, SpeculativeStream};
 pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
 pub use types::config::{

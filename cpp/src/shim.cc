@@ -580,6 +580,48 @@ rust::String backend_kind()
 #endif
 }
 
+// ---- Sim control (scheduled arrivals, simulated build: cpp/src/shim_sim_control.cc) ----
+tle::Executor& ExecutorHandle::sim_executor() const
+{
+    return *mImpl->executor;
+}
+
+tle::Request ExecutorHandle::sim_request(RequestSpec const& request)
+{
+    return toRequest(request);
+}
+
+#ifdef TRTLLM_SHIM_REAL
+namespace
+{
+[[noreturn]] void simulatorOnly()
+{
+    throw std::runtime_error("scheduled arrivals exist only in the simulated executor (virtual clock)");
+}
+} // namespace
+
+std::int64_t ExecutorHandle::sim_now_ns() const
+{
+    simulatorOnly();
+}
+
+std::uint64_t ExecutorHandle::sim_enqueue_at(RequestSpec const&, std::int64_t, std::uint64_t, std::int64_t) const
+{
+    simulatorOnly();
+}
+
+std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t) const
+{
+    simulatorOnly();
+}
+
+void ExecutorHandle::sim_release_arrivals(std::uint64_t) const
+{
+    simulatorOnly();
+}
+#endif
+// ---- end sim control
+
 std::int64_t steady_clock_now_ns()
 {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())

@@ -81,12 +81,14 @@ pub use metrics::throughput::{
     Throughput, mean_concurrency, measured_window, peak_concurrency, peak_output_tokens_per_s,
     peak_output_tokens_per_s_by_token,
 };
+pub use metrics::timer_jitter::TimerJitter;
 pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
 pub use planning::prediction::Prediction;
 /// The configuration search under SLOs (`trtllm plan`).
 pub use planning::search;
 pub use planning::virtual_clock::{
-    PlanningError, VirtualClockRun, iteration_latencies_ms, run_virtual_point, to_simulated_time,
+    GRPC_CLIENT_LATENCY, IN_PROCESS_CLIENT_LATENCY, PlanningError, VirtualClockRun, VirtualRunOptions,
+    iteration_latencies_ms, run_virtual_point, run_virtual_point_with, to_simulated_time,
 };
 pub use report::compare::{CompareError, compare, compare_files};
 pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
@@ -110,4 +112,5 @@ pub use traffic::dataset::{
     DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, tokenize_entries,
 };
 pub use traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
+pub use traffic::trace::{MOONCAKE_BLOCK_SIZE, Trace, TraceError, TraceOptions, TraceRecord, TraceReplay};
 pub use traffic::workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::{
-    Phase, PlanningError, RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point,
+    Phase, RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point,
     run_virtual_point,
 };
 
@@ -71,7 +71,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A virtual-clock engine plans rather than measures: points run in simulated time.
     let planning_dir = match (&setup.simulation, &setup.loaded_dir) {
         (Some(sim), Some(dir)) if sim.is_virtual() => {
-            check_virtual_clock(&args)?;
             eprintln!("virtual clock: latencies, durations and rates are simulated executor time");
             Some(dir.clone())
         }
@@ -80,7 +79,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A tokenizer only when the workload needs one: text prompts, a chat template, or the end
     // id for natural stopping in process (a server applies its own).
     let required = args.chat_template || (!args.ignore_eos && setup.target.executor().is_some());
-    let tokenizer = match required || args.dataset != DatasetKind::Random {
+    let tokenizer = match required || !matches!(args.dataset, DatasetKind::Random | DatasetKind::Trace) {
         true => setup.tokenizer().await?,
         false => None,
     };
@@ -103,7 +102,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_style(ProgressStyle::with_template("{spinner} {pos} requests {elapsed} {msg}")?),
     };
 
-    let report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
+    // Real-time figures are read against the host's noise: measure it next to them.
+    let jitter = match &planning_dir {
+        Some(_) => None,
+        None => tokio::task::spawn_blocking(|| {
+            trtllm::bench::TimerJitter::measure(100, std::time::Duration::from_millis(1))
+        })
+        .await
+        .ok(),
+    };
+    let mut report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
+    report.timer_jitter = jitter.as_ref().map(trtllm::bench::TimerJitter::to_json);
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;
@@ -134,24 +143,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for note in &notes {
         println!("{note}");
     }
+    if let Some(jitter) = &jitter {
+        println!("{}", jitter.console_line());
+    }
     println!("results in {}", output_dir.display());
     if let Some(executor) = setup.target.executor() {
         executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
     }
     Ok(if succeeded == 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
-}
-
-/// Refuses the options that count wall-clock time when the engine runs on the virtual clock.
-fn check_virtual_clock(args: &RunArgs) -> Result<(), PlanningError> {
-    let finite_rate = args.request_rate.as_ref().is_some_and(|rates| rates.iter().any(|r| r.is_finite()));
-    let wall_clock = [
-        (finite_rate, "--request-rate"),
-        (args.duration.is_some(), "--duration"),
-        (args.ramp_up.is_some(), "--ramp-up"),
-        (args.sample_interval.is_some(), "--sample-interval"),
-    ];
-    match wall_clock.into_iter().find(|(given, _)| *given) {
-        Some((_, option)) => Err(PlanningError::NeedsWallClock(option)),
-        None => Ok(()),
-    }
 }

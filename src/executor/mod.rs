@@ -18,4 +18,4 @@ pub use async_executor::AsyncExecutor;
 pub use health::HealthIssue;
 pub use kv_events::KvEventStream;
 pub use stream::{BlockingIter, GenerationStream};
-pub use sync_executor::{Executor, ShutdownMode};
+pub use sync_executor::{Arrival, Executor, ShutdownMode};

@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
+mod scheduled;
+
+pub use scheduled::Arrival;
+
 use super::accumulator::Accumulator;
 use super::kv_events::{KvEventHub, KvEventStream};
 use super::responses;

@@ -3,7 +3,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agreement;
 mod metrics;
 mod prediction;
 mod runner;
 mod speculative;
+mod trace;

@@ -151,7 +151,7 @@ fn a_virtual_clock_run_fills_the_batch_with_the_concurrency() {
         out.path().to_str().unwrap(),
     ]);
     let summary = read_json(&out.path().join("c16_in256_out64.json"));
-    assert_eq!(summary["clock"]["max_batch_size"], 16);
+    // Sixteen closed-loop users on an engine with room for 64: never more than 16 in the batch.
     assert_eq!(summary["iter"]["max_active_requests"], 16.0);
     assert_eq!(summary["completed"], 32);
     // The iteration figures cover the measured window, not the 16 warmup requests before it:
@@ -224,15 +224,34 @@ fn a_virtual_clock_point_gives_the_same_figures_every_run() {
 }
 
 #[test]
-fn the_virtual_clock_refuses_load_shapes_that_count_wall_clock_time() {
+fn every_load_shape_runs_on_the_virtual_clock() {
     let engine = write(llama_h100().clock(ClockMode::Virtual).build());
     let dir = engine.path().to_str().unwrap();
-    for extra in [&["--request-rate", "4"][..], &["--concurrency", "2", "--duration", "5"]] {
-        let mut args = vec!["--engine-dir", dir, "--input-len", "64", "--output-len", "4"];
+    let shapes = [
+        &["--request-rate", "4", "--num-prompts", "8"][..],
+        &["--request-rate", "20", "--max-concurrency", "2", "--num-prompts", "8"],
+        &["--concurrency", "2", "--duration", "3"],
+        &["--concurrency", "4", "--ramp-up", "1", "--duration", "2"],
+    ];
+    for extra in shapes {
+        let out = tempfile::tempdir().unwrap();
+        let mut args = vec!["--engine-dir", dir, "--input-len", "64", "--output-len", "4", "--warmup", "0"];
         args.extend_from_slice(extra);
-        let out = run_bench(&args);
-        assert!(!out.status.success(), "{extra:?} should be refused");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("wall-clock time"), "{stderr}");
+        args.extend(["--output-dir", out.path().to_str().unwrap()]);
+        let output = run_bench(&args);
+        assert!(output.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&output.stderr));
+        let summary = std::fs::read_dir(out.path())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().contains("sweep"))
+            .map(|p| read_json(&p))
+            .unwrap_or_else(|| panic!("{extra:?}: no summary"));
+        assert_eq!(summary["clock"]["kind"], "virtual", "{extra:?}");
+        assert!(num(&summary, "/completed") >= 2.0, "{extra:?}: {summary:#}");
+        if extra.contains(&"--duration") {
+            // Users stop sending at ramp-up + duration in simulated time (in-flight ones finish).
+            let duration = num(&summary, "/duration");
+            assert!(duration > 1.5 && duration < 4.0, "{extra:?}: duration {duration}");
+        }
     }
 }

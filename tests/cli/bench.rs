@@ -119,8 +119,10 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
         assert_eq!(summary["max_concurrency"], concurrency);
         assert!(summary["mean_ttft_ms"].as_f64().unwrap() > 0.0);
         assert!(summary["p99_ttft_ms"].as_f64().unwrap() >= summary["median_ttft_ms"].as_f64().unwrap());
-        // TPOT and ITL: no faster than the simulator's 1 ms iterations, one token per response.
-        assert!(num(&summary, "mean_tpot_ms") >= 0.9);
+        // TPOT and ITL: about the simulator's 1 ms iterations, one token per response. Iterations
+        // end at absolute deadlines, so a first token delivered late by a busy host is followed
+        // by a decode that catches up: a little under 1 ms is possible, far under it is not.
+        assert!(num(&summary, "mean_tpot_ms") >= 0.75);
         assert!((num(&summary, "mean_itl_per_token_ms") - num(&summary, "mean_tpot_ms")).abs() < 1e-6);
         assert!(summary["request_goodput"].as_f64().unwrap() > 0.0);
         assert!(summary["iter"]["count"].as_u64().unwrap() >= 8);

@@ -8,6 +8,7 @@ mod guided;
 mod kv_cache;
 mod lifecycle;
 mod lora;
+mod scheduled;
 mod speculative;
 mod speculative_loop;
 mod speculative_stats;

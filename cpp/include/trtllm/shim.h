@@ -11,6 +11,14 @@
 #include <cstdint>
 #include <memory>
 
+// ---- Sim control: forward declarations for the accessors below.
+namespace tensorrt_llm::executor
+{
+class Executor;
+class Request;
+} // namespace tensorrt_llm::executor
+// ---- end sim control
+
 namespace trtllm::shim
 {
 
@@ -44,6 +52,18 @@ public:
     void shutdown() const;
     // LoRA: the simulated executor's own adapter-cache counters (available == false on a real executor).
     LoraCacheCountsItem lora_cache_counts() const;
+
+    // ---- Sim control: scheduled arrivals on the simulator's virtual clock (cpp/sim/src/sim_control.h).
+    // Defined in cpp/src/shim_sim_control.cc in the simulated build; the real build's versions throw.
+    std::int64_t sim_now_ns() const;
+    std::uint64_t sim_enqueue_at(RequestSpec const& request, std::int64_t arrivalNs, std::uint64_t afterRequest,
+        std::int64_t followUpDelayNs) const;
+    std::uint64_t sim_hold_arrivals(std::int64_t boundNs) const;
+    void sim_release_arrivals(std::uint64_t key) const;
+    // Not bridged: what shim_sim_control.cc needs from shim.cc (the executor, the request conversion).
+    tensorrt_llm::executor::Executor& sim_executor() const;
+    static tensorrt_llm::executor::Request sim_request(RequestSpec const& request);
+    // ---- end sim control
 
 private:
     struct Impl;

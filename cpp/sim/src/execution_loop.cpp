@@ -103,8 +103,10 @@ void Executor::Impl::failEverything(std::string const& message, std::vector<Resp
 
 void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& responses)
 {
-    auto const iterStart = mClock.now();
     bool const wasActive = !mActive.empty();
+    // Back to back, an iteration starts at the previous one's modelled end (real clock: its deadline), so a
+    // late wake-up delays one step without shifting every later one.
+    auto const iterStart = input.start ? *input.start : mClock.iterationStart(wasActive);
     IterationCounters counters;
     SequenceList finished;
     // RequestStats' scheduled and paused describe this iteration only (TensorRT-LLM reports the requests its
@@ -207,12 +209,20 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
     std::unique_lock<std::mutex> lock(mQueueMutex);
     while (true)
     {
+        if (mScheduledMode.load())
+        {
+            return waitForScheduledWork(lock, input, responses);
+        }
         if (mActive.empty())
         {
             // Idle: sleep until a request, a cancellation or shutdown arrives (no polling).
             mLoopIdle = true;
             mQueueCv.wait(lock, [this]() { return !mQueue.empty() || !mCancelled.empty() || mStopRequested; });
             mLoopIdle = false;
+            if (mScheduledMode.load())
+            {
+                return waitForScheduledWork(lock, input, responses);
+            }
         }
         terminateQueued(mClock.now(), responses);
         for (auto const& sequence : mActive)
@@ -224,6 +234,15 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
         }
         // Ids neither queued nor active belong to finished or unknown requests: cancelling them is a no-op.
         mCancelled.clear();
+        if (!mClock.isVirtual())
+        {
+            // The iteration starts on schedule (back to back: at the previous deadline; idle: at the first
+            // arrival), and only what arrived by then joins it: a request that arrived while the thread was
+            // waking up late waits for the next iteration, as it would behind a punctual executor. The host's
+            // wake-up latency then changes no batch.
+            input.start = mActive.empty() && !mQueue.empty() ? mClock.idleStart(mQueue.front().enqueueTime)
+                                                             : mClock.iterationStart(!mActive.empty());
+        }
         fetchRequests(input);
         if (!mActive.empty() || !input.fetched.empty())
         {
@@ -586,6 +605,7 @@ void Executor::Impl::publish(std::vector<Response>& responses)
     {
         return;
     }
+    noteEnded(responses);
     {
         std::lock_guard<std::mutex> lock(mResponsesMutex);
         for (auto& response : responses)

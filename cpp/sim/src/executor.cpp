@@ -200,7 +200,8 @@ std::vector<IdType> Executor::Impl::enqueueRequests(std::vector<Request> const& 
         {
             throw std::runtime_error("Shutdown called, cannot enqueue requests");
         }
-        if (mLoopIdle)
+        // With scheduled arrivals simulated time follows the client's stamps, not the wall clock.
+        if (mLoopIdle && !mScheduledMode.load())
         {
             mClock.catchUpWithWall();
         }
@@ -430,11 +431,13 @@ Executor::Executor(std::filesystem::path const& modelPath, ModelType modelType, 
     : mImpl(std::make_unique<Impl>(modelPath, modelType, executorConfig))
 {
     sim::registerLoraCounters(this, implOf(mImpl).loraCounters());
+    sim::control::registerExecutor(this, mImpl.get());
 }
 
 Executor::~Executor()
 {
     sim::unregisterLoraCounters(this);
+    sim::control::unregisterExecutor(this);
 }
 
 IdType Executor::enqueueRequest(Request const& request)

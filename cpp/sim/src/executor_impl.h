@@ -15,6 +15,8 @@
 #include "kv_events.h"
 #include "lora_cache.h"
 #include "scheduler.h"
+#include "arrival_gate.h"
+#include "sim_control.h"
 #include "sequence.h"
 #include "sim_clock.h"
 #include "sim_config.h"
@@ -97,7 +99,7 @@ private:
 /// The version string the simulator reports: the TensorRT-LLM release whose behaviour it imitates, tagged.
 inline constexpr char kSimulatorVersion[] = "1.2.0-sim";
 
-class Executor::Impl
+class Executor::Impl : public sim::control::ArrivalControl
 {
 public:
     Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig);
@@ -120,6 +122,13 @@ public:
     std::shared_ptr<sim::LoraCounterCells> const& loraCounters() const { return mLora.counters(); }
     std::optional<std::shared_ptr<KVCacheEventManager>> getKVCacheEventManager() const;
 
+    // Scheduled arrivals on the virtual clock (sim_control.h; scheduled_arrivals.cpp)
+    [[nodiscard]] std::int64_t controlNowNs() const override;
+    IdType enqueueAt(Request const& request, std::int64_t arrivalNs, std::optional<IdType> afterRequest,
+        std::optional<double> followUpDelayMs) override;
+    std::uint64_t holdArrivals(std::int64_t boundNs) override;
+    void releaseArrivals(std::uint64_t key) override;
+
 private:
     /// A request waiting in the queue, with the ids reserved for it (children for numReturnSequences > 1).
     struct QueuedRequest
@@ -129,6 +138,8 @@ private:
         Request request;
         sim::TimePoint enqueueTime;
         SizeType32 numSequences;
+        /// Enqueued with a scheduled arrival: enqueueTime is that arrival.
+        bool scheduled{false};
     };
 
     /// What the loop took from the shared state at the start of an iteration.
@@ -136,6 +147,8 @@ private:
     {
         std::vector<QueuedRequest> fetched;
         std::unordered_set<IdType> cancelledActive;
+        /// Real clock: when the iteration starts (decided before fetching, which takes only what arrived by then).
+        std::optional<sim::TimePoint> start;
     };
 
     /// Counters of one iteration, for its IterationStats.
@@ -202,6 +215,14 @@ private:
     /// Moves finished sequences out of mActive (releasing their blocks) into `finished`.
     void retireFinished(SequenceList& finished);
 
+    // Scheduled arrivals (scheduled_arrivals.cpp)
+    /// waitForWork when a client schedules arrivals: starts the next iteration at the simulated time the
+    /// arrivals allow and takes only the requests that have arrived by then (mQueueMutex held by `lock`).
+    bool waitForScheduledWork(
+        std::unique_lock<std::mutex>& lock, IterationInput& input, std::vector<Response>& responses);
+    /// Tells the arrival gate which requests `responses` end, at the clock's current time.
+    void noteEnded(std::vector<Response> const& responses);
+
     // Configuration (immutable after construction)
     sim::EngineConfig mEngine;
     sim::SimConfig mSim;
@@ -219,6 +240,10 @@ private:
     bool mStopRequested{false};
     /// The loop waits for work with nothing active (a virtual clock then follows the wall clock).
     bool mLoopIdle{false};
+    /// Scheduled arrivals and the leases that bound the simulation's progress.
+    sim::ArrivalGate mArrivals;
+    /// mArrivals.active(), readable without the lock.
+    std::atomic<bool> mScheduledMode{false};
 
     // Ready responses (mResponsesMutex)
     mutable std::mutex mResponsesMutex;

@@ -97,6 +97,11 @@ void Executor::Impl::fetchRequests(IterationInput& input)
     SizeType32 taken = 0;
     while (!mQueue.empty())
     {
+        // Real clock: only requests that arrived by the iteration's start (the queue is in arrival order).
+        if (input.start && mQueue.front().enqueueTime > *input.start)
+        {
+            break;
+        }
         SizeType32 const needed = mQueue.front().numSequences;
         bool const idle = mActive.empty() && input.fetched.empty();
         if (taken + needed > room && !idle)
@@ -164,7 +169,8 @@ void Executor::Impl::activate(std::vector<QueuedRequest>& fetched, sim::TimePoin
             {
                 sequence->grammar = std::move(grammars.at(static_cast<std::size_t>(index)));
             }
-            sequence->perf.timingMetrics.arrivalTime = now;
+            // A scheduled request arrived at its stamp, which may lie before the iteration that admits it.
+            sequence->perf.timingMetrics.arrivalTime = queued.scheduled ? queued.enqueueTime : now;
             insertActive(std::move(sequence));
             ++counters.newActive;
         }

@@ -1,6 +1,7 @@
 // The executor's real or virtual clock (see sim_clock.h).
 #include "sim_clock.h"
 
+#include <algorithm>
 #include <thread>
 
 namespace tensorrt_llm::executor::sim
@@ -12,6 +13,25 @@ namespace
 Clock::duration fromMilliseconds(double ms)
 {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+}
+
+/// The host's sleep overshoots by tens of microseconds idle and by milliseconds under load: sleep to this much
+/// before a deadline, then yield until it, so iterations end on time without spinning a core for long.
+constexpr auto kSpinMargin = std::chrono::microseconds(1500);
+
+/// How far behind its schedule the real clock may start an iteration before the schedule restarts.
+constexpr auto kMaxScheduleLag = std::chrono::milliseconds(100);
+
+void waitUntil(TimePoint deadline)
+{
+    if (Clock::now() + kSpinMargin < deadline)
+    {
+        std::this_thread::sleep_until(deadline - kSpinMargin);
+    }
+    while (Clock::now() < deadline)
+    {
+        std::this_thread::yield();
+    }
 }
 
 } // namespace
@@ -46,11 +66,60 @@ TimePoint SimClock::spend(TimePoint start, double simulatedMs, double stallMs)
         return now();
     }
     double const wallMs = simulatedMs * mTimeScale + stallMs;
-    if (wallMs > 0.0)
+    auto const deadline = start + fromMilliseconds(std::max(0.0, wallMs));
+    mDeadline = deadline;
+    waitUntil(deadline);
+    // The modelled GPU finished at the deadline: the iteration's stamps say so even when the host woke the
+    // thread late (which delays only the delivery), so executor-side timings keep to the model. Without
+    // sleeping (time_scale 0) there is no schedule to keep: the stamps follow the host.
+    return wallMs > 0.0 ? deadline : Clock::now();
+}
+
+void SimClock::advanceTo(TimePoint time)
+{
+    if (!isVirtual())
     {
-        std::this_thread::sleep_until(start + fromMilliseconds(wallMs));
+        return;
     }
-    return Clock::now();
+    Clock::rep const target = time.time_since_epoch().count();
+    Clock::rep current = mVirtualTicks.load();
+    while (current < target && !mVirtualTicks.compare_exchange_weak(current, target))
+    {
+    }
+}
+
+TimePoint SimClock::iterationStart(bool continuing)
+{
+    auto const current = now();
+    if (isVirtual() || !continuing || !mDeadline)
+    {
+        return current;
+    }
+    // Far behind the schedule (a stopped process, a debugger): start afresh rather than rush to catch up.
+    if (current - *mDeadline > kMaxScheduleLag)
+    {
+        return current;
+    }
+    return std::min(current, *mDeadline);
+}
+
+TimePoint SimClock::idleStart(TimePoint firstArrival)
+{
+    auto const current = now();
+    if (isVirtual())
+    {
+        return current;
+    }
+    auto start = std::min(current, firstArrival);
+    if (mDeadline)
+    {
+        start = std::max(start, std::min(current, *mDeadline));
+    }
+    if (current - start > kMaxScheduleLag)
+    {
+        return current;
+    }
+    return start;
 }
 
 void SimClock::catchUpWithWall()

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 namespace tensorrt_llm::executor::sim
 {
@@ -31,6 +32,19 @@ public:
     /// spends waiting passes as it does for the world. It never moves backwards. No effect in real mode.
     void catchUpWithWall();
 
+    /// Virtual mode: moves the clock forward to `time` (never backwards). No effect in real mode.
+    void advanceTo(TimePoint time);
+
+    /// When an iteration starts. Real mode: an iteration that follows the previous one straight on (`continuing`)
+    /// starts at that one's deadline rather than when the thread woke up, so iterations keep to the modelled
+    /// schedule (absolute deadlines); a wake-up far behind it restarts the schedule from now. Loop thread only.
+    TimePoint iterationStart(bool continuing);
+
+    /// Real mode: when an idle executor starts on its earliest queued arrival `firstArrival` (TensorRT-LLM picks a
+    /// request up at once): at that arrival, not at the thread's wake-up, yet never before the previous
+    /// iteration's deadline; a wake-up far behind restarts from now. Virtual mode: now. Loop thread only.
+    TimePoint idleStart(TimePoint firstArrival);
+
     /// now() as system-clock time, for IterationStats::timestamp.
     [[nodiscard]] std::chrono::system_clock::time_point systemNow() const;
 
@@ -39,6 +53,8 @@ private:
     double mTimeScale;
     /// Virtual mode: the current time as steady_clock ticks since its epoch.
     std::atomic<Clock::rep> mVirtualTicks;
+    /// Real mode: the last iteration's deadline (loop thread only).
+    std::optional<TimePoint> mDeadline;
 };
 
 } // namespace tensorrt_llm::executor::sim

@@ -9,4 +9,5 @@ pub(crate) mod slo;
 pub(crate) mod speculative;
 pub(crate) mod stats;
 pub(crate) mod throughput;
+pub(crate) mod timer_jitter;
 pub(crate) mod timeseries;

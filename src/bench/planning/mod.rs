@@ -3,4 +3,5 @@
 
 pub(crate) mod prediction;
 pub mod search;
+pub(crate) mod scheduled_load;
 pub(crate) mod virtual_clock;

@@ -1,30 +1,32 @@
-//! Planning runs on the simulator's virtual clock: closed-loop points measured in simulated time.
+//! Planning runs on the simulator's virtual clock: points measured in simulated time.
 //!
 //! With simulation.json's `clock: "virtual"` nothing sleeps: the executor's clock jumps by each
-//! iteration's modelled time, so a point finishes far faster than real time, and the client's
-//! wall clock says nothing about latency. The runner here therefore
+//! iteration's modelled time, so a point finishes far faster than real time. The runner and the
+//! executor share that clock through scheduled arrivals ([`crate::Arrival`]): every request is
+//! stamped with the simulated time it arrives (a closed-loop user's next request: its previous
+//! one's end plus the client latency; an open-loop request: its scheduled time), the executor
+//! admits it at the first iteration starting at or after that time (as a real arrival waits for
+//! the iteration in flight), and it never runs past an arrival the runner has yet to send. Every
+//! load shape therefore works in simulated time, and the same seed gives the same figures.
 //!
-//! - keeps the closed loop inside the executor: a fresh executor per point whose runtime batch
-//!   cap is the concurrency, with every request (warmup first) queued at once, so a request
-//!   enters the batch in the iteration after one leaves, with no client reaction time between
-//!   (a runner reacting in wall time would let the racing executor run short-handed);
-//! - rebuilds every record in executor (virtual) time: send = the executor's arrival stamp (the
-//!   moment a closed-loop user's request enters), first and last token from the perf metrics,
-//!   and each token's time from the iteration latencies of the iterations that produced it.
+//! Records are rebuilt in executor time: send = the arrival stamp, first and last token from the
+//! perf metrics, and each token's time from the latencies of the iterations that produced it (so
+//! requests go to the executor without per-token responses unless the engine speculates).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+use super::scheduled_load::{CLIENT_STAGGER, Planned, ScheduledLoad, UserLimit};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
 use crate::bench::runner::point::PointRun;
-use crate::bench::runner::target::{consume_in_process, enqueue_all_in_process};
-use crate::bench::traffic::load::{Load, LoadError, LoadPlan};
+use crate::bench::traffic::load::{Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
 use crate::bench::traffic::workload::{Workload, WorkloadPhase};
-use crate::{AsyncExecutor, EngineConfig, ExecutorConfig};
+use crate::{AsyncExecutor, ExecutorConfig};
 
 /// Iteration statistics the executor may buffer between two polls: a virtual-clock executor
 /// runs thousands of iterations per second of wall time, and every one is needed for ITL.
@@ -33,6 +35,15 @@ const ITERATION_STATS_BUFFER: u32 = 1_000_000;
 /// How often the stats thread drains the executor during a planning point.
 const STATS_POLL: Duration = Duration::from_millis(5);
 
+/// Default time from a response's end to the same user's next arrival for a client in the
+/// executor's process: the response thread routes the final, the user's task wakes and enqueues
+/// (tens of microseconds on an idle host).
+pub const IN_PROCESS_CLIENT_LATENCY: Duration = Duration::from_micros(50);
+
+/// Default client latency for a gRPC client on the same host: the final message's trip back,
+/// the client's reaction and the next request's trip in (a few hundred microseconds).
+pub const GRPC_CLIENT_LATENCY: Duration = Duration::from_micros(400);
+
 /// Errors of a planning run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -40,14 +51,28 @@ pub enum PlanningError {
     /// The load plan is invalid.
     #[error(transparent)]
     Load(#[from] LoadError),
-    /// A load shape that needs wall-clock time (open-loop arrivals, ramp-up, duration).
-    #[error(
-        "{0} counts wall-clock time, which the virtual clock does not follow: plan with closed-loop concurrency and a request count (--concurrency, --num-prompts), or use an engine whose simulation.json has \"clock\": \"real\""
-    )]
+    /// A load shape the virtual clock cannot follow.
+    #[error("{0} is not supported on the virtual clock: use an engine whose simulation.json has \"clock\": \"real\"")]
     NeedsWallClock(&'static str),
     /// The executor could not be loaded or configured.
     #[error("loading the executor for the planning run: {0}")]
     Executor(#[from] crate::Error),
+}
+
+/// How a planning point runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VirtualRunOptions {
+    /// Time from a request's end to its user's next arrival (closed loop), or to the next
+    /// waiting request's arrival when a slot frees (open loop under a cap).
+    pub client_latency: Duration,
+    /// Runtime batch cap; `None`: the engine's.
+    pub max_batch_size: Option<u32>,
+}
+
+impl Default for VirtualRunOptions {
+    fn default() -> Self {
+        VirtualRunOptions { client_latency: IN_PROCESS_CLIENT_LATENCY, max_batch_size: None }
+    }
 }
 
 /// What a planning point produced, besides its records.
@@ -61,21 +86,12 @@ pub struct VirtualClockRun {
     /// iterations (a request paused, or iterations lost); their decode is recorded as one
     /// response after the first token.
     pub itl_unmapped_requests: u64,
-    /// Runtime batch cap the executor ran with (the concurrency, capped by the engine's).
-    pub max_batch_size: usize,
-    /// Wall-clock seconds queueing every request took (the executor already runs meanwhile).
-    pub queue_wall_s: f64,
-    /// Requests that had finished before the last one was queued: while queueing, the batch
-    /// may not have been full. Zero means every request met a full queue behind it; the warmup
-    /// requests absorb a small number (they are excluded from statistics).
-    pub finished_while_queueing: u64,
+    /// Client latency the point modelled, seconds.
+    pub client_latency_s: f64,
 }
 
-/// Runs one closed-loop point on a virtual-clock engine in `engine_dir`: its own executor with
-/// the concurrency as batch cap, `plan.warmup` warmup requests then `plan.num_prompts` measured
-/// ones queued at once, records rebuilt in simulated time (seconds since the first arrival),
-/// and the iteration log from the iteration that scheduled the first measured request.
-/// `progress` sees every measured request as it finishes.
+/// Runs one point on a virtual-clock engine in `engine_dir` with [`VirtualRunOptions::default`];
+/// see [`run_virtual_point_with`].
 ///
 /// ```rust
 /// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -110,80 +126,142 @@ pub async fn run_virtual_point(
     workload: &Workload,
     point: u64,
     plan: &LoadPlan,
+    progress: impl FnMut(&RequestRecord),
+) -> Result<(PointRun, VirtualClockRun), PlanningError> {
+    run_virtual_point_with(engine_dir, workload, point, plan, &VirtualRunOptions::default(), progress).await
+}
+
+/// Runs one point on a virtual-clock engine in `engine_dir`: its own executor, `plan.warmup`
+/// warmup requests (closed loop at the point's concurrency, its cap, or all at once), then the
+/// load of `plan` in simulated time, records rebuilt in simulated time (seconds since the first
+/// arrival), and the iteration log from the iteration that scheduled the first measured
+/// request. `progress` sees every measured request as it finishes.
+pub async fn run_virtual_point_with(
+    engine_dir: &Path,
+    workload: &Workload,
+    point: u64,
+    plan: &LoadPlan,
+    options: &VirtualRunOptions,
     mut progress: impl FnMut(&RequestRecord),
 ) -> Result<(PointRun, VirtualClockRun), PlanningError> {
     plan.validate()?;
-    let concurrency = match plan.load {
-        Load::Closed { concurrency } => concurrency,
-        Load::Open { .. } => return Err(PlanningError::NeedsWallClock("an open-loop request rate")),
-    };
-    if plan.duration.is_some() {
-        return Err(PlanningError::NeedsWallClock("--duration"));
-    }
-    if plan.ramp_up.is_some() {
-        return Err(PlanningError::NeedsWallClock("--ramp-up"));
-    }
-    let engine = EngineConfig::from_dir(engine_dir)?;
-    let max_batch_size = concurrency.min(engine.max_batch_size.max(1));
-    let longest_output = workload.output_len.unwrap_or(workload.fallback_output_len).max(1) as usize;
-    let config = ExecutorConfig::builder()
-        .max_batch_size(max_batch_size as u32)
+    let mut config = ExecutorConfig::builder()
         .stats_poll_interval(STATS_POLL)
         .iter_stats_max_iterations(ITERATION_STATS_BUFFER)
         // The racing executor may deliver a whole answer before the runner reads any of it.
-        .stream_buffer(longest_output.max(engine.max_seq_len) + 16)
-        .build()?;
+        .stream_buffer(workload.output_len.unwrap_or(workload.fallback_output_len).max(1) as usize + 4096);
+    if let Some(cap) = options.max_batch_size {
+        config = config.max_batch_size(cap);
+    }
     // ---- LoRA: this point's executor gets the run's adapter caches, and the traffic starts over ----
     let lora = crate::bench::lora::installed();
-    let config = ExecutorConfig { peft_cache: lora.as_ref().and_then(|t| t.spec().peft_cache.clone()), ..config };
+    let config =
+        ExecutorConfig { peft_cache: lora.as_ref().and_then(|t| t.spec().peft_cache.clone()), ..config.build()? };
     // ---- config search: the searched configuration's runtime knobs (KV fraction, reuse, chunking, scheduler) ----
     let config = super::search::apply_runtime_knobs(config);
     let executor = AsyncExecutor::load(engine_dir, config).await?;
     if let Some(traffic) = &lora {
         traffic.reset(executor.clone());
     }
+    let step_responses = speculates(engine_dir);
     let collector = IterationCollector::start(executor.executor());
-
-    // Prompts are drawn before anything is queued: the executor starts on the first request,
-    // and the closed loop is only full once everything is queued.
-    let mut specs = Vec::with_capacity(plan.warmup + plan.num_prompts);
-    let phases = [
-        (Phase::Warmup, WorkloadPhase::Warmup, plan.warmup),
-        (Phase::Measure, WorkloadPhase::Measure, plan.num_prompts),
-    ];
-    for (phase, workload_phase, count) in phases {
-        let mut sampler = workload.sampler(point, workload_phase);
-        specs.extend((0..count).map(|_| (phase, sampler.next_request())));
-    }
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let clock = RunClock::start();
     let wall_start = Instant::now();
-    // Everything is queued in one executor call, in order: the executor's own queue then admits
-    // the next request whenever one of `concurrency` leaves, as a closed-loop user would send it,
-    // and the first iteration already sees the whole queue, so every run of a point is the same.
-    for (stream, record) in enqueue_all_in_process(&executor, &specs, &clock) {
-        match stream {
-            Some(stream) => {
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    let _ = tx.send(consume_in_process(stream, record, &clock).await);
-                });
-            }
-            None => {
-                let _ = tx.send(record);
-            }
-        }
-    }
-    let queue_wall_s = wall_start.elapsed().as_secs_f64();
-    let finished_while_queueing = specs.len().saturating_sub(executor.executor().in_flight()) as u64;
-    drop(tx);
+    let origin = executor.executor().simulated_now()?;
+    let clock = RunClock::from_instant(origin);
+
     let mut records = Vec::new();
-    while let Some(record) = rx.recv().await {
-        if record.phase == Phase::Measure {
-            progress(&record);
-        }
-        records.push(record);
+    let mut next_index = 0_u64;
+    if plan.warmup > 0 {
+        let users = plan.load.concurrency().unwrap_or(plan.warmup);
+        let mut sampler = workload.sampler(point, WorkloadPhase::Warmup);
+        let planned: Vec<Planned> =
+            (0..plan.warmup as u64).map(|i| (i, Phase::Warmup, sampler.next_request())).collect();
+        next_index = plan.warmup as u64;
+        let warm = run_phase(&executor, clock, options, step_responses, |load| {
+            let start = load.executor.executor().simulated_now()?;
+            load.users(deal(planned, users), first_wave(start, users), UserLimit::Count, None);
+            Ok(())
+        })
+        .await?;
+        records.extend(warm);
     }
+    let seed = workload.seed ^ point.rotate_left(32);
+    let measured = run_phase(&executor, clock, options, step_responses, |load| {
+        let start = load.executor.executor().simulated_now()?;
+        let mut sampler = workload.sampler(point, WorkloadPhase::Measure);
+        // A trace replay: its own arrival times, under the load's cap if any.
+        let trace = workload.trace().map(|t| t.arrivals_s(plan));
+        match (plan.load, plan.duration) {
+            _ if trace.is_some() => {
+                let offsets = trace.unwrap_or_default();
+                let planned: Vec<Planned> = (0..offsets.len() as u64)
+                    .map(|i| (next_index + i, Phase::Measure, sampler.next_request()))
+                    .collect();
+                load.open_loop(planned, offsets, start, plan.load.concurrency());
+            }
+            (Load::Closed { concurrency }, None) => {
+                let planned: Vec<Planned> = (0..plan.num_prompts as u64)
+                    .map(|i| (next_index + i, Phase::Measure, sampler.next_request()))
+                    .collect();
+                load.users(deal(planned, concurrency), first_wave(start, concurrency), UserLimit::Count, None);
+            }
+            (Load::Closed { concurrency }, Some(duration)) => {
+                let ramp_up = plan.ramp_up.unwrap_or_default();
+                let limit = UserLimit::Until { deadline: start + ramp_up + duration, ramp_end: start + ramp_up };
+                let starts: Vec<Instant> = (0..concurrency)
+                    .map(|u| start + Duration::from_secs_f64(ramp_start_s(u, concurrency, ramp_up.as_secs_f64())))
+                    .zip(first_wave(Duration::ZERO, concurrency))
+                    .map(|(at, stagger)| at + stagger)
+                    .collect();
+                // Request k of the point (user k mod concurrency, its (k / concurrency)-th) is the
+                // k-th draw, whatever order the users reach it in.
+                let drawn = Arc::new(Mutex::new((sampler, Vec::new())));
+                let base = next_index;
+                let next: Arc<dyn Fn(usize, u64) -> Planned + Send + Sync> = Arc::new(move |user: usize, sent: u64| {
+                    let k = (sent as usize) * concurrency + user;
+                    let mut guard = drawn.lock().unwrap_or_else(|e| e.into_inner());
+                    let (sampler, specs) = &mut *guard;
+                    while specs.len() <= k {
+                        specs.push(sampler.next_request());
+                    }
+                    (base + k as u64, Phase::Measure, specs[k].clone())
+                });
+                let firsts: Vec<VecDeque<Planned>> = starts
+                    .iter()
+                    .enumerate()
+                    .map(|(u, &at)| {
+                        let (index, _, spec) = next(u, 0);
+                        let phase = if at < start + ramp_up { Phase::RampUp } else { Phase::Measure };
+                        VecDeque::from([(index, phase, spec)])
+                    })
+                    .collect();
+                load.users(firsts, starts, limit, Some(next));
+            }
+            (Load::Open { rate, burstiness, max_concurrency }, duration) => {
+                let count = match duration {
+                    None => plan.num_prompts,
+                    // Enough arrivals for the duration; those after it are dropped below.
+                    Some(d) => ((d.as_secs_f64() * rate * 1.5).ceil() as usize + 16).max(1),
+                };
+                let mut offsets = arrival_schedule(count, rate, burstiness, seed)?;
+                if let Some(d) = duration {
+                    offsets.retain(|&t| t < d.as_secs_f64());
+                }
+                let planned: Vec<Planned> = (0..offsets.len() as u64)
+                    .map(|i| (next_index + i, Phase::Measure, sampler.next_request()))
+                    .collect();
+                load.open_loop(planned, offsets, start, max_concurrency);
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    for record in &measured {
+        if record.phase == Phase::Measure {
+            progress(record);
+        }
+    }
+    records.extend(measured);
     // In request order, not completion order: sums then add up in the same order every run.
     records.sort_by_key(|r| r.index);
     let log = collector.finish(executor.executor()).await;
@@ -205,11 +283,69 @@ pub async fn run_virtual_point(
         wall_s,
         simulated_s,
         itl_unmapped_requests,
-        max_batch_size,
-        queue_wall_s,
-        finished_while_queueing,
+        client_latency_s: options.client_latency.as_secs_f64(),
     };
     Ok((PointRun { records, iterations: Some(log) }, clock_run))
+}
+
+/// Whether the engine in `dir` speculates (config.json names a speculative decoding mode, or
+/// simulation.json models a drafter): its decoding steps carry several tokens each, which only
+/// a response per step shows. Unreadable files count as speculating (the slower, safe choice).
+fn speculates(dir: &Path) -> bool {
+    let read = |name: &str| -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).ok()?).ok()
+    };
+    let Some(config) = read("config.json") else { return true };
+    let mode = config["build_config"]["speculative_decoding_mode"].as_str().unwrap_or("none");
+    let drafter = read("simulation.json").is_some_and(|sim| !sim["speculative"].is_null());
+    mode != "none" || drafter
+}
+
+/// When each of `users` closed-loop users sends its first request from `start`: one after
+/// another, [`CLIENT_STAGGER`] apart, as separate clients starting together do (an idle executor
+/// then starts on the first, and the others wait for the next iteration, as in real time).
+fn first_wave<T: std::ops::Add<Duration, Output = T> + Copy>(start: T, users: usize) -> Vec<T> {
+    (0..users).map(|u| start + CLIENT_STAGGER * u as u32).collect()
+}
+
+/// Deals `planned` to `users` users in turn: user `u` gets requests `u`, `u + users`, ...
+fn deal(planned: Vec<Planned>, users: usize) -> Vec<VecDeque<Planned>> {
+    let users = users.max(1);
+    let mut lists = vec![VecDeque::new(); users];
+    for (k, p) in planned.into_iter().enumerate() {
+        lists[k % users].push_back(p);
+    }
+    lists
+}
+
+/// Runs one phase: `start` enqueues its first requests under a hold (so the executor starts
+/// nothing before they are all in), then every record is collected.
+async fn run_phase(
+    executor: &AsyncExecutor,
+    clock: RunClock,
+    options: &VirtualRunOptions,
+    step_responses: bool,
+    start: impl FnOnce(&ScheduledLoad) -> Result<(), PlanningError>,
+) -> Result<Vec<RequestRecord>, PlanningError> {
+    let (done, mut rx) = mpsc::unbounded_channel();
+    let load = ScheduledLoad {
+        executor: executor.clone(),
+        clock,
+        client_latency: options.client_latency,
+        done,
+        step_responses,
+    };
+    let now = executor.executor().simulated_now()?;
+    let hold = executor.executor().hold_arrivals(now)?;
+    let started = start(&load);
+    executor.executor().release_arrivals(hold)?;
+    started?;
+    drop(load);
+    let mut records = Vec::new();
+    while let Some(record) = rx.recv().await {
+        records.push(record);
+    }
+    Ok(records)
 }
 
 /// Latency of every forward pass by iteration number (the entries that report an idle
@@ -277,6 +413,7 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
     v.expected_output_tokens = r.expected_output_tokens;
     v.cached_tokens = r.cached_tokens;
     v.speculative = r.speculative;
+    v.scheduled_send_s = r.scheduled_send_s.map(|t| t - origin);
     v.finish_reason = r.finish_reason.clone();
     v.error = r.error.clone();
     v.lora_task = r.lora_task;
@@ -295,6 +432,8 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
     });
     let arrival = server.arrival_s.unwrap_or(origin) - origin;
     v.send_s = arrival;
+    // Open loop under a cap: the wait for a slot between the scheduled time and the arrival.
+    v.client_queue_s = v.scheduled_send_s.map_or(0.0, |due| (arrival - due).max(0.0));
     let (first, last) = (shift(server.first_token_s), shift(server.last_token_s));
     v.end_s = last.or(first).or(Some(arrival));
     let (Some(first), Some(last)) = (first, last) else {

@@ -87,7 +87,13 @@ pub async fn run_point(
     let collector = target.executor().map(|e| IterationCollector::start(e.executor()));
     let sampler = workload.sampler(point, WorkloadPhase::Measure);
     let seed = workload.seed ^ point.rotate_left(32);
+    // A trace replay: its own arrival times, under the load's cap if any.
+    let trace = workload.trace().map(|t| t.arrivals_s(plan));
     let done = match (plan.load, plan.duration) {
+        _ if trace.is_some() => {
+            let arrivals = Arrivals::Fixed(trace.unwrap_or_default());
+            open_loop(target, clock, sampler, arrivals, plan.load.concurrency(), &next_index)
+        }
         (Load::Closed { concurrency }, None) => {
             closed_loop(target, clock, sampler, Phase::Measure, plan.num_prompts, concurrency, &next_index)
         }

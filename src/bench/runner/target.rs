@@ -69,7 +69,7 @@ impl BenchTarget {
     }
 }
 
-fn generation_request(spec: &RequestSpec) -> GenerationRequest {
+pub(crate) fn generation_request(spec: &RequestSpec) -> GenerationRequest {
     let mut request = GenerationRequest::new(spec.prompt.clone(), spec.max_tokens)
         .with_streaming(spec.streaming)
         .with_perf_metrics(true)
@@ -96,7 +96,7 @@ fn guided_pb(guide: &GuidedDecodingParams) -> pb::GuidedDecodingParams {
     pb::GuidedDecodingParams { guide_type: guide_type as i32, guide: guide.guide.clone().unwrap_or_default() }
 }
 
-fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f64) -> RequestRecord {
+pub(crate) fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f64) -> RequestRecord {
     let mut record = RequestRecord::new(index, phase, send_s);
     record.streaming = spec.streaming;
     record.prompt_tokens = spec.prompt.len() as u64;
@@ -151,51 +151,6 @@ pub(crate) fn enqueue_in_process(
         record.lora_with_weights = with_weights;
     }
     (stream, record)
-}
-
-/// Enqueues every request in one executor call, so the executor schedules them together (on a
-/// virtual clock, a point then starts identically every run). Should the executor refuse the
-/// batch (an invalid request, a full queue), each request is enqueued on its own instead, so
-/// that only the refused ones fail, each with its own error.
-pub(crate) fn enqueue_all_in_process(
-    executor: &AsyncExecutor,
-    specs: &[(Phase, RequestSpec)],
-    clock: &RunClock,
-) -> Vec<(Option<crate::GenerationStream>, RequestRecord)> {
-    let mut requests: Vec<GenerationRequest> = specs.iter().map(|(_, spec)| generation_request(spec)).collect();
-    // LoRA traffic: adapters attached in enqueue order (see bench::lora).
-    let mut lora = vec![None; specs.len()];
-    if let Some(traffic) = crate::bench::lora::installed() {
-        let attached = traffic.attach_all(requests.into_iter().enumerate().map(|(i, r)| (i as u64, r)).collect());
-        requests = Vec::with_capacity(attached.len());
-        for (index, (request, task, with_weights)) in attached.into_iter().enumerate() {
-            lora[index] = Some((task, with_weights));
-            requests.push(request);
-        }
-    }
-    match executor.enqueue_many(requests) {
-        Ok(streams) => specs
-            .iter()
-            .zip(streams)
-            .enumerate()
-            .map(|(index, ((phase, spec), stream))| {
-                let mut record = new_record(spec, index as u64, *phase, clock.offset_s(stream.enqueued_at()));
-                if let Some((task, with_weights)) = lora[index] {
-                    record.lora_task = Some(task);
-                    record.lora_with_weights = with_weights;
-                }
-                (Some(stream), record)
-            })
-            .collect(),
-        Err(error) => {
-            tracing::warn!(%error, "the executor refused the requests as one batch; enqueueing them one by one");
-            specs
-                .iter()
-                .enumerate()
-                .map(|(index, (phase, spec))| enqueue_in_process(executor, spec, clock, index as u64, *phase))
-                .collect()
-        }
-    }
 }
 
 /// Receives an enqueued request's responses into its record until the end.

@@ -3,4 +3,6 @@
 
 pub(crate) mod dataset;
 pub(crate) mod load;
+pub(crate) mod prompt;
+pub(crate) mod trace;
 pub(crate) mod workload;

@@ -8,15 +8,7 @@ use rand::{RngExt, SeedableRng};
 
 use crate::GuidedDecodingParams;
 
-/// One prompt, as token ids, with the output length its source expects (if any).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
-    /// The token ids to enqueue.
-    pub token_ids: Vec<u32>,
-    /// The output length the dataset names for it (JSONL `output_len`, or the token length of
-    /// a ShareGPT conversation's reply); `None` for random prompts.
-    pub output_len: Option<u32>,
-}
+pub use super::prompt::Prompt;
 
 /// Where prompts come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +29,9 @@ pub enum PromptSource {
     /// Prompts of a dataset, drawn without replacement in a seeded order (reshuffled when used
     /// up), so each point and phase draws its own order.
     Dataset(Arc<[Prompt]>),
+    /// A request trace (`--dataset trace`): its prompts in arrival order, each sent at its
+    /// trace time (see [`crate::bench::TraceReplay`]); the runner takes the arrivals from here.
+    Trace(Arc<super::trace::TraceReplay>),
 }
 
 /// What a single request asks of the executor.
@@ -118,6 +113,14 @@ pub enum WorkloadPhase {
 }
 
 impl Workload {
+    /// The trace this workload replays, if its prompts come from one.
+    pub fn trace(&self) -> Option<&super::trace::TraceReplay> {
+        match &self.source {
+            PromptSource::Trace(trace) => Some(trace),
+            _ => None,
+        }
+    }
+
     /// A prompt stream for sweep point `point` and `phase`; streams of different points or
     /// phases differ, the same arguments give the same stream.
     pub fn sampler(&self, point: u64, phase: WorkloadPhase) -> PromptSampler {
@@ -141,6 +144,8 @@ impl Workload {
                 order.shuffle(&mut rng);
                 (Vec::new(), order)
             }
+            // A trace is replayed in its own order.
+            PromptSource::Trace(_) => (Vec::new(), Vec::new()),
         };
         PromptSampler { workload: self.clone(), rng, prefix, order, next: 0 }
     }
@@ -190,6 +195,14 @@ impl PromptSampler {
                     self.next = 0;
                 }
                 let prompt = prompts[self.order[self.next]].clone();
+                self.next += 1;
+                prompt
+            }
+            PromptSource::Trace(trace) => {
+                if trace.prompts.is_empty() {
+                    return Prompt { token_ids: Vec::new(), output_len: None };
+                }
+                let prompt = trace.prompts[self.next % trace.prompts.len()].clone();
                 self.next += 1;
                 prompt
             }

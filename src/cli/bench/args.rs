@@ -15,6 +15,10 @@ pub enum DatasetKind {
     /// A ShareGPT-style JSON file (`--dataset-path`): the first human turn of each conversation
     /// is the prompt; the reply's token count is its output length.
     Sharegpt,
+    /// A Mooncake-style JSONL request trace (`--dataset-path`): `timestamp` (ms), `input_length`,
+    /// `output_length` and `hash_ids` (one per block of shared prefix) per line, replayed at its
+    /// timestamps (`--trace-time-scale`) with prompts synthesised block by block.
+    Trace,
 }
 
 impl DatasetKind {
@@ -23,6 +27,7 @@ impl DatasetKind {
             DatasetKind::Random => "random",
             DatasetKind::Jsonl => "jsonl",
             DatasetKind::Sharegpt => "sharegpt",
+            DatasetKind::Trace => "trace",
         }
     }
 }
@@ -61,9 +66,17 @@ pub struct RunArgs {
     /// Prompts: random token ids, a JSONL prompt file or ShareGPT-style conversations.
     #[arg(long, value_enum, default_value_t = DatasetKind::Random)]
     pub dataset: DatasetKind,
-    /// The dataset file (jsonl, sharegpt).
+    /// The dataset file (jsonl, sharegpt, trace).
     #[arg(long)]
     pub dataset_path: Option<PathBuf>,
+    // ---- Trace replay (--dataset trace) ----
+    /// Prompt tokens per trace hash id (Mooncake's traces: 512).
+    #[arg(long, default_value_t = trtllm::bench::MOONCAKE_BLOCK_SIZE)]
+    pub trace_block_size: usize,
+    /// Multiplies the trace's arrival gaps: 0.5 replays twice as fast, 2 half as fast.
+    #[arg(long, default_value_t = 1.0)]
+    pub trace_time_scale: f64,
+    // ---- end trace replay
     /// Render text prompts with the tokenizer's chat template (one user message).
     #[arg(long)]
     pub chat_template: bool,

@@ -6,7 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use trtllm::bench::{
-    Load, LoadPlan, Prompt, PromptSource, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries,
+    Load, LoadPlan, Prompt, PromptSource, TokenizeOptions, Trace, TraceOptions, Workload, load_jsonl, load_sharegpt,
+    tokenize_entries,
 };
 use trtllm::text::Tokenizer;
 
@@ -84,6 +85,10 @@ pub fn prompt_sources(
             })
             .collect());
     }
+    // ---- Trace replay: prompts synthesised from the trace's blocks, arrivals from its timestamps ----
+    if args.dataset == DatasetKind::Trace {
+        return trace_source(args, vocab_size);
+    }
     if args.input_len.is_some() || args.shared_prefix > 0 {
         bail!("--input-len and --shared-prefix apply to --dataset random; a dataset's prompts are what they are");
     }
@@ -95,6 +100,7 @@ pub fn prompt_sources(
         DatasetKind::Jsonl => load_jsonl(path)?,
         DatasetKind::Sharegpt => load_sharegpt(path)?,
         DatasetKind::Random => bail!("random prompts come from --input-len, not a file"),
+        DatasetKind::Trace => bail!("traces are read by trace_source"),
     };
     let options =
         TokenizeOptions { tokenizer, chat_template: args.chat_template, reply_output_len: args.output_len.is_none() };
@@ -104,11 +110,42 @@ pub fn prompt_sources(
     Ok(vec![(None, PromptSource::Dataset(Arc::<[Prompt]>::from(prompts)))])
 }
 
+/// `--dataset trace`: the trace's prompts and arrivals, one source.
+fn trace_source(args: &RunArgs, vocab_size: usize) -> anyhow::Result<Vec<(Option<usize>, PromptSource)>> {
+    if args.input_len.is_some() || args.shared_prefix > 0 || args.chat_template {
+        bail!(
+            "--input-len, --shared-prefix and --chat-template do not apply to a trace: its requests are what they are"
+        );
+    }
+    if args.concurrency.is_some() || args.request_rate.is_some() {
+        bail!("a trace brings its own arrival times: drop --concurrency/--request-rate (use --trace-time-scale)");
+    }
+    let path = args.dataset_path.as_deref().context("--dataset trace needs --dataset-path")?;
+    let trace = Trace::load(path)?;
+    let options = TraceOptions {
+        block_size: args.trace_block_size,
+        vocab_size,
+        time_scale: args.trace_time_scale,
+        seed: args.seed,
+    };
+    let replay = trace.replay(&options)?;
+    let span = replay.offsets_s.last().copied().unwrap_or(0.0);
+    eprintln!(
+        "trace {}: {} requests over {span:.1} s (time scale {})",
+        path.display(),
+        trace.records.len(),
+        args.trace_time_scale
+    );
+    Ok(vec![(None, PromptSource::Trace(Arc::new(replay)))])
+}
+
 /// One value of the sweep's load axis.
 #[derive(Clone, Copy)]
 enum LoadAxis {
     Concurrency(usize),
     Rate(f64),
+    /// A trace replay: its mean rate and request count.
+    Trace(f64, usize),
 }
 
 /// The load axis: concurrencies, or rates.
@@ -164,7 +201,16 @@ pub fn points(
     if output_lens.contains(&Some(0)) {
         bail!("--output-len must be at least 1");
     }
-    let axis = load_axis(args)?;
+    let mut axis = load_axis(args)?;
+    // A trace: one point at the trace's own mean rate (its arrivals come from the trace).
+    let trace_requests = sources.iter().find_map(|(_, s)| match s {
+        PromptSource::Trace(t) => Some((t.offsets_s.len(), t.offsets_s.last().copied().unwrap_or(0.0))),
+        _ => None,
+    });
+    if let Some((count, span_s)) = trace_requests {
+        let rate = if span_s > 0.0 { count as f64 / span_s } else { f64::INFINITY };
+        axis = vec![LoadAxis::Trace(rate, count)];
+    }
     let mut points = Vec::new();
     for (input_len, source) in &sources {
         for &output_len in &output_lens {
@@ -174,6 +220,11 @@ pub fn points(
                     LoadAxis::Concurrency(c) => {
                         let n = args.num_prompts.unwrap_or((2 * c).max(4));
                         (Load::Closed { concurrency: c }, n, args.warmup.unwrap_or(c), f64::INFINITY, format!("c{c}"))
+                    }
+                    LoadAxis::Trace(rate, count) => {
+                        let load = Load::Open { rate: rate.min(f64::MAX), burstiness: 1.0, max_concurrency: None };
+                        let n = args.num_prompts.unwrap_or(count).min(count);
+                        (load, n, args.warmup.unwrap_or(0), rate, "trace".to_owned())
                     }
                     LoadAxis::Rate(rate) if rate.is_infinite() => {
                         // Everything at once: a closed loop at the cap, or all requests in flight.

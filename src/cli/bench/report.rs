@@ -29,6 +29,8 @@ pub struct Report<'a> {
     percentiles: Vec<f64>,
     slos: Option<Slos>,
     metadata: Value,
+    /// The host's timer jitter, measured before a real-time run (`clock.host_timer_jitter`).
+    pub timer_jitter: Option<Value>,
 }
 
 impl<'a> Report<'a> {
@@ -60,6 +62,7 @@ impl<'a> Report<'a> {
             percentiles: percentiles.to_vec(),
             slos,
             metadata,
+            timer_jitter: None,
         }
     }
 
@@ -108,20 +111,22 @@ impl<'a> Report<'a> {
                     ClockKind::Virtual,
                     json!({
                         "figures": "simulated executor time: every latency, duration and rate is what the simulated GPU would take, not what the run took",
-                        "closed_loop": "in the executor: runtime max_batch_size = concurrency, all requests queued at once (warmup first)",
-                        "max_batch_size": v.max_batch_size,
+                        "arrivals": "stamped in simulated time: a closed-loop user's next request arrives client_latency_s after its previous one ended; open-loop requests at their scheduled times; each joins the first iteration starting at or after its arrival",
+                        "client_latency_s": v.client_latency_s,
                         "simulated_s": v.simulated_s,
                         "wall_s": v.wall_s,
+                        "simulated_per_wall": if v.wall_s > 0.0 { v.simulated_s / v.wall_s } else { 0.0 },
                         "itl_unmapped_requests": v.itl_unmapped_requests,
-                        "queue_wall_s": v.queue_wall_s,
-                        "finished_while_queueing": v.finished_while_queueing,
                     }),
                 );
             }
             None => {
                 builder = builder.clock(
                     ClockKind::Wall,
-                    json!({"figures": "measured by the runner on this process's monotonic clock"}),
+                    json!({
+                        "figures": "measured by the runner on this process's monotonic clock",
+                        "host_timer_jitter": self.timer_jitter,
+                    }),
                 );
                 if let Some(log) = &run.iterations {
                     builder = builder.iteration_end_times(log.end_times_s(clock, anchor));

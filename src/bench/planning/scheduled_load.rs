@@ -1,0 +1,228 @@
+//! Load shapes in simulated time: closed-loop users (with ramp-up and duration) and open-loop
+//! arrivals (with burstiness, duration and a concurrency cap), every request stamped with its
+//! simulated arrival on a virtual-clock executor (see [`crate::Arrival`]).
+//!
+//! A closed-loop user's next request arrives `client_latency` after its previous one ended: the
+//! runner enqueues it as the follow-up of that request, and the executor, which kept room for it,
+//! stamps it. An open-loop request arrives at its scheduled time, or (under a cap) when a slot
+//! frees, whichever is later. The first requests are enqueued under a hold, so the executor
+//! starts nothing before the whole first wave has arrived.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
+use crate::bench::runner::target::{consume_in_process, generation_request, new_record};
+use crate::bench::traffic::workload::RequestSpec;
+use crate::{Arrival, AsyncExecutor, GenerationStream};
+
+/// How much later each further closed-loop user reacts to a response than the one before it.
+pub(crate) const CLIENT_STAGGER: Duration = Duration::from_micros(10);
+
+/// One request to send: its index, phase and content.
+pub(crate) type Planned = (u64, Phase, RequestSpec);
+
+/// Sends requests to a virtual-clock executor and reports their records.
+#[derive(Clone)]
+pub(crate) struct ScheduledLoad {
+    pub(crate) executor: AsyncExecutor,
+    /// Run clock whose origin is the run's start in simulated time.
+    pub(crate) clock: RunClock,
+    /// Time from a request's end to its user's next arrival.
+    pub(crate) client_latency: Duration,
+    pub(crate) done: mpsc::UnboundedSender<RequestRecord>,
+    /// Ask for a response per decoding step. Without, a streaming request is sent as a
+    /// non-streaming one: its token times are rebuilt from the iteration log anyway, and one
+    /// response per request instead of one per token keeps the runner from slowing the
+    /// simulation (only speculative engines, whose steps carry several tokens, need them).
+    pub(crate) step_responses: bool,
+}
+
+/// What a closed-loop user does after each request.
+#[derive(Clone, Copy)]
+pub(crate) enum UserLimit {
+    /// Sends exactly its list of requests.
+    Count,
+    /// Sends until its next arrival would be at or after this simulated time; requests arriving
+    /// before `ramp_end` are ramp-up requests.
+    Until { deadline: Instant, ramp_end: Instant },
+}
+
+/// When `record`'s request ended on the executor, seconds on the run clock.
+fn end_s(record: &RequestRecord) -> Option<f64> {
+    let server = record.server?;
+    server.last_token_s.or(server.first_token_s).or(server.arrival_s)
+}
+
+impl ScheduledLoad {
+    /// Enqueues one request; on refusal the failed record goes straight out and `None` returns.
+    fn enqueue(
+        &self,
+        planned: &Planned,
+        arrival: Arrival,
+        follow_up: Option<Duration>,
+    ) -> Option<(GenerationStream, RequestRecord)> {
+        let (index, phase, spec) = planned;
+        let send_s = match arrival {
+            Arrival::At(at) => self.clock.offset_s(at),
+            Arrival::After(_) => 0.0,
+        };
+        // LoRA traffic: the adapter is attached and the request enqueued in one step (see bench::lora).
+        let step_responses = self.step_responses;
+        let enqueue = |request: crate::GenerationRequest| {
+            let request = if step_responses { request } else { request.with_streaming(false) };
+            self.executor.executor().enqueue_at(request, arrival, follow_up)
+        };
+        let (lora, result) = match crate::bench::lora::installed() {
+            Some(traffic) => {
+                let (task, with_weights, result) = traffic.enqueue(*index, generation_request(spec), enqueue);
+                (Some((task, with_weights)), result)
+            }
+            None => (None, enqueue(generation_request(spec))),
+        };
+        let with_lora = |mut record: RequestRecord| {
+            if let Some((task, with_weights)) = lora {
+                record.lora_task = Some(task);
+                record.lora_with_weights = with_weights;
+            }
+            record
+        };
+        match result {
+            Ok(stream) => Some((stream, with_lora(new_record(spec, *index, *phase, send_s)))),
+            Err(e) => {
+                if let Arrival::After(parent) = arrival {
+                    // The lease the refused follow-up would have taken must not hold the run up.
+                    let _ = self.executor.executor().release_arrivals(parent);
+                }
+                let mut record = with_lora(new_record(spec, *index, *phase, send_s));
+                record.fail(send_s, e.to_string());
+                let _ = self.done.send(record);
+                None
+            }
+        }
+    }
+
+    /// Closed-loop users, user `u` sending `lists[u]` in order (or drawing from `next` under a
+    /// duration), its first request arriving at `starts[u]`. Enqueues every first request before
+    /// it returns (call it under a hold); the users then run as tasks.
+    pub(crate) fn users(
+        &self,
+        lists: Vec<VecDeque<Planned>>,
+        starts: Vec<Instant>,
+        limit: UserLimit,
+        next: Option<Arc<dyn Fn(usize, u64) -> Planned + Send + Sync>>,
+    ) {
+        for (user, (mut list, start)) in lists.into_iter().zip(starts).enumerate() {
+            let Some(first) = list.pop_front() else { continue };
+            // Users whose requests end in the same iteration react one after another, as one
+            // response thread hands them their finals: user u a little after user u - 1. An
+            // idle executor starts on the first arrival, so the others wait an iteration, as
+            // they do in real time.
+            let delay = self.client_latency + CLIENT_STAGGER * user as u32;
+            let keeps_going = move |list: &VecDeque<Planned>| match limit {
+                UserLimit::Count => (!list.is_empty()).then_some(delay),
+                UserLimit::Until { .. } => Some(delay),
+            };
+            let Some((stream, record)) = self.enqueue(&first, Arrival::At(start), keeps_going(&list)) else {
+                continue;
+            };
+            let (load, next) = (self.clone(), next.clone());
+            tokio::spawn(async move {
+                let (mut stream, mut record, mut sent) = (stream, record, 1_u64);
+                loop {
+                    let id = stream.request_id();
+                    let finished = consume_in_process(stream, record, &load.clock).await;
+                    let ended_s = end_s(&finished);
+                    let had_follow_up = keeps_going(&list).is_some();
+                    let _ = load.done.send(finished);
+                    let planned = match limit {
+                        UserLimit::Count => list.pop_front(),
+                        UserLimit::Until { deadline, ramp_end } => {
+                            let arrival = ended_s.map(|s| load.clock.origin() + Duration::from_secs_f64(s.max(0.0)));
+                            let arrival = arrival.map(|a| a + delay);
+                            match (arrival, &next) {
+                                (Some(a), Some(next)) if a < deadline => {
+                                    let (index, _, spec) = next(user, sent);
+                                    let phase = if a < ramp_end { Phase::RampUp } else { Phase::Measure };
+                                    Some((index, phase, spec))
+                                }
+                                _ => None,
+                            }
+                        }
+                    };
+                    let Some(planned) = planned else {
+                        if had_follow_up {
+                            let _ = load.executor.executor().release_arrivals(id);
+                        }
+                        return;
+                    };
+                    sent += 1;
+                    match load.enqueue(&planned, Arrival::After(id), keeps_going(&list)) {
+                        Some((s, r)) => (stream, record) = (s, r),
+                        None => return,
+                    }
+                }
+            });
+        }
+    }
+
+    /// Open loop: request `i` of `planned` scheduled `offsets_s[i]` after `start`; with a cap,
+    /// at most `cap` in flight, the rest arriving as slots free. Enqueues everything it can
+    /// before it returns (call it under a hold).
+    pub(crate) fn open_loop(&self, planned: Vec<Planned>, offsets_s: Vec<f64>, start: Instant, cap: Option<usize>) {
+        let due = |offset: f64| start + Duration::from_secs_f64(offset.max(0.0));
+        let mut all: VecDeque<(Planned, Instant)> =
+            planned.into_iter().zip(offsets_s).map(|(p, offset)| (p, due(offset))).collect();
+        let first = cap.map_or(all.len(), |c| c.min(all.len()));
+        let waiting = all.split_off(first);
+        let capped = cap.is_some();
+        let waiting = Arc::new(Mutex::new(waiting));
+        for (planned, at) in all {
+            self.open_request(planned, Arrival::At(at), at, capped, waiting.clone());
+        }
+    }
+
+    /// Sends one open-loop request due at `due`; under a cap, its end lets the next waiting one in.
+    fn open_request(
+        &self,
+        planned: Planned,
+        arrival: Arrival,
+        due: Instant,
+        capped: bool,
+        waiting: Arc<Mutex<VecDeque<(Planned, Instant)>>>,
+    ) {
+        let Some((stream, mut record)) = self.enqueue(&planned, arrival, capped.then_some(self.client_latency)) else {
+            return;
+        };
+        record.scheduled_send_s = Some(self.clock.offset_s(due));
+        let load = self.clone();
+        tokio::spawn(async move {
+            let id = stream.request_id();
+            let finished = consume_in_process(stream, record, &load.clock).await;
+            let ended_s = end_s(&finished);
+            let _ = load.done.send(finished);
+            if !capped {
+                return;
+            }
+            let next = waiting.lock().ok().and_then(|mut w| w.pop_front());
+            let Some((planned, due)) = next else {
+                let _ = load.executor.executor().release_arrivals(id);
+                return;
+            };
+            let free_at =
+                ended_s.map(|s| load.clock.origin() + Duration::from_secs_f64(s.max(0.0)) + load.client_latency);
+            match free_at {
+                // The slot frees after the request was due: it arrives as the ended one's follow-up.
+                Some(free) if free >= due => load.open_request(planned, Arrival::After(id), due, true, waiting),
+                _ => {
+                    // Enqueued before the release, so the executor cannot run past its arrival.
+                    load.open_request(planned, Arrival::At(due), due, true, waiting);
+                    let _ = load.executor.executor().release_arrivals(id);
+                }
+            }
+        });
+    }
+}
