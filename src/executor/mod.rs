@@ -14,8 +14,9 @@ mod stats_poller;
 mod stream;
 mod sync_executor;
 
+pub use crate::types::arrival::Arrival;
 pub use async_executor::AsyncExecutor;
 pub use health::HealthIssue;
 pub use kv_events::KvEventStream;
 pub use stream::{BlockingIter, GenerationStream};
-pub use sync_executor::{Arrival, Executor, ShutdownMode};
+pub use sync_executor::{Executor, ShutdownMode};

@@ -9,8 +9,6 @@ use tokio::sync::broadcast;
 
 mod scheduled;
 
-pub use scheduled::Arrival;
-
 use super::accumulator::Accumulator;
 use super::kv_events::{KvEventHub, KvEventStream};
 use super::responses;

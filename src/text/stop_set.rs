@@ -4,7 +4,9 @@
 //! proportional to the delta (plus, when a possible stop-string start is abandoned, a re-walk of
 //! at most the held-back text), whatever the number of stop strings.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::nfa::contiguous::NFA;
@@ -31,9 +33,59 @@ pub(crate) struct Found {
     pub len: usize,
 }
 
+/// Stop lists at least this large (in bytes, all strings together) are shared between requests
+/// that send the same list: one automaton of the documented maximum (1,024 strings of 4 KiB)
+/// takes about 50 MB and most of a second to build, and a client typically sends the same list
+/// with every request. Smaller lists build in microseconds and skip the shared table's lock.
+const SHARE_FROM_BYTES: usize = 64 * 1024;
+
+/// The large stop sets alive in this process, by a hash of their strings. Entries are weak: a set
+/// lives as long as some matcher uses it, and dead entries are dropped at the next insert, so the
+/// table holds no more entries than there are large sets in use.
+fn shared_sets() -> &'static Mutex<HashMap<u64, Vec<Weak<StopSet>>>> {
+    static SETS: OnceLock<Mutex<HashMap<u64, Vec<Weak<StopSet>>>>> = OnceLock::new();
+    SETS.get_or_init(Default::default)
+}
+
 impl StopSet {
-    /// Compiles `strings` (none empty: the builder checks) into one automaton.
+    /// The compiled set for `strings`: the one already in use by another request when the list is
+    /// large and equal, otherwise a new one (see [`SHARE_FROM_BYTES`]).
     pub(crate) fn build(strings: Vec<String>) -> Result<Arc<Self>> {
+        if strings.iter().map(String::len).sum::<usize>() < SHARE_FROM_BYTES {
+            return Self::compile(strings);
+        }
+        let mut hasher = DefaultHasher::new();
+        strings.hash(&mut hasher);
+        let key = hasher.finish();
+        let in_use = |sets: &HashMap<u64, Vec<Weak<StopSet>>>, strings: &[String]| {
+            sets.get(&key)?.iter().filter_map(Weak::upgrade).find(|set| set.strings == strings)
+        };
+        if let Some(set) = in_use(&shared_sets().lock().unwrap_or_else(|e| e.into_inner()), &strings) {
+            return Ok(set);
+        }
+        // Compiled outside the lock: other requests' lists are not held up by this one.
+        let set = Self::compile(strings)?;
+        let mut sets = shared_sets().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(raced) = in_use(&sets, &set.strings) {
+            return Ok(raced);
+        }
+        sets.retain(|_, entries| {
+            entries.retain(|entry| entry.strong_count() > 0);
+            !entries.is_empty()
+        });
+        sets.entry(key).or_default().push(Arc::downgrade(&set));
+        Ok(set)
+    }
+
+    /// Large stop sets currently shared (alive) in this process.
+    #[cfg(test)]
+    pub(crate) fn shared_in_use() -> usize {
+        let sets = shared_sets().lock().unwrap_or_else(|e| e.into_inner());
+        sets.values().flatten().filter(|entry| entry.strong_count() > 0).count()
+    }
+
+    /// Compiles `strings` (none empty: the builder checks) into one automaton.
+    fn compile(strings: Vec<String>) -> Result<Arc<Self>> {
         let max_len = strings.iter().map(String::len).max().unwrap_or(0);
         let automaton = if strings.is_empty() {
             None
@@ -107,5 +159,37 @@ impl StopSet {
             }
         }
         Some(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn large_list(seed: u8) -> Vec<String> {
+        (0..20u8)
+            .map(|i| format!("{}{}", char::from(b'a' + i), char::from(b'a' + seed).to_string().repeat(4096)))
+            .collect()
+    }
+
+    #[test]
+    fn requests_with_the_same_large_list_share_one_automaton_while_it_is_in_use() {
+        let first = StopSet::build(large_list(1)).unwrap();
+        let second = StopSet::build(large_list(1)).unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+        let other = StopSet::build(large_list(2)).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        // Small lists are never shared.
+        let small = || StopSet::build(vec!["</s>".to_owned()]).unwrap();
+        assert!(!Arc::ptr_eq(&small(), &small()));
+
+        assert!(StopSet::shared_in_use() >= 2);
+        let weak = Arc::downgrade(&first);
+        drop((first, second));
+        // The shared table does not keep the automaton alive: a later request compiles a new one.
+        assert!(weak.upgrade().is_none());
+        let again = StopSet::build(large_list(1)).unwrap();
+        assert_eq!(again.strings(), large_list(1).as_slice());
+        drop(other);
     }
 }

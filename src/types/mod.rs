@@ -1,6 +1,7 @@
 //! The executor's plain data: requests, configuration, outputs, statistics and KV-cache events,
 //! with their conversions to and from the FFI structs. No executor machinery lives here.
 
+pub(crate) mod arrival;
 pub(crate) mod config;
 pub(crate) mod guided;
 pub(crate) mod kv_event;

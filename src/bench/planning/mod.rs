@@ -2,6 +2,6 @@
 //! prediction set next to a measurement. The top of the benchmark: uses the runner and the report.
 
 pub(crate) mod prediction;
-pub mod search;
 pub(crate) mod scheduled_load;
+pub mod search;
 pub(crate) mod virtual_clock;

@@ -13,17 +13,8 @@ use std::time::{Duration, Instant};
 use super::Executor;
 use crate::error::{Error, Result};
 use crate::executor::stream::GenerationStream;
+use crate::types::arrival::Arrival;
 use crate::types::request::GenerationRequest;
-
-/// When a scheduled request arrives at the executor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrival {
-    /// At this simulated time (on the executor's clock, see [`Executor::simulated_now`]).
-    At(Instant),
-    /// As the follow-up of an earlier request enqueued with a follow-up delay (its request id):
-    /// at that request's end plus the delay. The earlier request must have ended.
-    After(u64),
-}
 
 impl Executor {
     /// The simulated executor's current time. Virtual clock only.

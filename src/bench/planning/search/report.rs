@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::result::ResultStore;
 use super::pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
 use super::plot::{FrontPlotError, plot_front};
+use super::result::ResultStore;
 use super::result::ResultStoreError;
 use super::run::{SearchOutcome, Study};
 use super::space::{Candidate, SearchSpace};

@@ -1,0 +1,13 @@
+//! When a request scheduled on the simulator's virtual clock arrives at the executor.
+
+use std::time::Instant;
+
+/// When a scheduled request arrives at the executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// At this simulated time, on the executor's clock ([`crate::Executor::simulated_now`]).
+    At(Instant),
+    /// As the follow-up of an earlier request enqueued with a follow-up delay (its request id):
+    /// at that request's end plus the delay. The earlier request must have ended.
+    After(u64),
+}
