@@ -9,7 +9,7 @@
 
 pub mod device_replay;
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Value, json};
@@ -51,6 +51,10 @@ pub struct LoraTraffic {
     adapter_bytes: u64,
     /// Task ids the executor's host cache holds, most recently used first.
     host: Mutex<VecDeque<u64>>,
+    /// For requests the executor may admit out of enqueue order (scheduled arrivals on the
+    /// virtual clock): task ids whose weights a finished request carried, so the executor has
+    /// them. Until then every request of the task carries the weights again.
+    confirmed: Mutex<HashSet<u64>>,
     executor: Mutex<Option<(AsyncExecutor, LoraCacheStats)>>,
     /// The device cache the replay assumes, when its size is known.
     device_cache: Option<DeviceCacheModel>,
@@ -104,6 +108,7 @@ impl LoraTraffic {
             cdf,
             adapter_bytes,
             host: Mutex::new(VecDeque::new()),
+            confirmed: Mutex::new(HashSet::new()),
             executor: Mutex::new(None),
             device_cache: None,
         })
@@ -181,6 +186,36 @@ impl LoraTraffic {
         (task, with_weights, enqueue(request))
     }
 
+    /// As [`LoraTraffic::enqueue`], for requests the executor may admit in another order than
+    /// they were enqueued (scheduled arrivals): the task id alone only once a request carrying
+    /// the task's weights has finished ([`LoraTraffic::confirm`]) and the mirror still holds it.
+    pub fn enqueue_unordered<T>(
+        &self,
+        index: u64,
+        request: GenerationRequest,
+        enqueue: impl FnOnce(GenerationRequest) -> T,
+    ) -> (u64, bool, T) {
+        let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        let mut confirmed = self.confirmed.lock().unwrap_or_else(|e| e.into_inner());
+        let task = self.task_for(index);
+        if !confirmed.contains(&task) {
+            // Out of the mirror, the next attach sends the weights (and places the task first).
+            host.retain(|&t| t != task);
+        }
+        let (request, task, with_weights) = self.attach(&mut host, index, request);
+        confirmed.retain(|t| host.contains(t));
+        (task, with_weights, enqueue(request))
+    }
+
+    /// Records that a request carrying `task`'s weights has finished: see
+    /// [`LoraTraffic::enqueue_unordered`].
+    pub fn confirm(&self, task: u64) {
+        let host = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        if host.contains(&task) {
+            self.confirmed.lock().unwrap_or_else(|e| e.into_inner()).insert(task);
+        }
+    }
+
     /// Attaches adapters to requests enqueued together in this order (one `enqueue_many`).
     pub fn attach_all(&self, requests: Vec<(u64, GenerationRequest)>) -> Vec<(GenerationRequest, u64, bool)> {
         let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
@@ -191,6 +226,7 @@ impl LoraTraffic {
     /// empty, so the mirror is too.
     pub fn reset(&self, executor: AsyncExecutor) {
         self.host.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.confirmed.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.watch(executor);
     }
 

@@ -272,11 +272,20 @@ async fn an_idle_real_time_executor_picks_a_request_up_at_once() {
     let plan = LoadPlan { warmup: 2, ..LoadPlan::closed(1, 24) };
     let run = run_point(&target, &workload, 0, &plan, &RunClock::start(), |_| {}).await.unwrap();
     executor.shutdown(ShutdownMode::Cancel).await.unwrap();
-    let ttft: Vec<f64> =
-        run.records.iter().filter(|r| r.is_measured() && r.is_success()).filter_map(|r| r.ttft_s()).collect();
-    let median = trtllm::bench::percentile(&ttft, 50.0).unwrap() * 1e3;
+    let done: Vec<_> = run.records.iter().filter(|r| r.is_measured() && r.is_success()).collect();
+    // The executor's own stamps (arrival to first token) show when it picked the request up:
+    // at once, so exactly the modelled prefill, with no wait for an iteration boundary.
+    let executor_ttft: Vec<f64> =
+        done.iter().filter_map(|r| r.server.and_then(|s| Some(s.first_token_s? - s.arrival_s?))).collect();
+    assert_eq!(executor_ttft.len(), done.len());
+    let median = trtllm::bench::percentile(&executor_ttft, 50.0).unwrap() * 1e3;
     assert!(median >= prefill_ms - 0.05, "TTFT {median:.3} ms below the modelled prefill {prefill_ms:.3} ms");
-    assert!(median < prefill_ms + 0.5, "TTFT {median:.3} ms vs modelled prefill {prefill_ms:.3} ms");
+    assert!(median < prefill_ms + 0.5, "executor TTFT {median:.3} ms vs modelled prefill {prefill_ms:.3} ms");
+    // The client's TTFT adds only its own overhead; waiting for the next iteration would add
+    // most of a decode step (about 22 ms on this engine). The bound leaves room for a busy host.
+    let ttft: Vec<f64> = done.iter().filter_map(|r| r.ttft_s()).collect();
+    let client = trtllm::bench::percentile(&ttft, 50.0).unwrap() * 1e3;
+    assert!(client < prefill_ms + 5.0, "client TTFT {client:.3} ms vs modelled prefill {prefill_ms:.3} ms");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

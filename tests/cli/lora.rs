@@ -43,3 +43,28 @@ fn device_cache_hits_and_misses_are_replayed_in_agreement_with_the_simulator() {
     }
     assert!(counters["evictions"].as_u64().unwrap() > 0, "{lora}");
 }
+
+#[test]
+fn adapters_on_the_virtual_clock_never_go_by_task_id_before_the_executor_has_them() {
+    // Scheduled arrivals reach the executor in arrival order, not in the order they were
+    // enqueued: a request naming an adapter by task id must not overtake the one bringing the
+    // weights ("LoRA task N not found in cache").
+    let engine_dir = tempfile::tempdir().unwrap();
+    let engine =
+        trtllm::sim::SimulatedEngine { clock: trtllm::sim::ClockMode::Virtual, ..trtllm::builtin::builtin_engine() };
+    trtllm::builtin::write_engine(&engine, engine_dir.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_trtllm"))
+        .args(["bench", "--engine-dir", engine_dir.path().to_str().unwrap(), "--concurrency", "8"])
+        .args(["--input-len", "128", "--output-len", "32", "--num-prompts", "64", "--warmup", "0"])
+        .args(["--lora-adapters", "8", "--lora-rank", "16", "--output-dir", out.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("c8_in128_out32.json")).unwrap()).unwrap();
+    assert_eq!((summary["completed"].as_u64(), summary["failed"].as_u64()), (Some(64), Some(0)), "{summary}");
+    // Every adapter went with its weights at least once, and later requests by task id.
+    let lora = &summary["lora"];
+    assert!(lora["sent_by_task_id"]["requests"].as_u64().unwrap() > 0, "{lora}");
+}

@@ -533,7 +533,9 @@ void testRealClockReportsModeledLatencies()
         CHECK(s.iterLatencyMS > 22.0 && s.iterLatencyMS < 23.5);
         modeled += s.iterLatencyMS;
     }
-    CHECK(wallMs < modeled / 2);
+    // Sleeping through the modelled time would take at least `modeled`; a loaded host may stretch
+    // the run itself, so the bound is the modelled time and not a fraction of it.
+    CHECK(wallMs < modeled);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -57,6 +57,17 @@ fn end_s(record: &RequestRecord) -> Option<f64> {
     server.last_token_s.or(server.first_token_s).or(server.arrival_s)
 }
 
+/// Tells the LoRA traffic that a request which carried its adapter's weights has ended well: the
+/// executor has cached them, so later requests may name the adapter by task id alone.
+fn settled(record: RequestRecord) -> RequestRecord {
+    if let (Some(task), true, None) = (record.lora_task, record.lora_with_weights, &record.error)
+        && let Some(traffic) = crate::bench::lora::installed()
+    {
+        traffic.confirm(task);
+    }
+    record
+}
+
 impl ScheduledLoad {
     /// Enqueues one request; on refusal the failed record goes straight out and `None` returns.
     fn enqueue(
@@ -78,7 +89,7 @@ impl ScheduledLoad {
         };
         let (lora, result) = match crate::bench::lora::installed() {
             Some(traffic) => {
-                let (task, with_weights, result) = traffic.enqueue(*index, generation_request(spec), enqueue);
+                let (task, with_weights, result) = traffic.enqueue_unordered(*index, generation_request(spec), enqueue);
                 (Some((task, with_weights)), result)
             }
             None => (None, enqueue(generation_request(spec))),
@@ -134,7 +145,7 @@ impl ScheduledLoad {
                 let (mut stream, mut record, mut sent) = (stream, record, 1_u64);
                 loop {
                     let id = stream.request_id();
-                    let finished = consume_in_process(stream, record, &load.clock).await;
+                    let finished = settled(consume_in_process(stream, record, &load.clock).await);
                     let ended_s = end_s(&finished);
                     let had_follow_up = keeps_going(&list).is_some();
                     let _ = load.done.send(finished);
@@ -201,7 +212,7 @@ impl ScheduledLoad {
         let load = self.clone();
         tokio::spawn(async move {
             let id = stream.request_id();
-            let finished = consume_in_process(stream, record, &load.clock).await;
+            let finished = settled(consume_in_process(stream, record, &load.clock).await);
             let ended_s = end_s(&finished);
             let _ = load.done.send(finished);
             if !capped {
