@@ -12,7 +12,7 @@
 //!   gives the executor the token sequences it can stop on by itself.
 //!
 //! Token counts always come from the executor: nothing here counts tokens from text.
-//! [`TextRequest`](crate::TextRequest) and [`TextStream`](crate::TextStream) put these pieces
+//! [`TextRequest`] and [`TextStream`] put these pieces
 //! on top of an executor request (eos ids, stop words, text deltas).
 //!
 //! ```rust
