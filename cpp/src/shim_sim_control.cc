@@ -1,53 +1,24 @@
 // The shim's side of the simulator's control channel (cpp/sim/src/sim_control.h): scheduled arrivals on the
 // virtual clock. Compiled only in the simulated build (build.rs); the real build's versions, which throw, are in
 // shim.cc. Like every shim method, each converts a non-std exception into a std::runtime_error.
-#include "trtllm/cpp/include/trtllm/shim.h"
-#include "trtllm/src/ffi.rs.h"
+#include "shim_internal.h"
 
-#include "tensorrt_llm/executor/executor.h"
 #include "trtllm/cpp/sim/src/sim_control.h"
-
-#include <exception>
-#include <optional>
-#include <stdexcept>
-#include <string>
-
-namespace tle = tensorrt_llm::executor;
 
 namespace trtllm::shim
 {
-namespace
-{
 
-// As shim.cc's helper of the same job: cxx catches std::exception only.
-template <typename F>
-auto guardedControl(char const* what, F&& body) -> decltype(body())
-{
-    try
-    {
-        return body();
-    }
-    catch (std::exception const&)
-    {
-        throw;
-    }
-    catch (...)
-    {
-        throw std::runtime_error(std::string(what) + ": unknown C++ exception (not derived from std::exception)");
-    }
-}
-
-} // namespace
+using detail::guarded;
 
 std::int64_t ExecutorHandle::sim_now_ns() const
 {
-    return guardedControl("simulator clock", [&] { return tle::sim::control::nowNs(sim_executor()); });
+    return guarded("simulator clock", [&] { return tle::sim::control::nowNs(sim_executor()); });
 }
 
 std::uint64_t ExecutorHandle::sim_enqueue_at(
     RequestSpec const& request, std::int64_t arrivalNs, std::uint64_t afterRequest, std::int64_t followUpDelayNs) const
 {
-    return guardedControl("scheduled enqueue",
+    return guarded("scheduled enqueue",
         [&]
         {
             // The bridge has no optionals: request id 0 is never issued, and a negative delay means none.
@@ -67,12 +38,12 @@ std::uint64_t ExecutorHandle::sim_enqueue_at(
 
 std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t boundNs) const
 {
-    return guardedControl("scheduled hold", [&] { return tle::sim::control::hold(sim_executor(), boundNs); });
+    return guarded("scheduled hold", [&] { return tle::sim::control::hold(sim_executor(), boundNs); });
 }
 
 void ExecutorHandle::sim_release_arrivals(std::uint64_t key) const
 {
-    guardedControl("scheduled release", [&] { tle::sim::control::release(sim_executor(), key); });
+    guarded("scheduled release", [&] { tle::sim::control::release(sim_executor(), key); });
 }
 
 } // namespace trtllm::shim

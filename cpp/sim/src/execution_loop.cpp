@@ -243,7 +243,7 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
             input.start = mActive.empty() && !mQueue.empty() ? mClock.idleStart(mQueue.front().enqueueTime)
                                                              : mClock.iterationStart(!mActive.empty());
         }
-        fetchRequests(input);
+        fetchRequests(input, input.start);
         if (!mActive.empty() || !input.fetched.empty())
         {
             return true;

@@ -194,7 +194,7 @@ private:
     /// Blocks until there is work; takes cancellations and new requests. False once stopping with nothing left.
     bool waitForWork(IterationInput& input, std::vector<Response>& responses);
     void terminateQueued(sim::TimePoint now, std::vector<Response>& responses);
-    void fetchRequests(IterationInput& input);
+    void fetchRequests(IterationInput& input, std::optional<sim::TimePoint> arrivedBy);
     void terminateActive(std::unordered_set<IdType> const& cancelled, sim::TimePoint now,
         std::vector<Response>& responses, SequenceList& finished);
     void activate(std::vector<QueuedRequest>& fetched, sim::TimePoint now, IterationCounters& counters,

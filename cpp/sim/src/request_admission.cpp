@@ -89,7 +89,7 @@ void Executor::Impl::terminateQueued(sim::TimePoint now, std::vector<Response>& 
     }
 }
 
-void Executor::Impl::fetchRequests(IterationInput& input)
+void Executor::Impl::fetchRequests(IterationInput& input, std::optional<sim::TimePoint> arrivedBy)
 {
     // Like TensorRT-LLM, requests leave the queue only while there is room among the active requests (a
     // request counts once per sequence). An idle executor always takes the head, however many it needs.
@@ -97,8 +97,9 @@ void Executor::Impl::fetchRequests(IterationInput& input)
     SizeType32 taken = 0;
     while (!mQueue.empty())
     {
-        // Real clock: only requests that arrived by the iteration's start (the queue is in arrival order).
-        if (input.start && mQueue.front().enqueueTime > *input.start)
+        // Only requests that arrived by the iteration's start, when it is decided before fetching (real clock,
+        // scheduled arrivals); the queue is in arrival order.
+        if (arrivedBy && mQueue.front().enqueueTime > *arrivedBy)
         {
             break;
         }

@@ -155,22 +155,7 @@ bool Executor::Impl::waitForScheduledWork(
             }
         }
         mCancelled.clear();
-        // Only what has arrived by the start; the queue is in arrival order.
-        SizeType32 const room = mSettings.maxNumActiveRequests - static_cast<SizeType32>(mActive.size());
-        SizeType32 taken = 0;
-        while (!mQueue.empty() && mQueue.front().enqueueTime <= *start)
-        {
-            SizeType32 const needed = mQueue.front().numSequences;
-            bool const idle = mActive.empty() && input.fetched.empty();
-            if (taken + needed > room && !idle)
-            {
-                break;
-            }
-            taken += needed;
-            mQueuedSequences -= needed;
-            input.fetched.push_back(std::move(mQueue.front()));
-            mQueue.pop_front();
-        }
+        fetchRequests(input, start);
         if (!mActive.empty() || !input.fetched.empty() || !input.cancelledActive.empty())
         {
             return true;
