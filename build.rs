@@ -47,6 +47,7 @@ const SHIM_SOURCES: &[&str] = &[
     "cpp/src/shim_executor_config.cc",
     "cpp/src/shim_guided.cc",
     "cpp/src/shim_lora.cc",
+    "cpp/src/shim_sim_control.cc",
     "cpp/src/shim_speculative.cc",
 ];
 
@@ -108,9 +109,6 @@ const SIM_GRAMMAR_BRIDGE: &str = "src/sim/guided/bridge.rs";
 fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     require_nlohmann_json(build);
     build.define("TRTLLM_SIM_RUST_GRAMMAR", None);
-    // The simulator's control channel (scheduled arrivals on the virtual clock): simulated build only.
-    build.file(manifest.join("cpp/src/shim_sim_control.cc"));
-    track(&manifest.join("cpp/src/shim_sim_control.cc"));
     track(&manifest.join(SIM_GRAMMAR_BRIDGE));
     let sim = manifest.join("cpp/sim");
     build.include(sim.join("include"));

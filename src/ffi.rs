@@ -30,11 +30,9 @@ pub(crate) mod sys {
         value: u64,
     }
 
-    // ---- Shared enums: cxx declares them on both sides, so the shim converts upstream enums to
-    // ---- these by name, one `case` per upstream enumerator, and never by casting a number. An
-    // ---- upstream value the shim does not know becomes `Unknown` (its raw value travels beside it);
-    // ---- and since C++ may still hand over any value of the underlying type, Rust matches these
-    // ---- with a catch-all arm that treats what it does not know as unknown too.
+    // ---- Shared enums: the shim converts upstream enums to these by name, never by casting a
+    // ---- number; a value it does not know becomes `Unknown` (raw value beside it), and Rust's
+    // ---- catch-all arms treat any other value C++ may hand over as unknown too.
 
     /// `CapacitySchedulerPolicy`.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -542,8 +540,7 @@ pub(crate) mod sys {
         new_priority: i32,
     }
 
-    // ---- Rust items exposed to C++: none. C++ never calls back into Rust, so no Rust panic can
-    // ---- unwind through C++ frames.
+    // ---- Rust items exposed to C++: none, so no Rust panic can unwind through C++ frames.
 
     // ---- C++ items exposed to Rust: the const facade; every call that reaches the executor
     // ---- returns Result, so a thrown exception becomes a Rust error instead of a terminate.

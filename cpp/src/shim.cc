@@ -31,6 +31,7 @@ namespace trtllm::shim
 
 using detail::guarded;
 using detail::opt;
+using detail::toRequest;
 using detail::toRust;
 
 namespace
@@ -79,6 +80,10 @@ tle::SamplingConfig toSamplingConfig(SamplingSpec const& s)
     return sc;
 }
 
+} // namespace
+
+namespace detail
+{
 tle::Request toRequest(RequestSpec const& spec)
 {
     // Construct with the three stable leading arguments only and use setters for the rest: the
@@ -128,6 +133,11 @@ tle::Request toRequest(RequestSpec const& spec)
     }
     return request;
 }
+
+} // namespace detail
+
+namespace
+{
 
 // Enum conversions: one case per enumerator, by name, never a cast of the number (the numbering is
 // upstream's to change). The switches have no default, so that the compiler's -Wswitch points at any
@@ -580,47 +590,6 @@ rust::String backend_kind()
 #endif
 }
 
-// ---- Sim control (scheduled arrivals, simulated build: cpp/src/shim_sim_control.cc) ----
-tle::Executor& ExecutorHandle::sim_executor() const
-{
-    return *mImpl->executor;
-}
-
-tle::Request ExecutorHandle::sim_request(RequestSpec const& request)
-{
-    return toRequest(request);
-}
-
-#ifdef TRTLLM_SHIM_REAL
-namespace
-{
-[[noreturn]] void simulatorOnly()
-{
-    throw std::runtime_error("scheduled arrivals exist only in the simulated executor (virtual clock)");
-}
-} // namespace
-
-std::int64_t ExecutorHandle::sim_now_ns() const
-{
-    simulatorOnly();
-}
-
-std::uint64_t ExecutorHandle::sim_enqueue_at(RequestSpec const&, std::int64_t, std::uint64_t, std::int64_t) const
-{
-    simulatorOnly();
-}
-
-std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t) const
-{
-    simulatorOnly();
-}
-
-void ExecutorHandle::sim_release_arrivals(std::uint64_t) const
-{
-    simulatorOnly();
-}
-#endif
-// ---- end sim control
 
 std::int64_t steady_clock_now_ns()
 {

@@ -75,6 +75,9 @@ inline std::string enumValueMessage(char const* what, int value)
     return std::string("unknown ") + what + " value " + std::to_string(value);
 }
 
+// The core request conversion (shim.cc), also used by the scheduled enqueue (shim_sim_control.cc).
+tle::Request toRequest(RequestSpec const& spec);
+
 // Executor configuration (shim_executor_config.cc).
 tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o);
 

@@ -1,18 +1,50 @@
 // The shim's side of the simulator's control channel (cpp/sim/src/sim_control.h): scheduled arrivals on the
-// virtual clock. Compiled only in the simulated build (build.rs); the real build's versions, which throw, are in
-// shim.cc. Like every shim method, each converts a non-std exception into a std::runtime_error.
+// virtual clock. In the real build every method fails: TensorRT-LLM has no such channel. Like every shim method,
+// each converts a non-std exception into a std::runtime_error.
 #include "shim_internal.h"
 
+#ifndef TRTLLM_SHIM_REAL
 #include "trtllm/cpp/sim/src/sim_control.h"
+#endif
 
 namespace trtllm::shim
 {
+
+#ifdef TRTLLM_SHIM_REAL
+namespace
+{
+[[noreturn]] void simulatorOnly()
+{
+    throw std::runtime_error("scheduled arrivals exist only in the simulated executor (virtual clock)");
+}
+} // namespace
+
+std::int64_t ExecutorHandle::sim_now_ns() const
+{
+    simulatorOnly();
+}
+
+std::uint64_t ExecutorHandle::sim_enqueue_at(RequestSpec const&, std::int64_t, std::uint64_t, std::int64_t) const
+{
+    simulatorOnly();
+}
+
+std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t) const
+{
+    simulatorOnly();
+}
+
+void ExecutorHandle::sim_release_arrivals(std::uint64_t) const
+{
+    simulatorOnly();
+}
+#else
 
 using detail::guarded;
 
 std::int64_t ExecutorHandle::sim_now_ns() const
 {
-    return guarded("simulator clock", [&] { return tle::sim::control::nowNs(sim_executor()); });
+    return guarded("simulator clock", [&] { return tle::sim::control::nowNs(*mImpl->executor); });
 }
 
 std::uint64_t ExecutorHandle::sim_enqueue_at(
@@ -32,18 +64,20 @@ std::uint64_t ExecutorHandle::sim_enqueue_at(
             {
                 delayMs = static_cast<double>(followUpDelayNs) / 1e6;
             }
-            return tle::sim::control::enqueueAt(sim_executor(), sim_request(request), arrivalNs, after, delayMs);
+            return tle::sim::control::enqueueAt(*mImpl->executor, detail::toRequest(request), arrivalNs, after, delayMs);
         });
 }
 
 std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t boundNs) const
 {
-    return guarded("scheduled hold", [&] { return tle::sim::control::hold(sim_executor(), boundNs); });
+    return guarded("scheduled hold", [&] { return tle::sim::control::hold(*mImpl->executor, boundNs); });
 }
 
 void ExecutorHandle::sim_release_arrivals(std::uint64_t key) const
 {
-    guarded("scheduled release", [&] { tle::sim::control::release(sim_executor(), key); });
+    guarded("scheduled release", [&] { tle::sim::control::release(*mImpl->executor, key); });
 }
+
+#endif
 
 } // namespace trtllm::shim

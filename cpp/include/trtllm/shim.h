@@ -60,9 +60,6 @@ public:
         std::int64_t followUpDelayNs) const;
     std::uint64_t sim_hold_arrivals(std::int64_t boundNs) const;
     void sim_release_arrivals(std::uint64_t key) const;
-    // Not bridged: what shim_sim_control.cc needs from shim.cc (the executor, the request conversion).
-    tensorrt_llm::executor::Executor& sim_executor() const;
-    static tensorrt_llm::executor::Request sim_request(RequestSpec const& request);
     // ---- end sim control
 
 private:

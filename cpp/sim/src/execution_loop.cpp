@@ -1,7 +1,8 @@
 // The simulated executor's background loop. Each iteration: take cancellations and new requests off the
 // queue, end cancelled and timed-out requests, validate and activate new ones, schedule a batch, spend the
 // iteration's simulated time, advance every scheduled sequence by a prompt chunk or one token, and publish
-// responses and statistics. Admission (queue, validation, activation) is in request_admission.cpp.
+// responses and statistics. Admission (queue, validation, activation) is in request_admission.cpp, the
+// per-iteration statistics in iteration_stats.cpp.
 #include "executor_impl.h"
 
 #include <algorithm>
@@ -485,118 +486,6 @@ void Executor::Impl::insertActive(std::unique_ptr<sim::Sequence> sequence)
         [](std::unique_ptr<sim::Sequence> const& a, std::unique_ptr<sim::Sequence> const& b)
         { return sim::schedulesBefore(*a, *b); });
     mActive.insert(position, std::move(sequence));
-}
-
-void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters const& counters, SizeType32 numActive,
-    double iterLatencyMs, SequenceList const& finished)
-{
-    std::vector<RequestStats> queuedStats;
-    SizeType32 numQueued = 0;
-    {
-        std::lock_guard<std::mutex> lock(mQueueMutex);
-        numQueued = static_cast<SizeType32>(mQueue.size());
-        if (mRequestStats.enabled())
-        {
-            for (auto const& queued : mQueue)
-            {
-                RequestStats stats{};
-                stats.id = queued.id;
-                stats.stage = RequestStage::kQUEUED;
-                queuedStats.push_back(stats);
-            }
-        }
-    }
-
-    if (mIterationStats.enabled())
-    {
-        IterationStats stats{};
-        stats.timestamp = sim::formatTimestamp(mClock.systemNow());
-        stats.iter = mIteration;
-        stats.iterLatencyMS = iterLatencyMs;
-        stats.newActiveRequestsQueueLatencyMS = counters.queueLatencyMs;
-        stats.numNewActiveRequests = counters.newActive;
-        stats.numActiveRequests = numActive;
-        stats.numQueuedRequests = numQueued;
-        stats.numCompletedRequests = static_cast<SizeType32>(finished.size());
-        stats.maxNumActiveRequests = mSettings.maxNumActiveRequests;
-        stats.maxBatchSizeStatic = mEngine.maxBatchSize;
-        stats.maxBatchSizeTunerRecommended = 0;
-        stats.maxBatchSizeRuntime = mSettings.maxBatchSize;
-        stats.maxNumTokensStatic = mEngine.maxNumTokens;
-        stats.maxNumTokensTunerRecommended = 0;
-        stats.maxNumTokensRuntime = mSettings.maxNumTokens;
-        stats.gpuMemUsage = mSettings.memory.gpu;
-        stats.cpuMemUsage = mSettings.memory.cpu;
-        stats.pinnedMemUsage = mSettings.memory.pinned;
-
-        KvCacheStats kv{};
-        kv.maxNumBlocks = mPool.totalBlocks();
-        kv.freeNumBlocks = mPool.freeBlocks();
-        kv.usedNumBlocks = mPool.usedBlocks();
-        kv.tokensPerBlock = mPool.tokensPerBlock();
-        kv.allocTotalBlocks = mPool.allocTotalBlocks();
-        kv.allocNewBlocks = mPool.allocNewBlocks();
-        kv.reusedBlocks = mPool.reusedBlocks();
-        kv.missedBlocks = mPool.missedBlocks();
-        kv.cacheHitRate = sim::hitRate(kv.reusedBlocks, kv.missedBlocks);
-        stats.kvCacheStats = kv;
-
-        InflightBatchingStats batch{};
-        batch.numScheduledRequests = static_cast<SizeType32>(plan.scheduled.size());
-        batch.numContextRequests = plan.numContextRequests;
-        batch.numGenRequests = plan.numGenerationRequests;
-        batch.numPausedRequests = plan.numPausedRequests;
-        batch.numCtxTokens = plan.numContextTokens;
-        batch.microBatchId = 0;
-        batch.avgNumDecodedTokensPerIter = mSpecTally.avgDecodedTokensPerIter();
-        stats.inflightBatchingStats = batch;
-        if (mSpeculator.mode() != sim::SpecMode::kNone)
-        {
-            stats.specDecodingStats = mSpecTally.stats(iterLatencyMs);
-        }
-        mIterationStats.push(std::move(stats));
-    }
-
-    if (mRequestStats.enabled())
-    {
-        RequestStatsPerIteration perIteration{mIteration, {}};
-        auto const describe = [](sim::Sequence const& sequence)
-        {
-            RequestStats stats{};
-            stats.id = sequence.id;
-            stats.stage = sequence.isFinished()                            ? RequestStage::kGENERATION_COMPLETE
-                          : sequence.state == sim::SequenceState::kContext ? RequestStage::kCONTEXT_IN_PROGRESS
-                                                                           : RequestStage::kGENERATION_IN_PROGRESS;
-            stats.contextPrefillPosition = sequence.contextPosition;
-            stats.numGeneratedTokens = sequence.numGenerated();
-            stats.avgNumDecodedTokensPerIter = sequence.decodingIter > 0
-                ? static_cast<float>(sequence.numGenerated()) / static_cast<float>(sequence.decodingIter)
-                : 0.f;
-            stats.scheduled = sequence.scheduled;
-            stats.paused = sequence.paused;
-            stats.allocTotalBlocksPerRequest = sequence.allocTotalBlocks;
-            stats.allocNewBlocksPerRequest = sequence.allocNewBlocks;
-            stats.reusedBlocksPerRequest = sequence.reusedBlocks;
-            stats.missedBlocksPerRequest = sequence.missedBlocks;
-            stats.kvCacheHitRatePerRequest = sim::hitRate(sequence.reusedBlocks, sequence.missedBlocks);
-            return stats;
-        };
-        for (auto const& sequence : mActive)
-        {
-            perIteration.requestStats.push_back(describe(*sequence));
-        }
-        for (auto const& stats : queuedStats)
-        {
-            perIteration.requestStats.push_back(stats);
-        }
-        for (auto const& sequence : finished)
-        {
-            perIteration.requestStats.push_back(describe(*sequence));
-        }
-        mRequestStats.push(std::move(perIteration));
-    }
-    // ---- Speculative decoding: the next entry counts its own iteration ----
-    mSpecTally = sim::SpecStepTally{};
 }
 
 void Executor::Impl::publish(std::vector<Response>& responses)
