@@ -108,7 +108,6 @@ const SIM_GRAMMAR_BRIDGE: &str = "src/sim/guided/bridge.rs";
 
 fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     require_nlohmann_json(build);
-    build.define("TRTLLM_SIM_RUST_GRAMMAR", None);
     track(&manifest.join(SIM_GRAMMAR_BRIDGE));
     let sim = manifest.join("cpp/sim");
     build.include(sim.join("include"));
@@ -118,6 +117,7 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     track(&sim.join("include/tensorrt_llm/runtime"));
     track(&sim.join("include/trtllm_sim"));
     track(&sim.join("include/trtllm_sim/executor"));
+    let mut sources = Vec::new();
     for dir in [
         "include/tensorrt_llm/executor",
         "include/tensorrt_llm/runtime",
@@ -133,12 +133,37 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
         for path in files {
             track(&path);
             if path.extension().is_some_and(|ext| ext == "cpp") {
-                build.file(&path);
+                sources.push(path);
             }
         }
     }
+
+    // The simulator is compiled on its own and archived with the shim, and its objects are listed in
+    // OUT_DIR: the simulator's C++ test programs (tests/sim/cpp.rs) link these objects instead of
+    // compiling the simulator a second time. The empty bridge list only brings cxx's include paths
+    // (guided_grammar.cpp includes the grammar bridge's header).
+    let mut simulator = cxx_build::bridges(std::iter::empty::<&Path>());
+    simulator
+        .std("c++17")
+        .flag_if_supported("-Wall")
+        .flag_if_supported("-Wextra")
+        .include(sim.join("include"))
+        .define("TRTLLM_SIM_RUST_GRAMMAR", None)
+        .files(&sources);
+    let objects = simulator.compile_intermediates();
+    let listing: String = sources
+        .iter()
+        .zip(&objects)
+        .map(|(source, object)| format!("{}\t{}\n", source.display(), object.display()))
+        .collect();
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join(SIM_OBJECT_LIST), listing).expect("writing the simulator's object list");
+    build.objects(&objects);
     println!("cargo:rustc-link-lib=pthread");
 }
+
+/// Lists the simulator's objects in OUT_DIR, one `source<TAB>object` line each, in source order.
+const SIM_OBJECT_LIST: &str = "simulator_objects.tsv";
 
 /// The simulator reads its configuration files with nlohmann/json: fail early, naming the package, when the
 /// compiler cannot find its header (the real TensorRT-LLM build does not need it).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what the tests need, then runs them.
 #   - Debian packages (a C++ compiler, nlohmann-json3-dev, valgrind) through scripts/setup.sh
-#   - Python packages for the protocol interop tests are installed by those tests into a venv
-#     under the target directory (target/tmp/py-venv)
+#   - Python packages for the protocol interop and gateway tests, in a venv under the target
+#     directory (target/tmp/py-venv), installed by scripts/py-venv.sh while Rust compiles
 # No GPU and no network other than the package registries are needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,15 +10,31 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --tests
 export TRTLLM_REQUIRE_VALGRIND=1
 
+mkdir -p target/tmp
+# Mostly waiting on downloads: overlap it with the build. Should it fail, the tests that need the
+# venv try again themselves and fail with pip's reason, so only its log is kept here.
+scripts/py-venv.sh target/tmp/py-venv >target/py-venv.log 2>&1 &
+venv_job=$!
+
 cargo fmt --all -- --check
 # No module under src/ may import its way back to itself (exits non-zero and names the cycle).
 python3 scripts/module_cycles.py src >/dev/null
-cargo clippy --all-targets --locked -- -D warnings
+
+# Lint and build in one pass. `cargo clippy` is `cargo check` with clippy's driver wrapping rustc
+# for this package's crates; wrapping the test build the same way lints exactly what
+# `cargo clippy --all-targets -- -D warnings` lints, while every dependency is compiled once
+# instead of once to check and once to build.
+clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
+[ -x "$clippy_driver" ] || { echo "clippy is not installed: rustup component add clippy" >&2; exit 1; }
+export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-D warnings"
+# Benches and examples hold no tests but are built too, so that they are linted.
+cargo test --all-targets --no-run --locked
+
+wait "$venv_job" || { echo "warning: the test venv could not be prepared in advance:"; cat target/py-venv.log; }
+
 # Both test runs are also logged, so the suite can end on one line that counts every test.
 log=target/test-suite.log
-mkdir -p target
-# Library, binary and integration tests. Benches and examples hold no tests: clippy --all-targets
-# above type-checks them, and building them as test targets would only link and run benchmarks.
 cargo test --lib --bins --tests --locked 2>&1 | tee "$log"
 cargo test --doc --locked 2>&1 | tee -a "$log"
 awk '/^test result:/ { passed += $4; failed += $6 }

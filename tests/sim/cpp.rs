@@ -1,13 +1,14 @@
 //! Builds and runs the simulated executor's C++ test programs (cpp/sim/tests/sim_test.cpp for the executor,
-//! timing_test.cpp for the GPU timing model and clocks) with the system C++ compiler, so `cargo test` covers
-//! the simulator's behaviour on its own, below the Rust bindings.
+//! timing_test.cpp for the GPU timing model and clocks) with the system C++ compiler, linked with the simulator
+//! objects build.rs compiled for the crate, so `cargo test` covers the simulator's behaviour on its own, below the
+//! Rust bindings.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::sync::OnceLock;
 use std::thread::available_parallelism;
 
-/// Flags of every compilation: the ones build.rs uses, plus the warnings the simulator must not trigger.
+/// Flags of the compilations done here (test mains, the grammar fallback): build.rs's, plus warnings as checks.
 const CXX_FLAGS: [&str; 5] = ["-std=c++17", "-O1", "-pthread", "-Wall", "-Wextra"];
 
 /// The C++ compiler: `$CXX` when set, otherwise the system `c++`.
@@ -48,16 +49,52 @@ fn assert_clean(what: &Path, output: &Output) {
     assert!(!diagnostics.contains("warning:"), "{} must compile without warnings:\n{diagnostics}", what.display());
 }
 
-/// Compiles every simulator source once per test process (a few files at a time) and returns the objects;
-/// each test program links them with its own main.
+/// What build.rs leaves in OUT_DIR: one `source<TAB>object` line per simulator source it compiled.
+const SIM_OBJECT_LIST: &str = "simulator_objects.tsv";
+
+/// The grammar engine's source: build.rs compiles it against the Rust bridge (llguidance), which a C++-only
+/// test program cannot link, so the tests compile its bridge-free fallback instead.
+const GRAMMAR_SOURCE: &str = "guided_grammar.cpp";
+
+/// The simulator's objects for a test program, once per test process: the ones build.rs compiled for the crate
+/// (with the grammar engine swapped for its fallback), or, when the crate was built against real TensorRT-LLM and
+/// compiled no simulator, every source compiled here.
 fn simulator_objects(sim: &Path) -> &'static [PathBuf] {
     static OBJECTS: OnceLock<Vec<PathBuf>> = OnceLock::new();
     OBJECTS.get_or_init(|| {
         let objects_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim_objects");
-        let sources = simulator_sources(&sim.join("src"));
-        assert!(!sources.is_empty(), "no simulator sources under {}", sim.display());
-        compile_all(&sources, &objects_dir, &sim.join("include"))
+        match built_simulator_objects() {
+            Some(built) => {
+                let (grammar, mut objects): (Vec<_>, Vec<_>) =
+                    built.into_iter().partition(|(source, _)| source.ends_with(GRAMMAR_SOURCE));
+                assert_eq!(grammar.len(), 1, "build.rs listed no {GRAMMAR_SOURCE}");
+                let fallback = compile_all(&[sim.join("src").join(GRAMMAR_SOURCE)], &objects_dir, &sim.join("include"));
+                let mut objects: Vec<PathBuf> = objects.into_iter().map(|(_, object)| object).collect();
+                objects.extend(fallback);
+                objects
+            }
+            None => {
+                let sources = simulator_sources(&sim.join("src"));
+                assert!(!sources.is_empty(), "no simulator sources under {}", sim.display());
+                compile_all(&sources, &objects_dir, &sim.join("include"))
+            }
+        }
     })
+}
+
+/// build.rs's list of (source, object) pairs, or `None` when this build compiled no simulator.
+fn built_simulator_objects() -> Option<Vec<(PathBuf, PathBuf)>> {
+    let list = Path::new(env!("OUT_DIR")).join(SIM_OBJECT_LIST);
+    let text = std::fs::read_to_string(list).ok()?;
+    let pairs = text
+        .lines()
+        .map(|line| {
+            let (source, object) =
+                line.split_once('\t').unwrap_or_else(|| panic!("bad line in {SIM_OBJECT_LIST}: {line}"));
+            (PathBuf::from(source), PathBuf::from(object))
+        })
+        .collect();
+    Some(pairs)
 }
 
 /// Compiles `sources` into `objects_dir`, as many at a time as there are cores; returns the objects.
@@ -110,6 +147,19 @@ fn run_test_program(name: &str) {
     eprintln!("{}", String::from_utf8_lossy(&run.stderr));
     assert!(run.status.success(), "the simulator's C++ tests ({name}) failed:\n{stdout}");
     assert!(stdout.contains(" passed, 0 failed"), "unexpected summary from the C++ tests ({name}):\n{stdout}");
+}
+
+/// The C++ sources build.rs compiled (the shim, the cxx bridges and the simulator, with `-Wall -Wextra`) raised no
+/// warning: cargo keeps the build script's output, where the `cc` crate reports each compiler warning.
+#[test]
+fn cpp_sources_compile_without_warnings() {
+    if built_simulator_objects().is_none() {
+        return; // Built against real TensorRT-LLM: its headers are not ours to hold to these flags.
+    }
+    let output = Path::new(env!("OUT_DIR")).parent().expect("OUT_DIR has a parent").join("output");
+    let text = std::fs::read_to_string(&output).unwrap_or_else(|e| panic!("cannot read {}: {e}", output.display()));
+    let warnings: Vec<&str> = text.lines().filter(|line| line.starts_with("cargo:warning=")).collect();
+    assert!(warnings.is_empty(), "the build script reported compiler warnings:\n{}", warnings.join("\n"));
 }
 
 #[test]
