@@ -65,7 +65,7 @@ fn simulator_objects(sim: &Path) -> &'static [PathBuf] {
         let objects_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim_objects");
         match built_simulator_objects() {
             Some(built) => {
-                let (grammar, mut objects): (Vec<_>, Vec<_>) =
+                let (grammar, objects): (Vec<_>, Vec<_>) =
                     built.into_iter().partition(|(source, _)| source.ends_with(GRAMMAR_SOURCE));
                 assert_eq!(grammar.len(), 1, "build.rs listed no {GRAMMAR_SOURCE}");
                 let fallback = compile_all(&[sim.join("src").join(GRAMMAR_SOURCE)], &objects_dir, &sim.join("include"));
