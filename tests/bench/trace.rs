@@ -264,3 +264,39 @@ async fn a_capped_virtual_replay_arrives_as_slots_free() {
     // First come, first served: the waiting requests go in trace order.
     assert!(records.windows(2).all(|w| w[0].send_s <= w[1].send_s));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_frees_its_slot_under_a_cap() {
+    // Requests 1 to 3 are longer than the engine takes: refused at once, they must not keep
+    // their slots (else the rest of the trace is never sent).
+    let records = (0..8)
+        .map(|i| TraceRecord {
+            timestamp: 2.0 * i as f64,
+            input_length: if (1..=3).contains(&i) { 200 } else { 40 },
+            output_length: 10,
+            hash_ids: vec![],
+        })
+        .collect();
+    let options = TraceOptions { block_size: BLOCK, vocab_size: 1000, time_scale: 1.0, seed: 5 };
+    let replay = Trace { records }.replay(&options).unwrap();
+    let plan = LoadPlan { load: Load::Open { rate: 1.0, burstiness: 1.0, max_concurrency: Some(2) }, ..plan(8) };
+    let check = |records: Vec<RequestRecord>, clock: &str| {
+        assert_eq!(records.len(), 8, "{clock}: every request of the trace has a record");
+        let failed: Vec<u64> = records.iter().filter(|r| !r.is_success()).map(|r| r.index).collect();
+        assert_eq!(failed, [1, 2, 3], "{clock}");
+        assert_eq!(max_in_flight(&records), 2, "{clock}");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let engine = SimulatedEngine::builder().vocab_size(1000).iteration_ms(2.0).max_input_len(128);
+    engine.clone().clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let (run, _) = run_virtual_point(dir.path(), &workload(replay.clone()), 0, &plan, |_| {}).await.unwrap();
+    check(by_index(run.records), "virtual");
+
+    let dir = tempfile::tempdir().unwrap();
+    engine.build().write_to(dir.path()).unwrap();
+    let executor = AsyncExecutor::load(dir.path(), ExecutorConfig::default()).await.unwrap();
+    let target = BenchTarget::InProcess(executor.clone());
+    let run = run_point(&target, &workload(replay), 0, &plan, &RunClock::start(), |_| {}).await.unwrap();
+    executor.shutdown(ShutdownMode::Cancel).await.unwrap();
+    check(by_index(run.records), "real time");
+}
