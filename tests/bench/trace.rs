@@ -1,6 +1,7 @@
 //! Trace replay: a small Mooncake-style trace (tests/bench/data/trace_small.jsonl, 32-token
 //! blocks) read, its prompts sharing the blocks its hash ids share (so the KV cache hits), and
-//! its requests sent at its timestamps, time-scaled, in real time and on the virtual clock.
+//! its requests sent at its timestamps, time-scaled, in real time and on the virtual clock, and
+//! under `--max-concurrency` never more than the cap in flight.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -185,4 +186,117 @@ async fn real_time_replay_sends_at_the_scaled_trace_times() {
     late.sort_by(f64::total_cmp);
     assert!(late[late.len() / 2] < 0.010, "median lateness {:.1} ms", late[late.len() / 2] * 1e3);
     assert!(records[1].cached_tokens >= 2 * BLOCK as u64, "cached {}", records[1].cached_tokens);
+}
+
+/// Six requests 2 ms apart, 10 output tokens each: at 2 ms per iteration each one takes at least
+/// 22 ms, so under a cap of 2 the third and later ones must wait for a slot.
+fn crowded_trace() -> TraceReplay {
+    let records = (0..6)
+        .map(|i| TraceRecord { timestamp: 2.0 * i as f64, input_length: 40, output_length: 10, hash_ids: vec![] })
+        .collect();
+    let options = TraceOptions { block_size: BLOCK, vocab_size: 1000, time_scale: 1.0, seed: 5 };
+    Trace { records }.replay(&options).unwrap()
+}
+
+fn capped(cap: Option<usize>) -> LoadPlan {
+    LoadPlan { load: Load::Open { rate: 1.0, burstiness: 1.0, max_concurrency: cap }, ..plan(6) }
+}
+
+/// The most requests in flight at once: at each send, those sent by then and not yet ended.
+fn max_in_flight(records: &[RequestRecord]) -> usize {
+    records
+        .iter()
+        .map(|r| records.iter().filter(|o| o.send_s <= r.send_s && o.end_s.is_some_and(|e| e > r.send_s)).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_real_time_replay_waits_for_a_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    SimulatedEngine::builder().vocab_size(1000).iteration_ms(2.0).build().write_to(dir.path()).unwrap();
+    let config = ExecutorConfig::builder().stats_poll_interval(Duration::from_millis(20)).build().unwrap();
+    let executor = AsyncExecutor::load(dir.path(), config).await.unwrap();
+    let target = BenchTarget::InProcess(executor.clone());
+    let run = |cap| {
+        let (target, workload) = (target.clone(), workload(crowded_trace()));
+        async move {
+            by_index(run_point(&target, &workload, 0, &capped(cap), &RunClock::start(), |_| {}).await.unwrap().records)
+        }
+    };
+    let free = run(None).await;
+    let records = run(Some(2)).await;
+    executor.shutdown(ShutdownMode::Cancel).await.unwrap();
+    assert!(free.iter().chain(&records).all(|r| r.is_success()));
+    assert!(max_in_flight(&free) > 2, "without a cap the trace overlaps: {}", max_in_flight(&free));
+    assert_eq!(max_in_flight(&records), 2, "never more than the cap in flight, and the cap is reached");
+    for r in &records[2..] {
+        // Sent when a slot freed, stamped then: the wait is the dispatch delay and the queue time.
+        let delay = r.dispatch_delay_s().unwrap();
+        assert!(delay > 0.010, "request {} waited only {:.1} ms", r.index, delay * 1e3);
+        assert!((r.client_queue_s - delay).abs() < 0.010, "queue {} s, delay {delay} s", r.client_queue_s);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_virtual_replay_arrives_as_slots_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = SimulatedEngine::builder().vocab_size(1000).iteration_ms(2.0).clock(ClockMode::Virtual);
+    engine.build().write_to(dir.path()).unwrap();
+    let run = |cap| {
+        let (dir, workload) = (dir.path().to_owned(), workload(crowded_trace()));
+        async move { by_index(run_virtual_point(&dir, &workload, 0, &capped(cap), |_| {}).await.unwrap().0.records) }
+    };
+    let free = run(None).await;
+    let records = run(Some(2)).await;
+    assert!(free.iter().chain(&records).all(|r| r.is_success()));
+    assert!(max_in_flight(&free) > 2, "without a cap the trace overlaps: {}", max_in_flight(&free));
+    assert_eq!(max_in_flight(&records), 2);
+    let latency = trtllm::bench::IN_PROCESS_CLIENT_LATENCY.as_secs_f64();
+    for r in &records[2..] {
+        let due = r.scheduled_send_s.unwrap();
+        assert!(r.send_s > due + 0.010, "request {} arrived at {} s, due {due} s", r.index, r.send_s);
+        assert!((r.client_queue_s - (r.send_s - due)).abs() < 1e-9);
+        // It arrives one client latency after the request whose slot it took ended.
+        let freed_by = records.iter().filter_map(|o| o.end_s).any(|e| (r.send_s - e - latency).abs() < 1e-6);
+        assert!(freed_by, "request {} at {} s follows no request's end", r.index, r.send_s);
+    }
+    // First come, first served: the waiting requests go in trace order.
+    assert!(records.windows(2).all(|w| w[0].send_s <= w[1].send_s));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_frees_its_slot_under_a_cap() {
+    // Requests 1 to 3 are longer than the engine takes: refused at once, they must not keep
+    // their slots (else the rest of the trace is never sent).
+    let records = (0..8)
+        .map(|i| TraceRecord {
+            timestamp: 2.0 * i as f64,
+            input_length: if (1..=3).contains(&i) { 200 } else { 40 },
+            output_length: 10,
+            hash_ids: vec![],
+        })
+        .collect();
+    let options = TraceOptions { block_size: BLOCK, vocab_size: 1000, time_scale: 1.0, seed: 5 };
+    let replay = Trace { records }.replay(&options).unwrap();
+    let plan = LoadPlan { load: Load::Open { rate: 1.0, burstiness: 1.0, max_concurrency: Some(2) }, ..plan(8) };
+    let check = |records: Vec<RequestRecord>, clock: &str| {
+        assert_eq!(records.len(), 8, "{clock}: every request of the trace has a record");
+        let failed: Vec<u64> = records.iter().filter(|r| !r.is_success()).map(|r| r.index).collect();
+        assert_eq!(failed, [1, 2, 3], "{clock}");
+        assert_eq!(max_in_flight(&records), 2, "{clock}");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let engine = SimulatedEngine::builder().vocab_size(1000).iteration_ms(2.0).max_input_len(128);
+    engine.clone().clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let (run, _) = run_virtual_point(dir.path(), &workload(replay.clone()), 0, &plan, |_| {}).await.unwrap();
+    check(by_index(run.records), "virtual");
+
+    let dir = tempfile::tempdir().unwrap();
+    engine.build().write_to(dir.path()).unwrap();
+    let executor = AsyncExecutor::load(dir.path(), ExecutorConfig::default()).await.unwrap();
+    let target = BenchTarget::InProcess(executor.clone());
+    let run = run_point(&target, &workload(replay), 0, &plan, &RunClock::start(), |_| {}).await.unwrap();
+    executor.shutdown(ShutdownMode::Cancel).await.unwrap();
+    check(by_index(run.records), "real time");
 }

@@ -400,10 +400,46 @@ fn bad_workload_combinations_are_refused_with_a_reason() {
         (vec!["--request-rate", "0"], "positive"),
         (vec!["--concurrency", "4", "--request-rate", "2"], "cannot be used with"),
         (vec!["--chat-template"], "text datasets"),
+        (vec!["--concurrency", "2", "--max-concurrency", "2"], "--request-rate or --dataset trace"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_trtllm")).arg("bench").args(&args).output().unwrap();
         assert!(!out.status.success(), "{args:?} succeeded");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_trace_replay_keeps_to_max_concurrency() {
+    let engine = builtin_engine_dir();
+    let data = tempfile::tempdir().unwrap();
+    // Four requests 1 ms apart, each far longer than that at 1 ms per iteration.
+    let trace = data.path().join("trace.jsonl");
+    let lines: Vec<String> = (0..4)
+        .map(|i| format!("{{\"timestamp\": {i}, \"input_length\": 24, \"output_length\": 12, \"hash_ids\": [1]}}"))
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    bench(&[
+        "--engine-dir",
+        engine.path().to_str().unwrap(),
+        "--dataset",
+        "trace",
+        "--dataset-path",
+        trace.to_str().unwrap(),
+        "--trace-block-size",
+        "16",
+        "--max-concurrency",
+        "1",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+    ]);
+    let summary = read_json(&out.path().join("trace_mc1_trace_outds.json"));
+    assert_eq!(summary["completed"], 4);
+    assert_eq!(summary["max_concurrency"], 1);
+    assert_eq!(summary["workload"]["max_concurrency"], 1);
+    assert_eq!(summary["max_concurrent_requests"], 1, "one request in flight at a time");
+    // Three requests waited for the slot, and the wait is reported both ways.
+    assert!(num(&summary, "p99_dispatch_delay_ms") > 5.0, "{summary}");
+    assert!(num(&summary, "p99_client_queue_time_ms") > 5.0, "{summary}");
 }

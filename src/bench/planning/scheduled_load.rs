@@ -192,21 +192,36 @@ impl ScheduledLoad {
         let capped = cap.is_some();
         let waiting = Arc::new(Mutex::new(waiting));
         for (planned, at) in all {
-            self.open_request(planned, Arrival::At(at), at, capped, waiting.clone());
+            self.open_request(planned, Arrival::At(at), at, at, capped, waiting.clone());
         }
     }
 
-    /// Sends one open-loop request due at `due`; under a cap, its end lets the next waiting one in.
+    /// Sends one open-loop request due at `due`, arriving at `at` (`arrival`); under a cap, its
+    /// end lets the next waiting one in. The caller keeps the executor from starting an
+    /// iteration at or after `at` until this returns.
     fn open_request(
         &self,
-        planned: Planned,
-        arrival: Arrival,
-        due: Instant,
+        mut planned: Planned,
+        mut arrival: Arrival,
+        mut at: Instant,
+        mut due: Instant,
         capped: bool,
         waiting: Arc<Mutex<VecDeque<(Planned, Instant)>>>,
     ) {
-        let Some((stream, mut record)) = self.enqueue(&planned, arrival, capped.then_some(self.client_latency)) else {
-            return;
+        let (stream, mut record) = loop {
+            match self.enqueue(&planned, arrival, capped.then_some(self.client_latency)) {
+                Some(sent) => break sent,
+                // Refused (its failed record is out): under a cap its slot is free again at once,
+                // for the next waiting request, which arrives then or when due, whichever is later.
+                None if capped => {
+                    let Some((next, next_due)) = waiting.lock().ok().and_then(|mut w| w.pop_front()) else {
+                        return;
+                    };
+                    at = at.max(next_due);
+                    (planned, arrival, due) = (next, Arrival::At(at), next_due);
+                }
+                None => return,
+            }
         };
         record.scheduled_send_s = Some(self.clock.offset_s(due));
         let load = self.clone();
@@ -227,10 +242,18 @@ impl ScheduledLoad {
                 ended_s.map(|s| load.clock.origin() + Duration::from_secs_f64(s.max(0.0)) + load.client_latency);
             match free_at {
                 // The slot frees after the request was due: it arrives as the ended one's follow-up.
-                Some(free) if free >= due => load.open_request(planned, Arrival::After(id), due, true, waiting),
+                // A hold at that moment outlives the follow-up's lease, which a refusal releases,
+                // so that the next waiting request can still arrive then.
+                Some(free) if free >= due => {
+                    let hold = load.executor.executor().hold_arrivals(free).ok();
+                    load.open_request(planned, Arrival::After(id), free, due, true, waiting);
+                    if let Some(hold) = hold {
+                        let _ = load.executor.executor().release_arrivals(hold);
+                    }
+                }
                 _ => {
                     // Enqueued before the release, so the executor cannot run past its arrival.
-                    load.open_request(planned, Arrival::At(due), due, true, waiting);
+                    load.open_request(planned, Arrival::At(due), due, due, true, waiting);
                     let _ = load.executor.executor().release_arrivals(id);
                 }
             }

@@ -128,8 +128,9 @@ pub struct RunArgs {
     /// Gamma shape of open-loop inter-arrival times: 1 is Poisson, inf constant spacing.
     #[arg(long, default_value_t = 1.0, requires = "request_rate")]
     pub burstiness: f64,
-    /// Cap on requests in flight in open-loop mode.
-    #[arg(long, requires = "request_rate")]
+    /// Cap on requests in flight in open-loop mode (`--request-rate` or `--dataset trace`):
+    /// arrivals beyond it wait in the runner for a slot.
+    #[arg(long)]
     pub max_concurrency: Option<usize>,
     /// Measured requests per point [default: 2 × concurrency, at least 4; open loop: 10 s of
     /// arrivals, 8 to 1000]. Ignored with --duration.

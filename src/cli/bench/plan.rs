@@ -166,6 +166,9 @@ fn load_axis(args: &RunArgs) -> anyhow::Result<Vec<LoadAxis>> {
     if args.max_concurrency == Some(0) {
         bail!("--max-concurrency must be at least 1");
     }
+    if args.max_concurrency.is_some() && args.request_rate.is_none() && args.dataset != DatasetKind::Trace {
+        bail!("--max-concurrency caps open-loop arrivals: use it with --request-rate or --dataset trace");
+    }
     Ok(axis)
 }
 
@@ -222,9 +225,12 @@ pub fn points(
                         (Load::Closed { concurrency: c }, n, args.warmup.unwrap_or(c), f64::INFINITY, format!("c{c}"))
                     }
                     LoadAxis::Trace(rate, count) => {
-                        let load = Load::Open { rate: rate.min(f64::MAX), burstiness: 1.0, max_concurrency: None };
+                        // Under --max-concurrency a request past the cap waits for a slot.
+                        let max_concurrency = args.max_concurrency;
+                        let load = Load::Open { rate: rate.min(f64::MAX), burstiness: 1.0, max_concurrency };
                         let n = args.num_prompts.unwrap_or(count).min(count);
-                        (load, n, args.warmup.unwrap_or(0), rate, "trace".to_owned())
+                        let stem = max_concurrency.map_or("trace".to_owned(), |c| format!("trace_mc{c}"));
+                        (load, n, args.warmup.unwrap_or(0), rate, stem)
                     }
                     LoadAxis::Rate(rate) if rate.is_infinite() => {
                         // Everything at once: a closed loop at the cap, or all requests in flight.
