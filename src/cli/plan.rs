@@ -69,8 +69,9 @@ pub struct Args {
     #[arg(long, default_value_t = 1.0, requires = "request_rate")]
     burstiness: f64,
     /// Measured requests per point at least (closed loop: at least twice the users, after one
-    /// warmup request per user).
-    #[arg(long, default_value_t = 16)]
+    /// warmup request per user). Users start together: enough requests let them spread out, so
+    /// the tail is the steady state's rather than the first wave's (docs/tuning.md).
+    #[arg(long, default_value_t = 256)]
     num_prompts: usize,
     /// Seed of the prompts.
     #[arg(long, default_value_t = 0)]
@@ -99,9 +100,9 @@ pub struct Args {
     /// Do not try FP8 weights and KV cache (they are tried where the GPU has FP8).
     #[arg(long)]
     no_fp8: bool,
-    /// Configurations run at once.
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
+    /// Configurations run at once (default: one per core; the results do not depend on it).
+    #[arg(long)]
+    jobs: Option<usize>,
     /// Engine directory named in the printed command lines (default: OUTPUT_DIR/engine).
     #[arg(long)]
     engine_dir: Option<PathBuf>,
@@ -164,7 +165,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ProgressBar::new(candidates.len() as u64)
             .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} configurations {elapsed} eta {eta} {msg}")?)
     };
-    let outcome = run_search(&space, &study, &store, args.jobs, |result, resumed| {
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let outcome = run_search(&space, &study, &store, jobs, |result, resumed| {
         bar.inc(1);
         bar.set_message(if resumed { "(resumed)".to_string() } else { result.candidate.label() });
     })
