@@ -10,6 +10,7 @@ use llguidance::{Matcher, ParserFactory};
 use super::cache::GrammarCache;
 use super::error::GuidedError;
 use super::guide::{GuideType, grammar_for};
+use super::text_tokens::TextTokens;
 use super::vocab;
 
 /// Steps after which a matcher mostly steers towards closing tokens (see [`GrammarMatcher::choose_token`]).
@@ -98,6 +99,7 @@ impl GrammarMatcherFactory {
             stop_token_ids: self.stop_token_ids.clone(),
             vocab_size: self.vocab_size(),
             mask: None,
+            text: TextTokens::default(),
             finished: false,
             steps: 0,
         })
@@ -111,6 +113,8 @@ pub struct GrammarMatcher {
     vocab_size: usize,
     /// The mask of the current step, computed at most once per step.
     mask: Option<SimpleVob>,
+    /// The current step's allowed tokens but the stop ids, for the seeded choice (buffers reused).
+    text: TextTokens,
     /// A stop id was consumed where the grammar accepts.
     finished: bool,
     /// Tokens consumed so far.
@@ -210,28 +214,35 @@ impl GrammarMatcher {
     pub fn choose_token(&mut self, seed: u64) -> Result<u32, GuidedError> {
         let steps = self.steps;
         let mut rng = SplitMix::new(seed ^ u64::from(steps).wrapping_mul(0xA076_1D64_78BD_642F));
-        let allowed = self.allowed_tokens()?;
-        let stop = self.stop_token_ids.iter().copied().find(|s| allowed.binary_search(s).is_ok());
-        let text: Vec<u32> = allowed.iter().copied().filter(|t| !self.stop_token_ids.contains(t)).collect();
+        self.mask()?;
+        let Some(mask) = &self.mask else {
+            return Err(GuidedError::Matcher("mask missing".into()));
+        };
+        // The first stop id (in configuration order) allowed now, and the other allowed tokens counted,
+        // not listed: the choice below only ever needs a count and the n-th one in id order.
+        let stop = self.stop_token_ids.iter().copied().find(|&s| (s as usize) < self.vocab_size && mask.is_allowed(s));
+        self.text.fill(mask.as_slice(), &self.stop_token_ids);
         let progress = f64::from(steps) / SOFT_LENGTH;
-        match (stop, text.is_empty()) {
+        match (stop, self.text.is_empty()) {
             (None, true) => return Err(GuidedError::Matcher("the grammar allows no token".into())),
             (Some(stop), true) => return Ok(stop),
             (Some(stop), false) if rng.unit() < (0.3 + progress).min(0.97) => return Ok(stop),
             _ => {}
         }
         if rng.unit() >= progress.min(0.95) {
-            return Ok(text[rng.below(text.len())]);
+            return Ok(self.text.nth(rng.below(self.text.len())));
         }
-        self.closing_token(&text, &mut rng)
+        self.closing_token(&mut rng)
     }
 
-    /// Among a seeded sample of `text` tokens, one that completes the grammar, else the best closer.
-    fn closing_token(&mut self, text: &[u32], rng: &mut SplitMix) -> Result<u32, GuidedError> {
-        let sample: Vec<u32> = if text.len() <= CANDIDATES {
-            text.to_vec()
+    /// Among a seeded sample of this step's text tokens, one that completes the grammar, else the best
+    /// closer.
+    fn closing_token(&mut self, rng: &mut SplitMix) -> Result<u32, GuidedError> {
+        let count = self.text.len();
+        let sample: Vec<u32> = if count <= CANDIDATES {
+            (0..count).map(|n| self.text.nth(n)).collect()
         } else {
-            (0..CANDIDATES).map(|_| text[rng.below(text.len())]).collect()
+            (0..CANDIDATES).map(|_| self.text.nth(rng.below(count))).collect()
         };
         let env = self.inner.tok_env().map_err(|e| GuidedError::Matcher(e.to_string()))?;
         let trie = env.tok_trie();

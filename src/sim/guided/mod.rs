@@ -35,6 +35,7 @@ mod grammar_parts;
 mod guide;
 mod matcher;
 mod structural_tag;
+mod text_tokens;
 mod vocab;
 
 #[cfg(test)]
