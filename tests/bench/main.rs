@@ -5,6 +5,7 @@ mod common;
 
 mod agreement;
 mod metrics;
+mod planning;
 mod prediction;
 mod runner;
 mod speculative;

@@ -220,8 +220,11 @@ private:
     /// arrivals allow and takes only the requests that have arrived by then (mQueueMutex held by `lock`).
     bool waitForScheduledWork(
         std::unique_lock<std::mutex>& lock, IterationInput& input, std::vector<Response>& responses);
-    /// Tells the arrival gate which requests `responses` end, at the clock's current time.
+    /// Tells the arrival gate which requests `responses` end, at the clock's current time; queues the follow-ups
+    /// chained to them.
     void noteEnded(std::vector<Response> const& responses);
+    /// Inserts a scheduled request into the queue in arrival order (mQueueMutex held).
+    void queueArrival(QueuedRequest queued);
 
     // Configuration (immutable after construction)
     sim::EngineConfig mEngine;

@@ -60,20 +60,37 @@ IdType Executor::Impl::enqueueAt(Request const& request, std::int64_t arrivalNs,
         }
         mArrivals.activate();
         mScheduledMode.store(true);
+        if (afterRequest && !mArrivals.hasEnded(*afterRequest))
+        {
+            // The follow-up of a request still running: it joins the queue when that request ends (noteEnded),
+            // so the loop need not wait for the client to send it.
+            id = mNextId++;
+            mArrivals.chain(*afterRequest, sim::ChainedFollowUp{id, request});
+            if (followUpDelayMs)
+            {
+                mArrivals.expectFollowUp(id, *followUpDelayMs);
+            }
+            return id;
+        }
         sim::TimePoint const arrival = afterRequest ? mArrivals.takeFollowUp(*afterRequest) : fromNs(arrivalNs);
         id = mNextId++;
         if (followUpDelayMs)
         {
             mArrivals.expectFollowUp(id, *followUpDelayMs);
         }
-        // In arrival order; equal arrivals keep the order they were enqueued in.
-        auto const position = std::find_if(
-            mQueue.begin(), mQueue.end(), [&](QueuedRequest const& other) { return other.enqueueTime > arrival; });
-        mQueue.insert(position, QueuedRequest{id, {}, request, arrival, 1, true});
-        mQueuedSequences += 1;
+        queueArrival(QueuedRequest{id, {}, request, arrival, 1, true});
     }
     mQueueCv.notify_one();
     return id;
+}
+
+void Executor::Impl::queueArrival(QueuedRequest queued)
+{
+    // In arrival order; equal arrivals keep the order they were enqueued in.
+    auto const position = std::find_if(mQueue.begin(), mQueue.end(),
+        [&](QueuedRequest const& other) { return other.enqueueTime > queued.enqueueTime; });
+    mQueue.insert(position, std::move(queued));
+    mQueuedSequences += 1;
 }
 
 std::uint64_t Executor::Impl::holdArrivals(std::int64_t boundNs)
@@ -110,7 +127,12 @@ void Executor::Impl::noteEnded(std::vector<Response> const& responses)
     {
         if (response.hasError() || response.getResult().isFinal)
         {
-            mArrivals.ended(response.getRequestId(), now);
+            // A chained follow-up arrives now, as the client would have sent it (loop thread: no wake-up needed).
+            if (auto released = mArrivals.ended(response.getRequestId(), now))
+            {
+                queueArrival(QueuedRequest{
+                    released->followUp.id, {}, std::move(released->followUp.request), released->arrival, 1, true});
+            }
         }
     }
 }
@@ -146,6 +168,14 @@ bool Executor::Impl::waitForScheduledWork(
             continue;
         }
         mClock.advanceTo(*start);
+        // A cancelled follow-up still chained to a running request ends now, as a queued one would.
+        for (IdType const id : mCancelled)
+        {
+            if (auto followUp = mArrivals.unchain(id))
+            {
+                queueArrival(QueuedRequest{followUp->id, {}, std::move(followUp->request), *start, 1, true});
+            }
+        }
         terminateQueued(*start, responses);
         for (auto const& sequence : mActive)
         {

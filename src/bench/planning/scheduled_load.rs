@@ -4,7 +4,9 @@
 //!
 //! A closed-loop user's next request arrives `client_latency` after its previous one ended: the
 //! runner enqueues it as the follow-up of that request, and the executor, which kept room for it,
-//! stamps it. An open-loop request arrives at its scheduled time, or (under a cap) when a slot
+//! stamps it. A user with a fixed list of requests enqueues them all at once, each chained to the
+//! one before, so the executor never waits for the runner (a round trip per request would pace
+//! the simulation); under a duration the user decides after each request. An open-loop request arrives at its scheduled time, or (under a cap) when a slot
 //! frees, whichever is later. The first requests are enqueued under a hold, so the executor
 //! starts nothing before the whole first wave has arrived.
 
@@ -126,6 +128,9 @@ impl ScheduledLoad {
         limit: UserLimit,
         next: Option<Arc<dyn Fn(usize, u64) -> Planned + Send + Sync>>,
     ) {
+        // A user with a fixed list sends it all at once, each request chained to the one before
+        // (unless LoRA traffic decides per request from what has ended well).
+        let chained = matches!(limit, UserLimit::Count) && crate::bench::lora::installed().is_none();
         for (user, (mut list, start)) in lists.into_iter().zip(starts).enumerate() {
             let Some(first) = list.pop_front() else { continue };
             // Users whose requests end in the same iteration react one after another, as one
@@ -140,6 +145,10 @@ impl ScheduledLoad {
             let Some((stream, record)) = self.enqueue(&first, Arrival::At(start), keeps_going(&list)) else {
                 continue;
             };
+            if chained {
+                self.chain(stream, record, list, delay);
+                continue;
+            }
             let (load, next) = (self.clone(), next.clone());
             tokio::spawn(async move {
                 let (mut stream, mut record, mut sent) = (stream, record, 1_u64);
@@ -178,6 +187,30 @@ impl ScheduledLoad {
                 }
             });
         }
+    }
+
+    /// Enqueues each of `rest` as the follow-up of the request before it, now: the executor
+    /// admits each one `delay` after the one before ends, exactly as if the user had sent it
+    /// then, but without waiting for the runner (a round trip per request would pace the
+    /// simulation). Records come back in the user's order. A refused request ends the user, as
+    /// it does when sent one by one.
+    fn chain(&self, stream: GenerationStream, record: RequestRecord, mut rest: VecDeque<Planned>, delay: Duration) {
+        let mut sent = vec![(stream, record)];
+        while let Some(planned) = rest.pop_front() {
+            let parent = sent.last().map_or(0, |(s, _)| s.request_id());
+            let follow_up = (!rest.is_empty()).then_some(delay);
+            match self.enqueue(&planned, Arrival::After(parent), follow_up) {
+                Some(pair) => sent.push(pair),
+                None => break,
+            }
+        }
+        let load = self.clone();
+        tokio::spawn(async move {
+            for (stream, record) in sent {
+                let finished = settled(consume_in_process(stream, record, &load.clock).await);
+                let _ = load.done.send(finished);
+            }
+        });
     }
 
     /// Open loop: request `i` of `planned` scheduled `offsets_s[i]` after `start`; with a cap,

@@ -104,8 +104,11 @@ impl<'a> Report<'a> {
         match virtual_run {
             Some(v) => {
                 notes.push(format!(
-                    "virtual clock {}: {:.1} s simulated in {:.2} s of wall time",
-                    point.stem, v.simulated_s, v.wall_s
+                    "virtual clock {}: {:.1} s simulated in {:.2} s of wall time ({:.0}x)",
+                    point.stem,
+                    v.simulated_s,
+                    v.wall_s,
+                    if v.wall_s > 0.0 { v.simulated_s / v.wall_s } else { 0.0 }
                 ));
                 builder = builder.clock(
                     ClockKind::Virtual,

@@ -27,7 +27,9 @@ impl Executor {
     /// keeps room for a follow-up request arriving that long after this one ends: it starts no
     /// iteration at or after that moment until the follow-up is enqueued
     /// ([`Arrival::After`]) or [`Executor::release_arrivals`] is called with this request's id.
-    /// A request with more than one sequence is refused. Errors as for [`Executor::enqueue`].
+    /// A follow-up may be sent before its request ends (chained: it arrives when that one ends;
+    /// cancelling it ends it at once). A request with more than one sequence is refused, and so
+    /// is a second follow-up to the same request. Errors as for [`Executor::enqueue`].
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
