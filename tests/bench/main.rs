@@ -7,6 +7,7 @@ mod agreement;
 mod metrics;
 mod planning;
 mod prediction;
+mod refusals;
 mod runner;
 mod speculative;
 mod trace;

@@ -6,9 +6,12 @@
 //! runner enqueues it as the follow-up of that request, and the executor, which kept room for it,
 //! stamps it. A user with a fixed list of requests enqueues them all at once, each chained to the
 //! one before, so the executor never waits for the runner (a round trip per request would pace
-//! the simulation); under a duration the user decides after each request. An open-loop request arrives at its scheduled time, or (under a cap) when a slot
-//! frees, whichever is later. The first requests are enqueued under a hold, so the executor
-//! starts nothing before the whole first wave has arrived.
+//! the simulation); under a duration the user decides after each request. A request the executor
+//! refuses at enqueue is recorded with its error and ends at its arrival; the user's next request
+//! arrives `client_latency` later, as a real client that got the error at once goes on. An
+//! open-loop request arrives at its scheduled time, or (under a cap) when a slot frees, whichever
+//! is later. The first requests are enqueued under a hold, so the executor starts nothing before
+//! the whole first wave has arrived.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -16,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
+use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes};
 use crate::bench::runner::target::{consume_in_process, generation_request, new_record};
 use crate::bench::traffic::workload::RequestSpec;
 use crate::{Arrival, AsyncExecutor, GenerationStream};
@@ -71,13 +74,14 @@ fn settled(record: RequestRecord) -> RequestRecord {
 }
 
 impl ScheduledLoad {
-    /// Enqueues one request; on refusal the failed record goes straight out and `None` returns.
+    /// Enqueues one request: its stream and record, or the failed record of a refusal (not yet
+    /// sent out; a lease of `arrival`'s parent stays as it was).
     fn enqueue(
         &self,
         planned: &Planned,
         arrival: Arrival,
         follow_up: Option<Duration>,
-    ) -> Option<(GenerationStream, RequestRecord)> {
+    ) -> Result<(GenerationStream, RequestRecord), Box<RequestRecord>> {
         let (index, phase, spec) = planned;
         let send_s = match arrival {
             Arrival::At(at) => self.clock.offset_s(at),
@@ -96,26 +100,31 @@ impl ScheduledLoad {
             }
             None => (None, enqueue(generation_request(spec))),
         };
-        let with_lora = |mut record: RequestRecord| {
-            if let Some((task, with_weights)) = lora {
-                record.lora_task = Some(task);
-                record.lora_with_weights = with_weights;
-            }
-            record
-        };
+        let mut record = new_record(spec, *index, *phase, send_s);
+        if let Some((task, with_weights)) = lora {
+            record.lora_task = Some(task);
+            record.lora_with_weights = with_weights;
+        }
         match result {
-            Ok(stream) => Some((stream, with_lora(new_record(spec, *index, *phase, send_s)))),
+            Ok(stream) => Ok((stream, record)),
             Err(e) => {
-                if let Arrival::After(parent) = arrival {
-                    // The lease the refused follow-up would have taken must not hold the run up.
-                    let _ = self.executor.executor().release_arrivals(parent);
-                }
-                let mut record = with_lora(new_record(spec, *index, *phase, send_s));
                 record.fail(send_s, e.to_string());
-                let _ = self.done.send(record);
-                None
+                Err(Box::new(record))
             }
         }
+    }
+
+    /// Sends out the record of a request refused at enqueue. When its arrival `at` is known it
+    /// ends there, stamped as arriving then (the executor saw it at that simulated moment), so
+    /// it sits in time next to the requests around it.
+    fn refused(&self, mut record: Box<RequestRecord>, at: Option<Instant>) {
+        if let Some(at) = at {
+            let s = self.clock.offset_s(at);
+            record.send_s = s;
+            record.end_s = Some(s);
+            record.server = Some(ServerTimes { arrival_s: Some(s), ..ServerTimes::default() });
+        }
+        let _ = self.done.send(*record);
     }
 
     /// Closed-loop users, user `u` sending `lists[u]` in order (or drawing from `next` under a
@@ -131,86 +140,31 @@ impl ScheduledLoad {
         // A user with a fixed list sends it all at once, each request chained to the one before
         // (unless LoRA traffic decides per request from what has ended well).
         let chained = matches!(limit, UserLimit::Count) && crate::bench::lora::installed().is_none();
-        for (user, (mut list, start)) in lists.into_iter().zip(starts).enumerate() {
-            let Some(first) = list.pop_front() else { continue };
-            // Users whose requests end in the same iteration react one after another, as one
-            // response thread hands them their finals: user u a little after user u - 1. An
-            // idle executor starts on the first arrival, so the others wait an iteration, as
-            // they do in real time.
-            let delay = self.client_latency + CLIENT_STAGGER * user as u32;
-            let keeps_going = move |list: &VecDeque<Planned>| match limit {
-                UserLimit::Count => (!list.is_empty()).then_some(delay),
-                UserLimit::Until { .. } => Some(delay),
+        for (user, (list, start)) in lists.into_iter().zip(starts).enumerate() {
+            let mut user = ClosedLoopUser {
+                load: self.clone(),
+                // Users whose requests end in the same iteration react one after another, as one
+                // response thread hands them their finals: user u a little after user u - 1. An
+                // idle executor starts on the first arrival, so the others wait an iteration, as
+                // they do in real time.
+                delay: self.client_latency + CLIENT_STAGGER * user as u32,
+                user,
+                list,
+                limit,
+                next: next.clone(),
+                sent: 1,
             };
-            let Some((stream, record)) = self.enqueue(&first, Arrival::At(start), keeps_going(&list)) else {
+            let Some(first) = user.list.pop_front() else { continue };
+            // Under the caller's hold: no lease to release.
+            let Some((stream, record)) = user.send(first, Arrival::At(start), Some(start), None) else {
                 continue;
             };
             if chained {
-                self.chain(stream, record, list, delay);
-                continue;
-            }
-            let (load, next) = (self.clone(), next.clone());
-            tokio::spawn(async move {
-                let (mut stream, mut record, mut sent) = (stream, record, 1_u64);
-                loop {
-                    let id = stream.request_id();
-                    let finished = settled(consume_in_process(stream, record, &load.clock).await);
-                    let ended_s = end_s(&finished);
-                    let had_follow_up = keeps_going(&list).is_some();
-                    let _ = load.done.send(finished);
-                    let planned = match limit {
-                        UserLimit::Count => list.pop_front(),
-                        UserLimit::Until { deadline, ramp_end } => {
-                            let arrival = ended_s.map(|s| load.clock.origin() + Duration::from_secs_f64(s.max(0.0)));
-                            let arrival = arrival.map(|a| a + delay);
-                            match (arrival, &next) {
-                                (Some(a), Some(next)) if a < deadline => {
-                                    let (index, _, spec) = next(user, sent);
-                                    let phase = if a < ramp_end { Phase::RampUp } else { Phase::Measure };
-                                    Some((index, phase, spec))
-                                }
-                                _ => None,
-                            }
-                        }
-                    };
-                    let Some(planned) = planned else {
-                        if had_follow_up {
-                            let _ = load.executor.executor().release_arrivals(id);
-                        }
-                        return;
-                    };
-                    sent += 1;
-                    match load.enqueue(&planned, Arrival::After(id), keeps_going(&list)) {
-                        Some((s, r)) => (stream, record) = (s, r),
-                        None => return,
-                    }
-                }
-            });
-        }
-    }
-
-    /// Enqueues each of `rest` as the follow-up of the request before it, now: the executor
-    /// admits each one `delay` after the one before ends, exactly as if the user had sent it
-    /// then, but without waiting for the runner (a round trip per request would pace the
-    /// simulation). Records come back in the user's order. A refused request ends the user, as
-    /// it does when sent one by one.
-    fn chain(&self, stream: GenerationStream, record: RequestRecord, mut rest: VecDeque<Planned>, delay: Duration) {
-        let mut sent = vec![(stream, record)];
-        while let Some(planned) = rest.pop_front() {
-            let parent = sent.last().map_or(0, |(s, _)| s.request_id());
-            let follow_up = (!rest.is_empty()).then_some(delay);
-            match self.enqueue(&planned, Arrival::After(parent), follow_up) {
-                Some(pair) => sent.push(pair),
-                None => break,
+                user.chain(stream, record);
+            } else {
+                tokio::spawn(user.one_by_one(stream, record));
             }
         }
-        let load = self.clone();
-        tokio::spawn(async move {
-            for (stream, record) in sent {
-                let finished = settled(consume_in_process(stream, record, &load.clock).await);
-                let _ = load.done.send(finished);
-            }
-        });
     }
 
     /// Open loop: request `i` of `planned` scheduled `offsets_s[i]` after `start`; with a cap,
@@ -242,19 +196,27 @@ impl ScheduledLoad {
         waiting: Arc<Mutex<VecDeque<(Planned, Instant)>>>,
     ) {
         let (stream, mut record) = loop {
-            match self.enqueue(&planned, arrival, capped.then_some(self.client_latency)) {
-                Some(sent) => break sent,
-                // Refused (its failed record is out): under a cap its slot is free again at once,
-                // for the next waiting request, which arrives then or when due, whichever is later.
-                None if capped => {
-                    let Some((next, next_due)) = waiting.lock().ok().and_then(|mut w| w.pop_front()) else {
-                        return;
-                    };
-                    at = at.max(next_due);
-                    (planned, arrival, due) = (next, Arrival::At(at), next_due);
-                }
-                None => return,
+            let mut record = match self.enqueue(&planned, arrival, capped.then_some(self.client_latency)) {
+                Ok(sent) => break sent,
+                Err(record) => record,
+            };
+            if let Arrival::After(parent) = arrival {
+                // The lease the refused follow-up would have taken must not hold the run up (the
+                // caller's hold at `at` keeps the executor from running past the next arrival).
+                let _ = self.executor.executor().release_arrivals(parent);
             }
+            record.scheduled_send_s = Some(self.clock.offset_s(due));
+            self.refused(record, Some(at));
+            if !capped {
+                return;
+            }
+            // Under a cap the refused request's slot is free again at once, for the next waiting
+            // request, which arrives then or when due, whichever is later.
+            let Some((next, next_due)) = waiting.lock().ok().and_then(|mut w| w.pop_front()) else {
+                return;
+            };
+            at = at.max(next_due);
+            (planned, arrival, due) = (next, Arrival::At(at), next_due);
         };
         record.scheduled_send_s = Some(self.clock.offset_s(due));
         let load = self.clone();
@@ -289,6 +251,159 @@ impl ScheduledLoad {
                     load.open_request(planned, Arrival::At(due), due, due, true, waiting);
                     let _ = load.executor.executor().release_arrivals(id);
                 }
+            }
+        });
+    }
+}
+
+/// One closed-loop user on the virtual clock: sends its requests in order, each arriving `delay`
+/// after the one before ended. A request the executor refuses at enqueue ends at its arrival,
+/// and the next one arrives `delay` later, as a client that got an error at once goes on.
+struct ClosedLoopUser {
+    load: ScheduledLoad,
+    user: usize,
+    /// Requests still to send (a duration run: only the first; later ones come from `next`).
+    list: VecDeque<Planned>,
+    limit: UserLimit,
+    /// Under a duration: request `n` of user `u` is `next(u, n)`.
+    next: Option<Arc<dyn Fn(usize, u64) -> Planned + Send + Sync>>,
+    /// Requests drawn so far (from the list's first on).
+    sent: u64,
+    /// Time from a request's end to the user's next arrival.
+    delay: Duration,
+}
+
+impl ClosedLoopUser {
+    /// The follow-up lease to ask for with the request about to be sent: whether one may follow.
+    fn follow_up(&self) -> Option<Duration> {
+        match self.limit {
+            UserLimit::Count => (!self.list.is_empty()).then_some(self.delay),
+            UserLimit::Until { .. } => Some(self.delay),
+        }
+    }
+
+    /// The user's next request, arriving at `at` (`None`: unknown, which ends a duration run's
+    /// user), or `None` when it has nothing more to send.
+    fn next_request(&mut self, at: Option<Instant>) -> Option<Planned> {
+        match self.limit {
+            UserLimit::Count => self.list.pop_front(),
+            UserLimit::Until { deadline, ramp_end } => {
+                let at = at.filter(|&a| a < deadline)?;
+                let (index, _, spec) = self.next.as_ref()?(self.user, self.sent);
+                self.sent += 1;
+                let phase = if at < ramp_end { Phase::RampUp } else { Phase::Measure };
+                Some((index, phase, spec))
+            }
+        }
+    }
+
+    /// Sends `planned` to arrive as `arrival` (at `at`, when known); after each refusal, the
+    /// user's next request one client latency after the refused one's arrival (in its place when
+    /// that is unknown). `lease` (a request id) holds the executor at or before the arrival and
+    /// is released once a request is in without taking it, or when none is left.
+    fn send(
+        &mut self,
+        mut planned: Planned,
+        mut arrival: Arrival,
+        mut at: Option<Instant>,
+        lease: Option<u64>,
+    ) -> Option<(GenerationStream, RequestRecord)> {
+        loop {
+            match self.load.enqueue(&planned, arrival, self.follow_up()) {
+                Ok(sent) => {
+                    if let (Some(key), Arrival::At(_)) = (lease, arrival) {
+                        // Enqueued first, so the executor cannot run past its arrival.
+                        let _ = self.load.executor.executor().release_arrivals(key);
+                    }
+                    return Some(sent);
+                }
+                Err(record) => (planned, arrival, at) = self.after_refusal(record, at, arrival, lease)?,
+            }
+        }
+    }
+
+    /// Sends out the record of a request refused at `at` and returns the user's next request
+    /// with its arrival (`retry` when `at` is unknown); releases `lease` when none is left.
+    fn after_refusal(
+        &mut self,
+        record: Box<RequestRecord>,
+        at: Option<Instant>,
+        retry: Arrival,
+        lease: Option<u64>,
+    ) -> Option<(Planned, Arrival, Option<Instant>)> {
+        self.load.refused(record, at);
+        let next_at = at.map(|a| a + self.delay);
+        match self.next_request(next_at) {
+            Some(planned) => Some((planned, next_at.map_or(retry, Arrival::At), next_at)),
+            None => {
+                if let Some(key) = lease {
+                    let _ = self.load.executor.executor().release_arrivals(key);
+                }
+                None
+            }
+        }
+    }
+
+    /// Runs the user from its request in flight on, sending each next one when the one before
+    /// has ended (its arrival stamped by the executor from that end).
+    async fn one_by_one(mut self, mut stream: GenerationStream, mut record: RequestRecord) {
+        loop {
+            let id = stream.request_id();
+            let finished = settled(consume_in_process(stream, record, &self.load.clock).await);
+            let arrival = self.arrival_after(&finished);
+            let _ = self.load.done.send(finished);
+            let Some(planned) = self.next_request(arrival) else {
+                // A lease it did not ask for is not there: releasing it does nothing.
+                let _ = self.load.executor.executor().release_arrivals(id);
+                return;
+            };
+            match self.send(planned, Arrival::After(id), arrival, Some(id)) {
+                Some(sent) => (stream, record) = sent,
+                None => return,
+            }
+        }
+    }
+
+    /// When the user's next request arrives after `finished` (`None` when its end is unknown).
+    fn arrival_after(&self, finished: &RequestRecord) -> Option<Instant> {
+        let ended = end_s(finished)?;
+        Some(self.load.clock.origin() + Duration::from_secs_f64(ended.max(0.0)) + self.delay)
+    }
+
+    /// Enqueues the rest of the list now, each as the follow-up of the request before: the
+    /// executor admits each one `delay` after the one before ends, exactly as if the user had
+    /// sent it then, but without waiting for the runner (a round trip per request would pace the
+    /// simulation). A refused request cannot be chained (the one after it arrives a client
+    /// latency after its arrival, which is not known yet): the user goes on one by one from the
+    /// request before it.
+    fn chain(mut self, stream: GenerationStream, record: RequestRecord) {
+        let mut sent = vec![(stream, record)];
+        let mut refused = None;
+        while let Some(planned) = self.list.pop_front() {
+            let parent = sent.last().map_or(0, |(s, _)| s.request_id());
+            match self.load.enqueue(&planned, Arrival::After(parent), self.follow_up()) {
+                Ok(pair) => sent.push(pair),
+                Err(record) => {
+                    refused = Some(record);
+                    break;
+                }
+            }
+        }
+        tokio::spawn(async move {
+            let mut last = None;
+            for (stream, record) in sent {
+                let id = stream.request_id();
+                let finished = settled(consume_in_process(stream, record, &self.load.clock).await);
+                last = Some((id, self.arrival_after(&finished)));
+                let _ = self.load.done.send(finished);
+            }
+            let (Some(record), Some((parent, at))) = (refused, last) else { return };
+            // The request before the refused one kept its follow-up lease: it holds the executor
+            // at the refused request's arrival until the next one is in.
+            let retry = Arrival::After(parent);
+            let Some((planned, arrival, at)) = self.after_refusal(record, at, retry, Some(parent)) else { return };
+            if let Some((stream, record)) = self.send(planned, arrival, at, Some(parent)) {
+                self.one_by_one(stream, record).await;
             }
         });
     }

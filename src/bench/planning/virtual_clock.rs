@@ -360,8 +360,8 @@ pub fn iteration_latencies_ms(log: &IterationLog) -> BTreeMap<u64, f64> {
 /// iterations, which run back to back while a request is active). Returns the records and the
 /// number of streaming requests whose tokens could not be matched to iterations.
 ///
-/// A request without executor stamps (refused before it was scheduled) keeps its error and
-/// is placed at time 0.
+/// A request refused at enqueue carries its arrival stamp and ends there; a request without any
+/// executor stamp (failed with its arrival unknown) keeps its error and is placed at time 0.
 ///
 /// ```rust
 /// use std::collections::BTreeMap;
