@@ -55,3 +55,31 @@ async fn a_closed_loop_planning_point_gives_the_same_figures_every_run() {
         assert_eq!(again_iterations, iterations);
     }
 }
+
+/// Records of one open-loop planning point under a concurrency cap, as JSON.
+async fn capped_open_loop(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    let load = Load::Open { rate: 80.0, burstiness: 1.0, max_concurrency: Some(16) };
+    let plan = LoadPlan { load, ..LoadPlan::closed(1, 160) };
+    let workload = Workload { output_len: Some(64), fallback_output_len: 64, ..workload() };
+    let (run, _) = run_virtual_point(dir, &workload, 0, &plan, |_| {}).await.unwrap();
+    run.records.iter().map(|r| serde_json::to_value(r).unwrap()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_open_loop_planning_point_gives_the_same_figures_every_run() {
+    // Requests come faster than slots free: many wait for one, and which waiting
+    // request a freed slot goes to must not depend on the order the runner's tasks wake in.
+    let dir = tempfile::tempdir().unwrap();
+    let model = ModelPreset::by_id("llama-3.1-8b").unwrap();
+    let engine = SimulatedEngine::builder().model(model).gpu("h100-sxm");
+    engine.clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let records = capped_open_loop(dir.path()).await;
+    assert_eq!(records.len(), 160);
+    let queued = records.iter().filter(|r| r["client_queue_s"].as_f64().unwrap() > 0.0).count();
+    assert!(queued > 80, "only {queued} requests waited for a slot");
+    for run in 0..2 {
+        let again = capped_open_loop(dir.path()).await;
+        let first_difference = again.iter().zip(&records).position(|(a, b)| a != b);
+        assert_eq!(first_difference, None, "run {}: records differ", run + 2);
+    }
+}

@@ -14,7 +14,7 @@
 //! the whole first wave has arrived.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -175,36 +175,36 @@ impl ScheduledLoad {
         let mut all: VecDeque<(Planned, Instant)> =
             planned.into_iter().zip(offsets_s).map(|(p, offset)| (p, due(offset))).collect();
         let first = cap.map_or(all.len(), |c| c.min(all.len()));
-        let waiting = all.split_off(first);
+        let waiting = Arc::new(Mutex::new(all.split_off(first)));
         let capped = cap.is_some();
-        let waiting = Arc::new(Mutex::new(waiting));
+        let mut queue = waiting.lock().unwrap_or_else(PoisonError::into_inner);
         for (planned, at) in all {
-            self.open_request(planned, Arrival::At(at), at, at, capped, waiting.clone());
+            self.open_request(planned, at, at, capped, &mut queue, &waiting);
         }
     }
 
-    /// Sends one open-loop request due at `due`, arriving at `at` (`arrival`); under a cap, its
-    /// end lets the next waiting one in. The caller keeps the executor from starting an
-    /// iteration at or after `at` until this returns.
+    /// Sends one open-loop request due at `due`, arriving at `at`; a refused one's slot goes to
+    /// the next request of `queue` (the locked `waiting`) at once. Under a cap the request is
+    /// enqueued with a follow-up lease of no delay: once it ends, the executor starts nothing
+    /// until the runner has handed its slot on. Slots are therefore handed out in the order
+    /// requests end, whatever order the runner's tasks wake in, and requests freed by the same
+    /// iteration take the waiting ones in schedule order (the lock is held from taking a waiting
+    /// request to enqueuing it; equal arrivals keep their enqueue order). The caller keeps the
+    /// executor from starting an iteration at or after `at` until this returns.
     fn open_request(
         &self,
         mut planned: Planned,
-        mut arrival: Arrival,
         mut at: Instant,
         mut due: Instant,
         capped: bool,
-        waiting: Arc<Mutex<VecDeque<(Planned, Instant)>>>,
+        queue: &mut VecDeque<(Planned, Instant)>,
+        waiting: &Arc<Mutex<VecDeque<(Planned, Instant)>>>,
     ) {
         let (stream, mut record) = loop {
-            let mut record = match self.enqueue(&planned, arrival, capped.then_some(self.client_latency)) {
+            let mut record = match self.enqueue(&planned, Arrival::At(at), capped.then_some(Duration::ZERO)) {
                 Ok(sent) => break sent,
                 Err(record) => record,
             };
-            if let Arrival::After(parent) = arrival {
-                // The lease the refused follow-up would have taken must not hold the run up (the
-                // caller's hold at `at` keeps the executor from running past the next arrival).
-                let _ = self.executor.executor().release_arrivals(parent);
-            }
             record.scheduled_send_s = Some(self.clock.offset_s(due));
             self.refused(record, Some(at));
             if !capped {
@@ -212,46 +212,30 @@ impl ScheduledLoad {
             }
             // Under a cap the refused request's slot is free again at once, for the next waiting
             // request, which arrives then or when due, whichever is later.
-            let Some((next, next_due)) = waiting.lock().ok().and_then(|mut w| w.pop_front()) else {
-                return;
-            };
+            let Some((next, next_due)) = queue.pop_front() else { return };
             at = at.max(next_due);
-            (planned, arrival, due) = (next, Arrival::At(at), next_due);
+            (planned, due) = (next, next_due);
         };
         record.scheduled_send_s = Some(self.clock.offset_s(due));
-        let load = self.clone();
+        let (load, waiting) = (self.clone(), waiting.clone());
         tokio::spawn(async move {
             let id = stream.request_id();
             let finished = settled(consume_in_process(stream, record, &load.clock).await);
-            let ended_s = end_s(&finished);
+            let ended = end_s(&finished).map(|s| load.clock.origin() + Duration::from_secs_f64(s.max(0.0)));
             let _ = load.done.send(finished);
             if !capped {
                 return;
             }
-            let next = waiting.lock().ok().and_then(|mut w| w.pop_front());
-            let Some((planned, due)) = next else {
-                let _ = load.executor.executor().release_arrivals(id);
-                return;
-            };
-            let free_at =
-                ended_s.map(|s| load.clock.origin() + Duration::from_secs_f64(s.max(0.0)) + load.client_latency);
-            match free_at {
-                // The slot frees after the request was due: it arrives as the ended one's follow-up.
-                // A hold at that moment outlives the follow-up's lease, which a refusal releases,
-                // so that the next waiting request can still arrive then.
-                Some(free) if free >= due => {
-                    let hold = load.executor.executor().hold_arrivals(free).ok();
-                    load.open_request(planned, Arrival::After(id), free, due, true, waiting);
-                    if let Some(hold) = hold {
-                        let _ = load.executor.executor().release_arrivals(hold);
-                    }
-                }
-                _ => {
-                    // Enqueued before the release, so the executor cannot run past its arrival.
-                    load.open_request(planned, Arrival::At(due), due, due, true, waiting);
-                    let _ = load.executor.executor().release_arrivals(id);
+            {
+                let mut queue = waiting.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some((planned, due)) = queue.pop_front() {
+                    // The slot frees a client latency after the end (an end unknown: when due).
+                    let at = ended.map_or(due, |end| (end + load.client_latency).max(due));
+                    load.open_request(planned, at, due, true, &mut queue, &waiting);
                 }
             }
+            // Released once the next request is in, so the executor cannot run past its arrival.
+            let _ = load.executor.executor().release_arrivals(id);
         });
     }
 }
