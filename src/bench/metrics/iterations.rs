@@ -227,17 +227,14 @@ async fn collect(
 ) -> (Vec<IterationStats>, u64) {
     let mut iterations = Vec::new();
     let mut lagged = 0_u64;
-    let note_lag = |n: u64, lagged: &mut u64| {
-        *lagged += n;
-        tracing::warn!(lost = n, "benchmark fell behind the executor's iteration statistics; {n} iterations lost");
-    };
+    let note_lag = |n: u64, lagged: &mut u64| *lagged += n;
     loop {
         tokio::select! {
             biased;
             item = rx.recv() => match item {
                 Ok(stats) => iterations.push((*stats).clone()),
                 Err(broadcast::error::RecvError::Lagged(n)) => note_lag(n, &mut lagged),
-                Err(broadcast::error::RecvError::Closed) => return (iterations, lagged),
+                Err(broadcast::error::RecvError::Closed) => break,
             },
             _ = &mut stop => break,
         }
@@ -249,6 +246,13 @@ async fn collect(
             Err(broadcast::error::TryRecvError::Lagged(n)) => note_lag(n, &mut lagged),
             Err(_) => break,
         }
+    }
+    // Once per point, not per gap: the count is also in the point's summary (`lost_iterations`).
+    if lagged > 0 {
+        tracing::warn!(
+            lost = lagged,
+            "benchmark fell behind the executor's iteration statistics; {lagged} iterations lost"
+        );
     }
     (iterations, lagged)
 }
