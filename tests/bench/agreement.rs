@@ -5,7 +5,8 @@
 //!
 //! Real time on a shared host is noisy: each figure is a percentile over dozens of requests
 //! (hundreds of tokens for ITL), a case is retried twice before it counts as drift, and the
-//! tolerance of each real-time percentile also allows the host's lateness at that percentile:
+//! tolerance of each real-time percentile also allows the host's lateness at that percentile
+//! (once per timed wait the figure crosses):
 //! the larger of how late 1 ms sleeps wake up just before the run and how far the run's own
 //! iterations strayed from their modelled durations (a host that stalls the executor by 4 ms
 //! in one iteration of twenty adds that to p95 ITL). Modelling errors
