@@ -24,8 +24,10 @@ python3 scripts/module_cycles.py src >/dev/null
 # for this package's crates; wrapping the test build the same way lints exactly what
 # `cargo clippy --all-targets -- -D warnings` lints, while every dependency is compiled once
 # instead of once to check and once to build.
+# rustup puts the driver in the toolchain's sysroot; distribution packages put it on PATH.
 clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
-[ -x "$clippy_driver" ] || { echo "clippy is not installed: rustup component add clippy" >&2; exit 1; }
+[ -x "$clippy_driver" ] || clippy_driver="$(command -v clippy-driver || true)"
+[ -n "$clippy_driver" ] || { echo "clippy is not installed: rustup component add clippy" >&2; exit 1; }
 export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-D warnings"
 # Benches and examples hold no tests but are built too, so that they are linted.
