@@ -229,15 +229,7 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
             }
         }
         terminateQueued(mClock.now(), responses);
-        for (auto const& sequence : mActive)
-        {
-            if (mCancelled.count(sequence->request->id) > 0)
-            {
-                input.cancelledActive.insert(sequence->request->id);
-            }
-        }
-        // Ids neither queued nor active belong to finished or unknown requests: cancelling them is a no-op.
-        mCancelled.clear();
+        takeCancelledActive(input);
         if (!mClock.isVirtual())
         {
             // The iteration starts on schedule (back to back: at the previous deadline; idle: at the first
@@ -252,17 +244,34 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
         {
             return true;
         }
-        if (!responses.empty())
-        {
-            lock.unlock();
-            publish(responses);
-            lock.lock();
-        }
-        if (mStopRequested && mQueue.empty())
+        if (!keepWaiting(lock, responses))
         {
             return false;
         }
     }
+}
+
+void Executor::Impl::takeCancelledActive(IterationInput& input)
+{
+    for (auto const& sequence : mActive)
+    {
+        if (mCancelled.count(sequence->request->id) > 0)
+        {
+            input.cancelledActive.insert(sequence->request->id);
+        }
+    }
+    mCancelled.clear();
+}
+
+bool Executor::Impl::keepWaiting(std::unique_lock<std::mutex>& lock, std::vector<Response>& responses)
+{
+    if (!responses.empty())
+    {
+        lock.unlock();
+        publish(responses);
+        lock.lock();
+    }
+    return !(mStopRequested && mQueue.empty());
 }
 
 

@@ -194,6 +194,12 @@ private:
     /// Blocks until there is work; takes cancellations and new requests. False once stopping with nothing left.
     bool waitForWork(IterationInput& input, std::vector<Response>& responses);
     void terminateQueued(sim::TimePoint now, std::vector<Response>& responses);
+    /// Moves the pending cancellations of active requests into `input` and forgets the rest: ids neither queued
+    /// nor active belong to finished or unknown requests (mQueueMutex held).
+    void takeCancelledActive(IterationInput& input);
+    /// After a wait that found nothing to run: publishes what it produced (ended queued requests) without the
+    /// lock; false once stopping with an empty queue.
+    bool keepWaiting(std::unique_lock<std::mutex>& lock, std::vector<Response>& responses);
     void fetchRequests(IterationInput& input, std::optional<sim::TimePoint> arrivedBy);
     void terminateActive(std::unordered_set<IdType> const& cancelled, sim::TimePoint now,
         std::vector<Response>& responses, SequenceList& finished);

@@ -177,26 +177,13 @@ bool Executor::Impl::waitForScheduledWork(
             }
         }
         terminateQueued(*start, responses);
-        for (auto const& sequence : mActive)
-        {
-            if (mCancelled.count(sequence->request->id) > 0)
-            {
-                input.cancelledActive.insert(sequence->request->id);
-            }
-        }
-        mCancelled.clear();
+        takeCancelledActive(input);
         fetchRequests(input, start);
         if (!mActive.empty() || !input.fetched.empty() || !input.cancelledActive.empty())
         {
             return true;
         }
-        if (!responses.empty())
-        {
-            lock.unlock();
-            publish(responses);
-            lock.lock();
-        }
-        if (mStopRequested && mQueue.empty())
+        if (!keepWaiting(lock, responses))
         {
             return false;
         }
