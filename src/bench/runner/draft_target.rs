@@ -4,8 +4,8 @@
 
 use futures::StreamExt;
 
+use super::records::{finish_record, new_record};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
-use crate::bench::metrics::speculative::SpecCounts;
 use crate::bench::traffic::workload::RequestSpec;
 use crate::{AsyncExecutor, GenerationRequest, SamplingParams, SpeculativeExecutor, StreamEvent};
 
@@ -41,10 +41,7 @@ impl DraftTargetBench {
         if let Some(end_id) = spec.end_id {
             request = request.with_end_id(end_id);
         }
-        let mut record = RequestRecord::new(index, phase, clock.now_s());
-        record.streaming = spec.streaming;
-        record.prompt_tokens = spec.prompt.len() as u64;
-        record.expected_output_tokens = spec.expected_output_tokens;
+        let mut record = new_record(&spec, index, phase, clock.now_s());
         let mut stream = match self.speculative.enqueue(request) {
             Ok(stream) => stream,
             Err(e) => {
@@ -60,20 +57,7 @@ impl DraftTargetBench {
                     clock.now_s(),
                 ),
                 Ok(StreamEvent::Chunk(_)) => {}
-                Ok(StreamEvent::Final(done)) => {
-                    if let Some(s) = done.speculative.filter(|s| s.draft_tokens > 0) {
-                        record.speculative = Some(SpecCounts {
-                            decoding_steps: u64::from(done.decoding_iterations),
-                            accepted_draft_tokens: u64::from(s.accepted_draft_tokens),
-                            draft_tokens: u64::from(s.draft_tokens),
-                        });
-                    }
-                    record.finish(
-                        clock.offset_s(done.finished_at),
-                        u64::from(done.completion_tokens),
-                        Some(done.finish_reason.as_openai_str().to_owned()),
-                    );
-                }
+                Ok(StreamEvent::Final(done)) => finish_record(&mut record, &done, done.speculative, clock),
                 Err(e) => record.fail(clock.now_s(), e.to_string()),
             }
         }

@@ -5,4 +5,5 @@
 pub(crate) mod draft_target;
 pub(crate) mod openai;
 pub(crate) mod point;
+pub(crate) mod records;
 pub(crate) mod target;

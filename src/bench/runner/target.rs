@@ -4,6 +4,8 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
+use super::records::finish_record;
+pub(crate) use super::records::new_record;
 use crate::bench::metrics::iterations::WallAnchor;
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes};
 use crate::bench::metrics::speculative::SpecCounts;
@@ -96,14 +98,6 @@ fn guided_pb(guide: &GuidedDecodingParams) -> pb::GuidedDecodingParams {
     pb::GuidedDecodingParams { guide_type: guide_type as i32, guide: guide.guide.clone().unwrap_or_default() }
 }
 
-pub(crate) fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f64) -> RequestRecord {
-    let mut record = RequestRecord::new(index, phase, send_s);
-    record.streaming = spec.streaming;
-    record.prompt_tokens = spec.prompt.len() as u64;
-    record.expected_output_tokens = spec.expected_output_tokens;
-    record
-}
-
 async fn in_process(
     executor: &AsyncExecutor,
     spec: RequestSpec,
@@ -169,13 +163,6 @@ pub(crate) async fn consume_in_process(
             Ok(StreamEvent::Final(done)) => {
                 // The same figure the gRPC server sends in `complete.cached_tokens`.
                 record.cached_tokens = u64::from(done.cached_tokens.unwrap_or(0));
-                if let Some(s) = done.perf.map(|p| p.speculative).filter(|s| s.draft_tokens > 0) {
-                    record.speculative = Some(SpecCounts {
-                        decoding_steps: u64::from(done.decoding_iterations),
-                        accepted_draft_tokens: u64::from(s.accepted_draft_tokens),
-                        draft_tokens: u64::from(s.draft_tokens),
-                    });
-                }
                 if let Some(perf) = done.perf {
                     let at = |t: Option<Instant>| t.map(|t| clock.offset_s(t));
                     record.server = Some(ServerTimes {
@@ -187,11 +174,7 @@ pub(crate) async fn consume_in_process(
                         last_iter: perf.last_iter,
                     });
                 }
-                record.finish(
-                    clock.offset_s(done.finished_at),
-                    u64::from(done.completion_tokens),
-                    Some(done.finish_reason.as_openai_str().to_owned()),
-                );
+                finish_record(&mut record, &done, done.perf.map(|p| p.speculative), clock);
             }
             Err(e) => record.fail(clock.now_s(), e.to_string()),
         }
