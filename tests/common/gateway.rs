@@ -89,23 +89,24 @@ impl Gateway {
         let body = json!({
             "model": "trtllm-builtin-sim", "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": ignore_eos,
         });
-        let response = self
-            .client
-            .post(format!("{}/v1/completions", self.base))
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
+        let doc = self.post("/v1/completions", &body).await?;
+        match doc["choices"][0]["finish_reason"].as_str() {
+            Some("length" | "stop") => Ok(doc),
+            _ => Err(format!("no finish_reason: {doc}")),
+        }
+    }
+
+    /// POSTs `body` to `path` (e.g. `/v1/chat/completions`); the reply's JSON, or the HTTP status
+    /// and body.
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, String> {
+        let response =
+            self.client.post(format!("{}{path}", self.base)).json(body).send().await.map_err(|e| e.to_string())?;
         let status = response.status();
         let text = response.text().await.map_err(|e| e.to_string())?;
         if !status.is_success() {
             return Err(format!("HTTP {status}: {text}"));
         }
-        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?;
-        match doc["choices"][0]["finish_reason"].as_str() {
-            Some("length" | "stop") => Ok(doc),
-            _ => Err(format!("no finish_reason: {text}")),
-        }
+        serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))
     }
 
     /// Opens a streamed text completion and returns the response once its headers arrived.

@@ -88,19 +88,7 @@ async fn gateway_with_worker(smg: &(PathBuf, PathBuf)) -> (Gateway, Worker) {
 
 /// POSTs a chat completion; the reply's JSON, or the HTTP status and body.
 async fn chat(gateway: &Gateway, body: &Value) -> Result<Value, String> {
-    let response = gateway
-        .client
-        .post(format!("{}/v1/chat/completions", gateway.base))
-        .json(body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = response.status();
-    let text = response.text().await.map_err(|e| e.to_string())?;
-    if !status.is_success() {
-        return Err(format!("HTTP {status}: {text}"));
-    }
-    serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))
+    gateway.post("/v1/chat/completions", body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
