@@ -109,8 +109,12 @@ pub use runner::point::{PointRun, run_point};
 pub use runner::target::{BenchTarget, GrpcTarget};
 pub use simulation::{EngineSimulation, SimulationError};
 pub use traffic::dataset::{
-    DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, tokenize_entries,
+    DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, load_sharegpt_sessions,
+    tokenize_entries, tokenize_sessions,
 };
-pub use traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
+pub use traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, UserStart, arrival_schedule, ramp_start_s};
+pub use traffic::session::{
+    Answer, Session, SessionError, SessionPlan, SessionScript, SessionTurn, TurnPrompt, UserMessage,
+};
 pub use traffic::trace::{MOONCAKE_BLOCK_SIZE, Trace, TraceError, TraceOptions, TraceRecord, TraceReplay};
 pub use traffic::workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};

@@ -40,13 +40,7 @@ fn workload(replay: TraceReplay) -> Workload {
 
 /// Every request of the trace, no warmup (the load's rate is only a label for a trace).
 fn plan(requests: usize) -> LoadPlan {
-    LoadPlan {
-        load: Load::Open { rate: 1.0, burstiness: 1.0, max_concurrency: None },
-        num_prompts: requests,
-        warmup: 0,
-        ramp_up: None,
-        duration: None,
-    }
+    LoadPlan { load: Load::Open { rate: 1.0, burstiness: 1.0, max_concurrency: None }, ..LoadPlan::closed(1, requests) }
 }
 
 fn by_index(mut records: Vec<RequestRecord>) -> Vec<RequestRecord> {

@@ -158,6 +158,18 @@ pub struct RequestRecord {
     /// `usage` count in `output_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_output_tokens: Option<u64>,
+    /// The multi-turn session the request belongs to (`--turns`, ShareGPT conversations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    /// Its turn in the session, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// The generated token ids, kept for a session's next turn only (never written out).
+    #[serde(skip)]
+    pub answer_ids: Vec<u32>,
+    /// The generated text (an HTTP target), kept for a session's next turn only.
+    #[serde(skip)]
+    pub answer_text: Option<String>,
 }
 
 impl RequestRecord {
@@ -185,6 +197,10 @@ impl RequestRecord {
             lora_with_weights: false,
             speculative: None,
             client_output_tokens: None,
+            session: None,
+            turn: None,
+            answer_ids: Vec::new(),
+            answer_text: None,
         }
     }
 

@@ -140,9 +140,11 @@ impl OpenAiTarget {
             "max_tokens": spec.max_tokens,
             "stream": spec.streaming,
         });
-        match self.api {
-            OpenAiApi::Chat => body["messages"] = json!([{ "role": "user", "content": text }]),
-            OpenAiApi::Completions => body["prompt"] = json!(text),
+        match (self.api, &spec.messages) {
+            // A session's turn: its history as the conversation so far.
+            (OpenAiApi::Chat, Some(messages)) => body["messages"] = json!(messages.as_ref()),
+            (OpenAiApi::Chat, None) => body["messages"] = json!([{ "role": "user", "content": text }]),
+            (OpenAiApi::Completions, _) => body["prompt"] = json!(text),
         }
         if spec.streaming {
             body["stream_options"] = json!({ "include_usage": true });
@@ -167,6 +169,8 @@ impl OpenAiTarget {
         record.streaming = spec.streaming;
         record.prompt_tokens = spec.prompt.len() as u64;
         record.expected_output_tokens = spec.expected_output_tokens;
+        record.session = spec.session.map(|s| s.session);
+        record.turn = spec.session.map(|s| s.turn);
         let body = match body {
             Ok(body) => body,
             Err(e) => {
@@ -236,6 +240,9 @@ impl OpenAiTarget {
             return;
         };
         let counted = self.tokenizer.as_ref().and_then(|t| t.encode(&reply.text, false).ok()).map(|ids| ids.len());
+        if record.session.is_some() {
+            record.answer_text = Some(reply.text.clone());
+        }
         record.client_output_tokens = counted.map(|n| n as u64);
         if let Some(prompt) = reply.prompt_tokens {
             record.prompt_tokens = prompt;

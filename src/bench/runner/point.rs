@@ -1,7 +1,7 @@
 //! The load generator: offers a workload to a target under a load plan and records every request.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, Semaphore, mpsc};
@@ -10,6 +10,7 @@ use super::target::BenchTarget;
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
 use crate::bench::traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
+use crate::bench::traffic::session::{Answer, Session};
 use crate::bench::traffic::workload::{PromptSampler, RequestSpec, Workload, WorkloadPhase};
 
 /// How long a duration-run user waits after a failed request before sending the next.
@@ -35,6 +36,29 @@ struct Dispatch {
     /// When the request became ready to go (its client queue time counts from here).
     ready_at: Instant,
     slots: Option<Arc<Semaphore>>,
+    /// A closed-loop user's first request: sent no earlier than this, once it holds its slot
+    /// (users spread over the request cycle).
+    not_before: Option<Instant>,
+}
+
+/// The answer a finished request gave, for its session's next turn.
+pub(crate) fn answer_of(record: &RequestRecord) -> Answer {
+    match &record.answer_text {
+        Some(text) => Answer::Text(text.clone()),
+        None => Answer::TokenIds(record.answer_ids.clone()),
+    }
+}
+
+/// The mean latency of the warmup's successful requests: one request cycle, over which
+/// closed-loop users spread their starts.
+pub(crate) fn warmup_latency(records: &[RequestRecord]) -> Option<Duration> {
+    let latencies: Vec<f64> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Warmup && r.is_success())
+        .filter_map(|r| r.e2el_s())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .collect();
+    (!latencies.is_empty()).then(|| Duration::from_secs_f64(latencies.iter().sum::<f64>() / latencies.len() as f64))
 }
 
 /// Runs one point: `plan.warmup` warmup requests, then the load of `plan`, each request from
@@ -81,7 +105,7 @@ pub async fn run_point(
     if plan.warmup > 0 {
         let concurrency = plan.load.concurrency().unwrap_or(plan.warmup);
         let sampler = workload.sampler(point, WorkloadPhase::Warmup);
-        let warm = closed_loop(target, clock, sampler, Phase::Warmup, plan.warmup, concurrency, &next_index);
+        let warm = closed_loop(target, clock, sampler, Phase::Warmup, plan.warmup, concurrency, None, &next_index);
         collect(warm, &mut records, &mut |_| {}).await;
     }
     let collector = target.executor().map(|e| IterationCollector::start(e.executor()));
@@ -89,16 +113,35 @@ pub async fn run_point(
     let seed = workload.seed ^ point.rotate_left(32);
     // A trace replay: its own arrival times, under the load's cap if any.
     let trace = workload.trace().map(|t| t.arrivals_s(plan));
+    let cycle = warmup_latency(&records);
+    let spread = |users: usize| -> Vec<Duration> {
+        (0..users).map(|u| plan.user_start.offset(u, users, cycle)).collect::<Vec<_>>()
+    };
     let done = match (plan.load, plan.duration) {
+        _ if workload.sessions().is_some() => {
+            let sessions = SessionRun {
+                target: target.clone(),
+                clock: *clock,
+                workload: workload.clone(),
+                sampler: Arc::new(Mutex::new(sampler)),
+                next_index: next_index.clone(),
+                budget: None,
+                deadline: None,
+                ramp_end: None,
+            };
+            sessions.start(plan, seed, spread)?
+        }
         _ if trace.is_some() => {
             let arrivals = Arrivals::Fixed(trace.unwrap_or_default());
             open_loop(target, clock, sampler, arrivals, plan.load.concurrency(), &next_index)
         }
         (Load::Closed { concurrency }, None) => {
-            closed_loop(target, clock, sampler, Phase::Measure, plan.num_prompts, concurrency, &next_index)
+            let starts = Some(spread(concurrency));
+            closed_loop(target, clock, sampler, Phase::Measure, plan.num_prompts, concurrency, starts, &next_index)
         }
         (Load::Closed { concurrency }, Some(duration)) => {
-            users(target, clock, sampler, concurrency, plan.ramp_up.unwrap_or_default(), duration, &next_index)
+            let ramp_up = plan.ramp_up.unwrap_or_default();
+            users(target, clock, sampler, concurrency, ramp_up, duration, spread(concurrency), &next_index)
         }
         (Load::Open { rate, burstiness, max_concurrency }, duration) => {
             let arrivals = match duration {
@@ -136,7 +179,14 @@ fn dispatch(target: &BenchTarget, clock: &RunClock, d: Dispatch, done: &mpsc::Un
             Some(slots) => slots.clone().acquire_owned().await.ok(),
             None => None,
         };
-        let queued_s = d.ready_at.elapsed().as_secs_f64();
+        let ready_at = match d.not_before {
+            Some(at) => {
+                tokio::time::sleep_until(at.into()).await;
+                at.max(d.ready_at)
+            }
+            None => d.ready_at,
+        };
+        let queued_s = ready_at.elapsed().as_secs_f64();
         let mut record = target.send(d.spec, &clock, d.index, d.phase).await;
         record.client_queue_s = queued_s;
         record.scheduled_send_s = d.scheduled_s;
@@ -145,7 +195,9 @@ fn dispatch(target: &BenchTarget, clock: &RunClock, d: Dispatch, done: &mpsc::Un
 }
 
 /// `count` requests with at most `concurrency` in flight; all are ready at once, so each one's
-/// wait for a slot is its client queue time.
+/// wait for a slot is its client queue time. `starts` (one offset per user) delays the first
+/// `concurrency` requests: user `u` starts `starts[u]` after the others could.
+#[allow(clippy::too_many_arguments)]
 fn closed_loop(
     target: &BenchTarget,
     clock: &RunClock,
@@ -153,13 +205,15 @@ fn closed_loop(
     phase: Phase,
     count: usize,
     concurrency: usize,
+    starts: Option<Vec<Duration>>,
     next_index: &AtomicU64,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
     let slots = Arc::new(Semaphore::new(concurrency.max(1)));
     let ready_at = Instant::now();
-    for _ in 0..count {
+    for k in 0..count {
         let index = next_index.fetch_add(1, Ordering::Relaxed);
+        let not_before = starts.as_ref().and_then(|s| s.get(k)).filter(|d| !d.is_zero()).map(|d| ready_at + *d);
         let d = Dispatch {
             index,
             phase,
@@ -167,6 +221,7 @@ fn closed_loop(
             scheduled_s: None,
             ready_at,
             slots: Some(slots.clone()),
+            not_before,
         };
         dispatch(target, clock, d, &tx);
     }
@@ -204,6 +259,7 @@ fn open_loop(
                 scheduled_s: Some(clock.offset_s(due)),
                 ready_at: due,
                 slots: slots.clone(),
+                not_before: None,
             };
             (due, d)
         };
@@ -229,9 +285,11 @@ fn open_loop(
     rx
 }
 
-/// Closed-loop users added linearly over `ramp_up`, each sending its next request as soon as
-/// the previous one finished (or [`FAILURE_BACKOFF`] after a failure), until
-/// `ramp_up + duration` has passed. Requests sent before the ramp-up ends are ramp-up requests.
+/// Closed-loop users added linearly over `ramp_up` (each also `spread[u]` later), each sending
+/// its next request as soon as the previous one finished (or [`FAILURE_BACKOFF`] after a
+/// failure), until `ramp_up + duration` has passed. Requests sent before the ramp-up ends are
+/// ramp-up requests.
+#[allow(clippy::too_many_arguments)]
 fn users(
     target: &BenchTarget,
     clock: &RunClock,
@@ -239,6 +297,7 @@ fn users(
     count: usize,
     ramp_up: Duration,
     duration: Duration,
+    spread: Vec<Duration>,
     next_index: &Arc<AtomicU64>,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -248,7 +307,9 @@ fn users(
     for user in 0..count {
         let (target, clock, tx, sampler, next_index) =
             (target.clone(), *clock, tx.clone(), sampler.clone(), next_index.clone());
-        let begin = start + Duration::from_secs_f64(ramp_start_s(user, count, ramp_up.as_secs_f64()));
+        let begin = start
+            + Duration::from_secs_f64(ramp_start_s(user, count, ramp_up.as_secs_f64()))
+            + spread.get(user).copied().unwrap_or_default();
         tokio::spawn(async move {
             tokio::time::sleep_until(begin.into()).await;
             while Instant::now() < deadline {
@@ -269,6 +330,157 @@ fn users(
         });
     }
     rx
+}
+
+/// Multi-turn sessions in real time: closed-loop users each running one session after another
+/// (a user thinks `think_time` between a session's turns), or open-loop session starts each
+/// running its session's turns. A failed turn ends its session (its history is incomplete).
+struct SessionRun {
+    target: BenchTarget,
+    clock: RunClock,
+    workload: Workload,
+    sampler: Arc<Mutex<PromptSampler>>,
+    next_index: Arc<AtomicU64>,
+    /// Requests still to send (a count run), shared by every user.
+    budget: Option<Arc<AtomicUsize>>,
+    /// No request is sent at or after this (a duration run).
+    deadline: Option<Instant>,
+    /// Requests sent before this are ramp-up requests.
+    ramp_end: Option<Instant>,
+}
+
+impl Clone for SessionRun {
+    fn clone(&self) -> Self {
+        SessionRun {
+            target: self.target.clone(),
+            clock: self.clock,
+            workload: self.workload.clone(),
+            sampler: self.sampler.clone(),
+            next_index: self.next_index.clone(),
+            budget: self.budget.clone(),
+            deadline: self.deadline,
+            ramp_end: self.ramp_end,
+        }
+    }
+}
+
+impl SessionRun {
+    fn start(
+        mut self,
+        plan: &LoadPlan,
+        seed: u64,
+        spread: impl Fn(usize) -> Vec<Duration>,
+    ) -> Result<mpsc::UnboundedReceiver<RequestRecord>, LoadError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let start = Instant::now();
+        let turns = self.workload.sessions().map_or(1, |p| p.turns.max(1)) as usize;
+        match plan.load {
+            Load::Closed { concurrency } => {
+                let ramp_up = plan.ramp_up.unwrap_or_default();
+                match plan.duration {
+                    Some(d) => {
+                        self.deadline = Some(start + ramp_up + d);
+                        self.ramp_end = Some(start + ramp_up);
+                    }
+                    None => self.budget = Some(Arc::new(AtomicUsize::new(plan.num_prompts))),
+                }
+                for (user, offset) in spread(concurrency).into_iter().enumerate() {
+                    let begin = start
+                        + Duration::from_secs_f64(ramp_start_s(user, concurrency, ramp_up.as_secs_f64()))
+                        + offset;
+                    let (run, tx) = (self.clone(), tx.clone());
+                    tokio::spawn(async move {
+                        tokio::time::sleep_until(begin.into()).await;
+                        while run.deadline.is_none_or(|d| Instant::now() < d) {
+                            let session = run.sampler.lock().await.next_session();
+                            if !run.converse(session, &tx).await {
+                                return;
+                            }
+                        }
+                    });
+                }
+            }
+            Load::Open { rate, burstiness, .. } => {
+                // Arrivals are session starts; each session then sends its turns.
+                let offsets = match plan.duration {
+                    None => arrival_schedule(plan.num_prompts.div_ceil(turns).max(1), rate, burstiness, seed)?,
+                    Some(d) => {
+                        let mut process = ArrivalProcess::new(rate, burstiness, seed)?;
+                        let mut t = process.next_gap_s();
+                        let mut offsets = Vec::new();
+                        while t < d.as_secs_f64() {
+                            offsets.push(t);
+                            t += process.next_gap_s();
+                        }
+                        offsets
+                    }
+                };
+                let run = self.clone();
+                tokio::spawn(async move {
+                    for offset in offsets {
+                        tokio::time::sleep_until((start + Duration::from_secs_f64(offset)).into()).await;
+                        let session = run.sampler.lock().await.next_session();
+                        let (run, tx) = (run.clone(), tx.clone());
+                        tokio::spawn(async move { run.converse(session, &tx).await });
+                    }
+                });
+            }
+        }
+        Ok(rx)
+    }
+
+    /// Takes one request from the budget; false when none is left.
+    fn take(&self) -> bool {
+        match &self.budget {
+            Some(budget) => budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok(),
+            None => true,
+        }
+    }
+
+    /// Runs `session` turn by turn; false when the run is over (budget spent, deadline passed,
+    /// or nobody listens).
+    async fn converse(&self, mut session: Session, tx: &mpsc::UnboundedSender<RequestRecord>) -> bool {
+        let think = self.workload.sessions().map_or(Duration::ZERO, |p| p.think_time);
+        let mut turn = session.first();
+        loop {
+            if self.deadline.is_some_and(|d| Instant::now() >= d) || !self.take() {
+                return false;
+            }
+            let phase = match self.ramp_end {
+                Some(end) if Instant::now() < end => Phase::RampUp,
+                _ => Phase::Measure,
+            };
+            let index = self.next_index.fetch_add(1, Ordering::Relaxed);
+            let record = match turn {
+                Ok(turn) => {
+                    let spec = self.workload.session_request(&session, turn);
+                    self.target.send(spec, &self.clock, index, phase).await
+                }
+                Err(e) => {
+                    let mut record = RequestRecord::new(index, phase, self.clock.now_s());
+                    record.session = Some(session.id());
+                    record.fail(self.clock.now_s(), e.to_string());
+                    record
+                }
+            };
+            let failed = !record.is_success();
+            let answer = answer_of(&record);
+            if tx.send(record).is_err() {
+                return false;
+            }
+            if failed {
+                tokio::time::sleep(FAILURE_BACKOFF).await;
+                return true;
+            }
+            match session.next(&answer) {
+                None => return true,
+                Some(next) => {
+                    tokio::time::sleep(think).await;
+                    turn = next;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

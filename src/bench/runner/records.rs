@@ -12,6 +12,8 @@ pub(crate) fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f
     record.streaming = spec.streaming;
     record.prompt_tokens = spec.prompt.len() as u64;
     record.expected_output_tokens = spec.expected_output_tokens;
+    record.session = spec.session.map(|s| s.session);
+    record.turn = spec.session.map(|s| s.turn);
     record
 }
 
@@ -23,6 +25,13 @@ pub(crate) fn finish_record(
     speculative: Option<SpeculativeMetrics>,
     clock: &RunClock,
 ) {
+    // A session's next turn carries this answer: without streamed chunks, take it from the final.
+    if record.session.is_some()
+        && record.answer_ids.is_empty()
+        && let Some(sequence) = done.sequences.first()
+    {
+        record.answer_ids = sequence.token_ids.clone();
+    }
     if let Some(s) = speculative.filter(|s| s.draft_tokens > 0) {
         record.speculative = Some(SpecCounts {
             decoding_steps: u64::from(done.decoding_iterations),

@@ -155,11 +155,16 @@ pub(crate) async fn consume_in_process(
 ) -> RequestRecord {
     while let Some(item) = stream.next().await {
         match item {
-            Ok(StreamEvent::Chunk(chunk)) => record.record_chunk_handled(
-                clock.offset_s(chunk.received_at),
-                chunk.token_ids.len() as u32,
-                clock.now_s(),
-            ),
+            Ok(StreamEvent::Chunk(chunk)) => {
+                record.record_chunk_handled(
+                    clock.offset_s(chunk.received_at),
+                    chunk.token_ids.len() as u32,
+                    clock.now_s(),
+                );
+                if record.session.is_some() {
+                    record.answer_ids.extend_from_slice(&chunk.token_ids);
+                }
+            }
             Ok(StreamEvent::Final(done)) => {
                 // The same figure the gRPC server sends in `complete.cached_tokens`.
                 record.cached_tokens = u64::from(done.cached_tokens.unwrap_or(0));
@@ -213,10 +218,16 @@ async fn over_grpc(
         let now = clock.now_s();
         match item.map(|m| m.response) {
             Ok(Some(pb::generate_response::Response::Chunk(chunk))) => {
-                record.record_chunk(now, chunk.token_ids.len() as u32)
+                record.record_chunk(now, chunk.token_ids.len() as u32);
+                if record.session.is_some() {
+                    record.answer_ids.extend_from_slice(&chunk.token_ids);
+                }
             }
             Ok(Some(pb::generate_response::Response::Complete(done))) => {
                 record.cached_tokens = u64::from(done.cached_tokens);
+                if record.session.is_some() && record.answer_ids.is_empty() {
+                    record.answer_ids = done.output_token_ids.clone();
+                }
                 if done.spec_draft_tokens > 0 {
                     record.speculative = Some(SpecCounts {
                         decoding_steps: 0,

@@ -176,6 +176,99 @@ pub fn load_sharegpt(path: &Path) -> Result<Vec<DatasetEntry>, DatasetError> {
     Ok(entries)
 }
 
+/// Reads a ShareGPT-style JSON file as whole conversations: each one's human turns in order,
+/// each with the gpt reply that follows it (the reference for its output length).
+/// Conversations without a human turn are skipped.
+///
+/// ```rust
+/// use trtllm::bench::{load_sharegpt_sessions, PromptInput};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("sharegpt.json");
+/// std::fs::write(&path, r#"[{"conversations": [
+///   {"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello!"},
+///   {"from": "human", "value": "How are you?"}, {"from": "gpt", "value": "Fine."}]}]"#).unwrap();
+/// let sessions = load_sharegpt_sessions(&path).unwrap();
+/// assert_eq!(sessions[0].len(), 2);
+/// assert_eq!(sessions[0][1].prompt, PromptInput::Text("How are you?".into()));
+/// assert_eq!(sessions[0][1].reply.as_deref(), Some("Fine."));
+/// ```
+pub fn load_sharegpt_sessions(path: &Path) -> Result<Vec<Vec<DatasetEntry>>, DatasetError> {
+    let text = read(path)?;
+    let format = |message: String| DatasetError::Format { path: path.to_owned(), message };
+    let value: Value = serde_json::from_str(&text).map_err(|e| format(format!("not JSON: {e}")))?;
+    let conversations = value.as_array().ok_or_else(|| format("expected a JSON array of conversations".into()))?;
+    let mut sessions = Vec::new();
+    for conversation in conversations {
+        let Some(turns) = conversation.get("conversations").and_then(Value::as_array) else { continue };
+        let mut entries: Vec<DatasetEntry> = Vec::new();
+        for t in turns {
+            let (Some(from), Some(value)) =
+                (t.get("from").and_then(Value::as_str), t.get("value").and_then(Value::as_str))
+            else {
+                continue;
+            };
+            match from.to_ascii_lowercase().as_str() {
+                "human" | "user" => entries.push(DatasetEntry {
+                    prompt: PromptInput::Text(value.to_owned()),
+                    output_len: None,
+                    reply: None,
+                }),
+                "gpt" | "assistant" => {
+                    if let Some(last) = entries.last_mut().filter(|e| e.reply.is_none()) {
+                        last.reply = Some(value.to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !entries.is_empty() {
+            sessions.push(entries);
+        }
+    }
+    if sessions.is_empty() {
+        return Err(DatasetError::Empty(path.to_owned()));
+    }
+    Ok(sessions)
+}
+
+/// Tokenizes conversations into session scripts: each human turn's text encoded (special
+/// tokens on the first turn only: later ones continue the history) and, when
+/// `reply_output_len`, its reply's token count as the turn's output length.
+pub fn tokenize_sessions(
+    sessions: &[Vec<DatasetEntry>],
+    tokenizer: &Tokenizer,
+    reply_output_len: bool,
+) -> Result<Vec<Vec<super::session::UserMessage>>, DatasetError> {
+    sessions
+        .iter()
+        .enumerate()
+        .map(|(index, entries)| {
+            let text_err = |source| DatasetError::Text { index, source };
+            entries
+                .iter()
+                .enumerate()
+                .map(|(turn, entry)| {
+                    let (token_ids, text) = match &entry.prompt {
+                        PromptInput::TokenIds(ids) => (ids.clone(), None),
+                        PromptInput::Text(text) => {
+                            (tokenizer.encode(text, turn == 0).map_err(text_err)?, Some(text.clone()))
+                        }
+                    };
+                    let output_len = match (&entry.reply, reply_output_len) {
+                        (Some(reply), true) => {
+                            let n = tokenizer.encode(reply, false).map_err(text_err)?.len();
+                            u32::try_from(n).ok().filter(|&n| n > 0)
+                        }
+                        _ => None,
+                    };
+                    Ok(super::session::UserMessage { token_ids, text, output_len: entry.output_len.or(output_len) })
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// How text entries become token ids.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TokenizeOptions<'a> {

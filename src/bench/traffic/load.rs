@@ -76,6 +76,47 @@ impl Load {
     }
 }
 
+/// When closed-loop users send their first measured request.
+///
+/// Users that all start at once, with fixed output lengths, finish together and restart
+/// together for the whole run (every wave prefills all their prompts at once), and the figures
+/// then depend on that accident; spread out, their requests fall evenly over the request cycle,
+/// as independent users' do.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum UserStart {
+    /// Spread evenly over the warmup's mean request latency (one request cycle); together when
+    /// there was no warmup.
+    #[default]
+    Auto,
+    /// User `u` of `n` starts `u / n` of this after the first.
+    Spread(Duration),
+    /// All at once (lockstep, `--users-start-together`).
+    Together,
+}
+
+impl UserStart {
+    /// When user `user` of `users` starts after the first, given the warmup's mean request
+    /// latency (`None`: no warmup).
+    ///
+    /// ```rust
+    /// use std::time::Duration;
+    /// use trtllm::bench::UserStart;
+    ///
+    /// let cycle = Some(Duration::from_millis(400));
+    /// assert_eq!(UserStart::Auto.offset(2, 4, cycle), Duration::from_millis(200));
+    /// assert_eq!(UserStart::Auto.offset(2, 4, None), Duration::ZERO);
+    /// assert_eq!(UserStart::Together.offset(3, 4, cycle), Duration::ZERO);
+    /// ```
+    pub fn offset(&self, user: usize, users: usize, warmup_latency: Option<Duration>) -> Duration {
+        let span = match self {
+            UserStart::Auto => warmup_latency.unwrap_or_default(),
+            UserStart::Spread(span) => *span,
+            UserStart::Together => Duration::ZERO,
+        };
+        if users == 0 { Duration::ZERO } else { span.mul_f64(user as f64 / users as f64) }
+    }
+}
+
 /// One sweep point's load: the shape, how many requests, warmup, and optional ramp-up and
 /// duration.
 ///
@@ -97,12 +138,21 @@ pub struct LoadPlan {
     pub ramp_up: Option<Duration>,
     /// Sustained load time after the ramp-up.
     pub duration: Option<Duration>,
+    /// Closed loop: when users send their first measured request (spread out by default).
+    pub user_start: UserStart,
 }
 
 impl LoadPlan {
     /// A closed-loop plan of `num_prompts` requests at `concurrency`, no warmup.
     pub fn closed(concurrency: usize, num_prompts: usize) -> Self {
-        LoadPlan { load: Load::Closed { concurrency }, num_prompts, warmup: 0, ramp_up: None, duration: None }
+        LoadPlan {
+            load: Load::Closed { concurrency },
+            num_prompts,
+            warmup: 0,
+            ramp_up: None,
+            duration: None,
+            user_start: UserStart::Auto,
+        }
     }
 
     /// Checks the numbers and combinations.

@@ -4,5 +4,6 @@
 pub(crate) mod dataset;
 pub(crate) mod load;
 pub(crate) mod prompt;
+pub(crate) mod session;
 pub(crate) mod trace;
 pub(crate) mod workload;

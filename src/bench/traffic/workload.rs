@@ -9,6 +9,8 @@ use rand::{RngExt, SeedableRng};
 use crate::GuidedDecodingParams;
 
 pub use super::prompt::Prompt;
+use super::session::{Session, SessionPlan, SessionScript, TurnPrompt, UserMessage};
+use crate::text::ChatMessage;
 
 /// Where prompts come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +34,10 @@ pub enum PromptSource {
     /// A request trace (`--dataset trace`): its prompts in arrival order, each sent at its
     /// trace time (see [`crate::bench::TraceReplay`]); the runner takes the arrivals from here.
     Trace(Arc<super::trace::TraceReplay>),
+    /// Multi-turn sessions (`--turns`, or ShareGPT conversations): each turn resends the
+    /// history; the runner drives them ([`PromptSampler::next_session`]). Drawn as plain
+    /// prompts (a warmup), a session gives its first turn.
+    Sessions(Arc<SessionPlan>),
 }
 
 /// What a single request asks of the executor.
@@ -53,6 +59,11 @@ pub struct RequestSpec {
     pub expected_output_tokens: Option<u64>,
     /// Guided decoding (structured output) for the request.
     pub guide: Option<GuidedDecodingParams>,
+    /// The session and turn, when the request is a turn of a multi-turn session.
+    pub session: Option<super::session::SessionTurn>,
+    /// A session's history as chat messages (user, assistant, ..., user), which a chat
+    /// completions target sends instead of the decoded prompt.
+    pub messages: Option<Arc<[ChatMessage]>>,
 }
 
 /// A workload: prompts plus how each request ends.
@@ -113,6 +124,23 @@ pub enum WorkloadPhase {
 }
 
 impl Workload {
+    /// The sessions this workload runs, if it is multi-turn.
+    pub fn sessions(&self) -> Option<&Arc<SessionPlan>> {
+        match &self.source {
+            PromptSource::Sessions(plan) => Some(plan),
+            _ => None,
+        }
+    }
+
+    /// The request for one turn of `session`: its prompt (the whole history), its tag and its
+    /// messages, under the workload's output-length and stopping rules.
+    pub fn session_request(&self, session: &Session, turn: TurnPrompt) -> RequestSpec {
+        let mut spec = self.request(Prompt { token_ids: turn.prompt, output_len: turn.output_len });
+        spec.session = Some(turn.tag);
+        spec.messages = Some(session.messages().to_vec().into());
+        spec
+    }
+
     /// The trace this workload replays, if its prompts come from one.
     pub fn trace(&self) -> Option<&super::trace::TraceReplay> {
         match &self.source {
@@ -144,10 +172,24 @@ impl Workload {
                 order.shuffle(&mut rng);
                 (Vec::new(), order)
             }
+            PromptSource::Sessions(plan) => match &plan.script {
+                SessionScript::Synthetic { vocab_size, first_len, shared_prefix, .. } => {
+                    let mut prefix_rng = StdRng::seed_from_u64(mix(self.seed));
+                    let vocab = (*vocab_size).max(2) as u32;
+                    let prefix: Vec<u32> =
+                        (0..(*shared_prefix).min(*first_len)).map(|_| prefix_rng.random_range(1..vocab)).collect();
+                    (prefix, Vec::new())
+                }
+                SessionScript::Conversations(all) => {
+                    let mut order: Vec<usize> = (0..all.len()).collect();
+                    order.shuffle(&mut rng);
+                    (Vec::new(), order)
+                }
+            },
             // A trace is replayed in its own order.
             PromptSource::Trace(_) => (Vec::new(), Vec::new()),
         };
-        PromptSampler { workload: self.clone(), rng, prefix, order, next: 0 }
+        PromptSampler { workload: self.clone(), rng, prefix, order, next: 0, sessions: 0 }
     }
 
     /// The request for `prompt` under this workload's output-length and stopping rules.
@@ -162,6 +204,8 @@ impl Workload {
             streaming: self.streaming,
             expected_output_tokens: Some(u64::from(max_tokens)),
             guide: self.guide.clone(),
+            session: None,
+            messages: None,
         }
     }
 }
@@ -174,6 +218,8 @@ pub struct PromptSampler {
     prefix: Vec<u32>,
     order: Vec<usize>,
     next: usize,
+    /// Sessions drawn so far (their numbers).
+    sessions: u64,
 }
 
 impl PromptSampler {
@@ -198,6 +244,13 @@ impl PromptSampler {
                 self.next += 1;
                 prompt
             }
+            PromptSource::Sessions(_) => {
+                let mut session = self.next_session();
+                match session.first() {
+                    Ok(turn) => Prompt { token_ids: turn.prompt, output_len: turn.output_len },
+                    Err(_) => Prompt { token_ids: Vec::new(), output_len: None },
+                }
+            }
             PromptSource::Trace(trace) => {
                 if trace.prompts.is_empty() {
                     return Prompt { token_ids: Vec::new(), output_len: None };
@@ -207,6 +260,56 @@ impl PromptSampler {
                 prompt
             }
         }
+    }
+
+    /// The next session (a workload of [`PromptSource::Sessions`]): synthetic messages drawn
+    /// from this stream, or the next conversation of the dataset in this stream's order. Any
+    /// other workload gives a one-turn session of its next prompt.
+    pub fn next_session(&mut self) -> Session {
+        let id = self.sessions;
+        self.sessions += 1;
+        let plan = match &self.workload.source {
+            PromptSource::Sessions(plan) => plan.clone(),
+            _ => {
+                let prompt = self.next_prompt();
+                let plan = SessionPlan {
+                    script: SessionScript::Conversations(Arc::from(Vec::new())),
+                    turns: 1,
+                    think_time: std::time::Duration::ZERO,
+                    tokenizer: None,
+                    chat_template: false,
+                };
+                let message = UserMessage { token_ids: prompt.token_ids, text: None, output_len: prompt.output_len };
+                return Session::new(Arc::new(plan), id, vec![message]);
+            }
+        };
+        let script = match &plan.script {
+            SessionScript::Synthetic { vocab_size, first_len, turn_len, .. } => {
+                let vocab = (*vocab_size).max(2) as u32;
+                (0..plan.turns.max(1))
+                    .map(|turn| {
+                        let mut ids = if turn == 0 { self.prefix.clone() } else { Vec::new() };
+                        let len = if turn == 0 { *first_len } else { *turn_len };
+                        ids.extend((ids.len()..len).map(|_| self.rng.random_range(1..vocab)));
+                        UserMessage { token_ids: ids, text: None, output_len: None }
+                    })
+                    .collect()
+            }
+            SessionScript::Conversations(all) => {
+                if all.is_empty() {
+                    vec![UserMessage { token_ids: Vec::new(), text: None, output_len: None }]
+                } else {
+                    if self.next == self.order.len() {
+                        self.order.shuffle(&mut self.rng);
+                        self.next = 0;
+                    }
+                    let conversation = all[self.order[self.next]].clone();
+                    self.next += 1;
+                    conversation
+                }
+            }
+        };
+        Session::new(plan, id, script)
     }
 
     /// The next request: the next prompt under the workload's rules.

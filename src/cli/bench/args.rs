@@ -94,6 +94,20 @@ pub struct RunArgs {
     /// naturally at the end id, capped at the output length.
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
     pub ignore_eos: bool,
+    /// Multi-turn sessions: each session sends N turns, every turn's prompt the previous
+    /// prompt, the previous answer and a new user message (so the KV cache can reuse the
+    /// history). Random prompts: synthetic conversations (`--input-len` first message,
+    /// `--turn-input-len` later ones); `--dataset sharegpt`: up to N human turns of each
+    /// conversation. Closed loop: each user runs sessions one after another; open loop: the
+    /// rate is of session starts.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub turns: Option<u32>,
+    /// Seconds a session's user waits after an answer before sending the next turn.
+    #[arg(long, default_value_t = 0.0, requires = "turns")]
+    pub think_time: f64,
+    /// Tokens of each later user message of a synthetic session [default: --input-len].
+    #[arg(long, requires = "turns")]
+    pub turn_input_len: Option<usize>,
     /// Seed for prompts and arrivals (each point and phase draws its own stream from it).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -140,6 +154,15 @@ pub struct RunArgs {
     /// the cap, else 1].
     #[arg(long)]
     pub warmup: Option<usize>,
+    /// Closed loop: start all users at once. By default they start spread evenly over one
+    /// request cycle (the warmup's mean request latency), as independent users do; started
+    /// together with fixed output lengths they stay in lockstep for the whole run.
+    #[arg(long, conflicts_with = "start_spread")]
+    pub users_start_together: bool,
+    /// Closed loop: seconds over which to spread the users' first requests instead of the
+    /// warmup's mean request latency.
+    #[arg(long)]
+    pub start_spread: Option<f64>,
     /// Seconds over which closed-loop users are added linearly before the --duration.
     #[arg(long, requires = "duration")]
     pub ramp_up: Option<f64>,
@@ -166,4 +189,17 @@ pub struct RunArgs {
     /// Where to write results (default bench-results/<date>).
     #[arg(long)]
     pub output_dir: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// When closed-loop users start (`--users-start-together`, `--start-spread`).
+    pub fn user_start(&self) -> trtllm::bench::UserStart {
+        match (self.users_start_together, self.start_spread) {
+            (true, _) => trtllm::bench::UserStart::Together,
+            (false, Some(s)) if s.is_finite() && s >= 0.0 => {
+                trtllm::bench::UserStart::Spread(std::time::Duration::from_secs_f64(s))
+            }
+            _ => trtllm::bench::UserStart::Auto,
+        }
+    }
 }

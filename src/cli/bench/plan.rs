@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use trtllm::bench::{
-    Load, LoadPlan, Prompt, PromptSource, TokenizeOptions, Trace, TraceOptions, Workload, load_jsonl, load_sharegpt,
-    tokenize_entries,
+    Load, LoadPlan, Prompt, PromptSource, SessionPlan, SessionScript, TokenizeOptions, Trace, TraceOptions, Workload,
+    load_jsonl, load_sharegpt, load_sharegpt_sessions, tokenize_entries, tokenize_sessions,
 };
 use trtllm::text::Tokenizer;
 
@@ -57,6 +57,14 @@ impl Point {
             "warmup": self.plan.warmup,
             "ramp_up_s": self.plan.ramp_up.map(|d| d.as_secs_f64()),
             "duration_s": self.plan.duration.map(|d| d.as_secs_f64()),
+            "turns": args.turns,
+            "think_time_s": args.turns.map(|_| args.think_time),
+            "turn_input_len": args.turns.map(|_| args.turn_input_len.or(self.input_len)),
+            "user_start": match self.plan.user_start {
+                trtllm::bench::UserStart::Auto => json!("spread over the warmup's mean request latency"),
+                trtllm::bench::UserStart::Spread(d) => json!(format!("spread over {:.3} s", d.as_secs_f64())),
+                trtllm::bench::UserStart::Together => json!("together"),
+            },
         })
     }
 }
@@ -67,6 +75,9 @@ pub fn prompt_sources(
     vocab_size: usize,
     tokenizer: Option<&Tokenizer>,
 ) -> anyhow::Result<Vec<(Option<usize>, PromptSource)>> {
+    if let Some(turns) = args.turns {
+        return session_sources(args, turns, vocab_size, tokenizer);
+    }
     if args.dataset == DatasetKind::Random {
         if args.dataset_path.is_some() {
             bail!("--dataset-path needs --dataset jsonl or sharegpt");
@@ -108,6 +119,69 @@ pub fn prompt_sources(
     let tokens: usize = prompts.iter().map(|p| p.token_ids.len()).sum();
     eprintln!("dataset {}: {} prompts, {tokens} prompt tokens", path.display(), prompts.len());
     Ok(vec![(None, PromptSource::Dataset(Arc::<[Prompt]>::from(prompts)))])
+}
+
+/// `--turns N`: multi-turn sessions, synthetic (one source per input length) or ShareGPT's.
+fn session_sources(
+    args: &RunArgs,
+    turns: u32,
+    vocab_size: usize,
+    tokenizer: Option<&Tokenizer>,
+) -> anyhow::Result<Vec<(Option<usize>, PromptSource)>> {
+    if !(args.think_time.is_finite() && args.think_time >= 0.0) {
+        bail!("--think-time must be a non-negative number of seconds");
+    }
+    let plan = |script| SessionPlan {
+        script,
+        turns,
+        think_time: Duration::from_secs_f64(args.think_time),
+        tokenizer: tokenizer.cloned().map(Arc::new),
+        chat_template: args.chat_template,
+    };
+    if args.chat_template && tokenizer.and_then(Tokenizer::chat_template).is_none() {
+        bail!("--chat-template needs a tokenizer with a chat template (pass --tokenizer DIR)");
+    }
+    match args.dataset {
+        DatasetKind::Random => {
+            if args.dataset_path.is_some() {
+                bail!("--dataset-path needs --dataset sharegpt for sessions");
+            }
+            let lens = args.input_len.clone().unwrap_or_else(|| vec![128, 1024]);
+            if lens.contains(&0) || args.turn_input_len == Some(0) {
+                bail!("--input-len and --turn-input-len must be at least 1");
+            }
+            Ok(lens
+                .into_iter()
+                .map(|first_len| {
+                    let script = SessionScript::Synthetic {
+                        vocab_size,
+                        first_len,
+                        turn_len: args.turn_input_len.unwrap_or(first_len),
+                        shared_prefix: args.shared_prefix,
+                    };
+                    (Some(first_len), PromptSource::Sessions(Arc::new(plan(script))))
+                })
+                .collect())
+        }
+        DatasetKind::Sharegpt => {
+            if args.input_len.is_some() || args.shared_prefix > 0 {
+                bail!("--input-len and --shared-prefix apply to synthetic sessions, not ShareGPT's");
+            }
+            let path = args.dataset_path.as_deref().context("--dataset sharegpt needs --dataset-path")?;
+            let tokenizer = tokenizer.context("ShareGPT sessions are text: pass --tokenizer DIR")?;
+            let sessions = load_sharegpt_sessions(path)?;
+            let scripts = tokenize_sessions(&sessions, tokenizer, args.output_len.is_none())?;
+            let multi = scripts.iter().filter(|s| s.len() > 1).count();
+            eprintln!(
+                "dataset {}: {} conversations, {multi} with more than one human turn",
+                path.display(),
+                scripts.len()
+            );
+            let script = SessionScript::Conversations(scripts.into());
+            Ok(vec![(None, PromptSource::Sessions(Arc::new(plan(script))))])
+        }
+        other => bail!("--turns runs synthetic (random) or ShareGPT sessions, not --dataset {}", other.name()),
+    }
 }
 
 /// `--dataset trace`: the trace's prompts and arrivals, one source.
@@ -221,7 +295,7 @@ pub fn points(
                 // Load, measured requests, warmup, rate, and the load part of the file stem.
                 let (load, num_prompts, warmup, request_rate, load_part) = match value {
                     LoadAxis::Concurrency(c) => {
-                        let n = args.num_prompts.unwrap_or((2 * c).max(4));
+                        let n = args.num_prompts.unwrap_or((2 * c).max(4) * args.turns.unwrap_or(1) as usize);
                         (Load::Closed { concurrency: c }, n, args.warmup.unwrap_or(c), f64::INFINITY, format!("c{c}"))
                     }
                     LoadAxis::Trace(rate, count) => {
@@ -247,7 +321,7 @@ pub fn points(
                         (load, n, args.warmup.unwrap_or(args.max_concurrency.unwrap_or(1)), rate, stem)
                     }
                 };
-                let plan = LoadPlan { load, num_prompts, warmup, ramp_up, duration };
+                let plan = LoadPlan { load, num_prompts, warmup, ramp_up, duration, user_start: args.user_start() };
                 plan.validate()?;
                 let workload = Workload {
                     source: source.clone(),
