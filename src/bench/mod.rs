@@ -70,6 +70,7 @@ pub use metrics::calibration::{Calibration, itl_errors_s};
 pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
+pub use metrics::load_shape::{SteadyWindow, TOGETHER_S, arrival_sync, sessions_by_turn};
 pub use metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::slo::{SloError, Slos};
 pub use metrics::speculative::{SpecCounts, SpeculativeSummary};

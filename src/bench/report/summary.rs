@@ -19,8 +19,10 @@ use crate::bench::metrics::throughput::Throughput;
 /// `max_output_tokens_per_s_by_token`, `mean_concurrent_requests`, `inflight_input_tokens`,
 /// actual token counts (`mean_prompt_tokens`, `max_output_tokens`, `total_cached_tokens`,
 /// `output_len_mismatches`, ...), `streaming`, `goodput_slos`, `goodput_slos_not_applicable`,
-/// `warmup_requests`, `ramp_up_requests`, `server`, `calibration`, and the open-ended `engine`,
-/// `workload`, `kv`, `iter`, `prediction` and `metadata` objects (written when set).
+/// `warmup_requests`, `ramp_up_requests`, `server`, `calibration`, `arrivals` (how
+/// synchronised the sends were), `steady_state` (the figures of the steady window), `sessions`
+/// (by turn, multi-turn workloads), and the open-ended `engine`, `workload`, `kv`, `iter`,
+/// `prediction`, `metadata` and `executor_settings` objects (written when set).
 ///
 /// Differences from vLLM worth knowing: `failed_requests` is always written (empty when nothing
 /// failed); `duration` is the measured window (first send to last completion), which is also
@@ -116,6 +118,14 @@ pub struct Summary {
     pub lora: Option<Value>,
     /// Speculative-decoding figures, when requests proposed draft tokens.
     pub speculative: Option<crate::bench::metrics::speculative::SpeculativeSummary>,
+    /// TTFT, ITL and KV-cache hits by session turn (multi-turn workloads).
+    pub sessions: Option<Value>,
+    /// How synchronised the measured sends were ([`crate::bench::arrival_sync`]).
+    pub arrivals: Option<Value>,
+    /// The steady part of the run beside the whole ([`crate::bench::SteadyWindow`]).
+    pub steady_state: Option<Value>,
+    /// The executor's runtime settings the run used (filled by the runner).
+    pub executor_settings: Option<Value>,
 }
 
 impl Summary {
@@ -216,6 +226,10 @@ impl Summary {
             ("prediction", &self.prediction),
             ("metadata", &self.metadata),
             ("lora", &self.lora),
+            ("executor_settings", &self.executor_settings),
+            ("arrivals", &self.arrivals),
+            ("steady_state", &self.steady_state),
+            ("sessions", &self.sessions),
         ];
         for (name, value) in sections {
             if let Some(v) = value {

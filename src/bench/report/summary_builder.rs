@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use super::summary::Summary;
 use super::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats, TokenStats};
 use crate::bench::metrics::calibration::Calibration;
+use crate::bench::metrics::load_shape::{SteadyWindow, arrival_sync, sessions_by_turn};
 use crate::bench::metrics::record::{Phase, RequestRecord};
 use crate::bench::metrics::slo::Slos;
 use crate::bench::metrics::speculative::SpeculativeSummary;
@@ -215,6 +216,10 @@ impl SummaryBuilder {
             prediction,
             metadata,
             lora: None,
+            sessions: sessions_by_turn(records, ps),
+            arrivals: (!measured.is_empty()).then(|| arrival_sync(records)),
+            steady_state: SteadyWindow::find(records).map(|w| w.section(records, ps)),
+            executor_settings: None,
             speculative: SpeculativeSummary::compute(
                 ok.iter().filter_map(|r| r.speculative.as_ref().map(|c| (r.output_tokens, c))),
             ),

@@ -156,6 +156,8 @@ impl<'a> Report<'a> {
             }
         }
 
+        notes.extend(load_shape_lines(&point.stem, &summary));
+
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
         files.write_summary(&summary)?;
         files.write_requests(&run.records)?;
@@ -211,6 +213,56 @@ impl<'a> Report<'a> {
         }
         Ok(())
     }
+}
+
+/// Console lines for the load's shape: TTFT and cache hits by session turn, the steady window
+/// beside the whole run, and a warning when users sent in lockstep.
+fn load_shape_lines(stem: &str, summary: &trtllm::bench::Summary) -> Vec<String> {
+    let mut lines = Vec::new();
+    let f = |v: &Value| v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
+    if let Some(sessions) = &summary.sessions {
+        let turns: Vec<String> = sessions["turns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                format!(
+                    "turn {}: {} req, {:.0} prompt tok, TTFT p50 {} ms, ITL mean {} ms, cache hit {:.0}%",
+                    t["turn"],
+                    t["requests"],
+                    t["mean_prompt_tokens"].as_f64().unwrap_or(0.0),
+                    f(&t["p50_ttft_ms"]),
+                    f(&t["mean_itl_ms"]),
+                    t["cache_hit_rate"].as_f64().unwrap_or(0.0) * 100.0
+                )
+            })
+            .collect();
+        lines.push(format!("sessions {stem}: {} sessions\n  {}", sessions["sessions"], turns.join("\n  ")));
+    }
+    if let Some(steady) = &summary.steady_state {
+        lines.push(format!(
+            "steady {stem}: {:.2}-{:.2} s at {} in flight, {} req ({:.0}% of measured): TTFT p50 {} ms (whole run {}), TPOT p50 {} ms (whole run {})",
+            steady["start_s"].as_f64().unwrap_or(0.0),
+            steady["end_s"].as_f64().unwrap_or(0.0),
+            steady["in_flight_level"],
+            steady["requests"],
+            steady["share_of_measured"].as_f64().unwrap_or(0.0) * 100.0,
+            f(&steady["p50_ttft_ms"]),
+            summary.ttft.median().map_or("-".into(), |x| format!("{x:.2}")),
+            f(&steady["p50_tpot_ms"]),
+            summary.tpot.median().map_or("-".into(), |x| format!("{x:.2}")),
+        ));
+    }
+    if let Some(arrivals) = &summary.arrivals
+        && arrivals["reading"].as_str().is_some_and(|r| r.starts_with("lockstep"))
+    {
+        lines.push(format!(
+            "arrivals {stem}: {:.0}% of requests were sent within {} ms of another (lockstep); figures depend on it",
+            arrivals["sent_together_share"].as_f64().unwrap_or(0.0) * 100.0,
+            arrivals["together_within_ms"]
+        ));
+    }
+    lines
 }
 
 /// One console line for a point's `lora` section.
