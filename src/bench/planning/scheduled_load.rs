@@ -30,6 +30,10 @@ pub(crate) const CLIENT_STAGGER: Duration = Duration::from_micros(10);
 /// One request to send: its index, phase and content.
 pub(crate) type Planned = (u64, Phase, RequestSpec);
 
+/// Where a user's requests after its first come from: request `n` of user `u`, given the one
+/// before it as it finished (a session's next turn carries its answer); `None` ends the user.
+pub(crate) type NextRequest = Arc<dyn Fn(usize, u64, Option<&RequestRecord>) -> Option<Planned> + Send + Sync>;
+
 /// Sends requests to a virtual-clock executor and reports their records.
 #[derive(Clone)]
 pub(crate) struct ScheduledLoad {
@@ -54,6 +58,10 @@ pub(crate) enum UserLimit {
     /// Sends until its next arrival would be at or after this simulated time; requests arriving
     /// before `ramp_end` are ramp-up requests.
     Until { deadline: Instant, ramp_end: Instant },
+    /// Multi-turn sessions: sends what `next` gives until it gives nothing or the next arrival
+    /// would be at or after `deadline`; a user thinks `think` after each turn but a session's
+    /// last (its next request's arrival is that much later).
+    Sessions { deadline: Option<Instant>, ramp_end: Option<Instant>, think: Duration },
 }
 
 /// When `record`'s request ended on the executor, seconds on the run clock.
@@ -135,7 +143,7 @@ impl ScheduledLoad {
         lists: Vec<VecDeque<Planned>>,
         starts: Vec<Instant>,
         limit: UserLimit,
-        next: Option<Arc<dyn Fn(usize, u64) -> Planned + Send + Sync>>,
+        next: Option<NextRequest>,
     ) {
         // A user with a fixed list sends it all at once, each request chained to the one before
         // (unless LoRA traffic decides per request from what has ended well).
@@ -153,6 +161,7 @@ impl ScheduledLoad {
                 limit,
                 next: next.clone(),
                 sent: 1,
+                gap: Duration::ZERO,
             };
             let Some(first) = user.list.pop_front() else { continue };
             // Under the caller's hold: no lease to release.
@@ -249,10 +258,12 @@ struct ClosedLoopUser {
     /// Requests still to send (a duration run: only the first; later ones come from `next`).
     list: VecDeque<Planned>,
     limit: UserLimit,
-    /// Under a duration: request `n` of user `u` is `next(u, n)`.
-    next: Option<Arc<dyn Fn(usize, u64) -> Planned + Send + Sync>>,
+    /// Under a duration or sessions: request `n` of user `u` is `next(u, n, previous)`.
+    next: Option<NextRequest>,
     /// Requests drawn so far (from the list's first on).
     sent: u64,
+    /// Think time after the request in flight (a session's turn but its last).
+    gap: Duration,
     /// Time from a request's end to the user's next arrival.
     delay: Duration,
 }
@@ -263,19 +274,38 @@ impl ClosedLoopUser {
         match self.limit {
             UserLimit::Count => (!self.list.is_empty()).then_some(self.delay),
             UserLimit::Until { .. } => Some(self.delay),
+            UserLimit::Sessions { .. } => Some(self.delay + self.gap),
         }
     }
 
-    /// The user's next request, arriving at `at` (`None`: unknown, which ends a duration run's
-    /// user), or `None` when it has nothing more to send.
-    fn next_request(&mut self, at: Option<Instant>) -> Option<Planned> {
+    /// Sets the think time that follows `planned` (before it is enqueued: its follow-up lease
+    /// asks for it).
+    fn think_after(&mut self, planned: &Planned) {
+        if let UserLimit::Sessions { think, .. } = self.limit {
+            self.gap = match planned.2.session {
+                Some(tag) if !tag.last => think,
+                _ => Duration::ZERO,
+            };
+        }
+    }
+
+    /// The user's next request after `previous`, arriving at `at` (`None`: unknown, which ends
+    /// a duration run's user), or `None` when it has nothing more to send.
+    fn next_request(&mut self, at: Option<Instant>, previous: Option<&RequestRecord>) -> Option<Planned> {
         match self.limit {
             UserLimit::Count => self.list.pop_front(),
             UserLimit::Until { deadline, ramp_end } => {
                 let at = at.filter(|&a| a < deadline)?;
-                let (index, _, spec) = self.next.as_ref()?(self.user, self.sent);
+                let (index, _, spec) = self.next.as_ref()?(self.user, self.sent, previous)?;
                 self.sent += 1;
                 let phase = if at < ramp_end { Phase::RampUp } else { Phase::Measure };
+                Some((index, phase, spec))
+            }
+            UserLimit::Sessions { deadline, ramp_end, .. } => {
+                let at = at.filter(|&a| deadline.is_none_or(|d| a < d))?;
+                let (index, _, spec) = self.next.as_ref()?(self.user, self.sent, previous)?;
+                self.sent += 1;
+                let phase = if ramp_end.is_some_and(|r| at < r) { Phase::RampUp } else { Phase::Measure };
                 Some((index, phase, spec))
             }
         }
@@ -293,6 +323,7 @@ impl ClosedLoopUser {
         lease: Option<u64>,
     ) -> Option<(GenerationStream, RequestRecord)> {
         loop {
+            self.think_after(&planned);
             match self.load.enqueue(&planned, arrival, self.follow_up()) {
                 Ok(sent) => {
                     if let (Some(key), Arrival::At(_)) = (lease, arrival) {
@@ -315,9 +346,10 @@ impl ClosedLoopUser {
         retry: Arrival,
         lease: Option<u64>,
     ) -> Option<(Planned, Arrival, Option<Instant>)> {
-        self.load.refused(record, at);
         let next_at = at.map(|a| a + self.delay);
-        match self.next_request(next_at) {
+        let next = self.next_request(next_at, Some(&record));
+        self.load.refused(record, at);
+        match next {
             Some(planned) => Some((planned, next_at.map_or(retry, Arrival::At), next_at)),
             None => {
                 if let Some(key) = lease {
@@ -335,8 +367,9 @@ impl ClosedLoopUser {
             let id = stream.request_id();
             let finished = settled(consume_in_process(stream, record, &self.load.clock).await);
             let arrival = self.arrival_after(&finished);
+            let next = self.next_request(arrival, Some(&finished));
             let _ = self.load.done.send(finished);
-            let Some(planned) = self.next_request(arrival) else {
+            let Some(planned) = next else {
                 // A lease it did not ask for is not there: releasing it does nothing.
                 let _ = self.load.executor.executor().release_arrivals(id);
                 return;
@@ -351,7 +384,7 @@ impl ClosedLoopUser {
     /// When the user's next request arrives after `finished` (`None` when its end is unknown).
     fn arrival_after(&self, finished: &RequestRecord) -> Option<Instant> {
         let ended = end_s(finished)?;
-        Some(self.load.clock.origin() + Duration::from_secs_f64(ended.max(0.0)) + self.delay)
+        Some(self.load.clock.origin() + Duration::from_secs_f64(ended.max(0.0)) + self.delay + self.gap)
     }
 
     /// Enqueues the rest of the list now, each as the follow-up of the request before: the

@@ -20,12 +20,13 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::scheduled_load::{CLIENT_STAGGER, Planned, ScheduledLoad, UserLimit};
+use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
-use crate::bench::runner::point::PointRun;
+use crate::bench::runner::point::{PointRun, answer_of};
 use crate::bench::traffic::load::{Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
-use crate::bench::traffic::workload::{Workload, WorkloadPhase};
+use crate::bench::traffic::session::Session;
+use crate::bench::traffic::workload::{PromptSampler, Workload, WorkloadPhase};
 use crate::{AsyncExecutor, ExecutorConfig};
 
 /// Iteration statistics the executor may buffer between two polls: a virtual-clock executor
@@ -186,12 +187,46 @@ pub async fn run_virtual_point_with(
         records.extend(warm);
     }
     let seed = workload.seed ^ point.rotate_left(32);
+    let cycle = warmup_cycle(&records);
+    // Closed-loop users' first arrivals: spread over the request cycle unless asked otherwise.
+    let spread =
+        |users: usize| -> Vec<Duration> { (0..users).map(|u| plan.user_start.offset(u, users, cycle)).collect() };
     let measured = run_phase(&executor, clock, options, step_responses, |load| {
         let start = load.executor.executor().simulated_now()?;
         let mut sampler = workload.sampler(point, WorkloadPhase::Measure);
         // A trace replay: its own arrival times, under the load's cap if any.
         let trace = workload.trace().map(|t| t.arrivals_s(plan));
         match (plan.load, plan.duration) {
+            (Load::Closed { concurrency }, duration) if workload.sessions().is_some() => {
+                let ramp_up = plan.ramp_up.unwrap_or_default();
+                let think = workload.sessions().map_or(Duration::ZERO, |p| p.think_time);
+                let limit = UserLimit::Sessions {
+                    deadline: duration.map(|d| start + ramp_up + d),
+                    ramp_end: duration.map(|_| start + ramp_up),
+                    think,
+                };
+                let budget = duration.is_none().then_some(plan.num_prompts);
+                let next = session_hook(workload, sampler, concurrency, next_index, budget);
+                let starts: Vec<Instant> = (0..concurrency)
+                    .map(|u| start + Duration::from_secs_f64(ramp_start_s(u, concurrency, ramp_up.as_secs_f64())))
+                    .zip(first_wave(Duration::ZERO, concurrency))
+                    .zip(spread(concurrency))
+                    .map(|((at, stagger), offset)| at + stagger + offset)
+                    .collect();
+                let firsts: Vec<VecDeque<Planned>> = (0..concurrency)
+                    .map(|u| {
+                        let first = next(u, 0, None).map(|(index, _, spec)| {
+                            let phase = if starts[u] < start + ramp_up { Phase::RampUp } else { Phase::Measure };
+                            (index, phase, spec)
+                        });
+                        first.into_iter().collect()
+                    })
+                    .collect();
+                load.users(firsts, starts, limit, Some(next));
+            }
+            (Load::Open { .. }, _) if workload.sessions().is_some() => {
+                return Err(PlanningError::NeedsWallClock("open-loop sessions (session starts at a rate)"));
+            }
             _ if trace.is_some() => {
                 let offsets = trace.unwrap_or_default();
                 let planned: Vec<Planned> = (0..offsets.len() as u64)
@@ -203,7 +238,8 @@ pub async fn run_virtual_point_with(
                 let planned: Vec<Planned> = (0..plan.num_prompts as u64)
                     .map(|i| (next_index + i, Phase::Measure, sampler.next_request()))
                     .collect();
-                load.users(deal(planned, concurrency), first_wave(start, concurrency), UserLimit::Count, None);
+                let starts = first_wave(start, concurrency).into_iter().zip(spread(concurrency)).map(|(a, o)| a + o);
+                load.users(deal(planned, concurrency), starts.collect(), UserLimit::Count, None);
             }
             (Load::Closed { concurrency }, Some(duration)) => {
                 let ramp_up = plan.ramp_up.unwrap_or_default();
@@ -211,26 +247,27 @@ pub async fn run_virtual_point_with(
                 let starts: Vec<Instant> = (0..concurrency)
                     .map(|u| start + Duration::from_secs_f64(ramp_start_s(u, concurrency, ramp_up.as_secs_f64())))
                     .zip(first_wave(Duration::ZERO, concurrency))
-                    .map(|(at, stagger)| at + stagger)
+                    .zip(spread(concurrency))
+                    .map(|((at, stagger), offset)| at + stagger + offset)
                     .collect();
                 // Request k of the point (user k mod concurrency, its (k / concurrency)-th) is the
                 // k-th draw, whatever order the users reach it in.
                 let drawn = Arc::new(Mutex::new((sampler, Vec::new())));
                 let base = next_index;
-                let next: Arc<dyn Fn(usize, u64) -> Planned + Send + Sync> = Arc::new(move |user: usize, sent: u64| {
+                let next: NextRequest = Arc::new(move |user: usize, sent: u64, _: Option<&RequestRecord>| {
                     let k = (sent as usize) * concurrency + user;
                     let mut guard = drawn.lock().unwrap_or_else(|e| e.into_inner());
                     let (sampler, specs) = &mut *guard;
                     while specs.len() <= k {
                         specs.push(sampler.next_request());
                     }
-                    (base + k as u64, Phase::Measure, specs[k].clone())
+                    Some((base + k as u64, Phase::Measure, specs[k].clone()))
                 });
                 let firsts: Vec<VecDeque<Planned>> = starts
                     .iter()
                     .enumerate()
                     .map(|(u, &at)| {
-                        let (index, _, spec) = next(u, 0);
+                        let (index, _, spec) = next(u, 0, None).expect("a duration user always has a next request");
                         let phase = if at < start + ramp_up { Phase::RampUp } else { Phase::Measure };
                         VecDeque::from([(index, phase, spec)])
                     })
@@ -299,6 +336,73 @@ fn speculates(dir: &Path) -> bool {
     let mode = config["build_config"]["speculative_decoding_mode"].as_str().unwrap_or("none");
     let drafter = read("simulation.json").is_some_and(|sim| !sim["speculative"].is_null());
     mode != "none" || drafter
+}
+
+/// The mean simulated latency of the warmup's requests (arrival to last token): one request
+/// cycle, over which closed-loop users spread their first arrivals.
+fn warmup_cycle(records: &[RequestRecord]) -> Option<Duration> {
+    let latencies: Vec<f64> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Warmup && r.error.is_none())
+        .filter_map(|r| Some(r.server?.last_token_s? - r.send_s))
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .collect();
+    (!latencies.is_empty()).then(|| Duration::from_secs_f64(latencies.iter().sum::<f64>() / latencies.len() as f64))
+}
+
+/// Where session users' requests come from: each user's session goes on with the answer to its
+/// previous turn (a failed turn ends it) and a new session starts when one ends, until `budget`
+/// requests have been drawn (a count run). Indexes count on from `base`.
+fn session_hook(
+    workload: &Workload,
+    sampler: PromptSampler,
+    users: usize,
+    base: u64,
+    budget: Option<usize>,
+) -> NextRequest {
+    struct State {
+        sampler: PromptSampler,
+        sessions: Vec<Option<Session>>,
+        drawn: u64,
+    }
+    let state = Mutex::new(State { sampler, sessions: vec![None; users.max(1)], drawn: 0 });
+    let workload = workload.clone();
+    Arc::new(move |user: usize, _sent: u64, previous: Option<&RequestRecord>| {
+        let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = &mut *guard;
+        if budget.is_some_and(|b| state.drawn >= b as u64) {
+            return None;
+        }
+        let slot = state.sessions.get_mut(user)?;
+        let follow_on = match (slot.as_mut(), previous) {
+            (Some(session), Some(done)) if done.is_success() => match session.next(&answer_of(done)) {
+                Some(Ok(turn)) => Some(workload.session_request(session, turn)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let spec = match follow_on {
+            Some(spec) => spec,
+            None => {
+                // A new session; one whose first turn cannot be built is skipped (a handful
+                // of tries, so a broken template ends the user instead of spinning).
+                let mut started = None;
+                for _ in 0..8 {
+                    let mut session = state.sampler.next_session();
+                    if let Ok(turn) = session.first() {
+                        let spec = workload.session_request(&session, turn);
+                        *slot = Some(session);
+                        started = Some(spec);
+                        break;
+                    }
+                }
+                started?
+            }
+        };
+        let index = base + state.drawn;
+        state.drawn += 1;
+        Some((index, Phase::Measure, spec))
+    })
 }
 
 /// When each of `users` closed-loop users sends its first request from `start`: one after
@@ -418,6 +522,8 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
     v.error = r.error.clone();
     v.lora_task = r.lora_task;
     v.lora_with_weights = r.lora_with_weights;
+    v.session = r.session;
+    v.turn = r.turn;
     let shift = |t: Option<f64>| t.map(|t| t - origin);
     let Some(server) = r.server.filter(|s| s.arrival_s.is_some()) else {
         v.end_s = Some(0.0);
