@@ -23,8 +23,8 @@
 use std::time::Duration;
 
 use trtllm::bench::{
-    BenchTarget, Load, LoadPlan, PromptSource, RequestRecord, RunClock, VirtualRunOptions, Workload, run_point,
-    run_virtual_point_with,
+    BenchTarget, Load, LoadPlan, PromptSource, RequestRecord, RunClock, UserStart, VirtualRunOptions, Workload,
+    run_point, run_virtual_point_with,
 };
 use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine, SimulatedEngineBuilder};
 use trtllm::{AsyncExecutor, ExecutorConfig, ShutdownMode};
@@ -79,6 +79,7 @@ impl Case {
                 warmup: 2,
                 ramp_up: None,
                 duration: None,
+                user_start: UserStart::Auto,
             },
             None => LoadPlan { warmup: self.users, ..LoadPlan::closed(self.users, (self.users * 3).max(24)) },
         }

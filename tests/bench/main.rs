@@ -9,5 +9,6 @@ mod planning;
 mod prediction;
 mod refusals;
 mod runner;
+mod sessions;
 mod speculative;
 mod trace;
