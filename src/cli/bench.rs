@@ -92,8 +92,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let points = plan::points(&args, sources, end_id)?;
     std::fs::create_dir_all(&output_dir).with_context(|| format!("creating {}", output_dir.display()))?;
 
-    let fixed_total: Option<u64> =
-        points.iter().map(|p| p.plan.duration.is_none().then_some(p.plan.num_prompts as u64)).sum();
+    let fixed_total: Option<u64> = points
+        .iter()
+        .map(|p| p.plan.duration.is_none().then_some(p.plan.num_prompts as u64 * u64::from(args.repeats)))
+        .sum();
     let bar = match (std::io::IsTerminal::is_terminal(&std::io::stderr()), fixed_total) {
         (false, _) => ProgressBar::hidden(),
         (true, Some(total)) => {
@@ -117,26 +119,39 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;
-    for (index, point) in points.iter().enumerate() {
-        bar.set_message(point.stem.clone());
-        let clock = RunClock::start();
-        let anchor = WallAnchor::now();
-        let count = |r: &trtllm::bench::RequestRecord| {
-            if r.phase == Phase::Measure {
-                bar.inc(1);
+    for (index, base) in points.iter().enumerate() {
+        let mut repeats = Vec::new();
+        for repeat in 0..args.repeats as usize {
+            let point = base.repeat(repeat);
+            bar.set_message(point.stem.clone());
+            let clock = RunClock::start();
+            let anchor = WallAnchor::now();
+            let count = |r: &trtllm::bench::RequestRecord| {
+                if r.phase == Phase::Measure {
+                    bar.inc(1);
+                }
+            };
+            let (run, virtual_run) = match &planning_dir {
+                Some(dir) => {
+                    let (run, v) = run_virtual_point(dir, &point.workload, index as u64, &point.plan, count).await?;
+                    (run, Some(v))
+                }
+                None => {
+                    (run_point(&setup.target, &point.workload, index as u64, &point.plan, &clock, count).await?, None)
+                }
+            };
+            succeeded += run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
+            let (row, point_notes, summary) =
+                report.write_point(&point, &run, &clock, &anchor, virtual_run.as_ref())?;
+            if repeat == 0 {
+                rows.push(row);
+                notes.extend(point_notes);
             }
-        };
-        let (run, virtual_run) = match &planning_dir {
-            Some(dir) => {
-                let (run, v) = run_virtual_point(dir, &point.workload, index as u64, &point.plan, count).await?;
-                (run, Some(v))
-            }
-            None => (run_point(&setup.target, &point.workload, index as u64, &point.plan, &clock, count).await?, None),
-        };
-        succeeded += run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
-        let (row, point_notes) = report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref())?;
-        rows.push(row);
-        notes.extend(point_notes);
+            repeats.push(summary);
+        }
+        if repeats.len() > 1 {
+            notes.push(self::report::write_repeats(&output_dir, &base.stem, &repeats)?);
+        }
     }
     bar.finish_and_clear();
     report.write_sweep(&rows)?;

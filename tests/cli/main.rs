@@ -5,6 +5,7 @@ mod common;
 
 mod bench;
 mod bench_layers;
+mod bench_repeats;
 mod generate;
 mod guided;
 mod lora;

@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::bench::metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats};
+
 /// Errors from reading result files to compare.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -142,6 +144,47 @@ pub fn compare(a: &Value, b: &Value) -> String {
     if let Some(line) = speedup_line(a, b) {
         out.push_str(&line);
     }
+    out.push_str(&noise_table(a, b));
+    out
+}
+
+/// Whether each headline figure differs beyond the runs' noise, from the `repeats` sections
+/// (`--repeats N`): Welch's t-test at 5% on the per-run values.
+fn noise_table(a: &Value, b: &Value) -> String {
+    let figures = |v: &Value| v.get("repeats").and_then(|r| r.get("figures")).cloned();
+    let (Some(fa), Some(fb)) = (figures(a), figures(b)) else {
+        return "noise: unknown (a result without repeats); run each point with --repeats N (3 or more) to tell a difference from noise\n".into();
+    };
+    let mut out = String::from("noise (Welch's t-test at 5% over the repeated runs):\n");
+    let mut rows: Vec<[String; 5]> = Vec::new();
+    for key in HEADLINE_FIGURES {
+        let (Some(sa), Some(sb)) = (RepeatStats::from_json(&fa[key]), RepeatStats::from_json(&fb[key])) else {
+            continue;
+        };
+        let ci = |s: &RepeatStats| match s.ci95() {
+            Some((low, high)) => format!("{:.2} [{low:.2}, {high:.2}] n={}", s.mean, s.n()),
+            None => format!("{:.2} n={}", s.mean, s.n()),
+        };
+        let verdict = match NoiseVerdict::new(&sa, &sb) {
+            Some(v) if v.t.is_infinite() && v.beyond_noise => "beyond noise (the runs had none)".into(),
+            Some(v) if v.t.is_infinite() => "same (the runs had no noise)".into(),
+            Some(v) if v.beyond_noise => format!("beyond noise (t={:.1})", v.t),
+            Some(v) => format!("within noise (t={:.1})", v.t),
+            None => "unknown (one run)".into(),
+        };
+        let ratio = if sa.mean != 0.0 { format!("{:.3}", sb.mean / sa.mean) } else { "-".into() };
+        rows.push([key.to_owned(), ci(&sa), ci(&sb), ratio, verdict]);
+    }
+    let mut widths = [0_usize; 5];
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
+        }
+    }
+    for [m, x, y, r, v] in &rows {
+        let [w0, w1, w2, w3, _] = widths;
+        out.push_str(&format!("{m:<w0$}  {x:>w1$}  {y:>w2$}  {r:>w3$}  {v}\n"));
+    }
     out
 }
 
@@ -198,12 +241,28 @@ mod tests {
         let a = json!({"p99.9_ttft_ms": 5.0, "p50_ttft_ms": 1.0, "p9_ttft_ms": 2.0, "completed": 10});
         let b = json!({"p50_ttft_ms": 0.0, "completed": 0});
         let text = compare(&a, &b);
-        let order: Vec<&str> = text.lines().skip(3).map(|l| l.split_whitespace().next().unwrap()).collect();
+        let order: Vec<&str> = text
+            .lines()
+            .skip(3)
+            .take_while(|l| !l.starts_with("noise"))
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
         assert_eq!(order, ["completed", "p9_ttft_ms", "p50_ttft_ms", "p99.9_ttft_ms"]);
         let p999 = text.lines().find(|l| l.starts_with("p99.9")).unwrap();
         assert!(p999.ends_with('-'), "{p999}");
         let completed = text.lines().find(|l| l.starts_with("completed")).unwrap();
         assert!(completed.ends_with("0.000"), "{completed}");
+    }
+
+    #[test]
+    fn repeats_tell_a_real_difference_from_noise() {
+        let runs = |values: &[f64]| json!({"repeats": {"figures": {"mean_ttft_ms": RepeatStats::new(values).unwrap().to_json()}}});
+        let a = runs(&[10.0, 10.4, 9.8, 10.1]);
+        let text = compare(&a, &runs(&[13.0, 13.2, 12.9, 13.1]));
+        assert!(text.lines().any(|l| l.starts_with("mean_ttft_ms") && l.contains("beyond noise")), "{text}");
+        let text = compare(&a, &runs(&[10.2, 9.9, 10.3, 10.0]));
+        assert!(text.lines().any(|l| l.starts_with("mean_ttft_ms") && l.contains("within noise")), "{text}");
+        assert!(compare(&json!({}), &json!({})).contains("noise: unknown"));
     }
 
     #[test]

@@ -174,6 +174,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub sample_interval: Option<f64>,
 
+    /// Run every point N times (each with its own prompt and arrival draws) and report each
+    /// headline figure's mean, standard deviation, CV and 95% confidence interval (the
+    /// `repeats` section of `<stem>.json`; the other runs in `<stem>.repN.*`), which
+    /// `trtllm bench compare` uses to say whether a difference is beyond noise.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
     /// Percentiles to report.
     #[arg(long, default_value = "50,90,95,99")]
     pub percentiles: String,

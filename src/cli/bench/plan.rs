@@ -14,6 +14,7 @@ use trtllm::text::Tokenizer;
 use super::args::{DatasetKind, RunArgs};
 
 /// One point of the sweep.
+#[derive(Clone)]
 pub struct Point {
     /// File stem: `c4_in128_out128`, `r2.5_in128_out128`, `c4_jsonl_outds`, ...
     pub stem: String,
@@ -28,6 +29,17 @@ pub struct Point {
 }
 
 impl Point {
+    /// Repeat `repeat` (from 0) of this point: the same load with its own prompt and arrival
+    /// draws (the seed mixed with the repeat), written as `<stem>.rep<N>` after the first.
+    pub fn repeat(&self, repeat: usize) -> Point {
+        let mut point = self.clone();
+        if repeat > 0 {
+            point.stem = format!("{}.rep{}", self.stem, repeat + 1);
+            point.workload.seed = self.workload.seed ^ (repeat as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        point
+    }
+
     /// The `workload` object of the summary.
     pub fn describe(&self, args: &RunArgs, tokenizer_id: Option<&str>) -> Value {
         let (load, concurrency, max_concurrency) = match self.plan.load {

@@ -75,7 +75,7 @@ impl<'a> Report<'a> {
         clock: &RunClock,
         anchor: &WallAnchor,
         virtual_run: Option<&VirtualClockRun>,
-    ) -> anyhow::Result<(SweepRow, Vec<String>)> {
+    ) -> anyhow::Result<(SweepRow, Vec<String>, Value)> {
         let run_info = RunInfo {
             date: self.date.clone(),
             label: self.args.label.clone(),
@@ -172,7 +172,7 @@ impl<'a> Report<'a> {
         let mut row = SweepRow::from_summary(&summary);
         row.input_len = point.input_len.map(|n| n as u64);
         row.output_len = point.output_len.map(|n| n as u64);
-        Ok((row, notes))
+        Ok((row, notes, summary.to_json()))
     }
 
     fn write_time_series(
@@ -213,6 +213,33 @@ impl<'a> Report<'a> {
         }
         Ok(())
     }
+}
+
+/// Adds the `repeats` section (each headline figure's mean, std, CV and 95% CI over the runs)
+/// to the first run's summary file and returns the console line.
+pub fn write_repeats(output_dir: &Path, stem: &str, summaries: &[Value]) -> anyhow::Result<String> {
+    let section = trtllm::bench::repeats_section(summaries);
+    let path = ResultFiles::new(output_dir.join(stem)).summary_path();
+    let mut first: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+    first["repeats"] = section.clone();
+    std::fs::write(&path, serde_json::to_string_pretty(&first)? + "\n")?;
+    let figure = |key: &str, label: &str| -> Option<String> {
+        let f = &section["figures"][key];
+        let (mean, low, high) = (f["mean"].as_f64()?, f["ci95_low"].as_f64()?, f["ci95_high"].as_f64()?);
+        let cv = f["cv"].as_f64().unwrap_or(0.0) * 100.0;
+        Some(format!("{label} {mean:.2} (95% CI {low:.2}-{high:.2}, CV {cv:.1}%)"))
+    };
+    let parts: Vec<String> = [
+        ("output_throughput", "out tok/s"),
+        ("p50_ttft_ms", "p50 TTFT ms"),
+        ("p99_ttft_ms", "p99 TTFT ms"),
+        ("p50_tpot_ms", "p50 TPOT ms"),
+        ("p50_e2el_ms", "p50 E2E ms"),
+    ]
+    .iter()
+    .filter_map(|(k, l)| figure(k, l))
+    .collect();
+    Ok(format!("repeats {stem} ({} runs): {}", summaries.len(), parts.join("; ")))
 }
 
 /// Console lines for the load's shape: TTFT and cache hits by session turn, the steady window
