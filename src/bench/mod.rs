@@ -73,6 +73,7 @@ pub use metrics::iterations::{
 pub use metrics::load_shape::{SteadyWindow, TOGETHER_S, arrival_sync, sessions_by_turn};
 pub use metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats, repeats_section, t_quantile_975};
+pub use metrics::saturation::{BacklogWatch, over_saturated_at};
 pub use metrics::slo::{SloError, Slos};
 pub use metrics::speculative::{SpecCounts, SpeculativeSummary};
 pub use metrics::stats::{

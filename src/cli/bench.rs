@@ -7,6 +7,7 @@ mod layers;
 mod lora;
 mod plan;
 mod report;
+mod saturate;
 mod setup;
 mod target_info;
 
@@ -119,30 +120,43 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;
-    for (index, base) in points.iter().enumerate() {
+    let one = OnePoint { setup: &setup, planning_dir: planning_dir.as_deref(), report: &report, bar: &bar };
+    if args.saturate.saturate {
+        args.saturate.validate()?;
+        if points.len() != 1 {
+            anyhow::bail!("--saturate sweeps the rate of one workload: give one --input-len and one --output-len");
+        }
+        let start = args.request_rate.as_ref().and_then(|r| r.first().copied()).unwrap_or(1.0);
+        if !(start.is_finite() && start > 0.0) {
+            anyhow::bail!("--saturate starts from a finite --request-rate");
+        }
+        let mut judged: Vec<self::saturate::Judged> = Vec::new();
+        let mut rate = Some(start);
+        while let Some(r) = rate {
+            let mut point = points[0].clone();
+            let n = args.num_prompts.unwrap_or(((r * args.saturate.saturate_seconds).ceil() as usize).max(32));
+            point.plan.load = trtllm::bench::Load::Open { rate: r, burstiness: args.burstiness, max_concurrency: None };
+            point.plan.num_prompts = n;
+            point.plan.warmup = args.warmup.unwrap_or(1);
+            point.plan.stop_when_saturated = true;
+            point.request_rate = r;
+            point.stem = format!("sat_r{r:.3}_{}", points[0].stem.split_once('_').map_or("", |s| s.1));
+            let (row, point_notes, summary, ok) = one.run(&point, judged.len()).await?;
+            succeeded += ok;
+            rows.push(row);
+            notes.extend(point_notes);
+            judged.push(self::saturate::judge(r, &point.stem, &summary, args.saturate.slo_attainment));
+            rate = self::saturate::next_rate(&args.saturate, &judged);
+        }
+        let slo_text = args.slo.clone().unwrap_or_default();
+        notes.extend(self::saturate::write(&output_dir, &args.saturate, &slo_text, &judged)?);
+    }
+    for (index, base) in points.iter().enumerate().filter(|_| !args.saturate.saturate) {
         let mut repeats = Vec::new();
         for repeat in 0..args.repeats as usize {
             let point = base.repeat(repeat);
-            bar.set_message(point.stem.clone());
-            let clock = RunClock::start();
-            let anchor = WallAnchor::now();
-            let count = |r: &trtllm::bench::RequestRecord| {
-                if r.phase == Phase::Measure {
-                    bar.inc(1);
-                }
-            };
-            let (run, virtual_run) = match &planning_dir {
-                Some(dir) => {
-                    let (run, v) = run_virtual_point(dir, &point.workload, index as u64, &point.plan, count).await?;
-                    (run, Some(v))
-                }
-                None => {
-                    (run_point(&setup.target, &point.workload, index as u64, &point.plan, &clock, count).await?, None)
-                }
-            };
-            succeeded += run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
-            let (row, point_notes, summary) =
-                report.write_point(&point, &run, &clock, &anchor, virtual_run.as_ref())?;
+            let (row, point_notes, summary, ok) = one.run(&point, index).await?;
+            succeeded += ok;
             if repeat == 0 {
                 rows.push(row);
                 notes.extend(point_notes);
@@ -167,4 +181,44 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
     }
     Ok(if succeeded == 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// What running one point needs: the target, the virtual-clock engine (planning), the report
+/// and the progress bar.
+struct OnePoint<'a> {
+    setup: &'a Setup,
+    planning_dir: Option<&'a std::path::Path>,
+    report: &'a Report<'a>,
+    bar: &'a ProgressBar,
+}
+
+impl OnePoint<'_> {
+    /// Runs `point` (sweep index `index`) and writes its files: its sweep row, console notes,
+    /// summary and successful measured requests.
+    async fn run(
+        &self,
+        point: &self::plan::Point,
+        index: usize,
+    ) -> anyhow::Result<(SweepRow, Vec<String>, serde_json::Value, usize)> {
+        self.bar.set_message(point.stem.clone());
+        let clock = RunClock::start();
+        let anchor = WallAnchor::now();
+        let count = |r: &trtllm::bench::RequestRecord| {
+            if r.phase == Phase::Measure {
+                self.bar.inc(1);
+            }
+        };
+        let (run, virtual_run) = match self.planning_dir {
+            Some(dir) => {
+                let (run, v) = run_virtual_point(dir, &point.workload, index as u64, &point.plan, count).await?;
+                (run, Some(v))
+            }
+            None => {
+                (run_point(&self.setup.target, &point.workload, index as u64, &point.plan, &clock, count).await?, None)
+            }
+        };
+        let ok = run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
+        let (row, notes, summary) = self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref())?;
+        Ok((row, notes, summary, ok))
+    }
 }

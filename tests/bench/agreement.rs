@@ -80,6 +80,7 @@ impl Case {
                 ramp_up: None,
                 duration: None,
                 user_start: UserStart::Auto,
+                stop_when_saturated: false,
             },
             None => LoadPlan { warmup: self.users, ..LoadPlan::closed(self.users, (self.users * 3).max(24)) },
         }

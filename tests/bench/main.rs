@@ -9,6 +9,7 @@ mod planning;
 mod prediction;
 mod refusals;
 mod runner;
+mod saturation;
 mod sessions;
 mod speculative;
 mod trace;

@@ -193,6 +193,7 @@ async fn open_loop_records_schedules_dispatch_delays_and_its_cap() {
         ramp_up: None,
         duration: None,
         user_start: UserStart::Auto,
+        stop_when_saturated: false,
     };
     let run = run_point(&target, &random(16, 8, 0), 0, &plan, &RunClock::start(), |_| {}).await.unwrap();
     assert_eq!(run.records.len(), n);

@@ -6,6 +6,7 @@ mod common;
 mod bench;
 mod bench_layers;
 mod bench_repeats;
+mod bench_saturate;
 mod generate;
 mod guided;
 mod lora;

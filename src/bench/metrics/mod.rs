@@ -7,6 +7,7 @@ pub(crate) mod iterations;
 pub(crate) mod load_shape;
 pub(crate) mod record;
 pub(crate) mod repeats;
+pub(crate) mod saturation;
 pub(crate) mod slo;
 pub(crate) mod speculative;
 pub(crate) mod stats;

@@ -322,7 +322,15 @@ pub async fn run_virtual_point_with(
         itl_unmapped_requests,
         client_latency_s: options.client_latency.as_secs_f64(),
     };
-    Ok((PointRun { records, iterations: Some(log) }, clock_run))
+    // Over-saturation is read from the records afterwards: a virtual point costs no wall time
+    // worth saving by stopping early.
+    let over_saturated_s = match plan.load {
+        Load::Open { rate, .. } if workload.trace().is_none() => {
+            crate::bench::metrics::saturation::over_saturated_at(&records, rate)
+        }
+        _ => None,
+    };
+    Ok((PointRun { records, iterations: Some(log), over_saturated_s }, clock_run))
 }
 
 /// Whether the engine in `dir` speculates (config.json names a speculative decoding mode, or

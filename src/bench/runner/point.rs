@@ -1,7 +1,7 @@
 //! The load generator: offers a workload to a target under a load plan and records every request.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, Semaphore, mpsc};
@@ -9,6 +9,7 @@ use tokio::sync::{Mutex, Semaphore, mpsc};
 use super::target::BenchTarget;
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
+use crate::bench::metrics::saturation::{BacklogWatch, SAMPLE_S, SETTLE_REQUESTS, over_saturated_at};
 use crate::bench::traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
 use crate::bench::traffic::session::{Answer, Session};
 use crate::bench::traffic::workload::{PromptSampler, RequestSpec, Workload, WorkloadPhase};
@@ -24,6 +25,10 @@ pub struct PointRun {
     /// Executor iterations from the end of the warmup to the end of the point (in process);
     /// `None` for a target that does not expose them.
     pub iterations: Option<IterationLog>,
+    /// Seconds after the first measured arrival at which the backlog showed the target could
+    /// not keep up (an open-loop point); with [`LoadPlan::stop_when_saturated`] no request was
+    /// sent after it.
+    pub over_saturated_s: Option<f64>,
 }
 
 /// How a request leaves the runner: when it was due and whether it needs a slot first.
@@ -106,7 +111,7 @@ pub async fn run_point(
         let concurrency = plan.load.concurrency().unwrap_or(plan.warmup);
         let sampler = workload.sampler(point, WorkloadPhase::Warmup);
         let warm = closed_loop(target, clock, sampler, Phase::Warmup, plan.warmup, concurrency, None, &next_index);
-        collect(warm, &mut records, &mut |_| {}).await;
+        collect(warm, &mut records, &mut |_| {}, &mut Watch::none()).await;
     }
     let collector = target.executor().map(|e| IterationCollector::start(e.executor()));
     let sampler = workload.sampler(point, WorkloadPhase::Measure);
@@ -114,6 +119,20 @@ pub async fn run_point(
     // A trace replay: its own arrival times, under the load's cap if any.
     let trace = workload.trace().map(|t| t.arrivals_s(plan));
     let cycle = warmup_latency(&records);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut watch = match plan.load {
+        Load::Open { rate, .. } if plan.stop_when_saturated && trace.is_none() => Watch {
+            backlog: Some(BacklogWatch::new(rate)),
+            stop: stop.clone(),
+            sent: next_index.clone(),
+            base: next_index.load(Ordering::Relaxed),
+            started: Instant::now(),
+            finished: 0,
+            stopped_at: None,
+            first_latencies: Vec::new(),
+        },
+        _ => Watch::none(),
+    };
     let spread = |users: usize| -> Vec<Duration> {
         (0..users).map(|u| plan.user_start.offset(u, users, cycle)).collect::<Vec<_>>()
     };
@@ -133,7 +152,7 @@ pub async fn run_point(
         }
         _ if trace.is_some() => {
             let arrivals = Arrivals::Fixed(trace.unwrap_or_default());
-            open_loop(target, clock, sampler, arrivals, plan.load.concurrency(), &next_index)
+            open_loop(target, clock, sampler, arrivals, plan.load.concurrency(), &next_index, None)
         }
         (Load::Closed { concurrency }, None) => {
             let starts = Some(spread(concurrency));
@@ -148,26 +167,98 @@ pub async fn run_point(
                 None => Arrivals::Fixed(arrival_schedule(plan.num_prompts, rate, burstiness, seed)?),
                 Some(d) => Arrivals::Until(Box::new(ArrivalProcess::new(rate, burstiness, seed)?), d.as_secs_f64()),
             };
-            open_loop(target, clock, sampler, arrivals, max_concurrency, &next_index)
+            open_loop(target, clock, sampler, arrivals, max_concurrency, &next_index, Some(stop.clone()))
         }
     };
-    collect(done, &mut records, &mut progress).await;
+    collect(done, &mut records, &mut progress, &mut watch).await;
     let iterations = match (collector, target.executor()) {
         (Some(c), Some(e)) => Some(c.finish(e.executor()).await),
         _ => None,
     };
-    Ok(PointRun { records, iterations })
+    let over_saturated_s = match plan.load {
+        Load::Open { rate, .. } if workload.trace().is_none() => {
+            watch.stopped_at.or_else(|| over_saturated_at(&records, rate))
+        }
+        _ => None,
+    };
+    Ok(PointRun { records, iterations, over_saturated_s })
 }
 
-/// Receives finished records until every request task is done.
+/// The backlog watch of an open-loop point that stops when over-saturated.
+struct Watch {
+    backlog: Option<BacklogWatch>,
+    stop: Arc<AtomicBool>,
+    /// The run's request counter; requests sent since the watch began are those above `base`.
+    sent: Arc<AtomicU64>,
+    base: u64,
+    started: Instant,
+    finished: u64,
+    stopped_at: Option<f64>,
+    /// Latencies of the first finished measured requests (they set when the backlog settles).
+    first_latencies: Vec<f64>,
+}
+
+impl Watch {
+    fn none() -> Self {
+        Watch {
+            backlog: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            sent: Arc::new(AtomicU64::new(0)),
+            base: 0,
+            started: Instant::now(),
+            finished: 0,
+            stopped_at: None,
+            first_latencies: Vec::new(),
+        }
+    }
+
+    /// Counts a finished request; the first ones' latency sets when the backlog has settled.
+    fn finished(&mut self, record: &RequestRecord) {
+        self.finished += 1;
+        if let (Some(watch), Some(e2el)) = (&mut self.backlog, record.end_s.map(|e| e - record.send_s))
+            && self.first_latencies.len() < SETTLE_REQUESTS
+        {
+            self.first_latencies.push(e2el);
+            let mean = self.first_latencies.iter().sum::<f64>() / self.first_latencies.len() as f64;
+            watch.settle_after(2.0 * mean);
+        }
+    }
+
+    /// Samples the backlog; tells the launcher to stop once it keeps growing.
+    fn sample(&mut self) {
+        let Some(watch) = &mut self.backlog else { return };
+        if self.stopped_at.is_some() {
+            return;
+        }
+        let sent = self.sent.load(Ordering::Relaxed).saturating_sub(self.base);
+        let t = self.started.elapsed().as_secs_f64();
+        if watch.push(t, sent.saturating_sub(self.finished)) {
+            self.stopped_at = Some(t);
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Receives finished records until every request task is done, sampling the backlog `watch`
+/// as it goes.
 async fn collect(
     mut done: mpsc::UnboundedReceiver<RequestRecord>,
     records: &mut Vec<RequestRecord>,
     progress: &mut dyn FnMut(&RequestRecord),
+    watch: &mut Watch,
 ) {
-    while let Some(record) = done.recv().await {
-        progress(&record);
-        records.push(record);
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(SAMPLE_S));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            record = done.recv() => {
+                let Some(record) = record else { break };
+                watch.finished(&record);
+                progress(&record);
+                records.push(record);
+            }
+            _ = tick.tick(), if watch.backlog.is_some() => watch.sample(),
+        }
     }
 }
 
@@ -244,9 +335,11 @@ fn open_loop(
     arrivals: Arrivals,
     max_concurrency: Option<usize>,
     next_index: &Arc<AtomicU64>,
+    stop: Option<Arc<AtomicBool>>,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
     let slots = max_concurrency.map(|c| Arc::new(Semaphore::new(c.max(1))));
+    let stopped = move || stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
     let (target, clock, next_index) = (target.clone(), *clock, next_index.clone());
     tokio::spawn(async move {
         let start = Instant::now();
@@ -268,6 +361,9 @@ fn open_loop(
                 for offset in times {
                     let (due, d) = send_at(offset, &mut sampler);
                     tokio::time::sleep_until(due.into()).await;
+                    if stopped() {
+                        break;
+                    }
                     dispatch(&target, &clock, d, &tx);
                 }
             }
@@ -276,6 +372,9 @@ fn open_loop(
                 while offset < duration_s {
                     let (due, d) = send_at(offset, &mut sampler);
                     tokio::time::sleep_until(due.into()).await;
+                    if stopped() {
+                        break;
+                    }
                     dispatch(&target, &clock, d, &tx);
                     offset += process.next_gap_s();
                 }

@@ -140,6 +140,9 @@ pub struct LoadPlan {
     pub duration: Option<Duration>,
     /// Closed loop: when users send their first measured request (spread out by default).
     pub user_start: UserStart,
+    /// Open loop: stop sending once the backlog shows the target cannot keep up (the point is
+    /// over-saturated; a saturation sweep's points), instead of sending every arrival.
+    pub stop_when_saturated: bool,
 }
 
 impl LoadPlan {
@@ -152,6 +155,7 @@ impl LoadPlan {
             ramp_up: None,
             duration: None,
             user_start: UserStart::Auto,
+            stop_when_saturated: false,
         }
     }
 

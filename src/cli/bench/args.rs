@@ -180,6 +180,9 @@ pub struct RunArgs {
     /// `trtllm bench compare` uses to say whether a difference is beyond noise.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: u32,
+    /// The saturation sweep (`--saturate`).
+    #[command(flatten)]
+    pub saturate: super::saturate::SaturateArgs,
     /// Percentiles to report.
     #[arg(long, default_value = "50,90,95,99")]
     pub percentiles: String,

@@ -333,7 +333,15 @@ pub fn points(
                         (load, n, args.warmup.unwrap_or(args.max_concurrency.unwrap_or(1)), rate, stem)
                     }
                 };
-                let plan = LoadPlan { load, num_prompts, warmup, ramp_up, duration, user_start: args.user_start() };
+                let plan = LoadPlan {
+                    load,
+                    num_prompts,
+                    warmup,
+                    ramp_up,
+                    duration,
+                    user_start: args.user_start(),
+                    stop_when_saturated: false,
+                };
                 plan.validate()?;
                 let workload = Workload {
                     source: source.clone(),

@@ -156,6 +156,21 @@ impl<'a> Report<'a> {
             }
         }
 
+        if let Some(at) = run.over_saturated_s {
+            let flag = json!({
+                "after_s": at,
+                "stopped_sending": point.plan.stop_when_saturated,
+                "reading": "the backlog of requests sent and not finished kept growing: the target could not keep up with the offered rate",
+            });
+            if let Some(Value::Object(arrivals)) = &mut summary.arrivals {
+                arrivals.insert("over_saturated".into(), flag);
+            }
+            notes.push(format!(
+                "over-saturated {}: the backlog kept growing from {at:.1} s{}",
+                point.stem,
+                if point.plan.stop_when_saturated { "; stopped sending" } else { "" }
+            ));
+        }
         notes.extend(load_shape_lines(&point.stem, &summary));
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
