@@ -18,7 +18,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::{
     Phase, RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point,
-    run_virtual_point,
+    run_virtual_point_with,
 };
 
 use self::args::{DatasetKind, RunArgs};
@@ -120,7 +120,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;
-    let one = OnePoint { setup: &setup, planning_dir: planning_dir.as_deref(), report: &report, bar: &bar };
+    // A virtual-clock point loads its own executor: with the same settings as a real one.
+    let virtual_options = trtllm::bench::VirtualRunOptions {
+        executor: Some(args.executor.apply(trtllm::ExecutorConfig::builder()).build()?),
+        lora: trtllm::bench::lora::installed(),
+        ..Default::default()
+    };
+    let one = OnePoint {
+        setup: &setup,
+        planning_dir: planning_dir.as_deref(),
+        virtual_options: &virtual_options,
+        report: &report,
+        bar: &bar,
+    };
     if args.saturate.saturate {
         args.saturate.validate()?;
         if points.len() != 1 {
@@ -188,6 +200,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct OnePoint<'a> {
     setup: &'a Setup,
     planning_dir: Option<&'a std::path::Path>,
+    virtual_options: &'a trtllm::bench::VirtualRunOptions,
     report: &'a Report<'a>,
     bar: &'a ProgressBar,
 }
@@ -210,7 +223,9 @@ impl OnePoint<'_> {
         };
         let (run, virtual_run) = match self.planning_dir {
             Some(dir) => {
-                let (run, v) = run_virtual_point(dir, &point.workload, index as u64, &point.plan, count).await?;
+                let options = self.virtual_options;
+                let (run, v) =
+                    run_virtual_point_with(dir, &point.workload, index as u64, &point.plan, options, count).await?;
                 (run, Some(v))
             }
             None => {

@@ -1,4 +1,5 @@
-//! Command-line flags for every `ExecutorConfig` setting; unset flags keep the library's defaults.
+//! Command-line flags for every `ExecutorConfig` setting, shared by `trtllm serve` and
+//! `trtllm bench` (same names, same meaning); unset flags keep the library's defaults.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -151,7 +152,39 @@ impl ExecutorArgs {
 
     /// The executor configuration these flags describe (validated).
     pub fn config(&self) -> trtllm::Result<ExecutorConfig> {
-        let mut c = ExecutorConfig::builder()
+        self.apply(ExecutorConfig::builder()).build()
+    }
+
+    /// The flags of this struct given on `argv` (each with its value), in order: what a run
+    /// set of the executor's settings, as `trtllm serve` would take them.
+    pub fn given_flags(argv: &[String]) -> Vec<String> {
+        let command = <ExecutorArgs as clap::Args>::augment_args(clap::Command::new("executor"));
+        let takes_value = |name: &str| -> Option<bool> {
+            let arg = command.get_arguments().find(|a| a.get_long() == Some(name))?;
+            Some(arg.get_action().takes_values())
+        };
+        let mut flags = Vec::new();
+        let mut i = 0;
+        while i < argv.len() {
+            if let Some(long) = argv[i].strip_prefix("--") {
+                let (name, inline) = long.split_once('=').map_or((long, false), |(n, _)| (n, true));
+                if let Some(value) = takes_value(name) {
+                    flags.push(argv[i].clone());
+                    if value && !inline && i + 1 < argv.len() {
+                        flags.push(argv[i + 1].clone());
+                        i += 1;
+                    }
+                }
+            }
+            i += 1;
+        }
+        flags
+    }
+
+    /// `base` with these flags' settings (flags not given keep `base`'s values... or the
+    /// library's defaults for on/off settings, which have no unset state).
+    pub fn apply(&self, base: trtllm::ExecutorConfigBuilder) -> trtllm::ExecutorConfigBuilder {
+        let mut c = base
             .enable_chunked_context(!self.no_chunked_context)
             .kv_cache_enable_block_reuse(!self.no_block_reuse)
             .kv_cache_enable_partial_reuse(!self.no_partial_reuse)
@@ -214,7 +247,7 @@ impl ExecutorArgs {
                 ..Default::default()
             });
         }
-        c.build()
+        c
     }
 }
 
@@ -250,6 +283,26 @@ mod tests {
         for bad in [["--lookahead", "5,4"], ["--lookahead", "0,4,4"], ["--decoding-mode", "fast"]] {
             assert!(Cli::try_parse_from(std::iter::once("trtllm").chain(bad)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn given_flags_are_picked_out_of_a_command_line() {
+        let argv: Vec<String> = [
+            "trtllm",
+            "bench",
+            "--concurrency",
+            "4",
+            "--max-batch-size",
+            "8",
+            "--no-block-reuse",
+            "--scheduler-policy=max-utilization",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            ExecutorArgs::given_flags(&argv),
+            ["--max-batch-size", "8", "--no-block-reuse", "--scheduler-policy=max-utilization"]
+        );
     }
 
     #[test]

@@ -296,7 +296,7 @@ fn render(report: &SearchReport, study: &Study) -> String {
                 rec.goodput_requests_per_s_per_gpu,
                 rec.tokens_per_s_per_user
             );
-            out += &format!("  build: {}\n  serve: {}\n", rec.sim_build, rec.serve);
+            out += &format!("  build: {}\n  serve: {}\n  bench: {}\n", rec.sim_build, rec.serve, rec.bench);
         }
         None => out += "\nno configuration meets the SLOs at any load: relax --slo or widen the search\n",
     }

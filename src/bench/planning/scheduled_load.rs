@@ -48,6 +48,8 @@ pub(crate) struct ScheduledLoad {
     /// response per request instead of one per token keeps the runner from slowing the
     /// simulation (only speculative engines, whose steps carry several tokens, need them).
     pub(crate) step_responses: bool,
+    /// LoRA traffic the requests carry, if any.
+    pub(crate) lora: Option<Arc<crate::bench::lora::LoraTraffic>>,
 }
 
 /// What a closed-loop user does after each request.
@@ -72,9 +74,9 @@ fn end_s(record: &RequestRecord) -> Option<f64> {
 
 /// Tells the LoRA traffic that a request which carried its adapter's weights has ended well: the
 /// executor has cached them, so later requests may name the adapter by task id alone.
-fn settled(record: RequestRecord) -> RequestRecord {
+fn settled(record: RequestRecord, lora: Option<&crate::bench::lora::LoraTraffic>) -> RequestRecord {
     if let (Some(task), true, None) = (record.lora_task, record.lora_with_weights, &record.error)
-        && let Some(traffic) = crate::bench::lora::installed()
+        && let Some(traffic) = lora
     {
         traffic.confirm(task);
     }
@@ -101,7 +103,7 @@ impl ScheduledLoad {
             let request = if step_responses { request } else { request.with_streaming(false) };
             self.executor.executor().enqueue_at(request, arrival, follow_up)
         };
-        let (lora, result) = match crate::bench::lora::installed() {
+        let (lora, result) = match &self.lora {
             Some(traffic) => {
                 let (task, with_weights, result) = traffic.enqueue_unordered(*index, generation_request(spec), enqueue);
                 (Some((task, with_weights)), result)
@@ -147,7 +149,7 @@ impl ScheduledLoad {
     ) {
         // A user with a fixed list sends it all at once, each request chained to the one before
         // (unless LoRA traffic decides per request from what has ended well).
-        let chained = matches!(limit, UserLimit::Count) && crate::bench::lora::installed().is_none();
+        let chained = matches!(limit, UserLimit::Count) && self.lora.is_none();
         for (user, (list, start)) in lists.into_iter().zip(starts).enumerate() {
             let mut user = ClosedLoopUser {
                 load: self.clone(),
@@ -229,7 +231,7 @@ impl ScheduledLoad {
         let (load, waiting) = (self.clone(), waiting.clone());
         tokio::spawn(async move {
             let id = stream.request_id();
-            let finished = settled(consume_in_process(stream, record, &load.clock).await);
+            let finished = settled(consume_in_process(stream, record, &load.clock).await, load.lora.as_deref());
             let ended = end_s(&finished).map(|s| load.clock.origin() + Duration::from_secs_f64(s.max(0.0)));
             let _ = load.done.send(finished);
             if !capped {
@@ -365,7 +367,8 @@ impl ClosedLoopUser {
     async fn one_by_one(mut self, mut stream: GenerationStream, mut record: RequestRecord) {
         loop {
             let id = stream.request_id();
-            let finished = settled(consume_in_process(stream, record, &self.load.clock).await);
+            let finished =
+                settled(consume_in_process(stream, record, &self.load.clock).await, self.load.lora.as_deref());
             let arrival = self.arrival_after(&finished);
             let next = self.next_request(arrival, Some(&finished));
             let _ = self.load.done.send(finished);
@@ -410,7 +413,8 @@ impl ClosedLoopUser {
             let mut last = None;
             for (stream, record) in sent {
                 let id = stream.request_id();
-                let finished = settled(consume_in_process(stream, record, &self.load.clock).await);
+                let finished =
+                    settled(consume_in_process(stream, record, &self.load.clock).await, self.load.lora.as_deref());
                 last = Some((id, self.arrival_after(&finished)));
                 let _ = self.load.done.send(finished);
             }

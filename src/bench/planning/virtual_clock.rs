@@ -61,18 +61,30 @@ pub enum PlanningError {
 }
 
 /// How a planning point runs.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct VirtualRunOptions {
     /// Time from a request's end to its user's next arrival (closed loop), or to the next
     /// waiting request's arrival when a slot frees (open loop under a cap).
     pub client_latency: Duration,
-    /// Runtime batch cap; `None`: the engine's.
+    /// Runtime batch cap; `None`: the engine's (or `executor`'s).
     pub max_batch_size: Option<u32>,
+    /// The executor's runtime settings (KV cache, block reuse, scheduler, chunking, ...); the
+    /// run sets its statistics buffer, poll interval and stream buffer itself. `None`: the
+    /// library's defaults.
+    pub executor: Option<ExecutorConfig>,
+    /// LoRA traffic the requests carry (`--lora-adapters`): its adapter caches become the
+    /// executor's, and its counts start over with the point.
+    pub lora: Option<Arc<crate::bench::lora::LoraTraffic>>,
 }
 
 impl Default for VirtualRunOptions {
     fn default() -> Self {
-        VirtualRunOptions { client_latency: IN_PROCESS_CLIENT_LATENCY, max_batch_size: None }
+        VirtualRunOptions {
+            client_latency: IN_PROCESS_CLIENT_LATENCY,
+            max_batch_size: None,
+            executor: None,
+            lora: None,
+        }
     }
 }
 
@@ -146,20 +158,21 @@ pub async fn run_virtual_point_with(
     mut progress: impl FnMut(&RequestRecord),
 ) -> Result<(PointRun, VirtualClockRun), PlanningError> {
     plan.validate()?;
-    let mut config = ExecutorConfig::builder()
-        .stats_poll_interval(STATS_POLL)
-        .iter_stats_max_iterations(ITERATION_STATS_BUFFER)
+    let base = options.executor.clone().unwrap_or_default();
+    let mut config = ExecutorConfig {
+        stats_poll_interval: STATS_POLL,
+        iter_stats_max_iterations: ITERATION_STATS_BUFFER,
         // The racing executor may deliver a whole answer before the runner reads any of it.
-        .stream_buffer(workload.output_len.unwrap_or(workload.fallback_output_len).max(1) as usize + 4096);
-    if let Some(cap) = options.max_batch_size {
-        config = config.max_batch_size(cap);
-    }
+        stream_buffer: workload.output_len.unwrap_or(workload.fallback_output_len).max(1) as usize + 4096,
+        max_batch_size: options.max_batch_size.or(base.max_batch_size),
+        ..base
+    };
     // ---- LoRA: this point's executor gets the run's adapter caches, and the traffic starts over ----
-    let lora = crate::bench::lora::installed();
-    let config =
-        ExecutorConfig { peft_cache: lora.as_ref().and_then(|t| t.spec().peft_cache.clone()), ..config.build()? };
-    // ---- config search: the searched configuration's runtime knobs (KV fraction, reuse, chunking, scheduler) ----
-    let config = super::search::apply_runtime_knobs(config);
+    let lora = options.lora.clone();
+    if let Some(traffic) = &lora {
+        config.peft_cache = traffic.spec().peft_cache.clone().or(config.peft_cache);
+    }
+    config.validate()?;
     let executor = AsyncExecutor::load(engine_dir, config).await?;
     if let Some(traffic) = &lora {
         traffic.reset(executor.clone());
@@ -446,6 +459,7 @@ async fn run_phase(
         client_latency: options.client_latency,
         done,
         step_responses,
+        lora: options.lora.clone(),
     };
     let now = executor.executor().simulated_now()?;
     let hold = executor.executor().hold_arrivals(now)?;

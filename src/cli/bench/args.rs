@@ -125,9 +125,12 @@ pub struct RunArgs {
     /// Zipf exponent of adapter popularity (0: uniform).
     #[arg(long, default_value_t = 1.0)]
     pub lora_zipf: f64,
-    /// LoRA adapter caches of the in-process executor.
+    /// The in-process executor's runtime settings: the same flags, names and meaning as
+    /// `trtllm serve` (KV-cache fraction and size, block reuse, scheduler and chunking policy,
+    /// chunked context, runtime max batch size and tokens, CUDA graphs, LoRA caches, ...),
+    /// recorded in each summary's `executor_settings`.
     #[command(flatten)]
-    pub lora_cache: crate::cli::peft_args::PeftCacheArgs,
+    pub executor: crate::cli::executor_args::ExecutorArgs,
     /// Draft-target speculative decoding through the Rust loop.
     #[command(flatten)]
     pub draft_target: super::draft_target::DraftTargetArgs,

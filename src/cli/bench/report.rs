@@ -31,6 +31,8 @@ pub struct Report<'a> {
     metadata: Value,
     /// The host's timer jitter, measured before a real-time run (`clock.host_timer_jitter`).
     pub timer_jitter: Option<Value>,
+    /// The executor's runtime settings of the run (`executor_settings`).
+    executor_settings: Value,
 }
 
 impl<'a> Report<'a> {
@@ -63,6 +65,7 @@ impl<'a> Report<'a> {
             slos,
             metadata,
             timer_jitter: None,
+            executor_settings: executor_settings(args, setup),
         }
     }
 
@@ -171,6 +174,7 @@ impl<'a> Report<'a> {
                 if point.plan.stop_when_saturated { "; stopped sending" } else { "" }
             ));
         }
+        summary.executor_settings = Some(self.executor_settings.clone());
         notes.extend(load_shape_lines(&point.stem, &summary));
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
@@ -228,6 +232,23 @@ impl<'a> Report<'a> {
         }
         Ok(())
     }
+}
+
+/// The `executor_settings` section: the executor flags given (the same as `trtllm serve`'s),
+/// the `trtllm serve` line with them, and the configuration the in-process executor ran with.
+fn executor_settings(args: &RunArgs, setup: &Setup) -> Value {
+    let argv: Vec<String> = std::env::args().collect();
+    let flags = crate::cli::executor_args::ExecutorArgs::given_flags(&argv);
+    let in_process = setup.target.executor().is_some();
+    json!({
+        "applies_to": if in_process { "the in-process executor" } else { "nothing: the target's server was started with its own settings" },
+        "flags": flags,
+        "serve_equivalent": in_process.then(|| {
+            let dir = args.engine_dir.as_ref().map_or("<engine dir>".to_string(), |d| d.display().to_string());
+            format!("trtllm serve --engine-dir {dir}{}", flags.iter().map(|f| format!(" {f}")).collect::<String>())
+        }),
+        "config": setup.engine.get("executor").cloned().unwrap_or(Value::Null),
+    })
 }
 
 /// Adds the `repeats` section (each headline figure's mean, std, CV and 95% CI over the runs)

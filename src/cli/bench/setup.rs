@@ -67,11 +67,9 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         }
     };
     // Frequent stats polls keep the iteration statistics flowing into the collector.
-    let mut config = ExecutorConfig::builder().stats_poll_interval(std::time::Duration::from_millis(20));
-    if let Some(peft) = args.lora_cache.config() {
-        config = config.peft_cache(peft);
-    }
-    let mut config = config.build()?;
+    let base = ExecutorConfig::builder().stats_poll_interval(std::time::Duration::from_millis(20));
+    // The same settings `trtllm serve` takes (an explicit --stats-poll-interval-ms wins).
+    let mut config = args.executor.apply(base).build()?;
     if args.json_schema.is_some() {
         // A structured workload: guided decoding from the tokenizer, which must exist.
         let dir = match &args.tokenizer {

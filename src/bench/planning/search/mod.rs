@@ -26,7 +26,6 @@ pub use pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
 pub use plot::{FrontPlotError, plot_front};
 pub use report::{RankedConfig, Recommendation, ReportError, SearchReport, build_report, write_report};
 pub use result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
-pub(crate) use run::apply_runtime_knobs;
 pub use run::{LoadStep, SearchError, SearchOutcome, Study, run_search};
 pub use slo::{PercentileSlo, PercentileTable, SloMetric, SloSet, SloSpecError};
 pub use space::{Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape};

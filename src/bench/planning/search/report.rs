@@ -10,7 +10,7 @@ use super::plot::{FrontPlotError, plot_front};
 use super::result::ResultStore;
 use super::result::ResultStoreError;
 use super::run::{SearchOutcome, Study};
-use super::space::{Candidate, SearchSpace};
+use super::space::{Candidate, SearchSpace, shell_word};
 
 /// The recommended configuration and how to run it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,6 +33,9 @@ pub struct Recommendation {
     pub sim_build: String,
     /// `trtllm serve ...` with its runtime knobs.
     pub serve: String,
+    /// `trtllm bench ...` that measures it in process: the same runtime settings, workload,
+    /// load point and SLOs.
+    pub bench: String,
 }
 
 /// One row of the ranking.
@@ -107,6 +110,7 @@ pub fn build_report(space: &SearchSpace, study: &Study, outcome: &SearchOutcome,
             tokens_per_s_per_user: best.tokens_per_s_per_user,
             sim_build: space.sim_build_command(&r.candidate, &study.shape, engine_dir),
             serve: SearchSpace::serve_command(&r.candidate, engine_dir),
+            bench: bench_command(&r.candidate, engine_dir, study, &best.load),
         })
     });
     let ranking = rank(results)
@@ -155,4 +159,41 @@ pub fn write_report(
     let json = serde_json::to_vec_pretty(report)
         .map_err(|source| ResultStoreError::Json { path: store.root().join("summary.json"), source })?;
     Ok((write("summary.json", &json)?, write("pareto.svg", svg.as_bytes())?))
+}
+
+/// The `trtllm bench` line that measures `candidate` in process at `load` (`c16` or
+/// `r2.5`) on `study`'s workload, with the same runtime settings as its serve line and the
+/// SLOs as goodput limits.
+fn bench_command(candidate: &Candidate, engine_dir: &str, study: &Study, load: &str) -> String {
+    let mut cmd = format!("trtllm bench --engine-dir {}{}", shell_word(engine_dir), candidate.runtime.flags());
+    match &study.workload.source {
+        crate::bench::PromptSource::Random { input_len, shared_prefix, .. } => {
+            cmd += &format!(" --input-len {input_len}");
+            if *shared_prefix > 0 {
+                cmd += &format!(" --shared-prefix {shared_prefix}");
+            }
+        }
+        _ => cmd += &format!(" --input-len {}", study.shape.max_input_len),
+    }
+    cmd += &format!(" --output-len {}", study.workload.output_len.map_or(study.shape.max_output_len, |n| n as usize));
+    if let Some(c) = load.strip_prefix('c') {
+        cmd += &format!(" --concurrency {c}");
+    } else if let Some(r) = load.strip_prefix('r') {
+        cmd += &format!(" --request-rate {r} --burstiness {}", study.burstiness);
+    }
+    // Percentile objectives become per-request goodput limits (`ttft:p95:500` -> `ttft:500`).
+    let limits: Vec<String> = study
+        .slos
+        .to_string()
+        .split(',')
+        .filter_map(|o| {
+            let parts: Vec<&str> = o.split(':').collect();
+            (parts.len() == 3).then(|| format!("{}:{}", parts[0], parts[2]))
+        })
+        .collect();
+    if !limits.is_empty() {
+        cmd += &format!(" --slo {}", limits.join(","));
+    }
+    cmd += &format!(" --seed {} --repeats 3", study.workload.seed);
+    cmd
 }

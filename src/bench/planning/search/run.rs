@@ -12,25 +12,12 @@ use super::result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
 use super::slo::SloSet;
 use super::space::{Candidate, Pruned, RuntimeKnobs, SearchSpace, WorkloadShape};
 use crate::ExecutorConfig;
+use crate::bench::planning::virtual_clock::{VirtualRunOptions, run_virtual_point_with};
 use crate::bench::{Load, LoadPlan, RequestRecord, Workload};
 
-tokio::task_local! {
-    /// The runtime knobs of the configuration whose point is running in this task.
-    static RUNTIME_KNOBS: RuntimeKnobs;
-}
-
-/// `config` with the running configuration's runtime knobs, when a search point is running in
-/// this task (the virtual-clock runner builds its executor configuration itself and passes it
-/// through here); unchanged otherwise.
-pub(crate) fn apply_runtime_knobs(config: ExecutorConfig) -> ExecutorConfig {
-    match RUNTIME_KNOBS.try_with(|knobs| *knobs) {
-        Ok(knobs) => knobs.apply(config),
-        Err(_) => config,
-    }
-}
-
 /// The one call into the virtual-clock runner: `plan` on the engine in `engine_dir` with the
-/// executor started with `runtime`. Returns the records (simulated time) and wall seconds.
+/// executor started with `runtime` (passed as its settings). Returns the records (simulated
+/// time) and wall seconds.
 async fn run_point(
     engine_dir: &Path,
     workload: &Workload,
@@ -38,8 +25,8 @@ async fn run_point(
     plan: &LoadPlan,
     runtime: RuntimeKnobs,
 ) -> Result<(Vec<RequestRecord>, f64), crate::bench::PlanningError> {
-    let run = crate::bench::run_virtual_point(engine_dir, workload, point, plan, |_| {});
-    let (records, clock) = RUNTIME_KNOBS.scope(runtime, run).await?;
+    let options = VirtualRunOptions { executor: Some(runtime.apply(ExecutorConfig::default())), ..Default::default() };
+    let (records, clock) = run_virtual_point_with(engine_dir, workload, point, plan, &options, |_| {}).await?;
     Ok((records.records, clock.wall_s))
 }
 

@@ -63,6 +63,23 @@ pub struct RuntimeKnobs {
 }
 
 impl RuntimeKnobs {
+    /// The executor flags that set these knobs, as `trtllm serve` and `trtllm bench` both take
+    /// them (one shared set of flags), each with a leading space.
+    pub fn flags(&self) -> String {
+        let mut flags = format!(
+            " --kv-cache-free-gpu-memory-fraction {} --scheduler-policy {}",
+            self.kv_fraction,
+            self.scheduler.flag_value()
+        );
+        if !self.block_reuse {
+            flags += " --no-block-reuse";
+        }
+        if !self.chunked_context {
+            flags += " --no-chunked-context";
+        }
+        flags
+    }
+
     /// `config` with these knobs applied.
     pub fn apply(&self, config: ExecutorConfig) -> ExecutorConfig {
         ExecutorConfig {
@@ -249,20 +266,7 @@ impl SearchSpace {
 
     /// The `trtllm serve` command line that runs `candidate` on the engine in `engine_dir`.
     pub fn serve_command(candidate: &Candidate, engine_dir: &str) -> String {
-        let r = &candidate.runtime;
-        let mut cmd = format!(
-            "trtllm serve --engine-dir {} --kv-cache-free-gpu-memory-fraction {} --scheduler-policy {}",
-            shell_word(engine_dir),
-            r.kv_fraction,
-            r.scheduler.flag_value()
-        );
-        if !r.block_reuse {
-            cmd += " --no-block-reuse";
-        }
-        if !r.chunked_context {
-            cmd += " --no-chunked-context";
-        }
-        cmd
+        format!("trtllm serve --engine-dir {}{}", shell_word(engine_dir), candidate.runtime.flags())
     }
 }
 
@@ -344,7 +348,7 @@ fn dedup_f64(values: &[f64]) -> Vec<f64> {
 }
 
 /// `text` quoted for a POSIX shell when it holds anything but safe characters.
-fn shell_word(text: &str) -> String {
+pub(super) fn shell_word(text: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=+,@%".contains(c);
     if !text.is_empty() && text.chars().all(safe) {
         text.to_string()
