@@ -10,7 +10,7 @@
 pub mod device_replay;
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
@@ -318,19 +318,6 @@ fn median(values: &[f64]) -> Value {
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
     json!(if sorted.len().is_multiple_of(2) { (sorted[mid - 1] + sorted[mid]) / 2.0 } else { sorted[mid] })
-}
-
-static INSTALLED: OnceLock<Mutex<Option<Arc<LoraTraffic>>>> = OnceLock::new();
-
-/// Makes `traffic` the LoRA traffic every in-process request of this process carries (`None`
-/// turns it off). The bench command installs it once per run.
-pub fn install(traffic: Option<Arc<LoraTraffic>>) {
-    *INSTALLED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()) = traffic;
-}
-
-/// The installed LoRA traffic, if any.
-pub fn installed() -> Option<Arc<LoraTraffic>> {
-    INSTALLED.get()?.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 #[cfg(test)]

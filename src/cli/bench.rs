@@ -123,7 +123,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A virtual-clock point loads its own executor: with the same settings as a real one.
     let virtual_options = trtllm::bench::VirtualRunOptions {
         executor: Some(args.executor.apply(trtllm::ExecutorConfig::builder()).build()?),
-        lora: trtllm::bench::lora::installed(),
+        lora: setup.target.lora().cloned(),
         ..Default::default()
     };
     let one = OnePoint {

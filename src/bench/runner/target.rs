@@ -28,6 +28,9 @@ pub enum BenchTarget {
     /// Draft-target speculative decoding: a draft and a target executor in this process, driven by
     /// a `SpeculativeExecutor`.
     DraftTarget(super::draft_target::DraftTargetBench),
+    /// An executor in this process whose requests carry synthetic LoRA adapters
+    /// (`--lora-adapters`): each request gets the adapter the traffic draws for it.
+    InProcessLora(AsyncExecutor, std::sync::Arc<crate::bench::lora::LoraTraffic>),
 }
 
 /// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
@@ -54,16 +57,27 @@ impl BenchTarget {
     /// The in-process executor, if that is the target.
     pub fn executor(&self) -> Option<&AsyncExecutor> {
         match self {
-            BenchTarget::InProcess(executor) => Some(executor),
+            BenchTarget::InProcess(executor) | BenchTarget::InProcessLora(executor, _) => Some(executor),
             BenchTarget::Grpc(_) | BenchTarget::OpenAi(_) => None,
             BenchTarget::DraftTarget(loop_) => Some(loop_.target()),
+        }
+    }
+
+    /// The LoRA traffic the requests carry, if any.
+    pub fn lora(&self) -> Option<&std::sync::Arc<crate::bench::lora::LoraTraffic>> {
+        match self {
+            BenchTarget::InProcessLora(_, traffic) => Some(traffic),
+            _ => None,
         }
     }
 
     /// Sends one request and records it to the end; never fails (errors are recorded).
     pub async fn send(&self, spec: RequestSpec, clock: &RunClock, index: u64, phase: Phase) -> RequestRecord {
         match self {
-            BenchTarget::InProcess(executor) => in_process(executor, spec, clock, index, phase).await,
+            BenchTarget::InProcess(executor) => in_process(executor, None, spec, clock, index, phase).await,
+            BenchTarget::InProcessLora(executor, traffic) => {
+                in_process(executor, Some(traffic), spec, clock, index, phase).await
+            }
             BenchTarget::Grpc(grpc) => over_grpc(grpc, spec, clock, index, phase).await,
             BenchTarget::OpenAi(http) => http.send(spec, clock, index, phase).await,
             BenchTarget::DraftTarget(loop_) => loop_.send(spec, clock, index, phase).await,
@@ -100,12 +114,13 @@ fn guided_pb(guide: &GuidedDecodingParams) -> pb::GuidedDecodingParams {
 
 async fn in_process(
     executor: &AsyncExecutor,
+    lora: Option<&crate::bench::lora::LoraTraffic>,
     spec: RequestSpec,
     clock: &RunClock,
     index: u64,
     phase: Phase,
 ) -> RequestRecord {
-    match enqueue_in_process(executor, &spec, clock, index, phase) {
+    match enqueue_in_process(executor, lora, &spec, clock, index, phase) {
         (Some(stream), record) => consume_in_process(stream, record, clock).await,
         (None, record) => record,
     }
@@ -115,13 +130,14 @@ async fn in_process(
 /// or no stream and the failed record when the executor refused it.
 pub(crate) fn enqueue_in_process(
     executor: &AsyncExecutor,
+    lora: Option<&crate::bench::lora::LoraTraffic>,
     spec: &RequestSpec,
     clock: &RunClock,
     index: u64,
     phase: Phase,
 ) -> (Option<crate::GenerationStream>, RequestRecord) {
     // LoRA traffic: the adapter is attached and the request enqueued in one step (see bench::lora).
-    let (lora, result) = match crate::bench::lora::installed() {
+    let (lora, result) = match lora {
         Some(traffic) => {
             let (task, with_weights, result) =
                 traffic.enqueue(index, generation_request(spec), |request| executor.enqueue(request));

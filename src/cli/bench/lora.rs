@@ -1,4 +1,4 @@
-//! `--lora-adapters`: builds the run's LoRA traffic for the loaded engine and installs it.
+//! `--lora-adapters`: builds the run's LoRA traffic for the loaded engine.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,16 +10,15 @@ use trtllm::{AsyncExecutor, PeftCacheConfig};
 
 use super::args::RunArgs;
 
-/// Installs the LoRA traffic `args` ask for (or none); errors when the engine has no LoRA.
-pub fn install(
+/// The LoRA traffic `args` ask for (or none); errors when the engine has no LoRA.
+pub fn traffic(
     args: &RunArgs,
     executor: &AsyncExecutor,
     peft_cache: Option<PeftCacheConfig>,
     engine_dir: &Path,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<Arc<LoraTraffic>>> {
     if args.lora_adapters == 0 {
-        trtllm::bench::lora::install(None);
-        return Ok(());
+        return Ok(None);
     }
     let engine = executor.executor().engine();
     let Some(settings) = engine.lora.clone() else {
@@ -52,8 +51,7 @@ pub fn install(
         args.lora_zipf
     );
     traffic.watch(executor.clone());
-    trtllm::bench::lora::install(Some(Arc::new(traffic)));
-    Ok(())
+    Ok(Some(Arc::new(traffic)))
 }
 
 /// The device adapter cache's size as the PeftCacheConfig sets it: `numDeviceModuleLayer` slots of

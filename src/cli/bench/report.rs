@@ -144,7 +144,7 @@ impl<'a> Report<'a> {
         }
         let mut summary = builder.build(&run.records)?;
         // ---- LoRA: adapters, cache counters and latency by how adapters were sent ----
-        if let Some(traffic) = trtllm::bench::lora::installed() {
+        if let Some(traffic) = self.setup.target.lora() {
             let section = traffic.section(&run.records);
             notes.push(lora_console_line(&point.stem, &section));
             summary.lora = Some(section);

@@ -83,7 +83,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         config.guided_decoding = Some(crate::cli::guided::guided_config_for(&tokenizer)?);
     }
     let executor = AsyncExecutor::load(&engine_dir, config.clone()).await?;
-    super::lora::install(args, &executor, config.peft_cache.clone(), &engine_dir)?;
+    let lora = super::lora::traffic(args, &executor, config.peft_cache.clone(), &engine_dir)?;
     let engine = executor.executor().engine().clone();
     let backend = executor.executor().backend().clone();
     let gpu = simulated_gpu(&engine_dir);
@@ -119,7 +119,10 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
             engine_json["draft_target"] = draft;
             (target, engine_json)
         }
-        None => (BenchTarget::InProcess(executor), engine_json),
+        None => match lora {
+            Some(traffic) => (BenchTarget::InProcessLora(executor, traffic), engine_json),
+            None => (BenchTarget::InProcess(executor), engine_json),
+        },
     };
     Ok(Setup {
         model_id: engine.model_name.clone(),
@@ -138,7 +141,6 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
 }
 
 async fn grpc(url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
-    trtllm::bench::lora::install(None);
     let Some(addr) = url.strip_prefix("grpc://") else {
         bail!("--target must be inprocess, grpc://HOST:PORT or http://HOST:PORT/v1, not {url:?}");
     };
