@@ -89,6 +89,7 @@ pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_
 pub use planning::prediction::Prediction;
 /// The configuration search under SLOs (`trtllm plan`).
 pub use planning::search;
+pub use planning::twin::{TwinError, UNDER_LOAD_FIGURES, under_load_section, write_virtual_twin};
 pub use planning::virtual_clock::{
     GRPC_CLIENT_LATENCY, IN_PROCESS_CLIENT_LATENCY, PlanningError, VirtualClockRun, VirtualRunOptions,
     iteration_latencies_ms, run_virtual_point, run_virtual_point_with, to_simulated_time,

@@ -126,7 +126,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         lora: setup.target.lora().cloned(),
         ..Default::default()
     };
+    // A simulated engine run in real time gets its virtual-clock twin: the same workload run on
+    // it is the prediction under load, beside the measurement.
+    let twin_dir = match (&planning_dir, &setup.simulation, &setup.loaded_dir) {
+        (None, Some(_), Some(dir)) => {
+            let twin = tempfile::tempdir()?;
+            trtllm::bench::write_virtual_twin(dir, twin.path())?.then_some(twin)
+        }
+        _ => None,
+    };
     let one = OnePoint {
+        twin_dir: twin_dir.as_ref().map(|d| d.path()),
         setup: &setup,
         planning_dir: planning_dir.as_deref(),
         virtual_options: &virtual_options,
@@ -200,6 +210,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct OnePoint<'a> {
     setup: &'a Setup,
     planning_dir: Option<&'a std::path::Path>,
+    /// The simulated engine's virtual-clock twin (a real-time run on a simulated engine).
+    twin_dir: Option<&'a std::path::Path>,
     virtual_options: &'a trtllm::bench::VirtualRunOptions,
     report: &'a Report<'a>,
     bar: &'a ProgressBar,
@@ -233,7 +245,16 @@ impl OnePoint<'_> {
             }
         };
         let ok = run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
-        let (row, notes, summary) = self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref())?;
+        let twin = match self.twin_dir {
+            Some(dir) => {
+                let options = self.virtual_options;
+                let twin = run_virtual_point_with(dir, &point.workload, index as u64, &point.plan, options, |_| {});
+                Some(twin.await?.0)
+            }
+            None => None,
+        };
+        let (row, notes, summary) =
+            self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref())?;
         Ok((row, notes, summary, ok))
     }
 }

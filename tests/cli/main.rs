@@ -5,6 +5,7 @@ mod common;
 
 mod bench;
 mod bench_layers;
+mod bench_load;
 mod bench_plan;
 mod bench_repeats;
 mod bench_saturate;

@@ -4,4 +4,5 @@
 pub(crate) mod prediction;
 pub(crate) mod scheduled_load;
 pub mod search;
+pub(crate) mod twin;
 pub(crate) mod virtual_clock;

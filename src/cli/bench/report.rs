@@ -78,6 +78,7 @@ impl<'a> Report<'a> {
         clock: &RunClock,
         anchor: &WallAnchor,
         virtual_run: Option<&VirtualClockRun>,
+        twin: Option<&PointRun>,
     ) -> anyhow::Result<(SweepRow, Vec<String>, Value)> {
         let run_info = RunInfo {
             date: self.date.clone(),
@@ -154,8 +155,23 @@ impl<'a> Report<'a> {
             let concurrency = point.plan.load.concurrency();
             if let Some(prediction) = Prediction::for_summary(sim, &summary, concurrency) {
                 let section = prediction.section(sim, &summary, run.iterations.as_ref());
-                notes.push(prediction.console_line(&point.stem, &section));
+                // Under load, the twin's run is the like-for-like prediction; the unloaded
+                // figures stay in the file.
+                if twin.is_none() {
+                    notes.push(prediction.console_line(&point.stem, &section));
+                }
                 summary.prediction = Some(section);
+            }
+        }
+        if let Some(twin) = twin {
+            let predicted = Summary::builder(RunInfo::default()).percentiles(&self.percentiles).build(&twin.records)?;
+            let section = trtllm::bench::under_load_section(&predicted.to_json(), &summary.to_json());
+            notes.push(under_load_line(&point.stem, &section));
+            match &mut summary.prediction {
+                Some(Value::Object(prediction)) => {
+                    prediction.insert("under_load".into(), section);
+                }
+                _ => summary.prediction = Some(json!({ "under_load": section })),
             }
         }
 
@@ -232,6 +248,30 @@ impl<'a> Report<'a> {
         }
         Ok(())
     }
+}
+
+/// One console line comparing the twin's predicted figures with the measured ones.
+fn under_load_line(stem: &str, section: &Value) -> String {
+    let figures = &section["figures"];
+    let part = |key: &str, label: &str| -> Option<String> {
+        let f = &figures[key];
+        Some(format!(
+            "{label} {:.2} predicted, {:.2} measured ({:.2}x)",
+            f["predicted"].as_f64()?,
+            f["measured"].as_f64()?,
+            f["ratio"].as_f64()?
+        ))
+    };
+    let parts: Vec<String> = [
+        ("p50_ttft_ms", "TTFT p50 ms"),
+        ("mean_tpot_ms", "TPOT mean ms"),
+        ("mean_e2el_ms", "E2E mean ms"),
+        ("output_throughput", "out tok/s"),
+    ]
+    .iter()
+    .filter_map(|(k, l)| part(k, l))
+    .collect();
+    format!("prediction {stem} (the simulator's virtual-clock run of the same load): {}", parts.join("; "))
 }
 
 /// The `executor_settings` section: the executor flags given (the same as `trtllm serve`'s),

@@ -1,0 +1,66 @@
+//! `trtllm bench` on how the load fell: closed-loop users spread out by default (lockstep only
+//! when asked, and then said), the steady window beside the whole run, TTFT and cache hits by
+//! session turn, and the prediction under load from the simulator's run of the same workload.
+
+use crate::common;
+
+use common::cli::{bench, read_json};
+use serde_json::Value;
+
+fn run(extra: &[&str]) -> (Value, String) {
+    let engine = common::sim::engine_dir(|b| b.iteration_ms(2.0).max_input_len(400));
+    let out = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--engine-dir",
+        engine.path().to_str().unwrap(),
+        "--concurrency",
+        "8",
+        "--output-len",
+        "16",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let output = bench(&args);
+    let name = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.starts_with("c8_") && n.ends_with(".json") && !n.contains(".rep"))
+        .unwrap();
+    (read_json(&out.path().join(name)), String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn users_start_spread_out_unless_asked_and_lockstep_is_reported() {
+    let (spread, _) = run(&["--input-len", "64", "--num-prompts", "48"]);
+    assert_eq!(spread["arrivals"]["reading"], "spread out", "{}", spread["arrivals"]);
+    assert!(spread["workload"]["user_start"].as_str().unwrap().starts_with("spread"));
+    let (together, stdout) = run(&["--input-len", "64", "--num-prompts", "48", "--users-start-together"]);
+    assert!(together["arrivals"]["reading"].as_str().unwrap().starts_with("lockstep"), "{}", together["arrivals"]);
+    assert!(stdout.contains("(lockstep); figures depend on it"), "{stdout}");
+    assert!(spread["arrivals"]["sent_together_share"].as_f64() < together["arrivals"]["sent_together_share"].as_f64());
+    for summary in [&spread, &together] {
+        let steady = &summary["steady_state"];
+        assert_eq!(steady["in_flight_level"], 8, "{steady}");
+        assert!(
+            steady["requests"].as_u64().unwrap() > 0 && steady["requests"].as_u64() < summary["completed"].as_u64()
+        );
+        assert!(steady["start_s"].as_f64() < steady["end_s"].as_f64());
+    }
+}
+
+#[test]
+fn sessions_report_ttft_and_cache_hits_by_turn_and_a_like_for_like_prediction() {
+    let (summary, stdout) =
+        run(&["--turns", "3", "--input-len", "128", "--turn-input-len", "32", "--num-prompts", "48"]);
+    let turns = summary["sessions"]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 3);
+    assert_eq!(turns[0]["cache_hit_rate"], 0.0);
+    assert!(turns[2]["cache_hit_rate"].as_f64().unwrap() > 0.5, "{}", turns[2]);
+    assert!(turns[2]["mean_prompt_tokens"].as_f64().unwrap() == 128.0 + 2.0 * (16.0 + 32.0));
+    assert!(stdout.contains("turn 3:"), "{stdout}");
+    // The prediction is the simulator's own virtual-clock run of the same load: decode figures agree.
+    let tpot = &summary["prediction"]["under_load"]["figures"]["mean_tpot_ms"];
+    assert!((0.8..1.25).contains(&tpot["ratio"].as_f64().unwrap()), "{tpot}");
+    assert!(stdout.contains("virtual-clock run of the same load"), "{stdout}");
+}
