@@ -121,4 +121,5 @@ pub use traffic::session::{
     Answer, Session, SessionError, SessionPlan, SessionScript, SessionTurn, TurnPrompt, UserMessage,
 };
 pub use traffic::trace::{MOONCAKE_BLOCK_SIZE, Trace, TraceError, TraceOptions, TraceRecord, TraceReplay};
+pub use traffic::words::WordVocabulary;
 pub use traffic::workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};

@@ -80,11 +80,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A tokenizer only when the workload needs one: text prompts, a chat template, or the end
     // id for natural stopping in process (a server applies its own).
     let required = args.chat_template || (!args.ignore_eos && setup.target.executor().is_some());
-    let tokenizer =
-        match required || args.turns.is_some() || !matches!(args.dataset, DatasetKind::Random | DatasetKind::Trace) {
-            true => setup.tokenizer().await?,
-            false => None,
-        };
+    // Sessions keep their history as text too; an HTTP target is sent text prompts.
+    let needs_text = args.turns.is_some() || args.target.starts_with("http");
+    let tokenizer = match required || needs_text || !matches!(args.dataset, DatasetKind::Random | DatasetKind::Trace) {
+        true => setup.tokenizer().await?,
+        false => None,
+    };
     if required && tokenizer.is_none() {
         anyhow::bail!("--chat-template and --ignore-eos false need a tokenizer: pass --tokenizer DIR");
     }

@@ -6,4 +6,5 @@ pub(crate) mod load;
 pub(crate) mod prompt;
 pub(crate) mod session;
 pub(crate) mod trace;
+pub(crate) mod words;
 pub(crate) mod workload;

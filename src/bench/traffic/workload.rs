@@ -34,6 +34,17 @@ pub enum PromptSource {
     /// A request trace (`--dataset trace`): its prompts in arrival order, each sent at its
     /// trace time (see [`crate::bench::TraceReplay`]); the runner takes the arrivals from here.
     Trace(Arc<super::trace::TraceReplay>),
+    /// Random text prompts of whole-word tokens ([`super::words::WordVocabulary`]) that
+    /// round-trip through the tokenizer: `input_len` ids each (the first `shared_prefix` shared),
+    /// which a server re-tokenizing their text gets back exactly.
+    Words {
+        /// The word tokens to draw from.
+        words: super::words::WordVocabulary,
+        /// Prompt tokens per request (before any template a server adds).
+        input_len: usize,
+        /// Tokens shared by every prompt.
+        shared_prefix: usize,
+    },
     /// Multi-turn sessions (`--turns`, or ShareGPT conversations): each turn resends the
     /// history; the runner drives them ([`PromptSampler::next_session`]). Drawn as plain
     /// prompts (a warmup), a session gives its first turn.
@@ -172,6 +183,17 @@ impl Workload {
                 order.shuffle(&mut rng);
                 (Vec::new(), order)
             }
+            PromptSource::Words { words, input_len, shared_prefix } => {
+                let mut prefix_rng = StdRng::seed_from_u64(mix(self.seed));
+                let ids = words.ids();
+                let prefix: Vec<u32> = match ids.is_empty() {
+                    true => Vec::new(),
+                    false => (0..(*shared_prefix).min(*input_len))
+                        .map(|_| ids[prefix_rng.random_range(0..ids.len())])
+                        .collect(),
+                };
+                (prefix, Vec::new())
+            }
             PromptSource::Sessions(plan) => match &plan.script {
                 SessionScript::Synthetic { vocab_size, first_len, shared_prefix, .. } => {
                     let mut prefix_rng = StdRng::seed_from_u64(mix(self.seed));
@@ -243,6 +265,14 @@ impl PromptSampler {
                 let prompt = prompts[self.order[self.next]].clone();
                 self.next += 1;
                 prompt
+            }
+            PromptSource::Words { words, input_len, .. } => {
+                let ids = words.ids();
+                let mut prompt = self.prefix.clone();
+                if !ids.is_empty() {
+                    prompt.extend((self.prefix.len()..*input_len).map(|_| ids[self.rng.random_range(0..ids.len())]));
+                }
+                Prompt { token_ids: prompt, output_len: None }
             }
             PromptSource::Sessions(_) => {
                 let mut session = self.next_session();

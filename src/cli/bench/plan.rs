@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use trtllm::bench::{
-    Load, LoadPlan, Prompt, PromptSource, SessionPlan, SessionScript, TokenizeOptions, Trace, TraceOptions, Workload,
-    load_jsonl, load_sharegpt, load_sharegpt_sessions, tokenize_entries, tokenize_sessions,
+    Load, LoadPlan, Prompt, PromptSource, SessionPlan, SessionScript, TokenizeOptions, Trace, TraceOptions,
+    WordVocabulary, Workload, load_jsonl, load_sharegpt, load_sharegpt_sessions, tokenize_entries, tokenize_sessions,
 };
 use trtllm::text::Tokenizer;
 
@@ -69,6 +69,14 @@ impl Point {
             "warmup": self.plan.warmup,
             "ramp_up_s": self.plan.ramp_up.map(|d| d.as_secs_f64()),
             "duration_s": self.plan.duration.map(|d| d.as_secs_f64()),
+            "prompt_text": match &self.workload.source {
+                PromptSource::Words { input_len, .. } => json!({
+                    "kind": "whole-word tokens that round-trip through the tokenizer",
+                    "content_tokens": input_len,
+                    "server_added_tokens": self.input_len.map(|n| n.saturating_sub(*input_len)),
+                }),
+                _ => Value::Null,
+            },
             "turns": args.turns,
             "think_time_s": args.turns.map(|_| args.think_time),
             "turn_input_len": args.turns.map(|_| args.turn_input_len.or(self.input_len)),
@@ -100,6 +108,26 @@ pub fn prompt_sources(
         let lens = args.input_len.clone().unwrap_or_else(|| vec![128, 1024]);
         if lens.contains(&0) {
             bail!("--input-len must be at least 1");
+        }
+        // An HTTP target is sent text: prompts of whole-word tokens that round-trip through the
+        // tokenizer, sized so that what the server tokenizes (its chat template included) has
+        // the requested length.
+        if let (true, Some(tokenizer)) = (args.target.starts_with("http"), tokenizer) {
+            let words = WordVocabulary::from_tokenizer(tokenizer);
+            if !words.ids().is_empty() {
+                let overhead = words.overhead(tokenizer, !args.completions);
+                return Ok(lens
+                    .into_iter()
+                    .map(|input_len| {
+                        let content = input_len.saturating_sub(overhead).max(1);
+                        let shared_prefix = args.shared_prefix.min(content);
+                        (
+                            Some(input_len),
+                            PromptSource::Words { words: words.clone(), input_len: content, shared_prefix },
+                        )
+                    })
+                    .collect());
+            }
         }
         return Ok(lens
             .into_iter()

@@ -191,6 +191,20 @@ impl<'a> Report<'a> {
             ));
         }
         summary.executor_settings = Some(self.executor_settings.clone());
+        // Prompt tokens as the target counted them beside those asked for.
+        if let (Some(requested), None) = (point.input_len, &summary.sessions) {
+            let actual = summary.mean_prompt_tokens();
+            if let Some(Value::Object(workload)) = &mut summary.workload {
+                workload.insert("prompt_tokens_requested".into(), json!(requested));
+                workload.insert("prompt_tokens_actual_mean".into(), json!(actual));
+            }
+            if summary.throughput.completed > 0 && (actual - requested as f64).abs() > 0.5 {
+                notes.push(format!(
+                    "prompts {}: {actual:.1} prompt tokens per request as the target counted them, {requested} requested",
+                    point.stem
+                ));
+            }
+        }
         notes.extend(load_shape_lines(&point.stem, &summary));
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
