@@ -32,6 +32,15 @@ pub struct LayerFigures {
     pub p50_after_executor_ms: Option<f64>,
     /// 99th percentile of the same.
     pub p99_after_executor_ms: Option<f64>,
+    /// Median of client TTFT − the executor's own TTFT (its arrival to its first token), per
+    /// request of this run: what the layer costs both ways (the request in, the first token
+    /// out), without the executor's queueing and whatever the run's arrivals did to it. `None`
+    /// without executor stamps.
+    #[serde(default)]
+    pub p50_client_minus_executor_ttft_ms: Option<f64>,
+    /// 99th percentile of the same.
+    #[serde(default)]
+    pub p99_client_minus_executor_ttft_ms: Option<f64>,
 }
 
 impl LayerFigures {
@@ -57,6 +66,7 @@ impl LayerFigures {
         let ttft = ms(ok.iter().filter_map(|r| r.ttft_s()).collect());
         let itl = ms(ok.iter().flat_map(|r| r.itl_s()).collect());
         let after = ms(ok.iter().filter_map(|r| r.ttft_measurement_error_s()).collect());
+        let cost = ms(ok.iter().filter_map(|r| r.runner_overhead_s()).collect());
         LayerFigures {
             layer: layer.to_owned(),
             completed: ok.len() as u64,
@@ -67,6 +77,8 @@ impl LayerFigures {
             p99_itl_ms: percentile(&itl, 99.0),
             p50_after_executor_ms: percentile(&after, 50.0),
             p99_after_executor_ms: percentile(&after, 99.0),
+            p50_client_minus_executor_ttft_ms: percentile(&cost, 50.0),
+            p99_client_minus_executor_ttft_ms: percentile(&cost, 99.0),
         }
     }
 }
@@ -82,7 +94,7 @@ pub struct LayerComparison {
 }
 
 /// Column names of `layers.csv`, in order.
-pub const LAYER_CSV_COLUMNS: [&str; 16] = [
+pub const LAYER_CSV_COLUMNS: [&str; 20] = [
     "point",
     "layer",
     "completed",
@@ -99,6 +111,10 @@ pub const LAYER_CSV_COLUMNS: [&str; 16] = [
     "added_p99_itl_ms",
     "added_p50_after_executor_ms",
     "added_p99_after_executor_ms",
+    "p50_client_minus_executor_ttft_ms",
+    "p99_client_minus_executor_ttft_ms",
+    "added_p50_client_minus_executor_ttft_ms",
+    "added_p99_client_minus_executor_ttft_ms",
 ];
 
 fn minus(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -107,9 +123,9 @@ fn minus(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 impl LayerComparison {
     /// What `layer` adds over the baseline, per figure: (p50 TTFT, p99 TTFT, p50 ITL, p99 ITL,
-    /// p50 and p99 after the executor's stamp).
-    fn added(&self, layer: &LayerFigures) -> [Option<f64>; 6] {
-        let Some(base) = self.layers.first() else { return [None; 6] };
+    /// p50 and p99 after the executor's stamp, p50 and p99 client-minus-executor TTFT).
+    fn added(&self, layer: &LayerFigures) -> [Option<f64>; 8] {
+        let Some(base) = self.layers.first() else { return [None; 8] };
         [
             minus(layer.p50_ttft_ms, base.p50_ttft_ms),
             minus(layer.p99_ttft_ms, base.p99_ttft_ms),
@@ -117,11 +133,16 @@ impl LayerComparison {
             minus(layer.p99_itl_ms, base.p99_itl_ms),
             minus(layer.p50_after_executor_ms, base.p50_after_executor_ms),
             minus(layer.p99_after_executor_ms, base.p99_after_executor_ms),
+            minus(layer.p50_client_minus_executor_ttft_ms, base.p50_client_minus_executor_ttft_ms),
+            minus(layer.p99_client_minus_executor_ttft_ms, base.p99_client_minus_executor_ttft_ms),
         ]
     }
 
-    /// A Markdown table: each layer's figures, then what it adds over the baseline
-    /// (`+x` columns; `n/a` where a layer has no such figure).
+    /// A Markdown table: each layer's cost from the same run where the layer returns executor
+    /// stamps (client TTFT − the executor's own TTFT, per request, and what that adds over the
+    /// baseline's), then its figures and what they add over the baseline's run (`+x` columns,
+    /// which also carry how differently the two runs' arrivals bunched; `n/a` where a layer has
+    /// no such figure).
     ///
     /// ```rust
     /// use trtllm::bench::{LayerComparison, LayerFigures};
@@ -130,27 +151,34 @@ impl LayerComparison {
     /// let grpc = LayerFigures { layer: "grpc://h:1".into(), p50_ttft_ms: Some(12.5), ..Default::default() };
     /// let table = LayerComparison { point: "c4".into(), layers: vec![base, grpc] }.markdown();
     /// assert!(table.lines().nth(4).unwrap().contains("| 12.50 | n/a | n/a | n/a | +2.50 |"));
+    /// assert!(table.lines().nth(4).unwrap().starts_with("| grpc://h:1 | 0 | 0 | n/a | n/a | n/a | n/a |"));
     /// ```
     pub fn markdown(&self) -> String {
         let cell = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.2}"));
         let delta = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:+.2}"));
         let mut out = format!(
-            "point {}: latencies in ms; +: added over {}; after executor: client first token - the \
-             executor's first-token stamp\n",
+            "point {}: latencies in ms. layer cost: client TTFT - the executor's own TTFT, per request \
+             of the same run (the layer both ways, without executor queueing); +cost: added over {}'s. \
+             +TTFT/+ITL: one run's figure minus the other's (also carries how differently the runs' \
+             arrivals bunched). after executor: client first token - the executor's first-token stamp\n",
             self.point,
             self.layers.first().map_or("-", |l| l.layer.as_str())
         );
         out.push_str(
-            "| layer | ok | failed | p50 TTFT | p99 TTFT | p50 ITL | p99 ITL | +p50 TTFT | +p99 TTFT | +p50 ITL | \
-             +p99 ITL | p50 after executor | p99 after executor |\n",
+            "| layer | ok | failed | p50 layer cost | p99 layer cost | +p50 cost | +p99 cost | p50 TTFT | p99 TTFT | \
+             p50 ITL | p99 ITL | +p50 TTFT | +p99 TTFT | +p50 ITL | +p99 ITL | p50 after executor | p99 after executor |\n",
         );
-        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for layer in &self.layers {
             let added = self.added(layer);
             let row = [
                 layer.layer.clone(),
                 layer.completed.to_string(),
                 layer.failed.to_string(),
+                cell(layer.p50_client_minus_executor_ttft_ms),
+                cell(layer.p99_client_minus_executor_ttft_ms),
+                delta(added[6]),
+                delta(added[7]),
                 cell(layer.p50_ttft_ms),
                 cell(layer.p99_ttft_ms),
                 cell(layer.p50_itl_ms),
@@ -188,7 +216,10 @@ pub fn layers_csv(points: &[LayerComparison]) -> String {
                 opt_num(layer.p50_after_executor_ms),
                 opt_num(layer.p99_after_executor_ms),
             ];
-            row.extend(added.into_iter().map(opt_num));
+            row.extend(added[..6].iter().copied().map(opt_num));
+            row.push(opt_num(layer.p50_client_minus_executor_ttft_ms));
+            row.push(opt_num(layer.p99_client_minus_executor_ttft_ms));
+            row.extend(added[6..].iter().copied().map(opt_num));
             push_row(&mut out, row);
         }
     }
