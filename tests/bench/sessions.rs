@@ -20,7 +20,13 @@ fn block_of(dir: &std::path::Path) -> u64 {
 
 fn sessions(turns: u32, think_time: Duration) -> Workload {
     let plan = SessionPlan {
-        script: SessionScript::Synthetic { vocab_size: 1000, first_len: 40, turn_len: 16, shared_prefix: 0 },
+        script: SessionScript::Synthetic {
+            vocab_size: 1000,
+            first_len: 40,
+            turn_len: 16,
+            shared_prefix: 0,
+            words: None,
+        },
         turns,
         think_time,
         tokenizer: None,

@@ -33,6 +33,9 @@ pub enum SessionScript {
         turn_len: usize,
         /// Tokens at the start of every session's first message that all sessions share.
         shared_prefix: usize,
+        /// Draw whole-word tokens that round-trip through the tokenizer (text targets) instead
+        /// of any id below `vocab_size`.
+        words: Option<super::words::WordVocabulary>,
     },
     /// Conversations of a dataset (ShareGPT): each one's human turns in order.
     Conversations(Arc<[Vec<UserMessage>]>),
@@ -208,7 +211,13 @@ mod tests {
 
     fn plan(turns: u32) -> Arc<SessionPlan> {
         Arc::new(SessionPlan {
-            script: SessionScript::Synthetic { vocab_size: 100, first_len: 4, turn_len: 2, shared_prefix: 0 },
+            script: SessionScript::Synthetic {
+                vocab_size: 100,
+                first_len: 4,
+                turn_len: 2,
+                shared_prefix: 0,
+                words: None,
+            },
             turns,
             think_time: Duration::ZERO,
             tokenizer: None,

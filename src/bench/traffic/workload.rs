@@ -195,11 +195,11 @@ impl Workload {
                 (prefix, Vec::new())
             }
             PromptSource::Sessions(plan) => match &plan.script {
-                SessionScript::Synthetic { vocab_size, first_len, shared_prefix, .. } => {
+                SessionScript::Synthetic { vocab_size, first_len, shared_prefix, words, .. } => {
                     let mut prefix_rng = StdRng::seed_from_u64(mix(self.seed));
-                    let vocab = (*vocab_size).max(2) as u32;
-                    let prefix: Vec<u32> =
-                        (0..(*shared_prefix).min(*first_len)).map(|_| prefix_rng.random_range(1..vocab)).collect();
+                    let prefix: Vec<u32> = (0..(*shared_prefix).min(*first_len))
+                        .map(|_| draw_token(&mut prefix_rng, *vocab_size, words.as_ref()))
+                        .collect();
                     (prefix, Vec::new())
                 }
                 SessionScript::Conversations(all) => {
@@ -314,17 +314,14 @@ impl PromptSampler {
             }
         };
         let script = match &plan.script {
-            SessionScript::Synthetic { vocab_size, first_len, turn_len, .. } => {
-                let vocab = (*vocab_size).max(2) as u32;
-                (0..plan.turns.max(1))
-                    .map(|turn| {
-                        let mut ids = if turn == 0 { self.prefix.clone() } else { Vec::new() };
-                        let len = if turn == 0 { *first_len } else { *turn_len };
-                        ids.extend((ids.len()..len).map(|_| self.rng.random_range(1..vocab)));
-                        UserMessage { token_ids: ids, text: None, output_len: None }
-                    })
-                    .collect()
-            }
+            SessionScript::Synthetic { vocab_size, first_len, turn_len, words, .. } => (0..plan.turns.max(1))
+                .map(|turn| {
+                    let mut ids = if turn == 0 { self.prefix.clone() } else { Vec::new() };
+                    let len = if turn == 0 { *first_len } else { *turn_len };
+                    ids.extend((ids.len()..len).map(|_| draw_token(&mut self.rng, *vocab_size, words.as_ref())));
+                    UserMessage { token_ids: ids, text: None, output_len: None }
+                })
+                .collect(),
             SessionScript::Conversations(all) => {
                 if all.is_empty() {
                     vec![UserMessage { token_ids: Vec::new(), text: None, output_len: None }]
@@ -346,6 +343,14 @@ impl PromptSampler {
     pub fn next_request(&mut self) -> RequestSpec {
         let prompt = self.next_prompt();
         self.workload.request(prompt)
+    }
+}
+
+/// One random token: a word of `words` when given, else any id in `1..vocab_size`.
+fn draw_token(rng: &mut StdRng, vocab_size: usize, words: Option<&super::words::WordVocabulary>) -> u32 {
+    match words.map(super::words::WordVocabulary::ids).filter(|ids| !ids.is_empty()) {
+        Some(ids) => ids[rng.random_range(0..ids.len())],
+        None => rng.random_range(1..vocab_size.max(2) as u32),
     }
 }
 

@@ -190,14 +190,25 @@ fn session_sources(
             if lens.contains(&0) || args.turn_input_len == Some(0) {
                 bail!("--input-len and --turn-input-len must be at least 1");
             }
+            // A text target: words that round-trip, the first message sized so the templated
+            // first turn has --input-len tokens.
+            let words = match (args.target.starts_with("http"), tokenizer) {
+                (true, Some(t)) => Some(WordVocabulary::from_tokenizer(t)).filter(|w| !w.ids().is_empty()),
+                _ => None,
+            };
+            let overhead = match (&words, tokenizer) {
+                (Some(w), Some(t)) => w.overhead(t, !args.completions),
+                _ => 0,
+            };
             Ok(lens
                 .into_iter()
                 .map(|first_len| {
                     let script = SessionScript::Synthetic {
                         vocab_size,
-                        first_len,
+                        first_len: first_len.saturating_sub(overhead).max(1),
                         turn_len: args.turn_input_len.unwrap_or(first_len),
                         shared_prefix: args.shared_prefix,
+                        words: words.clone(),
                     };
                     (Some(first_len), PromptSource::Sessions(Arc::new(plan(script))))
                 })
