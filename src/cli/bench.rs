@@ -163,7 +163,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             point.plan.warmup = args.warmup.unwrap_or(1);
             point.plan.stop_when_saturated = true;
             point.request_rate = r;
-            point.stem = format!("sat_r{r:.3}_{}", points[0].stem.split_once('_').map_or("", |s| s.1));
+            point.stem = format!("sat_r{r}_{}", points[0].stem.split_once('_').map_or("", |s| s.1));
             let (row, point_notes, summary, ok) = one.run(&point, judged.len()).await?;
             succeeded += ok;
             rows.push(row);

@@ -89,8 +89,16 @@ pub fn judge(rate: f64, stem: &str, summary: &Value, attainment_target: f64) -> 
     Judged { rate, meets, row }
 }
 
-/// The next rate to try after `judged` (in order), or `None` when the sweep is done.
+/// The next rate to try after `judged` (in order), or `None` when the sweep is done; rounded to
+/// three significant digits so that stems and tables stay readable.
 pub fn next_rate(args: &SaturateArgs, judged: &[Judged]) -> Option<f64> {
+    raw_next_rate(args, judged).map(|r| {
+        let scale = 10f64.powi(2 - r.log10().floor() as i32);
+        (r * scale).round() / scale
+    })
+}
+
+fn raw_next_rate(args: &SaturateArgs, judged: &[Judged]) -> Option<f64> {
     if judged.len() >= args.saturate_max_points as usize {
         return None;
     }
@@ -184,7 +192,7 @@ mod tests {
         assert_eq!(next_rate(&a, &[point(1.0, true)]), Some(2.0));
         let mut judged = vec![point(1.0, true), point(2.0, true), point(4.0, false)];
         let mid = next_rate(&a, &judged).unwrap();
-        assert!((mid - 8f64.sqrt()).abs() < 1e-9);
+        assert_eq!(mid, 2.83, "the geometric middle of 2 and 4, three digits");
         judged.push(point(mid, true));
         let mid2 = next_rate(&a, &judged).unwrap();
         assert!(mid2 > mid && mid2 < 4.0);
