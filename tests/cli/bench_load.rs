@@ -33,7 +33,10 @@ fn run(extra: &[&str]) -> (Value, String) {
 #[test]
 fn users_start_spread_out_unless_asked_and_lockstep_is_reported() {
     let (spread, _) = run(&["--input-len", "64", "--num-prompts", "48"]);
-    assert_eq!(spread["arrivals"]["reading"], "spread out", "{}", spread["arrivals"]);
+    // Spread over one request cycle, the users' sends do not come in waves (a busy host may
+    // still bunch a few).
+    assert!(!spread["arrivals"]["reading"].as_str().unwrap().starts_with("lockstep"), "{}", spread["arrivals"]);
+    assert!(spread["arrivals"]["sent_together_share"].as_f64() < Some(0.5), "{}", spread["arrivals"]);
     assert!(spread["workload"]["user_start"].as_str().unwrap().starts_with("spread"));
     let (together, stdout) = run(&["--input-len", "64", "--num-prompts", "48", "--users-start-together"]);
     assert!(together["arrivals"]["reading"].as_str().unwrap().starts_with("lockstep"), "{}", together["arrivals"]);
