@@ -130,7 +130,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A simulated engine run in real time gets its virtual-clock twin: the same workload run on
     // it is the prediction under load, beside the measurement.
     let twin_dir = match (&planning_dir, &setup.simulation, &setup.loaded_dir) {
-        (None, Some(_), Some(dir)) => {
+        // Only where the GPU timing model times the engine (a fixed iteration time predicts nothing).
+        (None, Some(sim), Some(dir)) if sim.perf_model.is_some() => {
             let twin = tempfile::tempdir()?;
             trtllm::bench::write_virtual_twin(dir, twin.path())?.then_some(twin)
         }
