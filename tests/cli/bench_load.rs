@@ -69,3 +69,50 @@ fn sessions_report_ttft_and_cache_hits_by_turn_and_a_like_for_like_prediction() 
     assert!((0.8..1.25).contains(&tpot["ratio"].as_f64().unwrap()), "{tpot}");
     assert!(stdout.contains("virtual-clock run of the same load"), "{stdout}");
 }
+
+#[test]
+fn sharegpt_conversations_replay_turn_by_turn_through_the_chat_template() {
+    let words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma";
+    let turn = |i: usize| format!("{words} question {i} {words}");
+    let conversation = |n: usize| {
+        let mut turns = Vec::new();
+        for i in 0..3 {
+            turns.push(serde_json::json!({"from": "human", "value": turn(n * 10 + i)}));
+            turns.push(serde_json::json!({"from": "gpt", "value": "a short reply of a few words"}));
+        }
+        serde_json::json!({ "conversations": turns })
+    };
+    let data = tempfile::tempdir().unwrap();
+    let path = data.path().join("sharegpt.json");
+    std::fs::write(&path, serde_json::to_string(&(0..4).map(conversation).collect::<Vec<_>>()).unwrap()).unwrap();
+    let engine = tempfile::tempdir().unwrap();
+    trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), engine.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    bench(&[
+        "--engine-dir",
+        engine.path().to_str().unwrap(),
+        "--dataset",
+        "sharegpt",
+        "--dataset-path",
+        path.to_str().unwrap(),
+        "--turns",
+        "3",
+        "--chat-template",
+        "--concurrency",
+        "2",
+        "--num-prompts",
+        "12",
+        "--output-dir",
+        out.path().to_str().unwrap(),
+    ]);
+    let summary = read_json(&out.path().join("c2_sharegpt_outds.json"));
+    let turns = summary["sessions"]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 3, "{:#}", summary["sessions"]);
+    let prompt = |t: &Value| t["mean_prompt_tokens"].as_f64().unwrap();
+    assert!(prompt(&turns[1]) > prompt(&turns[0]) && prompt(&turns[2]) > prompt(&turns[1]));
+    assert!(turns[2]["cache_hit_rate"].as_f64().unwrap() > 0.3, "{}", turns[2]);
+    // Each turn asks for its reference reply's length.
+    let rows = std::fs::read_to_string(out.path().join("c2_sharegpt_outds.requests.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(rows.lines().find(|l| l.contains("\"measure\"")).unwrap()).unwrap();
+    assert!(first["expected_output_tokens"].as_u64().unwrap() < 20, "{first}");
+}
