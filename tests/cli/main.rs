@@ -4,6 +4,7 @@
 mod common;
 
 mod bench;
+mod bench_gateway;
 mod bench_layers;
 mod bench_load;
 mod bench_plan;
