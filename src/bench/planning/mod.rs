@@ -6,3 +6,4 @@ pub(crate) mod scheduled_load;
 pub mod search;
 pub(crate) mod twin;
 pub(crate) mod virtual_clock;
+pub(crate) mod virtual_sessions;

@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit};
+use super::virtual_sessions::{session_hook, warmup_cycle};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
-use crate::bench::runner::point::{PointRun, answer_of};
+use crate::bench::runner::point::PointRun;
 use crate::bench::traffic::load::{Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
-use crate::bench::traffic::session::Session;
-use crate::bench::traffic::workload::{PromptSampler, Workload, WorkloadPhase};
+use crate::bench::traffic::workload::{Workload, WorkloadPhase};
 use crate::{AsyncExecutor, ExecutorConfig};
 
 /// Iteration statistics the executor may buffer between two polls: a virtual-clock executor
@@ -357,73 +357,6 @@ fn speculates(dir: &Path) -> bool {
     let mode = config["build_config"]["speculative_decoding_mode"].as_str().unwrap_or("none");
     let drafter = read("simulation.json").is_some_and(|sim| !sim["speculative"].is_null());
     mode != "none" || drafter
-}
-
-/// The mean simulated latency of the warmup's requests (arrival to last token): one request
-/// cycle, over which closed-loop users spread their first arrivals.
-fn warmup_cycle(records: &[RequestRecord]) -> Option<Duration> {
-    let latencies: Vec<f64> = records
-        .iter()
-        .filter(|r| r.phase == Phase::Warmup && r.error.is_none())
-        .filter_map(|r| Some(r.server?.last_token_s? - r.send_s))
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .collect();
-    (!latencies.is_empty()).then(|| Duration::from_secs_f64(latencies.iter().sum::<f64>() / latencies.len() as f64))
-}
-
-/// Where session users' requests come from: each user's session goes on with the answer to its
-/// previous turn (a failed turn ends it) and a new session starts when one ends, until `budget`
-/// requests have been drawn (a count run). Indexes count on from `base`.
-fn session_hook(
-    workload: &Workload,
-    sampler: PromptSampler,
-    users: usize,
-    base: u64,
-    budget: Option<usize>,
-) -> NextRequest {
-    struct State {
-        sampler: PromptSampler,
-        sessions: Vec<Option<Session>>,
-        drawn: u64,
-    }
-    let state = Mutex::new(State { sampler, sessions: vec![None; users.max(1)], drawn: 0 });
-    let workload = workload.clone();
-    Arc::new(move |user: usize, _sent: u64, previous: Option<&RequestRecord>| {
-        let mut guard = state.lock().unwrap_or_else(|e| e.into_inner());
-        let state = &mut *guard;
-        if budget.is_some_and(|b| state.drawn >= b as u64) {
-            return None;
-        }
-        let slot = state.sessions.get_mut(user)?;
-        let follow_on = match (slot.as_mut(), previous) {
-            (Some(session), Some(done)) if done.is_success() => match session.next(&answer_of(done)) {
-                Some(Ok(turn)) => Some(workload.session_request(session, turn)),
-                _ => None,
-            },
-            _ => None,
-        };
-        let spec = match follow_on {
-            Some(spec) => spec,
-            None => {
-                // A new session; one whose first turn cannot be built is skipped (a handful
-                // of tries, so a broken template ends the user instead of spinning).
-                let mut started = None;
-                for _ in 0..8 {
-                    let mut session = state.sampler.next_session();
-                    if let Ok(turn) = session.first() {
-                        let spec = workload.session_request(&session, turn);
-                        *slot = Some(session);
-                        started = Some(spec);
-                        break;
-                    }
-                }
-                started?
-            }
-        };
-        let index = base + state.drawn;
-        state.drawn += 1;
-        Some((index, Phase::Measure, spec))
-    })
 }
 
 /// When each of `users` closed-loop users sends its first request from `start`: one after

@@ -6,4 +6,5 @@ pub(crate) mod draft_target;
 pub(crate) mod openai;
 pub(crate) mod point;
 pub(crate) mod records;
+pub(crate) mod sessions;
 pub(crate) mod target;
