@@ -1,6 +1,7 @@
 //! The load generator: offers [`super::traffic`] to a target (an executor in this process or a
 //! gRPC server) and writes [`super::metrics`] records.
 
+pub(crate) mod backlog;
 // Draft-target speculative decoding through SpeculativeExecutor.
 pub(crate) mod draft_target;
 pub(crate) mod openai;

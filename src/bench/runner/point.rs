@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, Semaphore, mpsc};
 
+use super::backlog::Watch;
 use super::sessions::FAILURE_BACKOFF;
 use super::target::BenchTarget;
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
-use crate::bench::metrics::saturation::{BacklogWatch, SAMPLE_S, SETTLE_REQUESTS, over_saturated_at};
+use crate::bench::metrics::saturation::{BacklogWatch, SAMPLE_S, over_saturated_at};
 use crate::bench::traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
 use crate::bench::traffic::workload::{PromptSampler, RequestSpec, Workload, WorkloadPhase};
 
@@ -171,61 +172,6 @@ pub async fn run_point(
         _ => None,
     };
     Ok(PointRun { records, iterations, over_saturated_s })
-}
-
-/// The backlog watch of an open-loop point that stops when over-saturated.
-struct Watch {
-    backlog: Option<BacklogWatch>,
-    stop: Arc<AtomicBool>,
-    /// The run's request counter; requests sent since the watch began are those above `base`.
-    sent: Arc<AtomicU64>,
-    base: u64,
-    started: Instant,
-    finished: u64,
-    stopped_at: Option<f64>,
-    /// Latencies of the first finished measured requests (they set when the backlog settles).
-    first_latencies: Vec<f64>,
-}
-
-impl Watch {
-    fn none() -> Self {
-        Watch {
-            backlog: None,
-            stop: Arc::new(AtomicBool::new(false)),
-            sent: Arc::new(AtomicU64::new(0)),
-            base: 0,
-            started: Instant::now(),
-            finished: 0,
-            stopped_at: None,
-            first_latencies: Vec::new(),
-        }
-    }
-
-    /// Counts a finished request; the first ones' latency sets when the backlog has settled.
-    fn finished(&mut self, record: &RequestRecord) {
-        self.finished += 1;
-        if let (Some(watch), Some(e2el)) = (&mut self.backlog, record.end_s.map(|e| e - record.send_s))
-            && self.first_latencies.len() < SETTLE_REQUESTS
-        {
-            self.first_latencies.push(e2el);
-            let mean = self.first_latencies.iter().sum::<f64>() / self.first_latencies.len() as f64;
-            watch.settle_after(2.0 * mean);
-        }
-    }
-
-    /// Samples the backlog; tells the launcher to stop once it keeps growing.
-    fn sample(&mut self) {
-        let Some(watch) = &mut self.backlog else { return };
-        if self.stopped_at.is_some() {
-            return;
-        }
-        let sent = self.sent.load(Ordering::Relaxed).saturating_sub(self.base);
-        let t = self.started.elapsed().as_secs_f64();
-        if watch.push(t, sent.saturating_sub(self.finished)) {
-            self.stopped_at = Some(t);
-            self.stop.store(true, Ordering::Relaxed);
-        }
-    }
 }
 
 /// Receives finished records until every request task is done, sampling the backlog `watch`
