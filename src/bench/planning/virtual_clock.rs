@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit};
-use super::virtual_sessions::{session_hook, warmup_cycle};
+use super::virtual_sessions::{SessionUsers, warmup_cycle};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
 use crate::bench::runner::point::PointRun;
@@ -212,30 +212,16 @@ pub async fn run_virtual_point_with(
         match (plan.load, plan.duration) {
             (Load::Closed { concurrency }, duration) if workload.sessions().is_some() => {
                 let ramp_up = plan.ramp_up.unwrap_or_default();
-                let think = workload.sessions().map_or(Duration::ZERO, |p| p.think_time);
-                let limit = UserLimit::Sessions {
-                    deadline: duration.map(|d| start + ramp_up + d),
-                    ramp_end: duration.map(|_| start + ramp_up),
-                    think,
-                };
-                let budget = duration.is_none().then_some(plan.num_prompts);
-                let next = session_hook(workload, sampler, concurrency, next_index, budget);
+                // User u starts at its ramp-up time, CLIENT_STAGGER after u - 1, spread over the cycle.
                 let starts: Vec<Instant> = (0..concurrency)
                     .map(|u| start + Duration::from_secs_f64(ramp_start_s(u, concurrency, ramp_up.as_secs_f64())))
                     .zip(first_wave(Duration::ZERO, concurrency))
                     .zip(spread(concurrency))
                     .map(|((at, stagger), offset)| at + stagger + offset)
                     .collect();
-                let firsts: Vec<VecDeque<Planned>> = (0..concurrency)
-                    .map(|u| {
-                        let first = next(u, 0, None).map(|(index, _, spec)| {
-                            let phase = if starts[u] < start + ramp_up { Phase::RampUp } else { Phase::Measure };
-                            (index, phase, spec)
-                        });
-                        first.into_iter().collect()
-                    })
-                    .collect();
-                load.users(firsts, starts, limit, Some(next));
+                let users =
+                    SessionUsers { start, ramp_up, duration, budget: plan.num_prompts, first_index: next_index };
+                users.run(load, workload, sampler, starts);
             }
             (Load::Open { .. }, _) if workload.sessions().is_some() => {
                 return Err(PlanningError::NeedsWallClock("open-loop sessions (session starts at a rate)"));

@@ -1,10 +1,11 @@
 //! Virtual-clock pieces of closed-loop users: sessions whose next turn carries the previous
 //! answer, and the request cycle over which users spread their first arrivals.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::scheduled_load::NextRequest;
+use super::scheduled_load::{NextRequest, Planned, ScheduledLoad, UserLimit};
 use crate::bench::metrics::record::{Phase, RequestRecord};
 use crate::bench::runner::sessions::answer_of;
 use crate::bench::traffic::session::Session;
@@ -25,7 +26,7 @@ pub(crate) fn warmup_cycle(records: &[RequestRecord]) -> Option<Duration> {
 /// Where session users' requests come from: each user's session goes on with the answer to its
 /// previous turn (a failed turn ends it) and a new session starts when one ends, until `budget`
 /// requests have been drawn (a count run). Indexes count on from `base`.
-pub(crate) fn session_hook(
+fn session_hook(
     workload: &Workload,
     sampler: PromptSampler,
     users: usize,
@@ -75,4 +76,45 @@ pub(crate) fn session_hook(
         state.drawn += 1;
         Some((index, Phase::Measure, spec))
     })
+}
+
+/// Closed-loop session users of one point: each runs sessions one after another, its first
+/// arrival at its start, until `budget` requests (a count run) or the duration's end.
+pub(crate) struct SessionUsers {
+    /// The phase's start in simulated time.
+    pub(crate) start: Instant,
+    /// Users added over this (requests before its end are ramp-up requests).
+    pub(crate) ramp_up: Duration,
+    /// Sustained load after the ramp-up; `None`: a count run of `budget` requests.
+    pub(crate) duration: Option<Duration>,
+    /// Requests of a count run.
+    pub(crate) budget: usize,
+    /// The index of the phase's first request.
+    pub(crate) first_index: u64,
+}
+
+impl SessionUsers {
+    /// Enqueues every user's first turn (call it under a hold); the users then run as tasks.
+    pub(crate) fn run(self, load: &ScheduledLoad, workload: &Workload, sampler: PromptSampler, starts: Vec<Instant>) {
+        let users = starts.len();
+        let think = workload.sessions().map_or(Duration::ZERO, |p| p.think_time);
+        let ramp_end = self.start + self.ramp_up;
+        let limit = UserLimit::Sessions {
+            deadline: self.duration.map(|d| ramp_end + d),
+            ramp_end: self.duration.map(|_| ramp_end),
+            think,
+        };
+        let budget = self.duration.is_none().then_some(self.budget);
+        let next = session_hook(workload, sampler, users, self.first_index, budget);
+        let firsts: Vec<VecDeque<Planned>> = (0..users)
+            .map(|u| {
+                let first = next(u, 0, None).map(|(index, _, spec)| {
+                    let phase = if starts[u] < ramp_end { Phase::RampUp } else { Phase::Measure };
+                    (index, phase, spec)
+                });
+                first.into_iter().collect()
+            })
+            .collect();
+        load.users(firsts, starts, limit, Some(next));
+    }
 }
