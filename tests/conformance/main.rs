@@ -9,6 +9,7 @@
 mod common;
 
 mod cancel;
+mod doctor;
 mod errors;
 mod grpc;
 mod guided;
