@@ -97,7 +97,12 @@ section "Environment"
     pip show tensorrt_llm 2>/dev/null | grep -E '^(Name|Version|Location):'
     nvidia-smi --query-gpu=index,name,memory.total,driver_version,compute_cap --format=csv 2>&1
     ls -l "$TRTLLM_ROOT/lib/libtensorrt_llm.so" "$TRTLLM_ROOT/lib/libnvinfer_plugin_tensorrt_llm.so" "$worker" 2>&1
-    echo "C++ ABI of libtensorrt_llm.so: $(nm -f posix -D "$TRTLLM_ROOT/lib/libtensorrt_llm.so" 2>/dev/null | grep -q __cxx11 && echo 1 || echo 0)"
+    # Read as upstream's executor examples read it (examples/cpp/executor/CMakeLists.txt).
+    if nm -f posix -D "$TRTLLM_ROOT/lib/libtensorrt_llm.so" >"$out/nm.txt" 2>/dev/null; then
+        echo "C++ ABI of libtensorrt_llm.so (_GLIBCXX_USE_CXX11_ABI): $(grep -q __cxx11 "$out/nm.txt" && echo 1 || echo 0)"
+    else
+        echo "C++ ABI of libtensorrt_llm.so: unknown (no library or no nm)"
+    fi
     mpirun --version 2>&1 | head -n 1
     cargo --version 2>&1
     echo '```'
