@@ -57,8 +57,28 @@ pub struct Target {
 /// The target, loaded on first use. Panics with the reason (and what to set) when the variables
 /// name something unusable: a misconfigured real-engine run must fail, never fall back.
 pub fn target() -> &'static Target {
-    static TARGET: OnceLock<Target> = OnceLock::new();
-    TARGET.get_or_init(|| load().unwrap_or_else(|e| panic!("conformance target: {e}")))
+    TARGET.get_or_init(|| {
+        let target = load().unwrap_or_else(|e| panic!("conformance target: {e}"));
+        // SAFETY: `shutdown_at_exit` is a plain `extern "C" fn` that catches every panic; atexit only
+        // stores the pointer and calls it once during exit.
+        unsafe {
+            libc::atexit(shutdown_at_exit);
+        }
+        target
+    })
+}
+
+static TARGET: OnceLock<Target> = OnceLock::new();
+
+/// Shuts the shared executor down when the test process exits, before the libraries' own static
+/// destructors run: a real executor (and, in multi-GPU runs, its worker processes) then stops in
+/// order instead of being torn down under its running threads.
+extern "C" fn shutdown_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(target) = TARGET.get() {
+            let _ = target.executor.executor().shutdown(trtllm::ShutdownMode::Cancel);
+        }
+    });
 }
 
 /// The executor (sync view) of the target.
