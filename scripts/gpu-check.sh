@@ -172,6 +172,10 @@ if [ "$tp" -gt 1 ]; then
     devices=$(seq -s, 0 $((tp - 1)))
     multi=(--orchestrator --worker-executable "$worker" --device-ids "$devices")
     export TRTLLM_TEST_ORCHESTRATOR=1 TRTLLM_TEST_WORKER_EXECUTABLE="$worker" TRTLLM_TEST_DEVICE_IDS="$devices"
+    # The orchestrator spawns its workers through Open MPI, which refuses to run as root unless told.
+    if [ "$(id -u)" = 0 ]; then
+        export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    fi
 fi
 
 section "trtllm doctor"
