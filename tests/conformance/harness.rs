@@ -12,6 +12,9 @@
 //! | `TRTLLM_TEST_DEVICE_IDS` | GPU ids, comma-separated (e.g. `0,1` for TP=2) |
 //! | `TRTLLM_TEST_KV_CACHE_TOKENS` | KV-cache size cap in tokens (default 16384, so eviction is quick to reach) |
 //!
+//! Leader mode (`mpirun -n N` over this binary) works too: ranks other than the leader only compute
+//! and exit when the leader's executor shuts down at the end of the run.
+//!
 //! Every test shares one executor: a real engine takes seconds to load and one executor already
 //! claims most of the GPU's free memory. Tests therefore run beside each other's traffic and
 //! assert only on their own requests.
@@ -122,6 +125,14 @@ fn load() -> Result<Target, String> {
     };
     let config = executor_config(&engine, &tokenizer, kv_cache_tokens)?;
     let executor = Executor::load(&dir, config).map_err(|e| format!("{origin}: loading failed: {e}"))?;
+    if !executor.can_enqueue() {
+        // Leader mode under `mpirun`: this rank only computes for the leader (rank 0), which runs the
+        // tests. Its executor stops when the leader's does (as upstream's executorWorker waits for the
+        // orchestrator's termination signal, cpp/tensorrt_llm/executor_worker/executorWorker.cpp).
+        note("conformance: this rank is a leader-mode worker; serving the leader until it shuts down");
+        let _ = executor.shutdown(trtllm::ShutdownMode::Cancel);
+        std::process::exit(0);
+    }
     let target = Target {
         origin,
         engine,

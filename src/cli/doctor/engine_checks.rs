@@ -223,6 +223,15 @@ pub async fn smoke_test(
         }
     };
     let load = started.elapsed();
+    if !executor.executor().can_enqueue() {
+        // Leader mode under `mpirun`: the leader (rank 0) sends the request; this rank computes for it
+        // until the leader's executor shuts down.
+        let _ = executor.shutdown(ShutdownMode::Cancel).await;
+        return report.push(
+            Check::ok("smoke test", "this rank is a leader-mode worker; the leader ran the request")
+                .fact("load_seconds", (load.as_secs_f64() * 100.0).round() / 100.0),
+        );
+    }
     let prompt = match tokenizer {
         Some(t) => t.encode("The capital of France is", true).unwrap_or_else(|_| vec![1, 2, 3, 4]),
         None => vec![1, 2, 3, 4],
