@@ -6,7 +6,7 @@
 # to an issue. docs/real-gpu.md walks through it.
 #
 # Usage (from the repository root, inside the container):
-#   scripts/gpu-check.sh [--model-dir HF_DIR] [--tokenizer DIR] [--engine-dir DIR] [--tp N]
+#   scripts/gpu-check.sh [--model-dir HF_DIR] [--tokenizer DIR] [--engine-dir DIR] [--tp N] [--lora]
 #                        [--dtype float16|bfloat16] [--out DIR]
 #
 #   --model-dir DIR   a Hugging Face Llama-family checkpoint to convert and build (default: a random
@@ -15,6 +15,7 @@
 #   --tokenizer DIR   the tokenizer (default: --model-dir, or the repository's small sim tokenizer
 #                     for the random Llama)
 #   --tp N            tensor parallelism (default 1); N > 1 runs in orchestrator mode
+#   --lora            build the engine with the LoRA plugin (q, k, v; rank 8) so the LoRA tests run
 #   --out DIR         where the work and the report go (default: target/gpu-check)
 set -uo pipefail
 
@@ -22,6 +23,7 @@ model_dir=""
 engine_dir=""
 tokenizer=""
 tp=1
+lora=0
 dtype=float16
 out=target/gpu-check
 
@@ -36,9 +38,10 @@ while [ $# -gt 0 ]; do
     --engine-dir) engine_dir=${2:?}; shift 2 ;;
     --tokenizer) tokenizer=${2:?}; shift 2 ;;
     --tp) tp=${2:?}; shift 2 ;;
+    --lora) lora=1; shift ;;
     --dtype) dtype=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
-    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
     esac
 done
@@ -120,8 +123,14 @@ section "Engine"
 if [ -z "$engine_dir" ]; then
     engine_dir="$out/engine-tp$tp"
     ckpt="$out/checkpoint-tp$tp"
+    # Paged context attention, so that KV blocks are reused and reported (upstream
+    # docs/source/advanced/kv-cache-reuse.md); beams up to 4 for the suite's beam test.
     build_args=(--output_dir "$engine_dir" --max_batch_size 16 --max_input_len 1024 --max_seq_len 2048
-        --max_num_tokens 4096 --max_beam_width 4 --gemm_plugin auto --workers "$tp")
+        --max_num_tokens 4096 --max_beam_width 4 --gemm_plugin auto --use_paged_context_fmha enable
+        --workers "$tp")
+    if [ "$lora" = 1 ]; then
+        build_args+=(--lora_plugin auto --lora_target_modules attn_q attn_k attn_v --max_lora_rank 8)
+    fi
     if [ -n "$model_dir" ]; then
         tokenizer=${tokenizer:-$model_dir}
         convert=$(find "$TRTLLM_ROOT/examples" -path '*llama/convert_checkpoint.py' | head -n 1)

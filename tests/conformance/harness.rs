@@ -168,6 +168,7 @@ fn executor_config(
         .request_stats_max_iterations(1000)
         .kv_cache_event_buffer_max_size(16384)
         .kv_cache_max_tokens(kv_cache_tokens)
+        .kv_cache_enable_block_reuse(true)
         .max_beam_width((engine.max_beam_width as u32).clamp(1, MAX_TEST_BEAMS))
         .guided_decoding_from_tokenizer(tokenizer);
     let orchestrator = std::env::var(ORCHESTRATOR_ENV).is_ok_and(|v| v == "1");
@@ -253,6 +254,15 @@ impl Target {
     /// A plain request: greedy, no end id (so it runs to `max_tokens`), perf metrics on.
     pub fn request(&self, prompt: Vec<u32>, max_tokens: u32) -> GenerationRequest {
         GenerationRequest::new(prompt, max_tokens).with_end_id(-1).with_perf_metrics(true)
+    }
+
+    /// Why KV blocks cannot be reused (so no stored events), if they cannot: upstream reuses blocks only
+    /// for engines built for paged context attention (docs/source/advanced/kv-cache-reuse.md:
+    /// `trtllm-build --use_paged_context_fmha enable`).
+    pub fn no_block_reuse(&self) -> Option<&'static str> {
+        (!self.engine.paged_context_fmha).then_some(
+            "the engine was built without paged context attention (trtllm-build --use_paged_context_fmha enable)",
+        )
     }
 
     /// Tokens per KV-cache block.

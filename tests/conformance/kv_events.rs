@@ -13,7 +13,7 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use trtllm::{KvCacheEventData, KvEventStream};
 
-use crate::harness::target;
+use crate::harness::{skip, target};
 
 /// A stored block as seen in the events: its tokens and its parent's hash.
 #[derive(Debug, Clone)]
@@ -68,6 +68,9 @@ fn chain(stored: &HashMap<u64, Seen>, tokens: &[u32], block: usize) -> Vec<u64> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompts_full_blocks_are_stored_with_chained_hashes_that_stay_stable() {
     let t = target();
+    if let Some(reason) = t.no_block_reuse() {
+        return skip("kv_events stored", reason);
+    }
     let block = t.block();
     let mut events = t.executor.subscribe_kv_events().expect("KV events are on");
     let shared = t.unique_prompt(500, 2 * block);
@@ -97,6 +100,9 @@ async fn a_prompts_full_blocks_are_stored_with_chained_hashes_that_stay_stable()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evicted_blocks_are_reported_removed() {
     let t = target();
+    if let Some(reason) = t.no_block_reuse() {
+        return skip("kv_events removed", reason);
+    }
     let block = t.block();
     let mut events = t.executor.subscribe_kv_events().expect("KV events are on");
     let prompt = t.unique_prompt(510, 2 * block + 1);
