@@ -212,3 +212,21 @@ pub fn check_mpi_and_worker(report: &mut Report, worker: Option<&Path>, orchestr
             .fact("worker_searched", looked),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{find_loaded, library_cxx11_abi, loaded_libraries};
+
+    /// The checks the real build relies on, tried on what this process has: the C++ runtime is loaded
+    /// (the shim is C++) and, built with GCC's default new ABI, shows `__cxx11` symbols.
+    #[test]
+    fn finds_loaded_libraries_and_reads_their_cxx11_abi() {
+        let libraries = loaded_libraries();
+        let libstdcxx = find_loaded(&libraries, "libstdc++.so").expect("libstdc++ is loaded");
+        assert!(libstdcxx.is_absolute(), "{}", libstdcxx.display());
+        if std::process::Command::new("nm").arg("--version").output().is_ok() {
+            assert_eq!(library_cxx11_abi(libstdcxx), Some("1"));
+        }
+        assert_eq!(library_cxx11_abi(std::path::Path::new("/nonexistent/libx.so")), None);
+    }
+}
