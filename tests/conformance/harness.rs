@@ -96,6 +96,12 @@ fn load() -> Result<Target, String> {
             let origin = format!("{ENGINE_DIR_ENV}={}", dir.display());
             (dir, None, origin)
         }
+        None if !Backend::current().is_simulated() => {
+            return Err(format!(
+                "this build links {}: set {ENGINE_DIR_ENV} to an engine built by it (and {TOKENIZER_ENV} to its tokenizer)",
+                Backend::current()
+            ));
+        }
         None => {
             let generated = default_simulated_engine()?;
             (generated.path().to_path_buf(), Some(generated), "a simulated engine made by the suite".to_string())
