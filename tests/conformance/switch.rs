@@ -84,3 +84,28 @@ fn a_broken_engine_or_tokenizer_fails_the_suite_with_the_reason() {
     assert!(!out.status.success(), "a tokenizer larger than the engine's vocabulary must fail:\n{log}");
     assert!(log.contains("wrong tokenizer for this engine"), "{log}");
 }
+
+#[test]
+fn the_multi_gpu_variables_reach_the_executor_on_a_tp2_engine() {
+    if nested() {
+        return skip("switch", "already running on a named engine (or the real library)");
+    }
+    let engine = tempfile::tempdir().unwrap();
+    write_simulated_engine(engine.path(), |e| trtllm::sim::SimulatedEngine { tp_size: 2, ..e }).unwrap();
+    let worker = engine.path().join("executorWorker");
+    let vars: [(&str, &Path); 4] = [
+        (ENGINE_DIR_ENV, engine.path()),
+        ("TRTLLM_TEST_ORCHESTRATOR", Path::new("1")),
+        ("TRTLLM_TEST_WORKER_EXECUTABLE", &worker),
+        ("TRTLLM_TEST_DEVICE_IDS", Path::new("0,1")),
+    ];
+    let out = run_suite(&vars, &["stream::", "cancel::"]);
+    let log = text(&out);
+    assert!(out.status.success(), "the suite failed on a TP=2 engine in orchestrator mode:\n{log}");
+    assert!(log.contains("tp 2 pp 1"), "{log}");
+
+    let bad: [(&str, &Path); 2] = [(ENGINE_DIR_ENV, engine.path()), ("TRTLLM_TEST_DEVICE_IDS", Path::new("0,x"))];
+    let out = run_suite(&bad, &["stream::streaming_and_not"]);
+    let log = text(&out);
+    assert!(!out.status.success() && log.contains("TRTLLM_TEST_DEVICE_IDS=0,x"), "a bad device list must fail:\n{log}");
+}
