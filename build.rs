@@ -58,8 +58,19 @@ const SHIM_INTERNAL_HEADER: &str = "cpp/src/shim_internal.h";
 fn configure_real(build: &mut cc::Build, root: &Path) {
     let include = root.join("include");
     let lib = root.join("lib");
+    // NVIDIA's release image has both under /app/tensorrt_llm: include/ is a copy of the source tree's
+    // cpp/include, lib/ a link to the wheel's tensorrt_llm/libs (docker/Dockerfile.multi, release stage).
+    // A pip wheel ships the libraries but not these headers.
     if !include.join("tensorrt_llm/executor/executor.h").is_file() {
-        panic!("TRTLLM_ROOT={} has no include/tensorrt_llm/executor/executor.h", root.display());
+        panic!(
+            "TRTLLM_ROOT={} has no include/tensorrt_llm/executor/executor.h: point it at /app/tensorrt_llm in \
+             NVIDIA's release image, or, for a pip install, at a directory holding include/ (cpp/include from the \
+             git tag of the installed version) and lib/ (site-packages/tensorrt_llm/libs)",
+            root.display()
+        );
+    }
+    if !lib.join("libtensorrt_llm.so").is_file() {
+        panic!("TRTLLM_ROOT={} has no lib/libtensorrt_llm.so", root.display());
     }
     let cuda_include =
         env::var_os("CUDA_INCLUDE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/local/cuda/include"));
@@ -72,10 +83,28 @@ fn configure_real(build: &mut cc::Build, root: &Path) {
         .define("TRTLLM_SHIM_REAL", None)
         .define("ENABLE_BF16", None)
         .define("ENABLE_FP8", None);
-    let abi = env::var("TRTLLM_CXX11_ABI").ok().or_else(|| detect_cxx11_abi(&lib.join("libtensorrt_llm.so")));
-    if let Some(abi) = abi {
-        build.define("_GLIBCXX_USE_CXX11_ABI", abi.as_str());
+    // `_GLIBCXX_USE_CXX11_ABI` must match the library (std::string and std::list cross the API).
+    // Upstream builds it with PyTorch's choice (`torch.compiled_with_cxx11_abi()`, cpp/CMakeLists.txt);
+    // read it back from the library as upstream's executor examples do.
+    let (abi, abi_source) = match env::var("TRTLLM_CXX11_ABI") {
+        Ok(abi) => (Some(abi), "TRTLLM_CXX11_ABI"),
+        Err(_) => (detect_cxx11_abi(&lib.join("libtensorrt_llm.so")), "nm -D libtensorrt_llm.so"),
+    };
+    match &abi {
+        Some(abi) => {
+            build.define("_GLIBCXX_USE_CXX11_ABI", abi.as_str());
+        }
+        None => println!(
+            "cargo:warning=could not read the C++ ABI of {}/libtensorrt_llm.so (is `nm` installed?): \
+             compiling with the compiler's default; set TRTLLM_CXX11_ABI=0|1 if linking fails on [abi:cxx11] symbols",
+            lib.display()
+        ),
     }
+    // What `trtllm doctor` reports about this build.
+    println!("cargo:rustc-env=TRTLLM_BUILD_INCLUDE_DIR={}", include.display());
+    println!("cargo:rustc-env=TRTLLM_BUILD_LIB_DIR={}", lib.display());
+    println!("cargo:rustc-env=TRTLLM_BUILD_CXX11_ABI={}", abi.as_deref().unwrap_or("compiler default"));
+    println!("cargo:rustc-env=TRTLLM_BUILD_CXX11_ABI_SOURCE={abi_source}");
     println!("cargo:rustc-cfg=trtllm_real");
     println!("cargo:rustc-link-search=native={}", lib.display());
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
@@ -88,19 +117,23 @@ fn configure_real(build: &mut cc::Build, root: &Path) {
     for name in ["tensorrt_llm", "nvinfer_plugin_tensorrt_llm"] {
         println!("cargo:rustc-link-lib=dylib={name}");
     }
-    // libtensorrt_llm.so needs the driver's libcuda.so.1, which exists only where a GPU driver is
-    // installed (not in a `docker build`): leave the libraries' own symbols to the loader.
+    // The link interface upstream's executor examples give these two (examples/cpp/executor/CMakeLists.txt):
+    // the plugin library, which brings libtensorrt_llm.so, which brings the CUDA driver (libcuda.so.1),
+    // NVML and the static CUDA runtime. TensorRT, NCCL and MPI come in as libtensorrt_llm.so's own
+    // dependencies at load time. libcuda.so.1 exists only where a GPU driver is installed (not in a
+    // `docker build`): leave the libraries' own undefined symbols to the loader.
     println!("cargo:rustc-link-arg=-Wl,--allow-shlib-undefined");
 }
 
-/// `nm -D` shows `[abi:cxx11]`-tagged symbols only in a library built with the new ABI.
+/// The library's C++ ABI, read as upstream's examples/cpp/executor/CMakeLists.txt does: a library built
+/// with the new ABI has `__cxx11` in its dynamic symbols' mangled names (`nm -f posix -D ... | grep __cxx11`).
 fn detect_cxx11_abi(library: &Path) -> Option<String> {
-    let output = Command::new("nm").arg("-D").arg("--demangle").arg(library).output().ok()?;
+    let output = Command::new("nm").args(["-f", "posix", "-D"]).arg(library).output().ok()?;
     if !output.status.success() {
         return None;
     }
     let text = String::from_utf8_lossy(&output.stdout);
-    Some(if text.contains("[abi:cxx11]") { "1" } else { "0" }.to_string())
+    Some(if text.contains("__cxx11") { "1" } else { "0" }.to_string())
 }
 
 /// The sim-only bridge to the llguidance grammar engine (guided decoding in the simulator).

@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch: one file per subcommand.
 
 mod bench;
+mod doctor;
 mod executor_args;
 mod generate;
 mod guided;
@@ -55,6 +56,8 @@ enum Command {
     Sim(sim::Args),
     /// Search engine and runtime knobs on the virtual clock for the most goodput per GPU under SLOs.
     Plan(Box<plan::Args>),
+    /// Check the build, libraries, GPUs and an engine, run one request, and print a bug-report summary.
+    Doctor(doctor::Args),
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (default `info` for long-running commands, `warn` for
@@ -62,7 +65,7 @@ enum Command {
 pub fn init_logging(cli: &Cli) {
     let default = match cli.command {
         Command::Generate(_) | Command::Inspect(_) | Command::Version | Command::Sim(_) => "warn",
-        Command::Bench(_) | Command::Plan(_) => "warn",
+        Command::Bench(_) | Command::Plan(_) | Command::Doctor(_) => "warn",
         Command::Serve(_) => "info",
     };
     let format = cli.log_format;
@@ -87,6 +90,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => runtime()?.block_on(bench::run(args)),
         Command::Serve(args) => runtime()?.block_on(serve::run(*args)),
         Command::Plan(args) => runtime()?.block_on(plan::run(*args)),
+        Command::Doctor(args) => runtime()?.block_on(doctor::run(args)),
     }
 }
 
