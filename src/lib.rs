@@ -55,7 +55,7 @@ mod version;
 pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
 pub use engine::speculative::SpeculativeDecodingMode;
-pub use error::{Error, InvalidRequest, Result};
+pub use error::{Error, ErrorKind, InvalidRequest, Result};
 pub use executor::{
     Arrival, AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, ShutdownMode,
 };

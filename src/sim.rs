@@ -6,9 +6,8 @@
 //! the GPU timing model behind it in docs/simulator.md. [`GpuPreset`] and [`ModelPreset`] describe the
 //! simulated hardware and models, and [`perf_model`] predicts their timing without running anything.
 
-mod error;
+pub(crate) mod error;
 mod gpu;
-#[cfg(not(trtllm_real))]
 pub mod guided;
 mod model;
 pub mod perf_model;

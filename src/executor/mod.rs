@@ -6,6 +6,7 @@
 
 mod accumulator;
 mod async_executor;
+mod guide_check;
 mod health;
 mod kv_events;
 mod responses;

@@ -53,7 +53,7 @@ impl StatsPoller {
         std::thread::Builder::new()
             .name("trtllm-stats".to_string())
             .spawn(move || poller.run(period))
-            .map_err(|e| Error::Executor(format!("cannot start the trtllm-stats thread: {e}")))
+            .map_err(|source| Error::Thread { name: "trtllm-stats", source })
     }
 
     fn run(&self, period: Duration) {

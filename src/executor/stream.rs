@@ -82,7 +82,7 @@ impl GenerationStream {
         match routed {
             Some(routed) if routed.item.is_error => {
                 self.terminated = true;
-                Some(Err(Error::from_executor(&routed.item.error_message)))
+                Some(Err(Error::from_response(&routed.item.error_message)))
             }
             Some(routed) => {
                 self.accumulator.apply(routed, self.shared.clock(), &mut self.scratch);
@@ -94,7 +94,7 @@ impl GenerationStream {
                 Some(Err(match self.end.cause() {
                     Some(EndCause::Overflow(capacity)) => Error::ConsumerTooSlow { capacity: *capacity },
                     Some(EndCause::ShutDown) => Error::ShutDown,
-                    Some(EndCause::Fatal(message)) => Error::Executor(message.clone()),
+                    Some(EndCause::Fatal(message)) => Error::ExecutorFailed(message.clone()),
                     None => Error::StreamEnded,
                 }))
             }

@@ -10,6 +10,7 @@ use tokio::sync::broadcast;
 mod scheduled;
 
 use super::accumulator::Accumulator;
+use super::guide_check::GuideCompiler;
 use super::kv_events::{KvEventHub, KvEventStream};
 use super::responses;
 use super::shared::{EndCause, Shared};
@@ -68,6 +69,8 @@ pub struct Executor {
     config: ExecutorConfig,
     engine: EngineConfig,
     backend: Backend,
+    /// Compiles guides before enqueue (when the executor has a llguidance guided decoding config).
+    guides: Option<GuideCompiler>,
     shutdown_done: Mutex<bool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -90,6 +93,8 @@ impl Executor {
             path: engine_dir.to_path_buf(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path is not valid UTF-8"),
         })?;
+        // Before the executor: the simulated executor's grammar engine then finds this factory.
+        let guides = GuideCompiler::for_config(config.guided_decoding.as_ref())?;
         tracing::info!(engine = %engine_dir.display(), backend = %backend, "loading executor");
         let handle = sys::new_executor(dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
         let shared = Arc::new(Shared::new(handle));
@@ -104,6 +109,7 @@ impl Executor {
             config,
             engine,
             backend,
+            guides,
             shutdown_done: Mutex::new(false),
             threads: Mutex::new(Vec::new()),
         };
@@ -124,7 +130,7 @@ impl Executor {
     ///
     /// The request is registered for routing under the same lock as the executor call, so no
     /// response can be lost. Errors: [`Error::InvalidRequest`] (nothing enqueued),
-    /// [`Error::QueueFull`], [`Error::ShutDown`], [`Error::Executor`].
+    /// [`Error::QueueFull`], [`Error::ShutDown`], [`Error::ExecutorFailed`].
     pub fn enqueue(&self, request: GenerationRequest) -> Result<GenerationStream> {
         self.check(&request)?;
         let spec = request.to_ffi();
@@ -173,8 +179,13 @@ impl Executor {
     /// configured beam width.
     fn check(&self, request: &GenerationRequest) -> Result<()> {
         request.validate(&self.engine)?;
-        if request.guided_decoding().is_some() && self.config.guided_decoding.is_none() {
-            return Err(Error::GuidedDecodingDisabled);
+        if let Some(guide) = request.guided_decoding() {
+            if self.config.guided_decoding.is_none() {
+                return Err(Error::GuidedDecodingDisabled);
+            }
+            if let Some(guides) = &self.guides {
+                guides.check(guide)?;
+            }
         }
         let beam_width = request.sampling().beam_width;
         if beam_width > self.config.max_beam_width {

@@ -26,7 +26,7 @@
 //! ```
 
 mod dtype;
-mod error;
+pub(crate) mod error;
 mod lookup;
 mod module;
 mod peft;

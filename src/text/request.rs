@@ -248,7 +248,7 @@ impl TextRequest {
         let tokenizer = tokenizer.clone();
         tokio::task::spawn_blocking(move || Self::new(request, &tokenizer, options))
             .await
-            .map_err(|e| Error::Executor(format!("setting the request's stop strings up: {e}")))?
+            .map_err(|e| Error::Internal(format!("setting the request's stop strings up: {e}")))?
     }
 
     /// The longest stop string (in bytes) that is encoded to become an executor stop word as well;

@@ -330,7 +330,7 @@ impl TextStream {
 }
 
 fn decoding_error(err: TextError) -> Error {
-    Error::Executor(format!("decoding the generated tokens: {err}"))
+    Error::Text(err)
 }
 
 impl Stream for TextStream {

@@ -250,12 +250,26 @@ fn malformed_guides_are_refused_before_enqueue_naming_the_field() {
             other => panic!("{guide:?}: expected an invalid-guide error, got {other:?}"),
         }
     }
-    // A grammar that passes the light checks but does not compile fails that request only.
-    let bad = GenerationRequest::new(vec![5, 6], 8)
-        .with_guided_decoding(GuidedDecodingParams::ebnf_grammar("root ::= undefined_rule"));
-    let drained = common::sim::drain(executor.enqueue(bad).expect("enqueue"));
-    let err = drained.terminal.expect_err("an uncompilable grammar fails the request");
-    assert!(err.to_string().contains("grammar"), "{err}");
+    // Guides that pass the light checks but that the grammar engine cannot compile are refused at
+    // enqueue too (compiled there), as the request's error: never an executor failure.
+    for (guide, field) in [
+        (GuidedDecodingParams::ebnf_grammar("root ::= undefined_rule"), "ebnf_grammar"),
+        (
+            GuidedDecodingParams::json_schema(r##"{"type": "object", "properties": {"a": {"$ref": "#/nope"}}}"##),
+            "json_schema",
+        ),
+    ] {
+        let request = GenerationRequest::new(vec![5, 6], 8).with_guided_decoding(guide.clone());
+        let err = executor.enqueue(request).expect_err("refused before enqueue");
+        assert!(
+            matches!(&err, Error::InvalidRequest(InvalidRequest::Guide { field: got, .. }) if *got == field),
+            "{err:?}"
+        );
+        assert_eq!(err.kind(), trtllm::ErrorKind::InvalidRequest);
+        assert!(!err.to_string().contains("Encountered"), "{err}");
+    }
+    assert_eq!(executor.in_flight(), 0, "nothing was enqueued");
+    assert!(executor.health().is_empty());
     // The executor still serves other requests.
     let ok = GenerationRequest::new(vec![5, 6], 8).with_guided_decoding(GuidedDecodingParams::json());
     assert!(common::sim::drain(executor.enqueue(ok).unwrap()).terminal.is_ok());

@@ -116,8 +116,8 @@ fn an_error_response_ends_only_that_stream() {
     let bad = drain(bad);
     assert_eq!(bad.after_terminal, 0);
     match bad.terminal {
-        Err(Error::Executor(message)) => assert!(!message.is_empty()),
-        other => panic!("expected an executor error, got {other:?}"),
+        Err(Error::RequestFailed(message)) => assert!(!message.is_empty()),
+        other => panic!("expected a request failure, got {other:?}"),
     }
     assert_eq!(drain(good).tokens().len(), 20);
     assert_eq!(executor.in_flight(), 0);
@@ -129,7 +129,7 @@ fn a_forward_failure_errors_every_active_request() {
     let streams: Vec<_> = (0..4).map(|i| executor.enqueue(long_request(10 + i)).unwrap()).collect();
     for stream in streams {
         let out = drain(stream);
-        assert!(matches!(out.terminal, Err(Error::Executor(_))), "{:?}", out.terminal);
+        assert!(matches!(out.terminal, Err(Error::RequestFailed(_))), "{:?}", out.terminal);
     }
     assert_eq!(executor.in_flight(), 0);
 }
@@ -171,7 +171,7 @@ fn a_cpp_exception_in_the_shim_becomes_a_rust_error() {
     });
     assert_eq!(drain(executor.enqueue(GenerationRequest::new(vec![1], 2)).unwrap()).tokens().len(), 2);
     match executor.enqueue(GenerationRequest::new(vec![1], 2)) {
-        Err(Error::Executor(message)) => assert!(message.contains("enqueueRequest"), "{message}"),
+        Err(Error::ExecutorFailed(message)) => assert!(message.contains("enqueueRequest"), "{message}"),
         other => panic!("expected an executor error, got {other:?}"),
     }
     assert_eq!(executor.in_flight(), 0, "a failed enqueue registers nothing");
@@ -185,7 +185,7 @@ fn a_non_std_exception_becomes_a_rust_error_too() {
         ..Default::default()
     });
     match executor.enqueue(GenerationRequest::new(vec![1], 2)) {
-        Err(Error::Executor(message)) => {
+        Err(Error::ExecutorFailed(message)) => {
             assert!(message.contains("unknown C++ exception"), "{message}")
         }
         other => panic!("expected an executor error, got {other:?}"),
@@ -195,7 +195,7 @@ fn a_non_std_exception_becomes_a_rust_error_too() {
 #[test]
 fn a_throwing_constructor_is_a_load_error() {
     let dir = engine_dir(|b| b.faults(SimFaults { throw_in: Some("constructor".into()), ..Default::default() }));
-    assert!(matches!(Executor::load(dir.path(), config().build().unwrap()), Err(Error::Executor(_))));
+    assert!(matches!(Executor::load(dir.path(), config().build().unwrap()), Err(Error::ExecutorFailed(_))));
 }
 
 #[test]
@@ -209,13 +209,13 @@ fn a_failing_response_thread_ends_every_stream_and_flips_health() {
     for stream in streams {
         let out = drain(stream);
         assert!(
-            matches!(out.terminal, Err(Error::Executor(ref m)) if m.contains("awaitResponses")),
+            matches!(out.terminal, Err(Error::ExecutorFailed(ref m)) if m.contains("awaitResponses")),
             "{:?}",
             out.terminal
         );
     }
     assert!(!executor.is_healthy());
-    assert!(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::Executor(_))));
+    assert!(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::ExecutorFailed(_))));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //!
 //! The simulated executor alone has these (its own control channel beside the TensorRT-LLM API);
 //! with a real TensorRT-LLM library, or an engine whose simulation.json keeps the real clock,
-//! every call fails with [`Error::Executor`]. A request joins the first iteration that starts at
+//! every call fails with [`Error::ExecutorFailed`]. A request joins the first iteration that starts at
 //! or after its arrival, and the executor starts no iteration at or after a lease's bound until
 //! the lease is fulfilled or released, so a client reacting in wall time still shapes the load
 //! in simulated time exactly as it would in real time.
@@ -19,8 +19,8 @@ use crate::types::request::GenerationRequest;
 impl Executor {
     /// The simulated executor's current time. Virtual clock only.
     pub fn simulated_now(&self) -> Result<Instant> {
-        let ns = self.shared.handle().sim_now_ns().map_err(|e| Error::Executor(e.what().to_owned()))?;
-        self.shared.clock().instant_at(ns).ok_or_else(|| Error::Executor("the simulated clock reads zero".into()))
+        let ns = self.shared.handle().sim_now_ns().map_err(|e| Error::from_executor(e.what()))?;
+        self.shared.clock().instant_at(ns).ok_or_else(|| Error::Internal("the simulated clock reads zero".into()))
     }
 
     /// Enqueues `request` to arrive at `arrival` in simulated time. With `follow_up`, the executor
@@ -81,12 +81,12 @@ impl Executor {
     /// enqueued, a schedule still being generated).
     pub fn hold_arrivals(&self, bound: Instant) -> Result<u64> {
         let ns = self.nanos_of(bound)?;
-        self.shared.handle().sim_hold_arrivals(ns).map_err(|e| Error::Executor(e.what().to_owned()))
+        self.shared.handle().sim_hold_arrivals(ns).map_err(|e| Error::from_executor(e.what()))
     }
 
     /// Releases a hold (its key) or a follow-up lease (the request's id) that will not be used.
     pub fn release_arrivals(&self, key: u64) -> Result<()> {
-        self.shared.handle().sim_release_arrivals(key).map_err(|e| Error::Executor(e.what().to_owned()))
+        self.shared.handle().sim_release_arrivals(key).map_err(|e| Error::from_executor(e.what()))
     }
 
     /// Executor-clock nanoseconds of `at`.
