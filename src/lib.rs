@@ -41,6 +41,7 @@ mod engine;
 mod error;
 mod executor;
 mod ffi;
+mod front;
 pub mod lora;
 #[cfg(feature = "grpc")]
 pub mod proto;
@@ -59,6 +60,7 @@ pub use error::{Error, ErrorKind, InvalidRequest, Result};
 pub use executor::{
     Arrival, AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, ShutdownMode,
 };
+pub use front::{Completion, Engine, EngineBuilder, GenerateOptions, Prompt};
 pub use speculative::{DraftLength, SpeculativeExecutor, SpeculativeStream};
 pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
 pub use types::config::{
