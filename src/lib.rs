@@ -58,7 +58,8 @@ pub use engine::EngineConfig;
 pub use engine::speculative::SpeculativeDecodingMode;
 pub use error::{Error, ErrorKind, InvalidRequest, Result};
 pub use executor::{
-    Arrival, AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, ShutdownMode,
+    Arrival, AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, RequestTotals,
+    ShutdownMode,
 };
 pub use front::{Completion, Engine, EngineBuilder, GenerateOptions, Prompt};
 pub use speculative::{DraftLength, SpeculativeExecutor, SpeculativeStream};

@@ -14,6 +14,7 @@ mod shared;
 mod stats_poller;
 mod stream;
 mod sync_executor;
+mod totals;
 
 pub use crate::types::arrival::Arrival;
 pub use async_executor::AsyncExecutor;
@@ -21,3 +22,4 @@ pub use health::HealthIssue;
 pub use kv_events::KvEventStream;
 pub use stream::{BlockingIter, GenerationStream};
 pub use sync_executor::{Executor, ShutdownMode};
+pub use totals::RequestTotals;

@@ -23,6 +23,7 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::accumulator::Routed;
 use super::health::HealthTracker;
+use super::totals::Totals;
 use crate::clock::SteadyClock;
 use crate::error::{Error, Result};
 use crate::ffi::sys;
@@ -88,6 +89,8 @@ pub(crate) struct Shared {
     failure: OnceLock<String>,
     /// What the executor's calls and responses say about its health.
     pub(crate) health: HealthTracker,
+    /// How requests ended, counted by their streams.
+    pub(crate) totals: Totals,
 }
 
 impl std::fmt::Debug for Shared {
@@ -113,6 +116,7 @@ impl Shared {
             stop: AtomicBool::new(false),
             failure: OnceLock::new(),
             health: HealthTracker::default(),
+            totals: Totals::default(),
         }
     }
 

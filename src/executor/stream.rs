@@ -10,8 +10,10 @@ use tokio::sync::mpsc;
 
 use super::accumulator::{Accumulator, Routed};
 use super::shared::{EndCause, EndSignal, Registration, Shared};
+use super::totals::Ending;
 use crate::error::{Error, Result};
 use crate::types::output::{FinalOutput, StreamEvent};
+use crate::types::request::FinishReason;
 
 /// The responses of one request: [`StreamEvent::Chunk`]s, then exactly one terminal item, either
 /// [`StreamEvent::Final`] or an `Err`. Nothing follows the terminal item.
@@ -82,6 +84,7 @@ impl GenerationStream {
         match routed {
             Some(routed) if routed.item.is_error => {
                 self.terminated = true;
+                self.shared.totals.count(Ending::Failed);
                 Some(Err(Error::from_response(&routed.item.error_message)))
             }
             Some(routed) => {
@@ -91,6 +94,7 @@ impl GenerationStream {
             }
             None => {
                 self.terminated = true;
+                self.shared.totals.count(Ending::Failed);
                 Some(Err(match self.end.cause() {
                     Some(EndCause::Overflow(capacity)) => Error::ConsumerTooSlow { capacity: *capacity },
                     Some(EndCause::ShutDown) => Error::ShutDown,
@@ -103,9 +107,11 @@ impl GenerationStream {
 
     fn next_pending(&mut self) -> Option<Result<StreamEvent>> {
         let event = self.pending.pop_front()?;
-        if matches!(event, StreamEvent::Final(_)) {
+        if let StreamEvent::Final(done) = &event {
             self.terminated = true;
             self.pending.clear();
+            let cancelled = done.finish_reason == FinishReason::Cancelled;
+            self.shared.totals.count(if cancelled { Ending::Cancelled } else { Ending::Completed });
         }
         Some(Ok(event))
     }
@@ -171,6 +177,8 @@ impl Drop for GenerationStream {
     fn drop(&mut self) {
         // Release on drop: a consumer that walks away must not leave work running in the executor.
         if !self.terminated {
+            tracing::debug!(executor_request_id = self.id, "stream dropped before its end: cancelling the request");
+            self.shared.totals.count(Ending::Cancelled);
             self.shared.release(self.id);
         }
     }

@@ -265,6 +265,11 @@ impl Executor {
         self.shared.wait_idle(timeout)
     }
 
+    /// How many requests have ended so far: completed, cancelled, failed.
+    pub fn totals(&self) -> super::totals::RequestTotals {
+        self.shared.totals.read()
+    }
+
     /// Whether this process may enqueue: false after shutdown, and on non-leader ranks of a
     /// multi-GPU leader-mode run (which must not serve).
     pub fn can_enqueue(&self) -> bool {

@@ -373,3 +373,19 @@ fn no_routing_entry_outlives_its_request() {
     assert_eq!(executor.in_flight(), 0);
     assert!(eventually(Duration::from_secs(1), || executor_idle(&executor)));
 }
+
+#[test]
+fn running_totals_count_completed_cancelled_and_failed_requests() {
+    let (_dir, executor) = executor_with_faults(SimFaults { fail_prompt_token: Some(13), ..Default::default() });
+    assert_eq!(executor.totals(), trtllm::RequestTotals::default());
+    assert!(drain(executor.enqueue(GenerationRequest::new(vec![1, 2], 4)).unwrap()).terminal.is_ok());
+    assert!(drain(executor.enqueue(GenerationRequest::new(vec![1, 13], 4)).unwrap()).terminal.is_err());
+    let mut dropped = executor.enqueue(long_request(5)).unwrap();
+    let _ = dropped.blocking_next();
+    drop(dropped);
+    let cancelled = executor.enqueue(long_request(6)).unwrap();
+    executor.cancel(cancelled.request_id()).unwrap();
+    assert!(drain(cancelled).terminal.is_ok());
+    let totals = executor.totals();
+    assert_eq!((totals.completed, totals.cancelled, totals.failed), (1, 2, 1), "{totals:?}");
+}
