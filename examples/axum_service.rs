@@ -95,13 +95,13 @@ async fn generate(
             Ok(TextEvent::Chunk { text, .. }) => {
                 Event::default().event("delta").data(json!({ "text": text }).to_string())
             }
-            Ok(TextEvent::Final { output, deltas, matched_stop, .. }) => Event::default().event("done").data(
+            Ok(TextEvent::Final { output, deltas, matched_stops, .. }) => Event::default().event("done").data(
                 json!({
                     "text": deltas.first().cloned().unwrap_or_default(),
                     "finish_reason": output.finish_reason.to_string(),
                     "prompt_tokens": output.prompt_tokens,
                     "completion_tokens": output.completion_tokens,
-                    "matched_stop": matched_stop,
+                    "matched_stop": matched_stops.first().cloned().flatten(),
                 })
                 .to_string(),
             ),

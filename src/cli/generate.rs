@@ -125,14 +125,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     out.flush()?;
                 }
             }
-            TextEvent::Final { output, texts, deltas, matched_stop } => {
+            TextEvent::Final { output, texts, deltas, matched_stops } => {
                 // The end of the text that no chunk carried (a held-back character or stop-string start).
                 if !args.json
                     && let Some(delta) = deltas.first()
                 {
                     out.write_all(delta.as_bytes())?;
                 }
-                outcome = Some((output, texts, matched_stop));
+                outcome = Some((output, texts, matched_stops.into_iter().next().flatten()));
             }
         }
     }

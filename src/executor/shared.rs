@@ -149,6 +149,8 @@ impl Shared {
         if !self.accepting.load(Ordering::Acquire) {
             return Err(match self.failure.get() {
                 Some(message) => Error::ExecutorFailed(message.clone()),
+                // Between the start of a shutdown and its end, requests in flight may still finish.
+                None if !self.stopping() => Error::Draining,
                 None => Error::ShutDown,
             });
         }

@@ -11,3 +11,4 @@ pub(crate) mod request;
 pub(crate) mod sampling;
 pub(crate) mod speculative;
 pub(crate) mod stats;
+pub(crate) mod wall_time;

@@ -141,6 +141,29 @@ impl IterationStats {
         (self.num_new_active_requests > 0)
             .then(|| self.new_active_requests_queue_latency_ms / f64::from(self.num_new_active_requests))
     }
+
+    /// The end of the iteration as a time: [`IterationStats::timestamp`] read as the executor
+    /// writes it (local time, `%m-%d-%Y %H:%M:%S.%f`); `None` when it does not parse.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use trtllm::{Executor, ExecutorConfig, GenerationRequest};
+    /// let dir = tempfile::tempdir()?;
+    /// trtllm::sim::SimulatedEngine::builder().iteration_ms(1.0).build().write_to(dir.path())?;
+    /// let executor = Executor::load(dir.path(), ExecutorConfig::default())?;
+    /// let before = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+    /// executor.enqueue(GenerationRequest::new(vec![1, 2, 3], 4))?.blocking_iter().last();
+    /// executor.refresh_stats();
+    /// let stats = executor.latest_iteration_stats().expect("an iteration ran");
+    /// assert!(stats.time().expect("parses") >= before);
+    /// # Ok(()) }
+    /// ```
+    pub fn time(&self) -> Option<std::time::SystemTime> {
+        use chrono::TimeZone;
+        let naive = chrono::NaiveDateTime::parse_from_str(self.timestamp.trim(), "%m-%d-%Y %H:%M:%S%.f").ok()?;
+        let local = chrono::Local.from_local_datetime(&naive).earliest()?;
+        Some(std::time::SystemTime::from(local))
+    }
 }
 
 impl From<sys::IterationStatsItem> for IterationStats {

@@ -271,6 +271,23 @@ fn shutdown_drain_lets_requests_finish() {
 }
 
 #[test]
+fn a_request_during_the_drain_is_told_the_executor_is_draining() {
+    let dir = engine_dir(|b| b.iteration_ms(2.0));
+    let executor = std::sync::Arc::new(Executor::load(dir.path(), config().build().unwrap()).unwrap());
+    let stream = executor.enqueue(GenerationRequest::new(vec![1, 2], 100)).unwrap();
+    let draining = executor.clone();
+    let shutdown =
+        std::thread::spawn(move || draining.shutdown(ShutdownMode::Drain { timeout: Duration::from_secs(10) }));
+    assert!(eventually(Duration::from_secs(2), || !executor.can_enqueue()));
+    let err = executor.enqueue(GenerationRequest::new(vec![1], 2)).expect_err("refused while draining");
+    assert!(matches!(err, Error::Draining), "{err:?}");
+    assert_eq!(err.kind(), trtllm::ErrorKind::Unavailable);
+    assert_eq!(drain(stream).tokens().len(), 100, "the request in flight finishes");
+    shutdown.join().unwrap().unwrap();
+    assert!(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::ShutDown)));
+}
+
+#[test]
 fn shutdown_drain_cancels_what_outlives_the_grace_period() {
     let dir = engine_dir(|b| b.iteration_ms(5.0));
     let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();

@@ -73,3 +73,26 @@ async fn load_finds_the_tokenizer_in_the_engine_directory_and_checks_a_given_gui
     let err = Engine::load(empty.path()).await.expect_err("no tokenizer");
     assert!(err.to_string().contains("no tokenizer"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_health_and_totals_serialize() {
+    let engine = Engine::builtin().await.unwrap();
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let mut stream = engine.generate("Hi", GenerateOptions::new().max_tokens(4).ignore_eos(true).n(2)).unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        events.push(serde_json::to_value(event.unwrap()).unwrap());
+    }
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "final", "{last}");
+    assert_eq!(last["matched_stops"], serde_json::json!([null, null]), "one entry per sequence: {last}");
+    let finished = last["output"]["finished_at"].as_f64().expect("a time in seconds");
+    assert!(finished >= before && finished < before + 60.0, "Unix seconds: {finished} vs {before}");
+    assert_eq!(last["output"]["completion_tokens"], 8, "{last}");
+    assert_eq!(events[0]["type"], "chunk", "{}", events[0]);
+
+    let totals = serde_json::to_value(engine.executor().executor().totals()).unwrap();
+    assert_eq!(totals, serde_json::json!({"completed": 1, "cancelled": 0, "failed": 0}));
+    let issue = trtllm::HealthIssue::EnqueueFailing("boom".into());
+    assert_eq!(serde_json::to_value(&issue).unwrap(), serde_json::json!({"kind": "enqueue_failing", "detail": "boom"}));
+}

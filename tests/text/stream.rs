@@ -79,8 +79,8 @@ async fn collect(mut stream: TextStream) -> Run {
                 last_chunk_at = Some(chunk.received_at);
                 chunk_tokens.push(chunk.token_ids);
             }
-            TextEvent::Final { output, texts, deltas, matched_stop } => {
-                last = Some((*output, texts[0].clone(), deltas[0].clone(), matched_stop))
+            TextEvent::Final { output, texts, deltas, matched_stops } => {
+                last = Some((*output, texts[0].clone(), deltas[0].clone(), matched_stops[0].clone()))
             }
         }
     }
