@@ -164,7 +164,7 @@ mod bench {
             .map(|i| {
                 let mut request = GenerationRequest::new(prompt(i, vocab), OUTPUT)
                     .with_streaming(true)
-                    .with_end_id(-1)
+                    .with_end_id(None)
                     .with_sampling(SamplingParams { seed: Some(i as u64), ..Default::default() });
                 if let Some(guide) = guide {
                     request = request.with_guided_decoding(GuidedDecodingParams::json_schema(guide));

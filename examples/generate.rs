@@ -38,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Token ids in, token ids out, with the timings the executor measured.
     let prompt: Vec<u32> = (1..=64).collect();
-    let request = GenerationRequest::new(prompt, 32).with_end_id(-1);
+    let request = GenerationRequest::new(prompt, 32).with_end_id(None);
     let mut stream = engine.executor().enqueue(request)?;
     while let Some(event) = stream.next().await {
         match event? {

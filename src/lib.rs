@@ -58,8 +58,7 @@ pub use engine::EngineConfig;
 pub use engine::speculative::SpeculativeDecodingMode;
 pub use error::{Error, ErrorKind, InvalidRequest, Result};
 pub use executor::{
-    Arrival, AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, RequestTotals,
-    ShutdownMode,
+    AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, RequestTotals, ShutdownMode,
 };
 pub use front::{Completion, Engine, EngineBuilder, GenerateOptions, Prompt};
 pub use speculative::{DraftLength, SpeculativeExecutor, SpeculativeStream};
@@ -70,6 +69,7 @@ pub use types::config::{
 pub use types::guided::{
     GuideType, GuidedDecodingBackend, GuidedDecodingConfig, GuidedDecodingParams, GuidedVocabulary,
 };
+pub use types::ids::RequestId;
 pub use types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged, StoredBlock, ValueChange};
 pub use types::lora::{LoraCacheStats, PeftCacheConfig};
 pub use types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};

@@ -18,6 +18,10 @@ pub use crate::engine::config_json::{
     BuildConfig, ConfigJson, LoraConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization,
 };
 pub use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
+// The simulated executor's virtual-clock controls (`Executor::sim_control`).
+pub use crate::executor::SimControl;
+pub use crate::types::arrival::Arrival;
+pub use crate::types::ids::HoldKey;
 pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
 pub use model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};

@@ -12,6 +12,7 @@ use super::accumulator::{Accumulator, Routed};
 use super::shared::{EndCause, EndSignal, Registration, Shared};
 use super::totals::Ending;
 use crate::error::{Error, Result};
+use crate::types::ids::RequestId;
 use crate::types::output::{FinalOutput, StreamEvent};
 use crate::types::request::FinishReason;
 
@@ -53,8 +54,8 @@ impl GenerationStream {
     }
 
     /// The executor's id for this request.
-    pub fn request_id(&self) -> u64 {
-        self.id
+    pub fn request_id(&self) -> RequestId {
+        RequestId::new(self.id)
     }
 
     /// Asks the executor to cancel this request; the stream then ends with a `Cancelled` final.

@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-mod scheduled;
-
 use super::accumulator::Accumulator;
 use super::guide_check::GuideCompiler;
 use super::kv_events::{KvEventHub, KvEventStream};
@@ -17,9 +15,11 @@ use super::shared::{EndCause, Shared};
 use super::stats_poller::StatsPoller;
 use super::stream::GenerationStream;
 use crate::engine::EngineConfig;
+use crate::engine::simulation_json::{ClockMode, SimulationJson};
 use crate::error::{Error, InvalidRequest, Result};
 use crate::ffi::sys;
 use crate::types::config::ExecutorConfig;
+use crate::types::ids::RequestId;
 use crate::types::kv_event::KvCacheEvent;
 use crate::types::request::GenerationRequest;
 use crate::types::stats::{IterationStats, KvCacheStats, RequestStatsPerIteration};
@@ -62,7 +62,7 @@ pub enum ShutdownMode {
 /// ```
 #[derive(Debug)]
 pub struct Executor {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     stats: Arc<StatsPoller>,
     /// KV-cache event delivery, when the executor records events.
     kv_events: Option<Arc<KvEventHub>>,
@@ -71,6 +71,8 @@ pub struct Executor {
     backend: Backend,
     /// Compiles guides before enqueue (when the executor has a llguidance guided decoding config).
     guides: Option<GuideCompiler>,
+    /// Whether this is the simulated executor on its virtual clock (see [`Executor::sim_control`]).
+    pub(super) virtual_clock: bool,
     shutdown_done: Mutex<bool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -95,6 +97,9 @@ impl Executor {
         })?;
         // Before the executor: the simulated executor's grammar engine then finds this factory.
         let guides = GuideCompiler::for_config(config.guided_decoding.as_ref())?;
+        let virtual_clock = !cfg!(trtllm_real)
+            && crate::engine::read_json_or_default::<SimulationJson>(&engine_dir.join("simulation.json"))
+                .is_ok_and(|s| s.clock == ClockMode::Virtual);
         tracing::info!(engine = %engine_dir.display(), backend = %backend, "loading executor");
         let handle = sys::new_executor(dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
         let shared = Arc::new(Shared::new(handle));
@@ -110,6 +115,7 @@ impl Executor {
             engine,
             backend,
             guides,
+            virtual_clock,
             shutdown_done: Mutex::new(false),
             threads: Mutex::new(Vec::new()),
         };
@@ -177,7 +183,7 @@ impl Executor {
 
     /// The checks made before the executor sees a request: the engine's limits and the
     /// configured beam width.
-    fn check(&self, request: &GenerationRequest) -> Result<()> {
+    pub(super) fn check(&self, request: &GenerationRequest) -> Result<()> {
         request.validate(&self.engine)?;
         if let Some(guide) = request.guided_decoding() {
             if self.config.guided_decoding.is_none() {
@@ -196,7 +202,7 @@ impl Executor {
 
     /// Registers `requests` for routing while `submit` hands them to the executor (see
     /// [`Shared::register`]) and returns their streams.
-    fn register(
+    pub(super) fn register(
         &self,
         requests: &[GenerationRequest],
         submit: impl FnOnce(&sys::ExecutorHandle) -> std::result::Result<Vec<u64>, cxx::Exception>,
@@ -224,8 +230,8 @@ impl Executor {
 
     /// Cancels a request by id. Its stream ends with a final whose reason is `Cancelled`.
     /// Cancelling a finished or unknown id does nothing.
-    pub fn cancel(&self, request_id: u64) -> Result<()> {
-        self.shared.cancel_checked(request_id)
+    pub fn cancel(&self, request_id: RequestId) -> Result<()> {
+        self.shared.cancel_checked(request_id.get())
     }
 
     /// Stops accepting requests, cancels or drains those in flight, stops the threads and shuts the

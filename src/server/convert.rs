@@ -163,8 +163,8 @@ pub fn generation_request(
         generation = generation.with_bad_words(bad);
     }
     match (request.ignore_eos, eos_token_id) {
-        (true, _) => generation = generation.with_end_id(-1),
-        (false, Some(eos)) => generation = generation.with_end_id(eos as i32),
+        (true, _) => generation = generation.with_end_id(None),
+        (false, Some(eos)) => generation = generation.with_end_id(eos),
         (false, None) => {}
     }
     if let Some(lookahead) = &request.lookahead_config {

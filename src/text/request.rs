@@ -107,7 +107,7 @@ impl TextOptions {
 /// let request = GenerationRequest::new(tokenizer.encode("Hello", false)?, 64).with_streaming(false);
 /// let options = TextOptions::new().stop_strings(["<|im_start|>", "\n\n"]);
 /// let (request, plan) = TextRequest::new(request, &tokenizer, options)?.into_parts();
-/// assert_eq!(request.end_id(), Some(2));
+/// assert_eq!(request.end_id(), Some(Some(2)));
 /// let im_start = tokenizer.encode("<|im_start|>", false)?;
 /// let blank_line = tokenizer.encode("\n\n", false)?;
 /// assert_eq!(request.stop_words(), [im_start, blank_line, vec![0]]);
@@ -197,9 +197,9 @@ impl TextRequest {
         }
         let min_tokens = request.sampling().min_tokens.unwrap_or(0) as usize;
         if ignore_eos {
-            request = request.with_end_id(-1);
+            request = request.with_end_id(None);
         } else if let Some((&end_id, others)) = tokenizer.eos_token_ids().split_first() {
-            request = request.with_end_id(i32::try_from(end_id).unwrap_or(i32::MAX));
+            request = request.with_end_id(end_id);
             for &id in others {
                 if id != end_id && !extra_end_ids.contains(&id) {
                     extra_end_ids.push(id);

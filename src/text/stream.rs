@@ -221,7 +221,7 @@ impl TextStream {
     }
 
     /// The executor's id for this request.
-    pub fn request_id(&self) -> u64 {
+    pub fn request_id(&self) -> crate::RequestId {
         self.inner.request_id()
     }
 

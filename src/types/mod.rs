@@ -4,6 +4,7 @@
 pub(crate) mod arrival;
 pub(crate) mod config;
 pub(crate) mod guided;
+pub(crate) mod ids;
 pub(crate) mod kv_event;
 pub(crate) mod lora;
 pub(crate) mod output;

@@ -154,7 +154,7 @@ pub struct SequenceOutput {
 #[non_exhaustive]
 pub struct FinalOutput {
     /// The executor's request id.
-    pub request_id: u64,
+    pub request_id: crate::types::ids::RequestId,
     /// Why sequence 0 stopped (a cancelled request reports [`FinishReason::Cancelled`]).
     pub finish_reason: FinishReason,
     /// Every sequence, by index.

@@ -265,7 +265,7 @@ impl RequestStage {
 #[non_exhaustive]
 pub struct RequestStats {
     /// The executor's request id.
-    pub id: u64,
+    pub id: crate::types::ids::RequestId,
     /// Its stage.
     pub stage: RequestStage,
     /// Prefill position under chunked context.
@@ -306,7 +306,7 @@ impl From<sys::RequestStatsIteration> for RequestStatsPerIteration {
             .requests
             .into_iter()
             .map(|r| RequestStats {
-                id: r.id,
+                id: crate::types::ids::RequestId::new(r.id),
                 stage: RequestStage::from_ffi(r.stage, r.stage_raw),
                 context_prefill_position: r.context_prefill_position,
                 num_generated_tokens: r.num_generated_tokens,

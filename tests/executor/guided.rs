@@ -44,7 +44,7 @@ fn run(executor: &Executor, tokenizer: &Tokenizer, guide: &GuidedDecodingParams)
         let streaming = seed % 4 < 2;
         let request = GenerationRequest::new(prompt.clone(), MAX_TOKENS)
             .with_streaming(streaming)
-            .with_end_id(EOS as i32)
+            .with_end_id(EOS)
             .with_sampling(SamplingParams { seed: Some(seed), num_return_sequences: Some(n), ..Default::default() })
             .with_guided_decoding(guide.clone());
         let drained = common::sim::drain(executor.enqueue(request).expect("enqueue"));

@@ -58,7 +58,7 @@ fn cancelling_finished_or_unknown_ids_does_nothing() {
     let (_dir, executor) = executor();
     let out = drain(executor.enqueue(GenerationRequest::new(vec![1], 3)).unwrap());
     executor.cancel(out.done().request_id).unwrap();
-    executor.cancel(987_654).unwrap();
+    executor.cancel(trtllm::RequestId::new(987_654)).unwrap();
     let again = drain(executor.enqueue(GenerationRequest::new(vec![1], 3)).unwrap());
     assert_eq!(again.done().finish_reason, FinishReason::Length);
 }

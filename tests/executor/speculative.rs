@@ -103,7 +103,7 @@ fn end_id_and_stop_words_cut_an_accepted_run_exactly_there() {
 
     let end_id = plain[7];
     let first = plain.iter().position(|&t| t == end_id).unwrap();
-    let request = GenerationRequest::new(prompt.to_vec(), 40).with_end_id(end_id as i32);
+    let request = GenerationRequest::new(prompt.to_vec(), 40).with_end_id(end_id);
     let out = drain(executor.enqueue(request).unwrap());
     assert_eq!(out.done().finish_reason, FinishReason::EndId);
     assert_eq!(out.tokens(), plain[..first].to_vec(), "the end id and everything after it are dropped");

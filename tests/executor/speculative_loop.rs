@@ -88,7 +88,7 @@ async fn end_ids_and_max_tokens_cut_a_round_exactly() {
     let free = truth(&p.target, GenerationRequest::new(prompt.clone(), 30)).await;
     let end_id = free[6];
     let first = free.iter().position(|&t| t == end_id).unwrap();
-    let (_, done) = run(&spec, GenerationRequest::new(prompt.clone(), 30).with_end_id(end_id as i32)).await;
+    let (_, done) = run(&spec, GenerationRequest::new(prompt.clone(), 30).with_end_id(end_id)).await;
     assert_eq!(done.finish_reason, FinishReason::EndId);
     assert_eq!(done.token_ids(), &free[..first]);
 

@@ -58,11 +58,11 @@ fn end_id_stops_early_and_is_not_in_the_output() {
     let free = drain(executor.enqueue(GenerationRequest::new(prompt.clone(), 20)).unwrap()).tokens();
     let end_id = free[5];
     let first = free.iter().position(|&t| t == end_id).unwrap();
-    let out = drain(executor.enqueue(GenerationRequest::new(prompt.clone(), 20).with_end_id(end_id as i32)).unwrap());
+    let out = drain(executor.enqueue(GenerationRequest::new(prompt.clone(), 20).with_end_id(end_id)).unwrap());
     assert_eq!(out.done().finish_reason, FinishReason::EndId);
     assert_eq!(out.tokens(), free[..first].to_vec());
     // End id -1 never stops early.
-    let out = drain(executor.enqueue(GenerationRequest::new(prompt, 20).with_end_id(-1)).unwrap());
+    let out = drain(executor.enqueue(GenerationRequest::new(prompt, 20).with_end_id(None)).unwrap());
     assert_eq!(out.done().finish_reason, FinishReason::Length);
     assert_eq!(out.tokens().len(), 20);
 }
@@ -74,7 +74,7 @@ fn min_tokens_holds_off_the_end_id() {
     let free = drain(executor.enqueue(GenerationRequest::new(prompt.clone(), 30)).unwrap()).tokens();
     let end_id = free[1];
     let request = GenerationRequest::new(prompt, 30)
-        .with_end_id(end_id as i32)
+        .with_end_id(end_id)
         .with_sampling(SamplingParams { min_tokens: Some(10), ..Default::default() });
     let out = drain(executor.enqueue(request).unwrap());
     assert!(out.tokens().len() >= 10, "stopped after {} tokens despite min_tokens 10", out.tokens().len());

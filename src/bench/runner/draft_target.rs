@@ -39,7 +39,7 @@ impl DraftTargetBench {
             .with_streaming(true)
             .with_sampling(SamplingParams { min_tokens: spec.min_tokens, ..Default::default() });
         if let Some(end_id) = spec.end_id {
-            request = request.with_end_id(end_id);
+            request = request.with_end_id(u32::try_from(end_id).ok());
         }
         let mut record = new_record(&spec, index, phase, clock.now_s());
         let mut stream = match self.speculative.enqueue(request) {

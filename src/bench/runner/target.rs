@@ -77,7 +77,7 @@ pub(crate) fn generation_request(spec: &RequestSpec) -> GenerationRequest {
         .with_perf_metrics(true)
         .with_sampling(SamplingParams { min_tokens: spec.min_tokens, ..Default::default() });
     if let Some(end_id) = spec.end_id {
-        request = request.with_end_id(end_id);
+        request = request.with_end_id(u32::try_from(end_id).ok());
     }
     if let Some(guide) = &spec.guide {
         request = request.with_guided_decoding(guide.clone());
