@@ -26,12 +26,13 @@ mod bench {
     use futures::stream::FuturesUnordered;
     use tokio::sync::oneshot;
     use tonic::transport::Channel;
+    use trtllm::guided::GuidedDecodingParams;
     use trtllm::proto::trtllm as pb;
     use trtllm::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
     use trtllm::server::{ServeOptions, serve};
     use trtllm::sim::ClockMode;
     use trtllm::text::Tokenizer;
-    use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, GuidedDecodingParams, SamplingParams};
+    use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, SamplingParams};
 
     type Client = TrtllmServiceClient<Channel>;
 

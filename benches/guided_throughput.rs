@@ -13,11 +13,9 @@ mod bench {
 
     use futures::StreamExt;
     use futures::stream::FuturesUnordered;
+    use trtllm::guided::{GuidedDecodingParams, GuidedVocabulary};
     use trtllm::sim::{ClockMode, SimulatedEngine};
-    use trtllm::{
-        AsyncExecutor, ExecutorConfig, GenerationRequest, GuidedDecodingParams, GuidedVocabulary, SamplingParams,
-        StreamEvent,
-    };
+    use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, SamplingParams, StreamEvent};
 
     const VOCAB: usize = 32_000;
     const OUTPUT: u32 = 128;

@@ -28,8 +28,9 @@ use axum::{Json, Router};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::json;
+use trtllm::guided::GuidedDecodingParams;
 use trtllm::text::ChatMessage;
-use trtllm::{Engine, GenerateOptions, GuidedDecodingParams, Prompt, ShutdownMode, TextEvent};
+use trtllm::{Engine, GenerateOptions, Prompt, ShutdownMode, TextEvent};
 
 /// The body of `POST /generate`.
 #[derive(Debug, Deserialize)]

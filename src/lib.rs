@@ -42,45 +42,35 @@ mod error;
 mod executor;
 mod ffi;
 mod front;
+pub mod guided;
 pub mod lora;
 #[cfg(feature = "grpc")]
 pub mod proto;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod sim;
-mod speculative;
+pub mod speculative;
 pub mod text;
 mod types;
 mod version;
 
 pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
-pub use engine::speculative::SpeculativeDecodingMode;
 pub use error::{Error, ErrorKind, InvalidRequest, Result};
 pub use executor::{
     AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, RequestTotals, ShutdownMode,
 };
 pub use front::{Completion, Engine, EngineBuilder, GenerateOptions, Prompt};
-pub use speculative::{DraftLength, SpeculativeExecutor, SpeculativeStream};
 pub use text::{TextEvent, TextOptions, TextPlan, TextRequest, TextStream};
 pub use types::config::{
     ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy,
 };
-pub use types::guided::{
-    GuideType, GuidedDecodingBackend, GuidedDecodingConfig, GuidedDecodingParams, GuidedVocabulary,
-};
 pub use types::ids::RequestId;
 pub use types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged, StoredBlock, ValueChange};
-pub use types::lora::{LoraCacheStats, PeftCacheConfig};
 pub use types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
 pub use types::request::{FinishReason, GenerationRequest, SamplingParams};
-pub use types::speculative::{
-    DecodingConfig, DecodingMode, DraftTokens, EagleConfig, LookaheadConfig, SpeculativeMetrics, SpeculativeRequest,
-};
 pub use types::stats::{
     InflightBatchingStats, IterationStats, KvCacheStats, RequestStage, RequestStats, RequestStatsPerIteration,
     StaticBatchingStats,
 };
-// Speculative decoding's per-iteration figures.
-pub use types::stats::SpecDecodingStats;
 pub use version::{Backend, SUPPORTED_LINES};

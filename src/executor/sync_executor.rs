@@ -414,9 +414,9 @@ impl Executor {
 impl Executor {
     /// The LoRA device-cache counters since start: the simulated executor's own figures (TensorRT-LLM
     /// reports none, so a real executor returns `None`).
-    pub fn lora_cache_stats(&self) -> Option<crate::LoraCacheStats> {
+    pub fn lora_cache_stats(&self) -> Option<crate::types::lora::LoraCacheStats> {
         let item = self.shared.handle().lora_cache_counts().ok()?;
-        crate::LoraCacheStats::from_ffi(item)
+        crate::types::lora::LoraCacheStats::from_ffi(item)
     }
 }
 

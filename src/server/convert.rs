@@ -5,7 +5,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tonic::{Code, Status};
 
 use crate::proto::trtllm as pb;
-use crate::{Error, ErrorKind, GenerationRequest, LookaheadConfig, PerfMetrics, SamplingParams, SpeculativeRequest};
+use crate::types::speculative::{LookaheadConfig, SpeculativeRequest};
+use crate::{Error, ErrorKind, GenerationRequest, PerfMetrics, SamplingParams};
 
 /// Maps a crate error onto the gRPC status a client should see, by its [`ErrorKind`].
 ///

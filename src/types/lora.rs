@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::ffi::sys;
-use crate::lora::{LoraConfig, LoraDtype};
+use crate::lora::dtype::LoraDtype;
+use crate::lora::weights::LoraConfig;
 
 /// Sizes of the executor's LoRA adapter caches (TensorRT-LLM's `PeftCacheConfig`). Adapters live in
 /// a host cache and a device cache, both least-recently-used; a request whose adapter is not on the

@@ -278,7 +278,7 @@ impl GenerationRequest {
     }
 
     /// Constrains the output with a guide (JSON, JSON schema, regex, grammar, structural tag); the
-    /// executor needs a [`GuidedDecodingConfig`](crate::GuidedDecodingConfig).
+    /// executor needs a [`GuidedDecodingConfig`](crate::types::guided::GuidedDecodingConfig).
     #[must_use]
     pub fn with_guided_decoding(mut self, guide: GuidedDecodingParams) -> Self {
         self.guided_decoding = Some(guide);

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use trtllm::guided::GuidedDecodingParams;
 use trtllm::sim::ClockMode;
 use trtllm::text::Tokenizer;
-use trtllm::{Error, Executor, FinishReason, GenerationRequest, GuidedDecodingParams, InvalidRequest, SamplingParams};
+use trtllm::{Error, Executor, FinishReason, GenerationRequest, InvalidRequest, SamplingParams};
 
 use crate::common;
 

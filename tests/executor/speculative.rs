@@ -6,10 +6,8 @@ use crate::common;
 
 use common::sim::{config, drain, engine_dir};
 use trtllm::sim::SimulatedSpeculation;
-use trtllm::{
-    DecodingConfig, DecodingMode, DraftTokens, Executor, FinalOutput, FinishReason, GenerationRequest,
-    SpeculativeDecodingMode,
-};
+use trtllm::speculative::{DecodingConfig, DecodingMode, DraftTokens, SpeculativeDecodingMode};
+use trtllm::{Executor, FinalOutput, FinishReason, GenerationRequest};
 
 fn speculative_executor(
     mode: SpeculativeDecodingMode,
@@ -33,7 +31,7 @@ const PROBABILISTIC: [(SpeculativeDecodingMode, usize); 3] = [
     (SpeculativeDecodingMode::LookaheadDecoding, SimulatedSpeculation::LOOKAHEAD_DEFAULT_DRAFT_TOKENS),
 ];
 
-fn spec(done: &FinalOutput) -> trtllm::SpeculativeMetrics {
+fn spec(done: &FinalOutput) -> trtllm::speculative::SpeculativeMetrics {
     done.perf.expect("perf metrics are on by default").speculative
 }
 

@@ -9,10 +9,8 @@ use common::sim::{config, engine_dir};
 use futures::StreamExt;
 use tempfile::TempDir;
 use trtllm::sim::SimulatedSpeculation;
-use trtllm::{
-    AsyncExecutor, DraftLength, FinalOutput, FinishReason, GenerationRequest, SpeculativeDecodingMode,
-    SpeculativeExecutor, StreamEvent, TokenChunk,
-};
+use trtllm::speculative::{DraftLength, SpeculativeDecodingMode, SpeculativeExecutor};
+use trtllm::{AsyncExecutor, FinalOutput, FinishReason, GenerationRequest, StreamEvent, TokenChunk};
 
 struct Pair {
     _dirs: (TempDir, TempDir),

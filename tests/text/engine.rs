@@ -3,8 +3,9 @@
 //! when a hand-made config does not match it).
 
 use futures::StreamExt;
+use trtllm::guided::{GuidedDecodingConfig, GuidedDecodingParams};
 use trtllm::text::{ChatMessage, Tokenizer};
-use trtllm::{Engine, ErrorKind, GenerateOptions, GuidedDecodingConfig, GuidedDecodingParams, TextEvent};
+use trtllm::{Engine, ErrorKind, GenerateOptions, TextEvent};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_builtin_engine_streams_text_for_text_and_chat_prompts() {

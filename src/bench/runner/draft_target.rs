@@ -7,7 +7,8 @@ use futures::StreamExt;
 use super::records::{finish_record, new_record};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
 use crate::bench::traffic::workload::RequestSpec;
-use crate::{AsyncExecutor, GenerationRequest, SamplingParams, SpeculativeExecutor, StreamEvent};
+use crate::speculative::SpeculativeExecutor;
+use crate::{AsyncExecutor, GenerationRequest, SamplingParams, StreamEvent};
 
 /// A [`SpeculativeExecutor`] as a bench target: client-side times (TTFT, TPOT, ITL) are taken as
 /// the loop's chunks arrive, one chunk per round.

@@ -12,7 +12,8 @@ use crate::bench::metrics::speculative::SpecCounts;
 use crate::bench::traffic::workload::RequestSpec;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
-use crate::{AsyncExecutor, GenerationRequest, GuideType, GuidedDecodingParams, SamplingParams, StreamEvent};
+use crate::types::guided::{GuideType, GuidedDecodingParams};
+use crate::{AsyncExecutor, GenerationRequest, SamplingParams, StreamEvent};
 
 /// Where the load goes: the same workloads and records either way, so the transport's cost
 /// shows. Both record finish reasons in the same (OpenAI) words and fill cached tokens.
