@@ -166,7 +166,7 @@ mod bench {
                 let mut request = GenerationRequest::new(prompt(i, vocab), OUTPUT)
                     .with_streaming(true)
                     .with_end_id(None)
-                    .with_sampling(SamplingParams { seed: Some(i as u64), ..Default::default() });
+                    .with_sampling(SamplingParams::default().seed(i as u64));
                 if let Some(guide) = guide {
                     request = request.with_guided_decoding(GuidedDecodingParams::json_schema(guide));
                 }

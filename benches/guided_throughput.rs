@@ -101,7 +101,7 @@ mod bench {
                 let prompt: Vec<u32> = (0..32u32).map(|t| 1 + (t * 31 + i as u32 * 7) % 30_000).collect();
                 let mut request = GenerationRequest::new(prompt, OUTPUT)
                     .with_streaming(true)
-                    .with_sampling(SamplingParams { seed: Some(i as u64), ..Default::default() });
+                    .with_sampling(SamplingParams::default().seed(i as u64));
                 if guided {
                     request = request.with_guided_decoding(GuidedDecodingParams::json_schema(schema(0)));
                 }

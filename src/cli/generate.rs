@@ -92,14 +92,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let prompt_ids = prompt_ids(&args, &tokenizer)?;
     let guide = args.guide.params()?;
 
-    let request = GenerationRequest::new(prompt_ids, args.max_tokens).with_sampling(SamplingParams {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        seed: args.seed,
-        min_tokens: args.min_tokens,
-        ..Default::default()
-    });
+    let request = GenerationRequest::new(prompt_ids, args.max_tokens).with_sampling(
+        SamplingParams::default()
+            .temperature(args.temperature)
+            .top_k(args.top_k)
+            .top_p(args.top_p)
+            .seed(args.seed)
+            .min_tokens(args.min_tokens),
+    );
     let mut config = ExecutorConfig::default();
     let request = match guide {
         Some(guide) => {

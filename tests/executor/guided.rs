@@ -46,7 +46,7 @@ fn run(executor: &Executor, tokenizer: &Tokenizer, guide: &GuidedDecodingParams)
         let request = GenerationRequest::new(prompt.clone(), MAX_TOKENS)
             .with_streaming(streaming)
             .with_end_id(EOS)
-            .with_sampling(SamplingParams { seed: Some(seed), num_return_sequences: Some(n), ..Default::default() })
+            .with_sampling(SamplingParams::default().seed(seed).num_return_sequences(n))
             .with_guided_decoding(guide.clone());
         let drained = common::sim::drain(executor.enqueue(request).expect("enqueue"));
         assert_eq!(drained.after_terminal, 0);
@@ -224,7 +224,7 @@ fn the_same_seed_gives_the_same_guided_output() {
     let request = || {
         GenerationRequest::new(vec![5, 6, 7], 64)
             .with_streaming(false)
-            .with_sampling(SamplingParams { seed: Some(42), ..Default::default() })
+            .with_sampling(SamplingParams::default().seed(42))
             .with_guided_decoding(GuidedDecodingParams::json_schema(SCHEMA))
     };
     let first = common::sim::drain(executor.enqueue(request()).unwrap()).done().sequences[0].token_ids.clone();
@@ -293,7 +293,7 @@ fn guided_requests_need_beam_width_one() {
     let config = common::sim::config().max_beam_width(2).guided_decoding_from_tokenizer(&tokenizer).build().unwrap();
     let executor = Executor::load(dir.path(), config).expect("load");
     let request = GenerationRequest::new(vec![5, 6], 8)
-        .with_sampling(SamplingParams { beam_width: 2, ..Default::default() })
+        .with_sampling(SamplingParams::default().beam_width(2))
         .with_guided_decoding(GuidedDecodingParams::json());
     assert!(matches!(executor.enqueue(request), Err(Error::InvalidRequest(InvalidRequest::Guide { .. }))));
 }

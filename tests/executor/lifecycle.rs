@@ -91,16 +91,11 @@ fn invalid_requests_are_refused_with_the_limit_and_others_are_unaffected() {
         Err(Error::InvalidRequest(InvalidRequest::ParamTokenOutOfVocab { field: "end_id", .. }))
     ));
     assert!(matches!(
-        executor.enqueue(
-            GenerationRequest::new(vec![5], 4)
-                .with_sampling(SamplingParams { temperature: Some(-1.0), ..Default::default() })
-        ),
+        executor.enqueue(GenerationRequest::new(vec![5], 4).with_sampling(SamplingParams::default().temperature(-1.0))),
         Err(Error::InvalidRequest(InvalidRequest::Parameter { field: "temperature", .. }))
     ));
     assert!(matches!(
-        executor.enqueue(
-            GenerationRequest::new(vec![5], 4).with_sampling(SamplingParams { beam_width: 4, ..Default::default() })
-        ),
+        executor.enqueue(GenerationRequest::new(vec![5], 4).with_sampling(SamplingParams::default().beam_width(4))),
         Err(Error::InvalidRequest(InvalidRequest::BeamWidth { requested: 4, max: 1 }))
     ));
     let out = drain(running);

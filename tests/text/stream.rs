@@ -107,7 +107,7 @@ async fn run(executor: &AsyncExecutor, tokenizer: &Tokenizer, stops: &[&str], in
 /// A request of `max_tokens` after "red cat sat" with sampling seed `seed`.
 fn words_request(tokenizer: &Tokenizer, seed: u64, max_tokens: u32) -> GenerationRequest {
     GenerationRequest::new(tokenizer.encode("red cat sat", false).unwrap(), max_tokens)
-        .with_sampling(SamplingParams { seed: Some(seed), ..Default::default() })
+        .with_sampling(SamplingParams::default().seed(seed))
 }
 
 /// The first sampling seed whose generated ids (eos ignored) satisfy `wanted`, with those ids.
@@ -306,11 +306,9 @@ async fn an_eos_id_besides_the_end_id_waits_for_min_tokens() {
     let first = ids.iter().position(is_eos).unwrap();
     let next = first + 1 + ids[first + 1..].iter().position(is_eos).unwrap();
     for streaming in [true, false] {
-        let request = words_request(&tokenizer, seed, 40).with_streaming(streaming).with_sampling(SamplingParams {
-            seed: Some(seed),
-            min_tokens: Some(first as u32 + 1),
-            ..Default::default()
-        });
+        let request = words_request(&tokenizer, seed, 40)
+            .with_streaming(streaming)
+            .with_sampling(SamplingParams::default().seed(seed).min_tokens(first as u32 + 1));
         let ended = run_request(&executor, &tokenizer, request, TextOptions::new()).await;
         assert_eq!(ended.output.finish_reason, FinishReason::EndId);
         assert_eq!(
