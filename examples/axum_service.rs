@@ -30,7 +30,8 @@ use serde::Deserialize;
 use serde_json::json;
 use trtllm::guided::GuidedDecodingParams;
 use trtllm::text::ChatMessage;
-use trtllm::{Engine, GenerateOptions, Prompt, ShutdownMode, TextEvent};
+use trtllm::text::TextEvent;
+use trtllm::{Engine, GenerateOptions, Prompt, ShutdownMode};
 
 /// The body of `POST /generate`.
 #[derive(Debug, Deserialize)]

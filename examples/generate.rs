@@ -10,7 +10,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use futures::StreamExt;
-use trtllm::{Engine, GenerateOptions, GenerationRequest, StreamEvent, TextEvent};
+use trtllm::text::TextEvent;
+use trtllm::{Engine, GenerateOptions, GenerationRequest, StreamEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

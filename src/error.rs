@@ -115,10 +115,12 @@ pub enum Error {
     )]
     GuidedDecodingDisabled,
     /// The grammar engine refused a guided-decoding configuration or guide.
+    #[cfg(feature = "guided")]
     #[error(transparent)]
     Guided(#[from] crate::sim::guided::error::GuidedError),
     // Other modules
     /// The text layer failed (tokenizer files, encoding, decoding, chat templates, stop strings).
+    #[cfg(feature = "text")]
     #[error(transparent)]
     Text(#[from] crate::text::error::TextError),
     /// A LoRA adapter or an engine's LoRA settings were refused.
@@ -183,6 +185,7 @@ impl ErrorKind {
 impl Error {
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
+        #[cfg(feature = "text")]
         use crate::text::error::TextError as T;
         match self {
             Error::InvalidRequest(_) | Error::InvalidBatchRequest { .. } | Error::RequestRejected(_) => {
@@ -199,9 +202,12 @@ impl Error {
             | Error::SimulatorOnly(_)
             | Error::GuidedDecodingDisabled
             | Error::Sim(_) => ErrorKind::Configuration,
+            #[cfg(feature = "guided")]
             Error::Guided(e) if e.is_guide_error() => ErrorKind::InvalidRequest,
+            #[cfg(feature = "guided")]
             Error::Guided(_) => ErrorKind::Configuration,
             Error::Lora(_) => ErrorKind::InvalidRequest,
+            #[cfg(feature = "text")]
             Error::Text(
                 T::Encode(_)
                 | T::TemplateRender(_)
@@ -210,8 +216,10 @@ impl Error {
                 | T::StopStrings(_)
                 | T::TokenIdTooLarge(_),
             ) => ErrorKind::InvalidRequest,
+            #[cfg(feature = "text")]
             Error::Text(T::Io { .. } | T::MissingTokenizerJson { .. } | T::TokenizerLoad { .. } | T::Config { .. })
             | Error::Text(T::TemplateSyntax(_)) => ErrorKind::Configuration,
+            #[cfg(feature = "text")]
             Error::Text(_) => ErrorKind::Internal,
             Error::Thread { .. } | Error::Internal(_) | Error::Io(_) => ErrorKind::Internal,
             #[cfg(feature = "bench")]

@@ -8,6 +8,7 @@
 
 pub(crate) mod error;
 mod gpu;
+#[cfg(feature = "guided")]
 pub mod guided;
 mod model;
 pub mod perf_model;

@@ -9,9 +9,8 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::json;
 use trtllm::text::{ChatMessage, Tokenizer};
-use trtllm::{
-    AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams, TextEvent, TextOptions, TextStream,
-};
+use trtllm::text::{TextEvent, TextOptions, TextStream};
+use trtllm::{AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams};
 
 /// Arguments of `trtllm generate`.
 #[derive(Debug, clap::Args)]

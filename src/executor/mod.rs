@@ -7,6 +7,7 @@
 
 mod accumulator;
 mod async_executor;
+#[cfg(feature = "guided")]
 mod guide_check;
 mod health;
 mod kv_events;

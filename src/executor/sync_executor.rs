@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 use super::accumulator::Accumulator;
+#[cfg(feature = "guided")]
 use super::guide_check::GuideCompiler;
 use super::kv_events::{KvEventHub, KvEventStream};
 use super::responses;
@@ -70,6 +71,7 @@ pub struct Executor {
     engine: EngineConfig,
     backend: Backend,
     /// Compiles guides before enqueue (when the executor has a llguidance guided decoding config).
+    #[cfg(feature = "guided")]
     guides: Option<GuideCompiler>,
     /// Whether this is the simulated executor on its virtual clock (see [`Executor::sim_control`]).
     pub(super) virtual_clock: bool,
@@ -96,6 +98,7 @@ impl Executor {
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path is not valid UTF-8"),
         })?;
         // Before the executor: the simulated executor's grammar engine then finds this factory.
+        #[cfg(feature = "guided")]
         let guides = GuideCompiler::for_config(config.guided_decoding.as_ref())?;
         let virtual_clock = !cfg!(trtllm_real)
             && crate::engine::read_json_or_default::<SimulationJson>(&engine_dir.join("simulation.json"))
@@ -114,6 +117,7 @@ impl Executor {
             config,
             engine,
             backend,
+            #[cfg(feature = "guided")]
             guides,
             virtual_clock,
             shutdown_done: Mutex::new(false),
@@ -185,13 +189,12 @@ impl Executor {
     /// configured beam width.
     pub(super) fn check(&self, request: &GenerationRequest) -> Result<()> {
         request.validate(&self.engine)?;
-        if let Some(guide) = request.guided_decoding() {
-            if self.config.guided_decoding.is_none() {
-                return Err(Error::GuidedDecodingDisabled);
-            }
-            if let Some(guides) = &self.guides {
-                guides.check(guide)?;
-            }
+        if request.guided_decoding().is_some() && self.config.guided_decoding.is_none() {
+            return Err(Error::GuidedDecodingDisabled);
+        }
+        #[cfg(feature = "guided")]
+        if let (Some(guide), Some(guides)) = (request.guided_decoding(), &self.guides) {
+            guides.check(guide)?;
         }
         let beam_width = request.sampling().beam_width;
         if beam_width > self.config.max_beam_width {

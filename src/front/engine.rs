@@ -22,7 +22,8 @@ use crate::types::output::FinalOutput;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> trtllm::Result<()> {
 /// use futures::StreamExt;
-/// use trtllm::{Engine, GenerateOptions, TextEvent};
+/// use trtllm::text::TextEvent;
+/// use trtllm::{Engine, GenerateOptions};
 ///
 /// let engine = Engine::builtin().await?; // or Engine::load("path/to/engine").await?
 /// let mut stream = engine.generate("The quick brown fox", GenerateOptions::new().max_tokens(16))?;

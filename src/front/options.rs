@@ -9,7 +9,8 @@ use crate::types::sampling::SamplingParams;
 /// [`GenerateOptions::new`] (64 new tokens, the executor's default sampling, streamed).
 ///
 /// ```
-/// use trtllm::{GenerateOptions, GuidedDecodingParams};
+/// use trtllm::GenerateOptions;
+/// use trtllm::guided::GuidedDecodingParams;
 /// let options = GenerateOptions::new()
 ///     .max_tokens(128)
 ///     .temperature(0.7)

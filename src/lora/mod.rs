@@ -29,17 +29,19 @@ pub(crate) mod dtype;
 pub(crate) mod error;
 mod lookup;
 mod module;
+#[cfg(feature = "lora")]
 mod peft;
 mod settings;
 pub(crate) mod weights;
 mod wire;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "lora"))]
 mod tests;
 
 pub use dtype::LoraDtype;
 pub use error::LoraError;
 pub use module::{LoraModule, ModelDims, ModuleDims};
+#[cfg(feature = "lora")]
 pub use peft::{ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, load_peft_adapter};
 pub use settings::EngineLoraSettings;
 pub use weights::{LoraConfig, LoraConfigRow, LoraCost, LoraWeights};

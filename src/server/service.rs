@@ -16,11 +16,12 @@ use super::options::ServeOptions;
 use super::replies::{ReplyContext, ResponseStream};
 use super::state::ServiceState;
 use super::tokenizer_zip::zip_files;
+use crate::AsyncExecutor;
 use crate::proto::smg::grpc::common as cpb;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_server::TrtllmService;
 use crate::text::Tokenizer;
-use crate::{AsyncExecutor, TextOptions, TextRequest, TextStream};
+use crate::text::{TextOptions, TextRequest, TextStream};
 
 /// Bytes of a `GetTokenizerChunk` besides its data: two field headers and the hex SHA-256.
 const TOKENIZER_CHUNK_OVERHEAD: usize = 96;

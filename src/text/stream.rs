@@ -170,7 +170,8 @@ impl SequenceText {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use futures::StreamExt;
 /// use trtllm::text::Tokenizer;
-/// use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, TextEvent, TextOptions, TextStream};
+/// use trtllm::text::{TextEvent, TextOptions, TextStream};
+/// use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let engine = trtllm::sim::SimulatedEngine { iteration_ms: Some(1.0), ..trtllm::builtin::builtin_engine() };

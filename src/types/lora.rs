@@ -13,7 +13,8 @@ use crate::lora::weights::LoraConfig;
 /// device waits for a host → device copy. `None` fields keep the executor's defaults.
 ///
 /// ```
-/// use trtllm::{ExecutorConfig, PeftCacheConfig};
+/// use trtllm::ExecutorConfig;
+/// use trtllm::lora::PeftCacheConfig;
 /// let peft = PeftCacheConfig { device_cache_percent: Some(0.05), ..PeftCacheConfig::default() };
 /// let config = ExecutorConfig::builder().peft_cache(peft).build()?;
 /// assert_eq!(config.peft_cache.unwrap().device_cache_percent, Some(0.05));

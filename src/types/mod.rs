@@ -12,4 +12,5 @@ pub(crate) mod request;
 pub(crate) mod sampling;
 pub(crate) mod speculative;
 pub(crate) mod stats;
+#[cfg(feature = "serde")]
 pub(crate) mod wall_time;

@@ -143,7 +143,8 @@ impl IterationStats {
     }
 
     /// The end of the iteration as a time: [`IterationStats::timestamp`] read as the executor
-    /// writes it (local time, `%m-%d-%Y %H:%M:%S.%f`); `None` when it does not parse.
+    /// writes it (local time, `%m-%d-%Y %H:%M:%S.%f`); `None` when it does not parse. Needs the
+    /// `text` feature, which brings the time-zone support (chrono).
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -158,6 +159,7 @@ impl IterationStats {
     /// assert!(stats.time().expect("parses") >= before);
     /// # Ok(()) }
     /// ```
+    #[cfg(feature = "text")]
     pub fn time(&self) -> Option<std::time::SystemTime> {
         use chrono::TimeZone;
         let naive = chrono::NaiveDateTime::parse_from_str(self.timestamp.trim(), "%m-%d-%Y %H:%M:%S%.f").ok()?;

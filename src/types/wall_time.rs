@@ -4,14 +4,12 @@
 use std::sync::OnceLock;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-#[cfg(feature = "serde")]
 fn anchor() -> (Instant, SystemTime) {
     static ANCHOR: OnceLock<(Instant, SystemTime)> = OnceLock::new();
     *ANCHOR.get_or_init(|| (Instant::now(), SystemTime::now()))
 }
 
 /// The wall-clock time of `at`.
-#[cfg(feature = "serde")]
 fn system_time(at: Instant) -> SystemTime {
     let (instant, system) = anchor();
     match at.checked_duration_since(instant) {
@@ -20,19 +18,16 @@ fn system_time(at: Instant) -> SystemTime {
     }
 }
 
-#[cfg(feature = "serde")]
 fn unix_seconds(at: Instant) -> f64 {
     system_time(at).duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Serializes an `Instant` as seconds since the Unix epoch.
-#[cfg(feature = "serde")]
 pub(crate) fn instant<S: serde::Serializer>(at: &Instant, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_f64(unix_seconds(*at))
 }
 
 /// Serializes an optional `Instant` as seconds since the Unix epoch, or null.
-#[cfg(feature = "serde")]
 pub(crate) fn optional_instant<S: serde::Serializer>(at: &Option<Instant>, serializer: S) -> Result<S::Ok, S::Error> {
     match at {
         Some(at) => serializer.serialize_some(&unix_seconds(*at)),

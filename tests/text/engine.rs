@@ -4,8 +4,9 @@
 
 use futures::StreamExt;
 use trtllm::guided::{GuidedDecodingConfig, GuidedDecodingParams};
+use trtllm::text::TextEvent;
 use trtllm::text::{ChatMessage, Tokenizer};
-use trtllm::{Engine, ErrorKind, GenerateOptions, TextEvent};
+use trtllm::{Engine, ErrorKind, GenerateOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_builtin_engine_streams_text_for_text_and_chat_prompts() {

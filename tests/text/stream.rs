@@ -8,10 +8,8 @@ use std::time::Instant;
 use futures::StreamExt;
 use serde_json::json;
 use trtllm::text::Tokenizer;
-use trtllm::{
-    AsyncExecutor, ExecutorConfig, FinalOutput, FinishReason, GenerationRequest, SamplingParams, TextEvent,
-    TextOptions, TextRequest, TextStream,
-};
+use trtllm::text::{TextEvent, TextOptions, TextRequest, TextStream};
+use trtllm::{AsyncExecutor, ExecutorConfig, FinalOutput, FinishReason, GenerationRequest, SamplingParams};
 
 use common::text::{engine_with_tokenizer, word_level_tokenizer};
 

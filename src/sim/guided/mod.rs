@@ -40,7 +40,7 @@ mod structural_tag;
 mod text_tokens;
 mod vocab;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "text"))]
 mod tests;
 
 pub use error::GuidedError;
