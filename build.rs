@@ -10,11 +10,21 @@ use std::process::Command;
 mod proto;
 
 fn main() {
-    for var in ["TRTLLM_ROOT", "CUDA_INCLUDE_DIR", "TRTLLM_CXX11_ABI", "TRTLLM_EXTRA_LIB_DIRS"] {
+    for var in ["TRTLLM_ROOT", "CUDA_INCLUDE_DIR", "TRTLLM_CXX11_ABI", "TRTLLM_EXTRA_LIB_DIRS", "DOCS_RS"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rustc-check-cfg=cfg(trtllm_real)");
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+
+    // docs.rs builds documentation only, without system packages (no nlohmann/json) or network:
+    // rustdoc links nothing, so the C++ is not compiled there; the protocol types still are.
+    if env::var_os("DOCS_RS").is_some() {
+        #[cfg(feature = "grpc")]
+        if let Err(e) = proto::compile_protos() {
+            panic!("compiling proto/: {e}");
+        }
+        return;
+    }
 
     // The simulated build adds the grammar engine's bridge (src/sim/guided/bridge.rs) when the `guided`
     // feature brings the grammar engine; the real one never does.

@@ -168,8 +168,9 @@ impl IterationStats {
     }
 }
 
-impl From<sys::IterationStatsItem> for IterationStats {
-    fn from(s: sys::IterationStatsItem) -> Self {
+impl IterationStats {
+    /// The stats of one iteration as the shim hands them over.
+    pub(crate) fn from_ffi(s: sys::IterationStatsItem) -> Self {
         let k = s.kv_cache_stats;
         let b = s.inflight_batching_stats;
         let st = s.static_batching_stats;
@@ -302,8 +303,9 @@ pub struct RequestStatsPerIteration {
     pub requests: Vec<RequestStats>,
 }
 
-impl From<sys::RequestStatsIteration> for RequestStatsPerIteration {
-    fn from(it: sys::RequestStatsIteration) -> Self {
+impl RequestStatsPerIteration {
+    /// One iteration's request stats as the shim hands them over.
+    pub(crate) fn from_ffi(it: sys::RequestStatsIteration) -> Self {
         let requests = it
             .requests
             .into_iter()
