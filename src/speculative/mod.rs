@@ -2,7 +2,7 @@
 //! engine's mode, per-request and per-iteration figures) and draft-target speculative decoding
 //! driven from Rust: a draft executor proposes `k` tokens, the
 //! target executor verifies them (TensorRT-LLM leaves this loop to the client; Triton runs it in a
-//! BLS script), streamed like [`AsyncExecutor`](crate::AsyncExecutor).
+//! BLS script), streamed like [`AsyncExecutor`].
 
 mod draft_length;
 mod draft_loop;
@@ -30,7 +30,7 @@ pub use crate::types::stats::SpecDecodingStats;
 /// target (an engine built with `speculative_decoding_mode` `draft_tokens_external`).
 ///
 /// Each round sends the context (prompt + tokens so far) to the draft for `k` tokens, then to the
-/// target with those tokens as [`DraftTokens`](crate::types::speculative::DraftTokens): the target keeps the longest
+/// target with those tokens as [`DraftTokens`]: the target keeps the longest
 /// prefix it agrees with and adds one token of its own, so the output is exactly what the target
 /// alone would generate (greedy). A stream yields one chunk per round and exactly one terminal
 /// item; dropping it cancels whatever the round has in flight on both executors.
