@@ -82,7 +82,7 @@ impl std::fmt::Display for FinishReason {
 /// use trtllm::{GenerationRequest, SamplingParams};
 /// let request = GenerationRequest::new(vec![1, 2, 3], 16)
 ///     .with_streaming(true)
-///     .with_sampling(SamplingParams { temperature: Some(0.7), ..Default::default() })
+///     .with_sampling(SamplingParams::default().temperature(0.7))
 ///     .with_end_id(2)
 ///     .with_stop_words(vec![vec![13, 13]])
 ///     .with_allotted_time(Duration::from_secs(30));
