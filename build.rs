@@ -10,15 +10,27 @@ use std::process::Command;
 mod proto;
 
 fn main() {
-    for var in ["TRTLLM_ROOT", "CUDA_INCLUDE_DIR", "TRTLLM_CXX11_ABI", "TRTLLM_EXTRA_LIB_DIRS"] {
+    for var in ["TRTLLM_ROOT", "CUDA_INCLUDE_DIR", "TRTLLM_CXX11_ABI", "TRTLLM_EXTRA_LIB_DIRS", "DOCS_RS"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rustc-check-cfg=cfg(trtllm_real)");
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
 
-    // The simulated build adds the grammar engine's bridge (src/sim/guided/bridge.rs); the real one never does.
+    // docs.rs builds documentation only, without system packages (no nlohmann/json) or network:
+    // rustdoc links nothing, so the C++ is not compiled there; the protocol types still are.
+    if env::var_os("DOCS_RS").is_some() {
+        #[cfg(feature = "grpc")]
+        if let Err(e) = proto::compile_protos() {
+            panic!("compiling proto/: {e}");
+        }
+        return;
+    }
+
+    // The simulated build adds the grammar engine's bridge (src/sim/guided/bridge.rs) when the `guided`
+    // feature brings the grammar engine; the real one never does.
     let simulated = env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()).is_none();
-    let bridges: &[&str] = if simulated { &["src/ffi.rs", SIM_GRAMMAR_BRIDGE] } else { &["src/ffi.rs"] };
+    let grammar = simulated && env::var_os("CARGO_FEATURE_GUIDED").is_some();
+    let bridges: &[&str] = if grammar { &["src/ffi.rs", SIM_GRAMMAR_BRIDGE] } else { &["src/ffi.rs"] };
     let mut build = cxx_build::bridges(bridges);
     build.std("c++17").flag_if_supported("-Wall").flag_if_supported("-Wextra");
     track(&manifest.join("cpp/include/trtllm/shim.h"));
@@ -30,7 +42,7 @@ fn main() {
 
     match env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()) {
         Some(root) => configure_real(&mut build, Path::new(&root)),
-        None => configure_simulated(&mut build, &manifest),
+        None => configure_simulated(&mut build, &manifest, grammar),
     }
     build.compile("trtllm_shim");
 
@@ -139,7 +151,7 @@ fn detect_cxx11_abi(library: &Path) -> Option<String> {
 /// The sim-only bridge to the llguidance grammar engine (guided decoding in the simulator).
 const SIM_GRAMMAR_BRIDGE: &str = "src/sim/guided/bridge.rs";
 
-fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
+fn configure_simulated(build: &mut cc::Build, manifest: &Path, grammar: bool) {
     require_nlohmann_json(build);
     track(&manifest.join(SIM_GRAMMAR_BRIDGE));
     let sim = manifest.join("cpp/sim");
@@ -181,8 +193,11 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
         .flag_if_supported("-Wall")
         .flag_if_supported("-Wextra")
         .include(sim.join("include"))
-        .define("TRTLLM_SIM_RUST_GRAMMAR", None)
         .files(&sources);
+    // Without the grammar engine the simulator links a fallback that refuses guided requests.
+    if grammar {
+        simulator.define("TRTLLM_SIM_RUST_GRAMMAR", None);
+    }
     let objects = simulator.compile_intermediates();
     let listing: String = sources
         .iter()

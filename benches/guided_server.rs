@@ -26,12 +26,13 @@ mod bench {
     use futures::stream::FuturesUnordered;
     use tokio::sync::oneshot;
     use tonic::transport::Channel;
+    use trtllm::guided::GuidedDecodingParams;
     use trtllm::proto::trtllm as pb;
     use trtllm::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
     use trtllm::server::{ServeOptions, serve};
     use trtllm::sim::ClockMode;
     use trtllm::text::Tokenizer;
-    use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, GuidedDecodingParams, SamplingParams};
+    use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, SamplingParams};
 
     type Client = TrtllmServiceClient<Channel>;
 
@@ -164,8 +165,8 @@ mod bench {
             .map(|i| {
                 let mut request = GenerationRequest::new(prompt(i, vocab), OUTPUT)
                     .with_streaming(true)
-                    .with_end_id(-1)
-                    .with_sampling(SamplingParams { seed: Some(i as u64), ..Default::default() });
+                    .with_end_id(None)
+                    .with_sampling(SamplingParams::default().seed(i as u64));
                 if let Some(guide) = guide {
                     request = request.with_guided_decoding(GuidedDecodingParams::json_schema(guide));
                 }

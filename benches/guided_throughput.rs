@@ -13,11 +13,9 @@ mod bench {
 
     use futures::StreamExt;
     use futures::stream::FuturesUnordered;
+    use trtllm::guided::{GuidedDecodingParams, GuidedVocabulary};
     use trtllm::sim::{ClockMode, SimulatedEngine};
-    use trtllm::{
-        AsyncExecutor, ExecutorConfig, GenerationRequest, GuidedDecodingParams, GuidedVocabulary, SamplingParams,
-        StreamEvent,
-    };
+    use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, SamplingParams, StreamEvent};
 
     const VOCAB: usize = 32_000;
     const OUTPUT: u32 = 128;
@@ -103,7 +101,7 @@ mod bench {
                 let prompt: Vec<u32> = (0..32u32).map(|t| 1 + (t * 31 + i as u32 * 7) % 30_000).collect();
                 let mut request = GenerationRequest::new(prompt, OUTPUT)
                     .with_streaming(true)
-                    .with_sampling(SamplingParams { seed: Some(i as u64), ..Default::default() });
+                    .with_sampling(SamplingParams::default().seed(i as u64));
                 if guided {
                     request = request.with_guided_decoding(GuidedDecodingParams::json_schema(schema(0)));
                 }

@@ -72,7 +72,7 @@ async fn chat(State(front): State<Front>, body: Bytes) -> Response {
     let prompt: Vec<u32> = (first..first + INPUT_LEN as u32).collect();
     let generation = GenerationRequest::new(prompt, max_tokens)
         .with_streaming(true)
-        .with_sampling(SamplingParams { min_tokens: Some(max_tokens), ..Default::default() });
+        .with_sampling(SamplingParams::default().min_tokens(max_tokens));
     let stream = front.executor.enqueue(generation).expect("enqueue");
     let events = stream.flat_map(|item| {
         let docs: Vec<Value> = match item {

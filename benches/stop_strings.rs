@@ -17,8 +17,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use trtllm::GenerationRequest;
 use trtllm::text::{StopMatcher, Tokenizer};
-use trtllm::{GenerationRequest, TextOptions, TextRequest};
+use trtllm::text::{TextOptions, TextRequest};
 
 /// A small deterministic generator (SplitMix64), so every run measures the same text.
 struct Rng(u64);

@@ -1,37 +1,46 @@
-//! Loads an engine directory (creating a small simulated one when none is given), streams the
-//! tokens of one request, and prints TTFT and TPOT.
+//! Loads an engine with its tokenizer (the built-in simulated one when no directory is given),
+//! streams the text of one prompt, then shows the token-level API under it and prints TTFT and TPOT.
 //!
 //! ```text
-//! cargo run --example generate                          # simulated engine in a temp dir
-//! cargo run --example generate -- /path/to/engine_dir   # a trtllm-build engine (GPU build)
+//! cargo run --example generate                          # the built-in simulated engine
+//! cargo run --example generate -- /path/to/engine_dir   # an engine directory with its tokenizer
 //! ```
 
 use std::io::Write;
 use std::time::Duration;
 
 use futures::StreamExt;
-use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, StreamEvent};
+use trtllm::text::TextEvent;
+use trtllm::{Engine, GenerateOptions, GenerationRequest, StreamEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let arg = std::env::args().nth(1);
-    let scratch = tempfile::tempdir()?;
-    let engine_dir = match arg {
-        Some(dir) => std::path::PathBuf::from(dir),
-        None => {
-            // A TinyLlama-shaped simulated engine with 20 ms iterations in real time.
-            trtllm::sim::SimulatedEngine::builder().build().write_to(scratch.path())?;
-            println!("no engine dir given: created a simulated engine in {}", scratch.path().display());
-            scratch.path().to_path_buf()
-        }
+    let engine = match std::env::args().nth(1) {
+        Some(dir) => Engine::load(dir).await?,
+        None => Engine::builtin().await?,
     };
-    let executor = AsyncExecutor::load(&engine_dir, ExecutorConfig::default()).await?;
-    println!("backend: {}", executor.executor().backend());
+    println!("backend: {}", engine.executor().executor().backend());
 
-    let prompt: Vec<u32> = (1..=64).collect();
-    let request = GenerationRequest::new(prompt, 32).with_end_id(-1);
-    let mut stream = executor.enqueue(request)?;
+    // Text in, text out.
     let mut stdout = std::io::stdout();
+    let mut stream = engine.generate("Once upon a time", GenerateOptions::new().max_tokens(32))?;
+    while let Some(event) = stream.next().await {
+        match event? {
+            TextEvent::Chunk { text, .. } => {
+                write!(stdout, "{text}")?;
+                stdout.flush()?;
+            }
+            TextEvent::Final { output, deltas, .. } => {
+                println!("{}", deltas[0]);
+                println!("{} tokens, finish reason {}", output.completion_tokens, output.finish_reason);
+            }
+        }
+    }
+
+    // Token ids in, token ids out, with the timings the executor measured.
+    let prompt: Vec<u32> = (1..=64).collect();
+    let request = GenerationRequest::new(prompt, 32).with_end_id(None);
+    let mut stream = engine.executor().enqueue(request)?;
     while let Some(event) = stream.next().await {
         match event? {
             StreamEvent::Chunk(chunk) => {
@@ -55,6 +64,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    executor.shutdown(trtllm::ShutdownMode::Drain { timeout: Duration::from_secs(5) }).await?;
+    engine.shutdown(trtllm::ShutdownMode::Drain { timeout: Duration::from_secs(5) }).await?;
     Ok(())
 }

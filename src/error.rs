@@ -5,7 +5,18 @@ use std::path::PathBuf;
 /// A `Result` whose error is this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What went wrong while loading an engine or running a request.
+/// Everything that can go wrong in this crate: loading an engine, validating and running requests,
+/// the text layer, LoRA adapters, guides and simulated engines. Every module's own error converts
+/// into it with `?`, and [`Error::kind`] says what a service should answer without reading the text.
+///
+/// ```
+/// fn prompt_ids(tokenizer: &trtllm::text::Tokenizer, text: &str) -> trtllm::Result<Vec<u32>> {
+///     Ok(tokenizer.encode(text, false)?) // a text-layer error converts into trtllm::Error
+/// }
+/// let err = trtllm::Error::from(trtllm::InvalidRequest::EmptyPrompt);
+/// assert_eq!(err.kind(), trtllm::ErrorKind::InvalidRequest);
+/// assert_eq!(err.kind().http_status(), 400);
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -42,17 +53,40 @@ pub enum Error {
         /// The request's position in the batch.
         index: usize,
         /// What it breaks.
+        #[source]
         reason: InvalidRequest,
     },
     /// The executor's queue is full (`max_queue_size`); retry later.
     #[error("queue full: {0}")]
     QueueFull(String),
-    /// The executor threw or returned an error for this request.
+    /// The executor refused this request when admitting it (its guide, adapter or parameters).
+    /// Only this request is affected; it is never counted against the executor's health.
+    #[error("request refused by the executor: {0}")]
+    RequestRejected(String),
+    /// The executor failed this request while running it (a forward pass that failed). Many in a
+    /// row make the executor unhealthy ([`HealthIssue::RequestsFailing`](crate::HealthIssue)).
+    #[error("request failed in the executor: {0}")]
+    RequestFailed(String),
+    /// An executor call threw (enqueue, a simulator control) or its response thread stopped: the
+    /// executor itself is failing.
     #[error("executor error: {0}")]
-    Executor(String),
+    ExecutorFailed(String),
+    /// A thread the executor runs on could not be started.
+    #[error("cannot start the {name} thread: {source}")]
+    Thread {
+        /// The thread's name.
+        name: &'static str,
+        /// Why it could not be started.
+        #[source]
+        source: std::io::Error,
+    },
     /// The executor has been shut down or is shutting down; no new requests are accepted.
     #[error("executor is shut down")]
     ShutDown,
+    /// The executor is draining (letting requests in flight finish before it shuts down); no new
+    /// requests are accepted.
+    #[error("executor is draining before shutdown: no new requests are accepted")]
+    Draining,
     /// The consumer fell so far behind that its bounded buffer filled; the request was cancelled.
     #[error("consumer too slow: {capacity} responses were buffered unread, request cancelled")]
     ConsumerTooSlow {
@@ -65,12 +99,139 @@ pub enum Error {
     /// KV-cache events were asked for but the executor records none.
     #[error("KV-cache events are off: set ExecutorConfig::kv_cache_event_buffer_max_size above 0")]
     KvEventsDisabled,
+    /// A KV-cache event subscriber fell behind and missed events.
+    #[error(transparent)]
+    KvEventsLagged(#[from] crate::types::kv_event::KvEventsLagged),
+    /// The operation exists only on the simulated executor.
+    #[error("{0} is available on the simulated executor only")]
+    SimulatorOnly(&'static str),
+    /// An internal invariant broke (a poisoned lock, an executor answer that cannot be matched).
+    #[error("internal error: {0}")]
+    Internal(String),
     // Guided decoding
     /// A guided request reached an executor created without a guided decoding config.
     #[error(
         "guided_decoding: this executor has no guided decoding config (build it with ExecutorConfigBuilder::guided_decoding_from_tokenizer, or serve with a tokenizer)"
     )]
     GuidedDecodingDisabled,
+    /// The grammar engine refused a guided-decoding configuration or guide.
+    #[cfg(feature = "guided")]
+    #[error(transparent)]
+    Guided(#[from] crate::sim::guided::error::GuidedError),
+    // Other modules
+    /// The text layer failed (tokenizer files, encoding, decoding, chat templates, stop strings).
+    #[cfg(feature = "text")]
+    #[error(transparent)]
+    Text(#[from] crate::text::error::TextError),
+    /// A LoRA adapter or an engine's LoRA settings were refused.
+    #[error(transparent)]
+    Lora(#[from] crate::lora::error::LoraError),
+    /// A simulated engine cannot be described or run as asked.
+    #[error(transparent)]
+    Sim(#[from] crate::sim::error::SimError),
+    /// Reading or writing a file failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// An error of the bench module (workloads, metrics, reports, planning).
+    #[cfg(feature = "bench")]
+    #[error(transparent)]
+    Bench(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What kind of failure an [`Error`] is, for a service to map onto its protocol's status without
+/// reading messages: [`ErrorKind::grpc_code`] and [`ErrorKind::http_status`] give the usual codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request is malformed or breaks a limit: the caller must change it.
+    InvalidRequest,
+    /// The executor is at capacity (full queue, consumer too slow): retry later.
+    Overloaded,
+    /// The executor is failing, draining or shut down: retry on another server.
+    Unavailable,
+    /// This one request failed in the executor while others run: retrying elsewhere is unlikely to help.
+    RequestFailed,
+    /// The setup is wrong (engine directory, config, versions, a feature not enabled).
+    Configuration,
+    /// A local failure (I/O, threads, broken invariants).
+    Internal,
+}
+
+impl ErrorKind {
+    /// The gRPC status code's name (`INVALID_ARGUMENT`, ...) and number a service answers with.
+    pub fn grpc_code(self) -> (&'static str, i32) {
+        match self {
+            ErrorKind::InvalidRequest => ("INVALID_ARGUMENT", 3),
+            ErrorKind::Overloaded => ("RESOURCE_EXHAUSTED", 8),
+            ErrorKind::Configuration => ("FAILED_PRECONDITION", 9),
+            ErrorKind::RequestFailed | ErrorKind::Internal => ("INTERNAL", 13),
+            ErrorKind::Unavailable => ("UNAVAILABLE", 14),
+        }
+    }
+
+    /// The HTTP status an HTTP service answers with.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::InvalidRequest => 400,
+            ErrorKind::Overloaded => 429,
+            ErrorKind::RequestFailed | ErrorKind::Internal | ErrorKind::Configuration => 500,
+            ErrorKind::Unavailable => 503,
+        }
+    }
+}
+
+impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        #[cfg(feature = "text")]
+        use crate::text::error::TextError as T;
+        match self {
+            Error::InvalidRequest(_) | Error::InvalidBatchRequest { .. } | Error::RequestRejected(_) => {
+                ErrorKind::InvalidRequest
+            }
+            Error::QueueFull(_) | Error::ConsumerTooSlow { .. } | Error::KvEventsLagged(_) => ErrorKind::Overloaded,
+            Error::ExecutorFailed(_) | Error::ShutDown | Error::Draining | Error::StreamEnded => ErrorKind::Unavailable,
+            Error::RequestFailed(_) => ErrorKind::RequestFailed,
+            Error::EngineDir { .. }
+            | Error::EngineConfig { .. }
+            | Error::InvalidConfig(_)
+            | Error::UnsupportedVersion(_)
+            | Error::KvEventsDisabled
+            | Error::SimulatorOnly(_)
+            | Error::GuidedDecodingDisabled
+            | Error::Sim(_) => ErrorKind::Configuration,
+            #[cfg(feature = "guided")]
+            Error::Guided(e) if e.is_guide_error() => ErrorKind::InvalidRequest,
+            #[cfg(feature = "guided")]
+            Error::Guided(_) => ErrorKind::Configuration,
+            Error::Lora(_) => ErrorKind::InvalidRequest,
+            #[cfg(feature = "text")]
+            Error::Text(
+                T::Encode(_)
+                | T::TemplateRender(_)
+                | T::TemplateRaised(_)
+                | T::EmptyStopString { .. }
+                | T::StopStrings(_)
+                | T::TokenIdTooLarge(_),
+            ) => ErrorKind::InvalidRequest,
+            #[cfg(feature = "text")]
+            Error::Text(T::Io { .. } | T::MissingTokenizerJson { .. } | T::TokenizerLoad { .. } | T::Config { .. })
+            | Error::Text(T::TemplateSyntax(_)) => ErrorKind::Configuration,
+            #[cfg(feature = "text")]
+            Error::Text(_) => ErrorKind::Internal,
+            Error::Thread { .. } | Error::Internal(_) | Error::Io(_) => ErrorKind::Internal,
+            #[cfg(feature = "bench")]
+            Error::Bench(_) => ErrorKind::Internal,
+        }
+    }
+
+    /// Whether the request itself caused the failure (the executor is not to blame): invalid
+    /// requests and requests the executor refused when admitting them.
+    pub fn is_request_caused(&self) -> bool {
+        self.kind() == ErrorKind::InvalidRequest
+    }
 }
 
 /// Why a request was refused before it reached the executor.
@@ -170,23 +331,43 @@ pub enum InvalidRequest {
     },
 }
 
+/// How TensorRT-LLM's executor words the error response of a request it refused when admitting it
+/// (a guide it cannot compile, an adapter that does not fit, a parameter it rejects).
+const REFUSED_AT_ADMISSION: &str = "Encountered an error when fetching new request";
+
+/// The first line of an executor message: some builds append a multi-line stack trace to what().
+fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or("").trim().to_string()
+}
+
 impl Error {
-    /// Classifies a message thrown by the executor (through the shim) into the matching variant.
+    /// Classifies a message thrown by an executor call (through the shim) into the matching variant.
     pub(crate) fn from_executor(message: &str) -> Self {
-        // Show the first line only: some builds append a multi-line stack trace to what().
-        let first = message.lines().next().unwrap_or("").trim().to_string();
+        let first = first_line(message);
         if first.contains("Maximum queue size") {
             Error::QueueFull(first)
         } else if first.contains("Shutdown called") {
             Error::ShutDown
         } else {
-            Error::Executor(first)
+            Error::ExecutorFailed(first)
         }
+    }
+
+    /// Classifies a request's error response: refused at admission (the request's fault, named
+    /// without the executor's wording) or failed while running.
+    pub(crate) fn from_response(message: &str) -> Self {
+        let first = first_line(message);
+        match first.split_once(REFUSED_AT_ADMISSION) {
+            Some((_, reason)) => Error::RequestRejected(reason.trim_start_matches([':', ' ']).to_string()),
+            None => Error::RequestFailed(first),
+        }
+    }
+
+    /// Whether an error response refuses the request at admission (see [`Error::from_response`]).
+    pub(crate) fn is_admission_refusal(message: &str) -> bool {
+        message.contains(REFUSED_AT_ADMISSION)
     }
 }
 
-impl From<cxx::Exception> for Error {
-    fn from(e: cxx::Exception) -> Self {
-        Error::from_executor(e.what())
-    }
-}
+#[cfg(feature = "bench")]
+mod bench;

@@ -6,9 +6,9 @@
 //! the GPU timing model behind it in docs/simulator.md. [`GpuPreset`] and [`ModelPreset`] describe the
 //! simulated hardware and models, and [`perf_model`] predicts their timing without running anything.
 
-mod error;
+pub(crate) mod error;
 mod gpu;
-#[cfg(not(trtllm_real))]
+#[cfg(feature = "guided")]
 pub mod guided;
 mod model;
 pub mod perf_model;
@@ -19,6 +19,10 @@ pub use crate::engine::config_json::{
     BuildConfig, ConfigJson, LoraConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization,
 };
 pub use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
+// The simulated executor's virtual-clock controls (`Executor::sim_control`).
+pub use crate::executor::SimControl;
+pub use crate::types::arrival::Arrival;
+pub use crate::types::ids::HoldKey;
 pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
 pub use model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};

@@ -114,7 +114,7 @@ fn exercise() -> Result<(), String> {
     let (_, done) = run(GenerationRequest::new(vec![1, 2, 3], 8).with_streaming(false))?;
     check(done.is_ok_and(|d| d.completion_tokens == 8), "non-streaming request")?;
     let (_, done) = run(GenerationRequest::new(vec![1, 13], 8))?;
-    check(matches!(done, Err(Error::Executor(_))), "error response")?;
+    check(matches!(done, Err(Error::RequestFailed(_))), "error response")?;
     let mut stream = executor.enqueue(GenerationRequest::new(vec![4, 5], 500)).map_err(|e| e.to_string())?;
     let _ = stream.blocking_next();
     executor.cancel(stream.request_id()).map_err(|e| e.to_string())?;
@@ -147,6 +147,6 @@ fn exercise() -> Result<(), String> {
         .write_to(dir.path())
         .map_err(|e| e.to_string())?;
     let executor = Executor::load(dir.path(), ExecutorConfig::default()).map_err(|e| e.to_string())?;
-    check(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::Executor(_))), "exception")?;
+    check(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::ExecutorFailed(_))), "exception")?;
     Ok(())
 }

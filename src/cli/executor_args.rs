@@ -4,10 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use trtllm::{
-    ContextChunkingPolicy, DecodingConfig, DecodingMode, ExecutorConfig, LookaheadConfig, ParallelConfig,
-    SchedulerPolicy,
-};
+use trtllm::speculative::{DecodingConfig, DecodingMode, LookaheadConfig};
+use trtllm::{ContextChunkingPolicy, ExecutorConfig, ParallelConfig, SchedulerPolicy};
 
 /// Executor settings (see `ExecutorConfig` for what each one does).
 #[derive(Debug, Clone, clap::Args)]
@@ -270,7 +268,7 @@ mod tests {
 
     #[test]
     fn decoding_flags_set_the_decoding_config() {
-        use trtllm::{DecodingMode, LookaheadConfig};
+        use trtllm::speculative::{DecodingMode, LookaheadConfig};
         let c = config(&["--lookahead", "5,4,6"]);
         let decoding = c.decoding.expect("a decoding config");
         assert_eq!(decoding.mode, Some(DecodingMode::Lookahead));

@@ -9,9 +9,8 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::json;
 use trtllm::text::{ChatMessage, Tokenizer};
-use trtllm::{
-    AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams, TextEvent, TextOptions, TextStream,
-};
+use trtllm::text::{TextEvent, TextOptions, TextStream};
+use trtllm::{AsyncExecutor, ExecutorConfig, FinishReason, GenerationRequest, SamplingParams};
 
 /// Arguments of `trtllm generate`.
 #[derive(Debug, clap::Args)]
@@ -92,14 +91,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let prompt_ids = prompt_ids(&args, &tokenizer)?;
     let guide = args.guide.params()?;
 
-    let request = GenerationRequest::new(prompt_ids, args.max_tokens).with_sampling(SamplingParams {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        seed: args.seed,
-        min_tokens: args.min_tokens,
-        ..Default::default()
-    });
+    let request = GenerationRequest::new(prompt_ids, args.max_tokens).with_sampling(
+        SamplingParams::default()
+            .temperature(args.temperature)
+            .top_k(args.top_k)
+            .top_p(args.top_p)
+            .seed(args.seed)
+            .min_tokens(args.min_tokens),
+    );
     let mut config = ExecutorConfig::default();
     let request = match guide {
         Some(guide) => {
@@ -125,14 +124,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     out.flush()?;
                 }
             }
-            TextEvent::Final { output, texts, deltas, matched_stop } => {
+            TextEvent::Final { output, texts, deltas, matched_stops } => {
                 // The end of the text that no chunk carried (a held-back character or stop-string start).
                 if !args.json
                     && let Some(delta) = deltas.first()
                 {
                     out.write_all(delta.as_bytes())?;
                 }
-                outcome = Some((output, texts, matched_stop));
+                outcome = Some((output, texts, matched_stops.into_iter().next().flatten()));
             }
         }
     }

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use trtllm::guided::{GuidedDecodingConfig, GuidedDecodingParams, GuidedVocabulary};
 use trtllm::text::Tokenizer;
-use trtllm::{GuidedDecodingConfig, GuidedDecodingParams, GuidedVocabulary};
 
 /// Flags that constrain the output (at most one).
 #[derive(Debug, Clone, Default, clap::Args)]

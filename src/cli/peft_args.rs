@@ -1,6 +1,6 @@
 //! Command-line flags for the LoRA adapter caches (`PeftCacheConfig`), shared by `serve` and `bench`.
 
-use trtllm::PeftCacheConfig;
+use trtllm::lora::PeftCacheConfig;
 
 /// LoRA adapter cache sizes; unset flags keep the executor's defaults.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use trtllm::SpeculativeDecodingMode;
 use trtllm::sim::{
     ClockMode, GpuPreset, KvCacheDtype, ModelPreset, OVERRIDABLE_FIGURES, SimulatedEngine, SimulatedSpeculation,
     WeightDtype,
 };
+use trtllm::speculative::SpeculativeDecodingMode;
 
 /// Arguments of `trtllm sim`.
 #[derive(Debug, clap::Args)]

@@ -47,8 +47,8 @@ impl SpeculativeDecodingMode {
     }
 
     /// The executor decoding mode an engine of this mode runs with, if it speculates.
-    pub fn decoding_mode(self) -> Option<crate::DecodingMode> {
-        use crate::DecodingMode as D;
+    pub fn decoding_mode(self) -> Option<crate::types::speculative::DecodingMode> {
+        use crate::types::speculative::DecodingMode as D;
         match self {
             SpeculativeDecodingMode::None => None,
             SpeculativeDecodingMode::DraftTokensExternal => Some(D::ExternalDraftTokens),

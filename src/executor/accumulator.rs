@@ -190,7 +190,7 @@ impl Accumulator {
         let cached_tokens = self.cached_tokens(item);
         let sequences = std::mem::take(&mut self.sequences);
         out.push(StreamEvent::Final(FinalOutput {
-            request_id: self.request_id,
+            request_id: crate::RequestId::new(self.request_id),
             finish_reason: sequences.first().map_or(FinishReason::NotFinished, |s| s.finish_reason),
             completion_tokens: sequences.iter().map(|s| s.token_ids.len() as u32).sum(),
             sequences,

@@ -46,7 +46,7 @@ impl AsyncExecutor {
         let dir = engine_dir.as_ref().to_path_buf();
         let executor = tokio::task::spawn_blocking(move || Executor::load(dir, config))
             .await
-            .map_err(|e| Error::Executor(format!("loading task failed: {e}")))??;
+            .map_err(|e| Error::Internal(format!("loading task failed: {e}")))??;
         Ok(AsyncExecutor { executor: Arc::new(executor) })
     }
 
@@ -72,7 +72,7 @@ impl AsyncExecutor {
         let executor = self.executor.clone();
         tokio::task::spawn_blocking(move || executor.shutdown(mode))
             .await
-            .map_err(|e| Error::Executor(format!("shutdown task failed: {e}")))?
+            .map_err(|e| Error::Internal(format!("shutdown task failed: {e}")))?
     }
 
     /// Waits (on a blocking thread) until nothing is in flight, for at most `timeout`.

@@ -17,6 +17,8 @@ pub(crate) const FAILED_REQUESTS_MEMORY: Duration = Duration::from_secs(10);
 
 /// One reason the executor is not fit to take work.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", content = "detail", rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum HealthIssue {
     /// The response thread stopped on an executor error; only a restart recovers.

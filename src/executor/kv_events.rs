@@ -101,7 +101,7 @@ impl KvEventHub {
         let handle = std::thread::Builder::new()
             .name("trtllm-kv-events".to_string())
             .spawn(move || poll_loop(&hub, &shared))
-            .map_err(|e| Error::Executor(format!("cannot start the trtllm-kv-events thread: {e}")))?;
+            .map_err(|source| Error::Thread { name: "trtllm-kv-events", source })?;
         if let Ok(mut slot) = self.thread.lock() {
             *slot = Some(handle);
         }
@@ -120,7 +120,7 @@ impl KvEventHub {
     }
 
     pub(crate) fn subscribe(&self) -> Result<KvEventStream> {
-        let sender = self.sender.lock().map_err(|_| Error::Executor("KV event hub poisoned".into()))?;
+        let sender = self.sender.lock().map_err(|_| Error::Internal("KV event hub poisoned".into()))?;
         match sender.as_ref() {
             Some(sender) => Ok(KvEventStream { inner: BroadcastStream::new(sender.subscribe()) }),
             None => Err(Error::ShutDown),

@@ -14,7 +14,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, poll_interval: Duration) -> Result<Join
     std::thread::Builder::new()
         .name("trtllm-responses".to_string())
         .spawn(move || run(&shared, timeout_ms))
-        .map_err(|e| Error::Executor(format!("cannot start the trtllm-responses thread: {e}")))
+        .map_err(|source| Error::Thread { name: "trtllm-responses", source })
 }
 
 /// The body of the response thread. On an executor error it fails every in-flight request.

@@ -23,6 +23,7 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::accumulator::Routed;
 use super::health::HealthTracker;
+use super::totals::Totals;
 use crate::clock::SteadyClock;
 use crate::error::{Error, Result};
 use crate::ffi::sys;
@@ -88,6 +89,8 @@ pub(crate) struct Shared {
     failure: OnceLock<String>,
     /// What the executor's calls and responses say about its health.
     pub(crate) health: HealthTracker,
+    /// How requests ended, counted by their streams.
+    pub(crate) totals: Totals,
 }
 
 impl std::fmt::Debug for Shared {
@@ -113,6 +116,7 @@ impl Shared {
             stop: AtomicBool::new(false),
             failure: OnceLock::new(),
             health: HealthTracker::default(),
+            totals: Totals::default(),
         }
     }
 
@@ -141,10 +145,12 @@ impl Shared {
         buffer: usize,
         submit: impl FnOnce(&sys::ExecutorHandle) -> std::result::Result<Vec<u64>, cxx::Exception>,
     ) -> Result<(Instant, Vec<Registration>)> {
-        let mut routes = self.lock_routes().ok_or_else(|| Error::Executor("routing table poisoned".into()))?;
+        let mut routes = self.lock_routes().ok_or_else(|| Error::Internal("routing table poisoned".into()))?;
         if !self.accepting.load(Ordering::Acquire) {
             return Err(match self.failure.get() {
-                Some(message) => Error::Executor(message.clone()),
+                Some(message) => Error::ExecutorFailed(message.clone()),
+                // Between the start of a shutdown and its end, requests in flight may still finish.
+                None if !self.stopping() => Error::Draining,
                 None => Error::ShutDown,
             });
         }
@@ -157,7 +163,7 @@ impl Shared {
             Err(e) => {
                 let error = Error::from_executor(e.what());
                 // A full queue or a refused request says nothing about the executor's health.
-                if let Error::Executor(message) = &error {
+                if let Error::ExecutorFailed(message) = &error {
                     self.health.enqueue(Some(message));
                 }
                 return Err(error);
@@ -169,7 +175,7 @@ impl Shared {
             for id in &ids {
                 self.cancel_quietly(*id);
             }
-            return Err(Error::Executor(format!(
+            return Err(Error::Internal(format!(
                 "the executor returned {} request ids for {count} requests",
                 ids.len()
             )));
@@ -319,8 +325,13 @@ fn route_batch(
     health: &HealthTracker,
 ) -> bool {
     // Every request this batch ends counts before any stream sees its end: a forward failure
-    // that fails the whole batch shows as the executor failing to each of those streams.
+    // that fails the whole batch shows as the executor failing to each of those streams. A request
+    // the executor refused when admitting it (its guide, adapter or parameters) is that request's
+    // fault and says nothing about the executor: it neither counts as a failure nor as a success.
     for item in batch.iter().filter(|i| (i.is_final || i.is_error) && routes.contains_key(&i.request_id)) {
+        if item.is_error && Error::is_admission_refusal(&item.error_message) {
+            continue;
+        }
         health.request_ended(item.is_error.then_some(item.error_message.as_str()));
     }
     let mut removed = false;
@@ -365,4 +376,44 @@ fn route_batch(
         }
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(routes: &mut HashMap<u64, Route>, id: u64) -> mpsc::Receiver<Routed> {
+        let (tx, rx) = mpsc::channel(4);
+        routes.insert(id, Route { tx, end: EndSignal::default() });
+        rx
+    }
+
+    fn error(id: u64, message: &str) -> sys::ResponseItem {
+        sys::ResponseItem { request_id: id, is_error: true, error_message: message.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn requests_refused_at_admission_never_count_against_health() {
+        let health = HealthTracker::default();
+        let mut routes = HashMap::new();
+        let mut receivers = Vec::new();
+        for id in 0..10 {
+            receivers.push(route(&mut routes, id));
+            let refused = error(id, "Encountered an error when fetching new request: guide: the grammar is bad");
+            route_batch(&mut routes, vec![refused], &mut Vec::new(), &health);
+        }
+        assert!(health.issues().is_empty(), "{:?}", health.issues());
+        assert!(routes.is_empty(), "each refusal ended its request");
+
+        for id in 10..13 {
+            receivers.push(route(&mut routes, id));
+            let failed = error(id, "Encountered an error in forwardAsync function: device lost");
+            route_batch(&mut routes, vec![failed], &mut Vec::new(), &health);
+        }
+        assert!(
+            matches!(&health.issues()[..], [crate::executor::HealthIssue::RequestsFailing { count: 3, .. }]),
+            "forward failures in a row do count: {:?}",
+            health.issues()
+        );
+    }
 }

@@ -53,7 +53,7 @@ impl StatsPoller {
         std::thread::Builder::new()
             .name("trtllm-stats".to_string())
             .spawn(move || poller.run(period))
-            .map_err(|e| Error::Executor(format!("cannot start the trtllm-stats thread: {e}")))
+            .map_err(|source| Error::Thread { name: "trtllm-stats", source })
     }
 
     fn run(&self, period: Duration) {
@@ -82,7 +82,7 @@ impl StatsPoller {
                 let mut last = None;
                 let mut room = Room::until(Instant::now() + SUBSCRIBER_GRACE);
                 for item in items {
-                    let stats = Arc::new(IterationStats::from(item));
+                    let stats = Arc::new(IterationStats::from_ffi(item));
                     room.wait(&self.iteration_tx);
                     // No receivers is fine: the value is still kept as the latest.
                     let _ = self.iteration_tx.send(stats.clone());
@@ -105,7 +105,7 @@ impl StatsPoller {
                     let mut room = Room::until(Instant::now() + SUBSCRIBER_GRACE);
                     for item in items {
                         room.wait(&self.request_stats_tx);
-                        let _ = self.request_stats_tx.send(Arc::new(RequestStatsPerIteration::from(item)));
+                        let _ = self.request_stats_tx.send(Arc::new(RequestStatsPerIteration::from_ffi(item)));
                     }
                 }
                 Err(e) => tracing::warn!(error = e.what(), "getLatestRequestStats failed"),

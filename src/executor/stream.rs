@@ -10,8 +10,11 @@ use tokio::sync::mpsc;
 
 use super::accumulator::{Accumulator, Routed};
 use super::shared::{EndCause, EndSignal, Registration, Shared};
+use super::totals::Ending;
 use crate::error::{Error, Result};
+use crate::types::ids::RequestId;
 use crate::types::output::{FinalOutput, StreamEvent};
+use crate::types::request::FinishReason;
 
 /// The responses of one request: [`StreamEvent::Chunk`]s, then exactly one terminal item, either
 /// [`StreamEvent::Final`] or an `Err`. Nothing follows the terminal item.
@@ -51,8 +54,8 @@ impl GenerationStream {
     }
 
     /// The executor's id for this request.
-    pub fn request_id(&self) -> u64 {
-        self.id
+    pub fn request_id(&self) -> RequestId {
+        RequestId::new(self.id)
     }
 
     /// Asks the executor to cancel this request; the stream then ends with a `Cancelled` final.
@@ -82,7 +85,8 @@ impl GenerationStream {
         match routed {
             Some(routed) if routed.item.is_error => {
                 self.terminated = true;
-                Some(Err(Error::from_executor(&routed.item.error_message)))
+                self.shared.totals.count(Ending::Failed);
+                Some(Err(Error::from_response(&routed.item.error_message)))
             }
             Some(routed) => {
                 self.accumulator.apply(routed, self.shared.clock(), &mut self.scratch);
@@ -91,10 +95,11 @@ impl GenerationStream {
             }
             None => {
                 self.terminated = true;
+                self.shared.totals.count(Ending::Failed);
                 Some(Err(match self.end.cause() {
                     Some(EndCause::Overflow(capacity)) => Error::ConsumerTooSlow { capacity: *capacity },
                     Some(EndCause::ShutDown) => Error::ShutDown,
-                    Some(EndCause::Fatal(message)) => Error::Executor(message.clone()),
+                    Some(EndCause::Fatal(message)) => Error::ExecutorFailed(message.clone()),
                     None => Error::StreamEnded,
                 }))
             }
@@ -103,9 +108,11 @@ impl GenerationStream {
 
     fn next_pending(&mut self) -> Option<Result<StreamEvent>> {
         let event = self.pending.pop_front()?;
-        if matches!(event, StreamEvent::Final(_)) {
+        if let StreamEvent::Final(done) = &event {
             self.terminated = true;
             self.pending.clear();
+            let cancelled = done.finish_reason == FinishReason::Cancelled;
+            self.shared.totals.count(if cancelled { Ending::Cancelled } else { Ending::Completed });
         }
         Some(Ok(event))
     }
@@ -171,6 +178,8 @@ impl Drop for GenerationStream {
     fn drop(&mut self) {
         // Release on drop: a consumer that walks away must not leave work running in the executor.
         if !self.terminated {
+            tracing::debug!(executor_request_id = self.id, "stream dropped before its end: cancelling the request");
+            self.shared.totals.count(Ending::Cancelled);
             self.shared.release(self.id);
         }
     }

@@ -7,18 +7,20 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-mod scheduled;
-
 use super::accumulator::Accumulator;
+#[cfg(feature = "guided")]
+use super::guide_check::GuideCompiler;
 use super::kv_events::{KvEventHub, KvEventStream};
 use super::responses;
 use super::shared::{EndCause, Shared};
 use super::stats_poller::StatsPoller;
 use super::stream::GenerationStream;
 use crate::engine::EngineConfig;
+use crate::engine::simulation_json::{ClockMode, SimulationJson};
 use crate::error::{Error, InvalidRequest, Result};
 use crate::ffi::sys;
 use crate::types::config::ExecutorConfig;
+use crate::types::ids::RequestId;
 use crate::types::kv_event::KvCacheEvent;
 use crate::types::request::GenerationRequest;
 use crate::types::stats::{IterationStats, KvCacheStats, RequestStatsPerIteration};
@@ -61,13 +63,18 @@ pub enum ShutdownMode {
 /// ```
 #[derive(Debug)]
 pub struct Executor {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     stats: Arc<StatsPoller>,
     /// KV-cache event delivery, when the executor records events.
     kv_events: Option<Arc<KvEventHub>>,
     config: ExecutorConfig,
     engine: EngineConfig,
     backend: Backend,
+    /// Compiles guides before enqueue (when the executor has a llguidance guided decoding config).
+    #[cfg(feature = "guided")]
+    guides: Option<GuideCompiler>,
+    /// Whether this is the simulated executor on its virtual clock (see [`Executor::sim_control`]).
+    pub(super) virtual_clock: bool,
     shutdown_done: Mutex<bool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -90,6 +97,12 @@ impl Executor {
             path: engine_dir.to_path_buf(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path is not valid UTF-8"),
         })?;
+        // Before the executor: the simulated executor's grammar engine then finds this factory.
+        #[cfg(feature = "guided")]
+        let guides = GuideCompiler::for_config(config.guided_decoding.as_ref())?;
+        let virtual_clock = !cfg!(trtllm_real)
+            && crate::engine::read_json_or_default::<SimulationJson>(&engine_dir.join("simulation.json"))
+                .is_ok_and(|s| s.clock == ClockMode::Virtual);
         tracing::info!(engine = %engine_dir.display(), backend = %backend, "loading executor");
         let handle = sys::new_executor(dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
         let shared = Arc::new(Shared::new(handle));
@@ -104,6 +117,9 @@ impl Executor {
             config,
             engine,
             backend,
+            #[cfg(feature = "guided")]
+            guides,
+            virtual_clock,
             shutdown_done: Mutex::new(false),
             threads: Mutex::new(Vec::new()),
         };
@@ -124,7 +140,7 @@ impl Executor {
     ///
     /// The request is registered for routing under the same lock as the executor call, so no
     /// response can be lost. Errors: [`Error::InvalidRequest`] (nothing enqueued),
-    /// [`Error::QueueFull`], [`Error::ShutDown`], [`Error::Executor`].
+    /// [`Error::QueueFull`], [`Error::ShutDown`], [`Error::ExecutorFailed`].
     pub fn enqueue(&self, request: GenerationRequest) -> Result<GenerationStream> {
         self.check(&request)?;
         let spec = request.to_ffi();
@@ -171,10 +187,14 @@ impl Executor {
 
     /// The checks made before the executor sees a request: the engine's limits and the
     /// configured beam width.
-    fn check(&self, request: &GenerationRequest) -> Result<()> {
+    pub(super) fn check(&self, request: &GenerationRequest) -> Result<()> {
         request.validate(&self.engine)?;
         if request.guided_decoding().is_some() && self.config.guided_decoding.is_none() {
             return Err(Error::GuidedDecodingDisabled);
+        }
+        #[cfg(feature = "guided")]
+        if let (Some(guide), Some(guides)) = (request.guided_decoding(), &self.guides) {
+            guides.check(guide)?;
         }
         let beam_width = request.sampling().beam_width;
         if beam_width > self.config.max_beam_width {
@@ -185,7 +205,7 @@ impl Executor {
 
     /// Registers `requests` for routing while `submit` hands them to the executor (see
     /// [`Shared::register`]) and returns their streams.
-    fn register(
+    pub(super) fn register(
         &self,
         requests: &[GenerationRequest],
         submit: impl FnOnce(&sys::ExecutorHandle) -> std::result::Result<Vec<u64>, cxx::Exception>,
@@ -213,8 +233,8 @@ impl Executor {
 
     /// Cancels a request by id. Its stream ends with a final whose reason is `Cancelled`.
     /// Cancelling a finished or unknown id does nothing.
-    pub fn cancel(&self, request_id: u64) -> Result<()> {
-        self.shared.cancel_checked(request_id)
+    pub fn cancel(&self, request_id: RequestId) -> Result<()> {
+        self.shared.cancel_checked(request_id.get())
     }
 
     /// Stops accepting requests, cancels or drains those in flight, stops the threads and shuts the
@@ -252,6 +272,11 @@ impl Executor {
     /// Waits until no request is in flight, for at most `timeout`. Returns whether it is idle.
     pub fn wait_idle(&self, timeout: Duration) -> bool {
         self.shared.wait_idle(timeout)
+    }
+
+    /// How many requests have ended so far: completed, cancelled, failed.
+    pub fn totals(&self) -> super::totals::RequestTotals {
+        self.shared.totals.read()
     }
 
     /// Whether this process may enqueue: false after shutdown, and on non-leader ranks of a
@@ -392,9 +417,9 @@ impl Executor {
 impl Executor {
     /// The LoRA device-cache counters since start: the simulated executor's own figures (TensorRT-LLM
     /// reports none, so a real executor returns `None`).
-    pub fn lora_cache_stats(&self) -> Option<crate::LoraCacheStats> {
+    pub fn lora_cache_stats(&self) -> Option<crate::types::lora::LoraCacheStats> {
         let item = self.shared.handle().lora_cache_counts().ok()?;
-        crate::LoraCacheStats::from_ffi(item)
+        crate::types::lora::LoraCacheStats::from_ffi(item)
     }
 }
 

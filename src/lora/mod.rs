@@ -25,24 +25,28 @@
 //! # Ok::<(), trtllm::lora::LoraError>(())
 //! ```
 
-mod dtype;
-mod error;
+pub(crate) mod dtype;
+pub(crate) mod error;
 mod lookup;
 mod module;
+#[cfg(feature = "lora")]
 mod peft;
 mod settings;
-mod weights;
+pub(crate) mod weights;
 mod wire;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "lora"))]
 mod tests;
 
 pub use dtype::LoraDtype;
 pub use error::LoraError;
 pub use module::{LoraModule, ModelDims, ModuleDims};
+#[cfg(feature = "lora")]
 pub use peft::{ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, load_peft_adapter};
 pub use settings::EngineLoraSettings;
 pub use weights::{LoraConfig, LoraConfigRow, LoraCost, LoraWeights};
+// The executor's adapter cache: its settings and statistics.
+pub use crate::types::lora::{LoraCacheStats, PeftCacheConfig};
 pub use wire::{WireLoraConfig, decode_wire, encode_wire, rows_from_json, rows_to_json};
 
 /// The error TensorRT-LLM's executor gives a request whose task id is not cached and that comes

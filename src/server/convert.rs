@@ -5,34 +5,34 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tonic::{Code, Status};
 
 use crate::proto::trtllm as pb;
-use crate::{Error, GenerationRequest, LookaheadConfig, PerfMetrics, SamplingParams, SpeculativeRequest};
+use crate::types::speculative::{LookaheadConfig, SpeculativeRequest};
+use crate::{Error, ErrorKind, GenerationRequest, PerfMetrics, SamplingParams};
 
-/// Maps a crate error onto the gRPC status a client should see.
+/// Maps a crate error onto the gRPC status a client should see, by its [`ErrorKind`].
 ///
-/// An executor that fails, during enqueue or mid-stream, is UNAVAILABLE (try another server),
-/// except for the executor's own refusal of a malformed request, which is INVALID_ARGUMENT.
+/// An executor that fails, during enqueue or mid-stream, is UNAVAILABLE (try another server); a
+/// request the executor refused when admitting it is INVALID_ARGUMENT.
 pub fn status(error: &Error) -> Status {
-    let code = match error {
-        Error::InvalidRequest(_) | Error::InvalidBatchRequest { .. } => Code::InvalidArgument,
-        Error::QueueFull(_) | Error::ConsumerTooSlow { .. } => Code::ResourceExhausted,
-        Error::ShutDown => Code::Unavailable,
-        Error::EngineDir { .. } | Error::EngineConfig { .. } | Error::InvalidConfig(_) => Code::FailedPrecondition,
-        Error::UnsupportedVersion(_) | Error::KvEventsDisabled => Code::FailedPrecondition,
-        Error::GuidedDecodingDisabled => Code::FailedPrecondition,
-        Error::Executor(message) if message.contains(EXECUTOR_REFUSED_REQUEST) => Code::InvalidArgument,
-        Error::Executor(_) | Error::StreamEnded => Code::Unavailable,
-    };
-    Status::new(code, error.to_string())
+    Status::new(code(error.kind()), error.to_string())
+}
+
+/// The gRPC code of an error kind.
+pub fn code(kind: ErrorKind) -> Code {
+    match kind {
+        ErrorKind::InvalidRequest => Code::InvalidArgument,
+        ErrorKind::Overloaded => Code::ResourceExhausted,
+        ErrorKind::Unavailable => Code::Unavailable,
+        ErrorKind::Configuration => Code::FailedPrecondition,
+        ErrorKind::RequestFailed | ErrorKind::Internal => Code::Internal,
+    }
 }
 
 /// The status of an error that ended a running request's stream. An executor error for this
 /// request alone (a prompt that makes the forward pass fail) is INTERNAL, which gateways do not
 /// retry; only when the executor as a whole is failing is it UNAVAILABLE (try another server).
 pub fn stream_status(error: &Error, executor_failing: bool) -> Status {
-    match error {
-        Error::Executor(message) if !executor_failing && !message.contains(EXECUTOR_REFUSED_REQUEST) => {
-            Status::internal(error.to_string())
-        }
+    match error.kind() {
+        ErrorKind::RequestFailed if executor_failing => Status::unavailable(error.to_string()),
         _ => status(error),
     }
 }
@@ -70,9 +70,6 @@ pub fn check_message_fits(message: &impl prost::Message, max_message_size: usize
     }
     Ok(())
 }
-
-/// How TensorRT-LLM's executor words an error Response for a request it refused to take.
-const EXECUTOR_REFUSED_REQUEST: &str = "Encountered an error when fetching new request";
 
 /// Fields of `GenerateRequest` this server does not implement: naming them beats ignoring them.
 pub fn reject_unsupported(request: &pb::GenerateRequest) -> Result<(), Status> {
@@ -167,8 +164,8 @@ pub fn generation_request(
         generation = generation.with_bad_words(bad);
     }
     match (request.ignore_eos, eos_token_id) {
-        (true, _) => generation = generation.with_end_id(-1),
-        (false, Some(eos)) => generation = generation.with_end_id(eos as i32),
+        (true, _) => generation = generation.with_end_id(None),
+        (false, Some(eos)) => generation = generation.with_end_id(eos),
         (false, None) => {}
     }
     if let Some(lookahead) = &request.lookahead_config {
@@ -278,9 +275,18 @@ mod tests {
         assert_eq!(status(&invalid).code(), Code::InvalidArgument);
         assert_eq!(status(&Error::QueueFull("full".into())).code(), Code::ResourceExhausted);
         assert_eq!(status(&Error::ShutDown).code(), Code::Unavailable);
-        assert_eq!(status(&Error::Executor("boom".into())).code(), Code::Unavailable);
+        assert_eq!(status(&Error::Draining).code(), Code::Unavailable);
+        assert_eq!(status(&Error::ExecutorFailed("boom".into())).code(), Code::Unavailable);
         assert_eq!(status(&Error::StreamEnded).code(), Code::Unavailable);
-        let refused = Error::Executor("Encountered an error when fetching new request: bad beam".into());
+        let refused = Error::from_response("Encountered an error when fetching new request: bad beam");
         assert_eq!(status(&refused).code(), Code::InvalidArgument);
+        assert!(!status(&refused).message().contains("Encountered"), "{}", status(&refused).message());
+        let failed = Error::from_response("Encountered an error in forwardAsync function: boom");
+        assert_eq!(stream_status(&failed, false).code(), Code::Internal);
+        assert_eq!(stream_status(&failed, true).code(), Code::Unavailable);
+        for kind in [ErrorKind::InvalidRequest, ErrorKind::Overloaded, ErrorKind::Unavailable, ErrorKind::Configuration]
+        {
+            assert_eq!(code(kind) as i32, kind.grpc_code().1, "{kind:?}");
+        }
     }
 }

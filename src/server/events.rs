@@ -5,7 +5,8 @@ use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
 
-use crate::{FinalOutput, GenerationStream, StreamEvent, TextEvent, TextStream, TokenChunk};
+use crate::text::{TextEvent, TextStream};
+use crate::{FinalOutput, GenerationStream, StreamEvent, TokenChunk};
 
 /// One event of a request.
 #[derive(Debug)]

@@ -134,7 +134,7 @@ impl Generation {
             tracing::info!(request_id = %request_id, finish_reason = "abort", "client went away after the final");
             return "cancelled";
         }
-        match self.state.executor.executor().cancel(self.guard.executor_id()) {
+        match self.state.executor.executor().cancel(crate::RequestId::new(self.guard.executor_id())) {
             Ok(()) => {
                 tracing::info!(request_id = %request_id, finish_reason = "abort", "client went away; request cancelled");
                 "cancelled"

@@ -4,7 +4,7 @@
 use tonic::Status;
 
 use crate::proto::trtllm as pb;
-use crate::{GuideType, GuidedDecodingParams};
+use crate::types::guided::{GuideType, GuidedDecodingParams};
 
 /// The request's guide, or `None` when it has none; INVALID_ARGUMENT names what is wrong.
 pub fn guided_decoding(request: &pb::GenerateRequest) -> Result<Option<GuidedDecodingParams>, Status> {

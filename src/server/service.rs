@@ -16,11 +16,12 @@ use super::options::ServeOptions;
 use super::replies::{ReplyContext, ResponseStream};
 use super::state::ServiceState;
 use super::tokenizer_zip::zip_files;
+use crate::AsyncExecutor;
 use crate::proto::smg::grpc::common as cpb;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_server::TrtllmService;
 use crate::text::Tokenizer;
-use crate::{AsyncExecutor, TextOptions, TextRequest, TextStream};
+use crate::text::{TextOptions, TextRequest, TextStream};
 
 /// Bytes of a `GetTokenizerChunk` besides its data: two field headers and the hex SHA-256.
 const TOKENIZER_CHUNK_OVERHEAD: usize = 96;
@@ -112,7 +113,7 @@ impl Service {
         let request_id = state.request_id(&request.request_id);
         let (stream, guard) = state.live.register(request_id.clone(), || {
             let stream = state.executor.enqueue(generation).map_err(|e| convert::status(&e))?;
-            let id = stream.request_id();
+            let id = stream.request_id().get();
             Ok((stream, id))
         })?;
         let output_perf = request.output_config.is_some_and(|o| o.return_perf_metrics);
@@ -190,7 +191,7 @@ impl TrtllmService for Service {
         let request_id = request.into_inner().request_id;
         let id = self.state.live.executor_id(&request_id)?;
         Ok(Response::new(match id {
-            Some(id) => match self.state.executor.executor().cancel(id) {
+            Some(id) => match self.state.executor.executor().cancel(crate::RequestId::new(id)) {
                 Ok(()) => pb::AbortResponse { success: true, message: format!("request {request_id:?} cancelled") },
                 Err(e) => pb::AbortResponse { success: false, message: e.to_string() },
             },

@@ -252,7 +252,7 @@ impl SimulatedEngine {
                     .speculation
                     .as_ref()
                     .map(|s| s.mode)
-                    .filter(|m| *m != crate::SpeculativeDecodingMode::None),
+                    .filter(|m| *m != crate::engine::speculative::SpeculativeDecodingMode::None),
                 max_draft_len: self.speculation.as_ref().map(|s| s.max_draft_len).filter(|&n| n > 0),
             },
             tokenizer_dir: None,

@@ -9,7 +9,7 @@ use crate::engine::speculative::{SimSpeculative, SpeculativeDecodingMode};
 ///
 /// ```
 /// use trtllm::sim::{SimulatedEngine, SimulatedSpeculation};
-/// use trtllm::SpeculativeDecodingMode;
+/// use trtllm::speculative::SpeculativeDecodingMode;
 /// let engine = SimulatedEngine::builder()
 ///     .speculation(SimulatedSpeculation::new(SpeculativeDecodingMode::Medusa, 4, 0.7))
 ///     .build();

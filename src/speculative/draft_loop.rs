@@ -115,7 +115,7 @@ impl DraftLoop {
         let completion_tokens = generated.len() as u32;
         let rate = if drafted_total > 0 { accepted_total as f32 / drafted_total as f32 } else { 0.0 };
         Ok(FinalOutput {
-            request_id: 0,
+            request_id: crate::RequestId::new(0),
             finish_reason: finish,
             sequences: vec![SequenceOutput {
                 index: 0,

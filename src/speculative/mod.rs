@@ -1,6 +1,8 @@
-//! Draft-target speculative decoding driven from Rust: a draft executor proposes `k` tokens, the
+//! Speculative decoding: the request and config types (lookahead, EAGLE, draft tokens, the
+//! engine's mode, per-request and per-iteration figures) and draft-target speculative decoding
+//! driven from Rust: a draft executor proposes `k` tokens, the
 //! target executor verifies them (TensorRT-LLM leaves this loop to the client; Triton runs it in a
-//! BLS script), streamed like [`AsyncExecutor`](crate::AsyncExecutor).
+//! BLS script), streamed like [`AsyncExecutor`].
 
 mod draft_length;
 mod draft_loop;
@@ -17,12 +19,18 @@ use crate::types::output::StreamEvent;
 use crate::types::request::GenerationRequest;
 
 pub use draft_length::DraftLength;
+// What requests, configs and results say about speculative decoding.
+pub use crate::engine::speculative::SpeculativeDecodingMode;
+pub use crate::types::speculative::{
+    DecodingConfig, DecodingMode, DraftTokens, EagleConfig, LookaheadConfig, SpeculativeMetrics, SpeculativeRequest,
+};
+pub use crate::types::stats::SpecDecodingStats;
 
 /// Draft-target speculative decoding over two executors: the draft (a small model) and the
 /// target (an engine built with `speculative_decoding_mode` `draft_tokens_external`).
 ///
 /// Each round sends the context (prompt + tokens so far) to the draft for `k` tokens, then to the
-/// target with those tokens as [`DraftTokens`](crate::DraftTokens): the target keeps the longest
+/// target with those tokens as [`DraftTokens`]: the target keeps the longest
 /// prefix it agrees with and adds one token of its own, so the output is exactly what the target
 /// alone would generate (greedy). A stream yields one chunk per round and exactly one terminal
 /// item; dropping it cancels whatever the round has in flight on both executors.

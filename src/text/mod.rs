@@ -62,7 +62,7 @@
 mod chat_message;
 mod chat_template;
 mod detokenizer;
-mod error;
+pub(crate) mod error;
 mod guided_vocab;
 mod hf_config;
 mod py_json;

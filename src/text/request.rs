@@ -8,7 +8,7 @@ use crate::error::{Error, InvalidRequest, Result};
 /// How a request's text ends and what it shows: stop strings, eos handling, special tokens.
 ///
 /// ```rust
-/// use trtllm::TextOptions;
+/// use trtllm::text::TextOptions;
 ///
 /// let options = TextOptions::new().stop_strings(["\n\n", "<|im_end|>"]).include_stop_string(false);
 /// assert_eq!(options.stop_string_list(), ["\n\n", "<|im_end|>"]);
@@ -72,7 +72,7 @@ impl TextOptions {
     }
 }
 
-/// A [`GenerationRequest`] set up for text, and the [`TextPlan`] its [`TextStream`](crate::TextStream) follows.
+/// A [`GenerationRequest`] set up for text, and the [`TextPlan`] its [`TextStream`](crate::text::TextStream) follows.
 ///
 /// Setting up does what a caller working in text would otherwise have to remember:
 ///
@@ -92,12 +92,13 @@ impl TextOptions {
 ///   special token (`"<|im_end|>"`, `"<|eot_id|>"`) never shows in text decoded without special
 ///   tokens, so the stream matches it on the raw token id instead.
 /// - **Non-streaming requests with stop strings** run streaming in the executor, so a stop string
-///   can cancel the work as soon as it appears; the [`TextStream`](crate::TextStream) then sends
+///   can cancel the work as soon as it appears; the [`TextStream`](crate::text::TextStream) then sends
 ///   no chunks and delivers everything with the final, as a non-streaming request expects.
 ///
 /// ```rust
 /// use trtllm::text::Tokenizer;
-/// use trtllm::{GenerationRequest, TextOptions, TextRequest};
+/// use trtllm::GenerationRequest;
+/// use trtllm::text::{TextOptions, TextRequest};
 ///
 /// let dir = tempfile::tempdir()?;
 /// trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), dir.path())?;
@@ -107,7 +108,7 @@ impl TextOptions {
 /// let request = GenerationRequest::new(tokenizer.encode("Hello", false)?, 64).with_streaming(false);
 /// let options = TextOptions::new().stop_strings(["<|im_start|>", "\n\n"]);
 /// let (request, plan) = TextRequest::new(request, &tokenizer, options)?.into_parts();
-/// assert_eq!(request.end_id(), Some(2));
+/// assert_eq!(request.end_id(), Some(Some(2)));
 /// let im_start = tokenizer.encode("<|im_start|>", false)?;
 /// let blank_line = tokenizer.encode("\n\n", false)?;
 /// assert_eq!(request.stop_words(), [im_start, blank_line, vec![0]]);
@@ -121,7 +122,7 @@ pub struct TextRequest {
     plan: TextPlan,
 }
 
-/// What a [`TextStream`](crate::TextStream) needs to turn a request's tokens into text and end it.
+/// What a [`TextStream`](crate::text::TextStream) needs to turn a request's tokens into text and end it.
 ///
 /// Made by [`TextRequest::new`] together with the executor request it belongs to.
 #[derive(Debug, Clone)]
@@ -197,9 +198,9 @@ impl TextRequest {
         }
         let min_tokens = request.sampling().min_tokens.unwrap_or(0) as usize;
         if ignore_eos {
-            request = request.with_end_id(-1);
+            request = request.with_end_id(None);
         } else if let Some((&end_id, others)) = tokenizer.eos_token_ids().split_first() {
-            request = request.with_end_id(i32::try_from(end_id).unwrap_or(i32::MAX));
+            request = request.with_end_id(end_id);
             for &id in others {
                 if id != end_id && !extra_end_ids.contains(&id) {
                     extra_end_ids.push(id);
@@ -248,7 +249,7 @@ impl TextRequest {
         let tokenizer = tokenizer.clone();
         tokio::task::spawn_blocking(move || Self::new(request, &tokenizer, options))
             .await
-            .map_err(|e| Error::Executor(format!("setting the request's stop strings up: {e}")))?
+            .map_err(|e| Error::Internal(format!("setting the request's stop strings up: {e}")))?
     }
 
     /// The longest stop string (in bytes) that is encoded to become an executor stop word as well;
@@ -268,7 +269,7 @@ impl TextRequest {
         &self.plan
     }
 
-    /// The request to enqueue, and the plan to give [`TextStream::new`](crate::TextStream::new)
+    /// The request to enqueue, and the plan to give [`TextStream::new`](crate::text::TextStream::new)
     /// with its stream.
     pub fn into_parts(self) -> (GenerationRequest, TextPlan) {
         (self.request, self.plan)
@@ -281,7 +282,7 @@ impl TextPlan {
         !self.stop.stop_strings().is_empty()
     }
 
-    /// Whether the request's stream must go through a [`TextStream`](crate::TextStream): it has
+    /// Whether the request's stream must go through a [`TextStream`](crate::text::TextStream): it has
     /// stop strings to match, or eos ids besides the end id to cut off. Otherwise the executor's
     /// own stream already ends where the text does.
     pub fn needs_text_stream(&self) -> bool {

@@ -18,6 +18,8 @@ use crate::{FinishReason, GenerationRequest};
 
 /// One item of a [`TextStream`].
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "type", rename_all = "snake_case"))]
 pub enum TextEvent {
     /// New tokens and the text they completed (possibly empty while a character or a possible
     /// stop string is held back).
@@ -51,8 +53,8 @@ pub enum TextEvent {
         /// matcher held back at the end, or everything for a non-streaming request. Chunk texts
         /// followed by this delta make up `texts`.
         deltas: Vec<String>,
-        /// The stop string that ended sequence 0, if any.
-        matched_stop: Option<String>,
+        /// The stop string that ended each sequence, by sequence index (`None` where none did).
+        matched_stops: Vec<Option<String>>,
     },
 }
 
@@ -168,7 +170,8 @@ impl SequenceText {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use futures::StreamExt;
 /// use trtllm::text::Tokenizer;
-/// use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest, TextEvent, TextOptions, TextStream};
+/// use trtllm::text::{TextEvent, TextOptions, TextStream};
+/// use trtllm::{AsyncExecutor, ExecutorConfig, GenerationRequest};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let engine = trtllm::sim::SimulatedEngine { iteration_ms: Some(1.0), ..trtllm::builtin::builtin_engine() };
@@ -219,7 +222,7 @@ impl TextStream {
     }
 
     /// The executor's id for this request.
-    pub fn request_id(&self) -> u64 {
+    pub fn request_id(&self) -> crate::RequestId {
         self.inner.request_id()
     }
 
@@ -321,16 +324,19 @@ impl TextStream {
         }
         let texts = sequences.iter().map(|s| s.text.clone()).collect();
         let deltas = sequences.iter_mut().map(SequenceText::take_unsent).collect();
-        let matched_stop = match sequences.first().and_then(|s| s.end.as_ref()) {
-            Some(End::Stop(stop)) => Some(stop.clone()),
-            _ => None,
-        };
-        Ok(TextEvent::Final { output: Box::new(output), texts, deltas, matched_stop })
+        let matched_stops = sequences
+            .iter()
+            .map(|s| match &s.end {
+                Some(End::Stop(stop)) => Some(stop.clone()),
+                _ => None,
+            })
+            .collect();
+        Ok(TextEvent::Final { output: Box::new(output), texts, deltas, matched_stops })
     }
 }
 
 fn decoding_error(err: TextError) -> Error {
-    Error::Executor(format!("decoding the generated tokens: {err}"))
+    Error::Text(err)
 }
 
 impl Stream for TextStream {

@@ -38,7 +38,8 @@ impl GuideType {
 /// A request's output constraint: a [`GuideType`] and, for every type but [`GuideType::Json`], its guide.
 ///
 /// ```
-/// use trtllm::{GenerationRequest, GuidedDecodingParams};
+/// use trtllm::GenerationRequest;
+/// use trtllm::guided::GuidedDecodingParams;
 /// let guide = GuidedDecodingParams::json_schema(r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#);
 /// assert!(guide.validate().is_ok());
 /// let request = GenerationRequest::new(vec![1, 2, 3], 64).with_guided_decoding(guide);

@@ -5,14 +5,16 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::ffi::sys;
-use crate::lora::{LoraConfig, LoraDtype};
+use crate::lora::dtype::LoraDtype;
+use crate::lora::weights::LoraConfig;
 
 /// Sizes of the executor's LoRA adapter caches (TensorRT-LLM's `PeftCacheConfig`). Adapters live in
 /// a host cache and a device cache, both least-recently-used; a request whose adapter is not on the
 /// device waits for a host → device copy. `None` fields keep the executor's defaults.
 ///
 /// ```
-/// use trtllm::{ExecutorConfig, PeftCacheConfig};
+/// use trtllm::ExecutorConfig;
+/// use trtllm::lora::PeftCacheConfig;
 /// let peft = PeftCacheConfig { device_cache_percent: Some(0.05), ..PeftCacheConfig::default() };
 /// let config = ExecutorConfig::builder().peft_cache(peft).build()?;
 /// assert_eq!(config.peft_cache.unwrap().device_cache_percent, Some(0.05));

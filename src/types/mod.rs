@@ -4,6 +4,7 @@
 pub(crate) mod arrival;
 pub(crate) mod config;
 pub(crate) mod guided;
+pub(crate) mod ids;
 pub(crate) mod kv_event;
 pub(crate) mod lora;
 pub(crate) mod output;
@@ -11,3 +12,5 @@ pub(crate) mod request;
 pub(crate) mod sampling;
 pub(crate) mod speculative;
 pub(crate) mod stats;
+#[cfg(feature = "serde")]
+pub(crate) mod wall_time;

@@ -11,19 +11,26 @@ use crate::types::speculative::SpeculativeMetrics;
 
 /// The executor's own view of a request (`RequestPerfMetrics`), on the same clock as `Instant`.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[non_exhaustive]
 pub struct PerfMetrics {
     /// When the executor took the request off its queue (so queue wait in the executor is excluded).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::optional_instant"))]
     pub arrival: Option<Instant>,
     /// When the scheduler first scheduled it.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::optional_instant"))]
     pub first_scheduled: Option<Instant>,
     /// When its first token was produced.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::optional_instant"))]
     pub first_token: Option<Instant>,
     /// When its last token was produced.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::optional_instant"))]
     pub last_token: Option<Instant>,
     /// KV-cache transfer start (disaggregated serving only).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::optional_instant"))]
     pub kv_transfer_start: Option<Instant>,
     /// KV-cache transfer end (disaggregated serving only).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::optional_instant"))]
     pub kv_transfer_end: Option<Instant>,
     /// KV-cache bytes transferred (disaggregated serving only).
     pub kv_cache_size: u64,
@@ -104,6 +111,7 @@ pub(crate) fn cached_prompt_tokens(reused_blocks: i32, tokens_per_block: u32, pr
 
 /// New tokens of one sequence, as one executor result delivered them.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[non_exhaustive]
 pub struct TokenChunk {
     /// Which sequence (0 unless `num_return_sequences` > 1).
@@ -113,6 +121,7 @@ pub struct TokenChunk {
     /// Log probabilities of the new tokens, when asked for.
     pub log_probs: Option<Vec<f32>>,
     /// When the response thread received this chunk from the executor.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::instant"))]
     pub received_at: Instant,
     /// Tokens generated so far in this sequence, this chunk included.
     pub completion_tokens: u32,
@@ -141,10 +150,11 @@ pub struct SequenceOutput {
 
 /// The terminal success item of a request.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[non_exhaustive]
 pub struct FinalOutput {
     /// The executor's request id.
-    pub request_id: u64,
+    pub request_id: crate::types::ids::RequestId,
     /// Why sequence 0 stopped (a cancelled request reports [`FinishReason::Cancelled`]).
     pub finish_reason: FinishReason,
     /// Every sequence, by index.
@@ -163,10 +173,13 @@ pub struct FinalOutput {
     /// Draft tokens proposed and accepted, when the request speculated.
     pub speculative: Option<SpeculativeMetrics>,
     /// Just before the request was handed to the executor.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::instant"))]
     pub enqueued_at: Instant,
     /// When the first token was received.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::optional_instant"))]
     pub first_token_at: Option<Instant>,
     /// When the final response was received.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "super::wall_time::instant"))]
     pub finished_at: Instant,
     /// The executor's own timings, when asked for.
     pub perf: Option<PerfMetrics>,
@@ -204,6 +217,8 @@ impl FinalOutput {
 // One Final per request against many Chunks: boxing it would save little and change the public enum.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "type", rename_all = "snake_case"))]
 pub enum StreamEvent {
     /// New tokens.
     Chunk(TokenChunk),

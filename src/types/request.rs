@@ -82,7 +82,7 @@ impl std::fmt::Display for FinishReason {
 /// use trtllm::{GenerationRequest, SamplingParams};
 /// let request = GenerationRequest::new(vec![1, 2, 3], 16)
 ///     .with_streaming(true)
-///     .with_sampling(SamplingParams { temperature: Some(0.7), ..Default::default() })
+///     .with_sampling(SamplingParams::default().temperature(0.7))
 ///     .with_end_id(2)
 ///     .with_stop_words(vec![vec![13, 13]])
 ///     .with_allotted_time(Duration::from_secs(30));
@@ -162,17 +162,26 @@ impl GenerationRequest {
         self
     }
 
-    /// Stop when this token is generated (not included in the output). `-1` never stops early.
+    /// Stop when this token is generated (not included in the output); `None`: no end id, the
+    /// request runs to `max_tokens` (or a stop word). Unset, the executor's default applies.
+    ///
+    /// ```
+    /// use trtllm::GenerationRequest;
+    /// assert_eq!(GenerationRequest::new(vec![1], 4).with_end_id(2).end_id(), Some(Some(2)));
+    /// assert_eq!(GenerationRequest::new(vec![1], 4).with_end_id(None).end_id(), Some(None));
+    /// assert_eq!(GenerationRequest::new(vec![1], 4).end_id(), None);
+    /// ```
     #[must_use]
-    pub fn with_end_id(mut self, end_id: i32) -> Self {
-        self.end_id = Some(end_id);
+    pub fn with_end_id(mut self, end_id: impl Into<Option<u32>>) -> Self {
+        // The executor's "no end id" is -1.
+        self.end_id = Some(end_id.into().map_or(-1, |id| i32::try_from(id).unwrap_or(i32::MAX)));
         self
     }
 
     /// Padding token id.
     #[must_use]
-    pub fn with_pad_id(mut self, pad_id: i32) -> Self {
-        self.pad_id = Some(pad_id);
+    pub fn with_pad_id(mut self, pad_id: u32) -> Self {
+        self.pad_id = Some(i32::try_from(pad_id).unwrap_or(i32::MAX));
         self
     }
 
@@ -257,9 +266,10 @@ impl GenerationRequest {
         &self.sampling
     }
 
-    /// The end id, if set (`-1` never stops early).
-    pub fn end_id(&self) -> Option<i32> {
-        self.end_id
+    /// The end id: `None` when unset (the executor's default), `Some(None)` when the request has
+    /// none, `Some(Some(id))` when it stops at `id`.
+    pub fn end_id(&self) -> Option<Option<u32>> {
+        self.end_id.map(|id| u32::try_from(id).ok())
     }
 
     /// The stop words.
@@ -268,7 +278,7 @@ impl GenerationRequest {
     }
 
     /// Constrains the output with a guide (JSON, JSON schema, regex, grammar, structural tag); the
-    /// executor needs a [`GuidedDecodingConfig`](crate::GuidedDecodingConfig).
+    /// executor needs a [`GuidedDecodingConfig`](crate::types::guided::GuidedDecodingConfig).
     #[must_use]
     pub fn with_guided_decoding(mut self, guide: GuidedDecodingParams) -> Self {
         self.guided_decoding = Some(guide);

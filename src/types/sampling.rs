@@ -4,9 +4,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::InvalidRequest;
 
-/// Sampling parameters (`SamplingConfig`). `None` keeps the executor's default.
+/// Sampling parameters (`SamplingConfig`). `None` keeps the executor's default. Built from
+/// [`SamplingParams::default`] with one setter per parameter; fields stay readable and writable.
+///
+/// ```
+/// use trtllm::SamplingParams;
+/// let sampling = SamplingParams::default().temperature(0.7).top_p(0.9).seed(42);
+/// assert_eq!((sampling.temperature, sampling.seed, sampling.beam_width), (Some(0.7), Some(42), 1));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct SamplingParams {
     /// Beam width (1: no beam search).
     pub beam_width: u32,
@@ -70,6 +78,134 @@ impl Default for SamplingParams {
             num_return_sequences: None,
             min_p: None,
         }
+    }
+}
+
+impl SamplingParams {
+    /// Sets [`SamplingParams::beam_width`].
+    #[must_use]
+    pub fn beam_width(mut self, value: u32) -> Self {
+        self.beam_width = value;
+        self
+    }
+
+    /// Sets [`SamplingParams::top_k`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn top_k(mut self, value: impl Into<Option<u32>>) -> Self {
+        self.top_k = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::top_p`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn top_p(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.top_p = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::top_p_min`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn top_p_min(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.top_p_min = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::top_p_reset_ids`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn top_p_reset_ids(mut self, value: impl Into<Option<i32>>) -> Self {
+        self.top_p_reset_ids = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::top_p_decay`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn top_p_decay(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.top_p_decay = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::seed`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn seed(mut self, value: impl Into<Option<u64>>) -> Self {
+        self.seed = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::temperature`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn temperature(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.temperature = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::min_tokens`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn min_tokens(mut self, value: impl Into<Option<u32>>) -> Self {
+        self.min_tokens = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::beam_search_diversity_rate`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn beam_search_diversity_rate(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.beam_search_diversity_rate = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::repetition_penalty`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn repetition_penalty(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.repetition_penalty = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::presence_penalty`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn presence_penalty(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.presence_penalty = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::frequency_penalty`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn frequency_penalty(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.frequency_penalty = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::length_penalty`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn length_penalty(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.length_penalty = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::early_stopping`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn early_stopping(mut self, value: impl Into<Option<i32>>) -> Self {
+        self.early_stopping = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::no_repeat_ngram_size`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn no_repeat_ngram_size(mut self, value: impl Into<Option<u32>>) -> Self {
+        self.no_repeat_ngram_size = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::num_return_sequences`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn num_return_sequences(mut self, value: impl Into<Option<u32>>) -> Self {
+        self.num_return_sequences = value.into();
+        self
+    }
+
+    /// Sets [`SamplingParams::min_p`] (`None` keeps the executor's default).
+    #[must_use]
+    pub fn min_p(mut self, value: impl Into<Option<f32>>) -> Self {
+        self.min_p = value.into();
+        self
     }
 }
 

@@ -122,7 +122,8 @@ impl EagleConfig {
 /// The executor's `DecodingConfig`.
 ///
 /// ```
-/// use trtllm::{DecodingConfig, ExecutorConfig, LookaheadConfig};
+/// use trtllm::ExecutorConfig;
+/// use trtllm::speculative::{DecodingConfig, LookaheadConfig};
 /// let config = ExecutorConfig::builder()
 ///     .decoding(DecodingConfig::lookahead(LookaheadConfig { window_size: 5, ngram_size: 4, verification_set_size: 5 }))
 ///     .build()

@@ -141,10 +141,36 @@ impl IterationStats {
         (self.num_new_active_requests > 0)
             .then(|| self.new_active_requests_queue_latency_ms / f64::from(self.num_new_active_requests))
     }
+
+    /// The end of the iteration as a time: [`IterationStats::timestamp`] read as the executor
+    /// writes it (local time, `%m-%d-%Y %H:%M:%S.%f`); `None` when it does not parse. Needs the
+    /// `text` feature, which brings the time-zone support (chrono).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use trtllm::{Executor, ExecutorConfig, GenerationRequest};
+    /// let dir = tempfile::tempdir()?;
+    /// trtllm::sim::SimulatedEngine::builder().iteration_ms(1.0).build().write_to(dir.path())?;
+    /// let executor = Executor::load(dir.path(), ExecutorConfig::default())?;
+    /// let before = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+    /// executor.enqueue(GenerationRequest::new(vec![1, 2, 3], 4))?.blocking_iter().last();
+    /// executor.refresh_stats();
+    /// let stats = executor.latest_iteration_stats().expect("an iteration ran");
+    /// assert!(stats.time().expect("parses") >= before);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "text")]
+    pub fn time(&self) -> Option<std::time::SystemTime> {
+        use chrono::TimeZone;
+        let naive = chrono::NaiveDateTime::parse_from_str(self.timestamp.trim(), "%m-%d-%Y %H:%M:%S%.f").ok()?;
+        let local = chrono::Local.from_local_datetime(&naive).earliest()?;
+        Some(std::time::SystemTime::from(local))
+    }
 }
 
-impl From<sys::IterationStatsItem> for IterationStats {
-    fn from(s: sys::IterationStatsItem) -> Self {
+impl IterationStats {
+    /// The stats of one iteration as the shim hands them over.
+    pub(crate) fn from_ffi(s: sys::IterationStatsItem) -> Self {
         let k = s.kv_cache_stats;
         let b = s.inflight_batching_stats;
         let st = s.static_batching_stats;
@@ -242,7 +268,7 @@ impl RequestStage {
 #[non_exhaustive]
 pub struct RequestStats {
     /// The executor's request id.
-    pub id: u64,
+    pub id: crate::types::ids::RequestId,
     /// Its stage.
     pub stage: RequestStage,
     /// Prefill position under chunked context.
@@ -277,13 +303,14 @@ pub struct RequestStatsPerIteration {
     pub requests: Vec<RequestStats>,
 }
 
-impl From<sys::RequestStatsIteration> for RequestStatsPerIteration {
-    fn from(it: sys::RequestStatsIteration) -> Self {
+impl RequestStatsPerIteration {
+    /// One iteration's request stats as the shim hands them over.
+    pub(crate) fn from_ffi(it: sys::RequestStatsIteration) -> Self {
         let requests = it
             .requests
             .into_iter()
             .map(|r| RequestStats {
-                id: r.id,
+                id: crate::types::ids::RequestId::new(r.id),
                 stage: RequestStage::from_ffi(r.stage, r.stage_raw),
                 context_prefill_position: r.context_prefill_position,
                 num_generated_tokens: r.num_generated_tokens,

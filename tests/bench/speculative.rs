@@ -5,9 +5,10 @@
 use crate::common;
 
 use serde_json::Value;
+use trtllm::AsyncExecutor;
 use trtllm::bench::*;
 use trtllm::sim::SimulatedSpeculation;
-use trtllm::{AsyncExecutor, DraftLength, SpeculativeDecodingMode, SpeculativeExecutor};
+use trtllm::speculative::{DraftLength, SpeculativeDecodingMode, SpeculativeExecutor};
 
 async fn draft_target(agreement: f64, length: DraftLength) -> (Vec<tempfile::TempDir>, BenchTarget) {
     let target_dir = common::sim::engine_dir(|b| {

@@ -4,8 +4,8 @@
 use crate::common;
 
 use common::cli::{bench, read_json, run_bench};
-use trtllm::SpeculativeDecodingMode;
 use trtllm::sim::{ClockMode, SimulatedSpeculation};
+use trtllm::speculative::SpeculativeDecodingMode;
 
 fn engines(clock: ClockMode) -> (tempfile::TempDir, tempfile::TempDir) {
     let target = common::sim::engine_dir(|b| {

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use trtllm::guided::GuidedDecodingParams;
 use trtllm::sim::ClockMode;
 use trtllm::text::Tokenizer;
-use trtllm::{Error, Executor, FinishReason, GenerationRequest, GuidedDecodingParams, InvalidRequest, SamplingParams};
+use trtllm::{Error, Executor, FinishReason, GenerationRequest, InvalidRequest, SamplingParams};
 
 use crate::common;
 
@@ -44,8 +45,8 @@ fn run(executor: &Executor, tokenizer: &Tokenizer, guide: &GuidedDecodingParams)
         let streaming = seed % 4 < 2;
         let request = GenerationRequest::new(prompt.clone(), MAX_TOKENS)
             .with_streaming(streaming)
-            .with_end_id(EOS as i32)
-            .with_sampling(SamplingParams { seed: Some(seed), num_return_sequences: Some(n), ..Default::default() })
+            .with_end_id(EOS)
+            .with_sampling(SamplingParams::default().seed(seed).num_return_sequences(n))
             .with_guided_decoding(guide.clone());
         let drained = common::sim::drain(executor.enqueue(request).expect("enqueue"));
         assert_eq!(drained.after_terminal, 0);
@@ -223,7 +224,7 @@ fn the_same_seed_gives_the_same_guided_output() {
     let request = || {
         GenerationRequest::new(vec![5, 6, 7], 64)
             .with_streaming(false)
-            .with_sampling(SamplingParams { seed: Some(42), ..Default::default() })
+            .with_sampling(SamplingParams::default().seed(42))
             .with_guided_decoding(GuidedDecodingParams::json_schema(SCHEMA))
     };
     let first = common::sim::drain(executor.enqueue(request()).unwrap()).done().sequences[0].token_ids.clone();
@@ -250,12 +251,26 @@ fn malformed_guides_are_refused_before_enqueue_naming_the_field() {
             other => panic!("{guide:?}: expected an invalid-guide error, got {other:?}"),
         }
     }
-    // A grammar that passes the light checks but does not compile fails that request only.
-    let bad = GenerationRequest::new(vec![5, 6], 8)
-        .with_guided_decoding(GuidedDecodingParams::ebnf_grammar("root ::= undefined_rule"));
-    let drained = common::sim::drain(executor.enqueue(bad).expect("enqueue"));
-    let err = drained.terminal.expect_err("an uncompilable grammar fails the request");
-    assert!(err.to_string().contains("grammar"), "{err}");
+    // Guides that pass the light checks but that the grammar engine cannot compile are refused at
+    // enqueue too (compiled there), as the request's error: never an executor failure.
+    for (guide, field) in [
+        (GuidedDecodingParams::ebnf_grammar("root ::= undefined_rule"), "ebnf_grammar"),
+        (
+            GuidedDecodingParams::json_schema(r##"{"type": "object", "properties": {"a": {"$ref": "#/nope"}}}"##),
+            "json_schema",
+        ),
+    ] {
+        let request = GenerationRequest::new(vec![5, 6], 8).with_guided_decoding(guide.clone());
+        let err = executor.enqueue(request).expect_err("refused before enqueue");
+        assert!(
+            matches!(&err, Error::InvalidRequest(InvalidRequest::Guide { field: got, .. }) if *got == field),
+            "{err:?}"
+        );
+        assert_eq!(err.kind(), trtllm::ErrorKind::InvalidRequest);
+        assert!(!err.to_string().contains("Encountered"), "{err}");
+    }
+    assert_eq!(executor.in_flight(), 0, "nothing was enqueued");
+    assert!(executor.health().is_empty());
     // The executor still serves other requests.
     let ok = GenerationRequest::new(vec![5, 6], 8).with_guided_decoding(GuidedDecodingParams::json());
     assert!(common::sim::drain(executor.enqueue(ok).unwrap()).terminal.is_ok());
@@ -278,7 +293,7 @@ fn guided_requests_need_beam_width_one() {
     let config = common::sim::config().max_beam_width(2).guided_decoding_from_tokenizer(&tokenizer).build().unwrap();
     let executor = Executor::load(dir.path(), config).expect("load");
     let request = GenerationRequest::new(vec![5, 6], 8)
-        .with_sampling(SamplingParams { beam_width: 2, ..Default::default() })
+        .with_sampling(SamplingParams::default().beam_width(2))
         .with_guided_decoding(GuidedDecodingParams::json());
     assert!(matches!(executor.enqueue(request), Err(Error::InvalidRequest(InvalidRequest::Guide { .. }))));
 }

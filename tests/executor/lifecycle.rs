@@ -58,7 +58,7 @@ fn cancelling_finished_or_unknown_ids_does_nothing() {
     let (_dir, executor) = executor();
     let out = drain(executor.enqueue(GenerationRequest::new(vec![1], 3)).unwrap());
     executor.cancel(out.done().request_id).unwrap();
-    executor.cancel(987_654).unwrap();
+    executor.cancel(trtllm::RequestId::new(987_654)).unwrap();
     let again = drain(executor.enqueue(GenerationRequest::new(vec![1], 3)).unwrap());
     assert_eq!(again.done().finish_reason, FinishReason::Length);
 }
@@ -91,16 +91,11 @@ fn invalid_requests_are_refused_with_the_limit_and_others_are_unaffected() {
         Err(Error::InvalidRequest(InvalidRequest::ParamTokenOutOfVocab { field: "end_id", .. }))
     ));
     assert!(matches!(
-        executor.enqueue(
-            GenerationRequest::new(vec![5], 4)
-                .with_sampling(SamplingParams { temperature: Some(-1.0), ..Default::default() })
-        ),
+        executor.enqueue(GenerationRequest::new(vec![5], 4).with_sampling(SamplingParams::default().temperature(-1.0))),
         Err(Error::InvalidRequest(InvalidRequest::Parameter { field: "temperature", .. }))
     ));
     assert!(matches!(
-        executor.enqueue(
-            GenerationRequest::new(vec![5], 4).with_sampling(SamplingParams { beam_width: 4, ..Default::default() })
-        ),
+        executor.enqueue(GenerationRequest::new(vec![5], 4).with_sampling(SamplingParams::default().beam_width(4))),
         Err(Error::InvalidRequest(InvalidRequest::BeamWidth { requested: 4, max: 1 }))
     ));
     let out = drain(running);
@@ -116,8 +111,8 @@ fn an_error_response_ends_only_that_stream() {
     let bad = drain(bad);
     assert_eq!(bad.after_terminal, 0);
     match bad.terminal {
-        Err(Error::Executor(message)) => assert!(!message.is_empty()),
-        other => panic!("expected an executor error, got {other:?}"),
+        Err(Error::RequestFailed(message)) => assert!(!message.is_empty()),
+        other => panic!("expected a request failure, got {other:?}"),
     }
     assert_eq!(drain(good).tokens().len(), 20);
     assert_eq!(executor.in_flight(), 0);
@@ -129,7 +124,7 @@ fn a_forward_failure_errors_every_active_request() {
     let streams: Vec<_> = (0..4).map(|i| executor.enqueue(long_request(10 + i)).unwrap()).collect();
     for stream in streams {
         let out = drain(stream);
-        assert!(matches!(out.terminal, Err(Error::Executor(_))), "{:?}", out.terminal);
+        assert!(matches!(out.terminal, Err(Error::RequestFailed(_))), "{:?}", out.terminal);
     }
     assert_eq!(executor.in_flight(), 0);
 }
@@ -171,7 +166,7 @@ fn a_cpp_exception_in_the_shim_becomes_a_rust_error() {
     });
     assert_eq!(drain(executor.enqueue(GenerationRequest::new(vec![1], 2)).unwrap()).tokens().len(), 2);
     match executor.enqueue(GenerationRequest::new(vec![1], 2)) {
-        Err(Error::Executor(message)) => assert!(message.contains("enqueueRequest"), "{message}"),
+        Err(Error::ExecutorFailed(message)) => assert!(message.contains("enqueueRequest"), "{message}"),
         other => panic!("expected an executor error, got {other:?}"),
     }
     assert_eq!(executor.in_flight(), 0, "a failed enqueue registers nothing");
@@ -185,7 +180,7 @@ fn a_non_std_exception_becomes_a_rust_error_too() {
         ..Default::default()
     });
     match executor.enqueue(GenerationRequest::new(vec![1], 2)) {
-        Err(Error::Executor(message)) => {
+        Err(Error::ExecutorFailed(message)) => {
             assert!(message.contains("unknown C++ exception"), "{message}")
         }
         other => panic!("expected an executor error, got {other:?}"),
@@ -195,7 +190,7 @@ fn a_non_std_exception_becomes_a_rust_error_too() {
 #[test]
 fn a_throwing_constructor_is_a_load_error() {
     let dir = engine_dir(|b| b.faults(SimFaults { throw_in: Some("constructor".into()), ..Default::default() }));
-    assert!(matches!(Executor::load(dir.path(), config().build().unwrap()), Err(Error::Executor(_))));
+    assert!(matches!(Executor::load(dir.path(), config().build().unwrap()), Err(Error::ExecutorFailed(_))));
 }
 
 #[test]
@@ -209,13 +204,13 @@ fn a_failing_response_thread_ends_every_stream_and_flips_health() {
     for stream in streams {
         let out = drain(stream);
         assert!(
-            matches!(out.terminal, Err(Error::Executor(ref m)) if m.contains("awaitResponses")),
+            matches!(out.terminal, Err(Error::ExecutorFailed(ref m)) if m.contains("awaitResponses")),
             "{:?}",
             out.terminal
         );
     }
     assert!(!executor.is_healthy());
-    assert!(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::Executor(_))));
+    assert!(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::ExecutorFailed(_))));
 }
 
 #[test]
@@ -268,6 +263,23 @@ fn shutdown_drain_lets_requests_finish() {
         assert_eq!(out.done().finish_reason, FinishReason::Length);
         assert_eq!(out.tokens().len(), 20);
     }
+}
+
+#[test]
+fn a_request_during_the_drain_is_told_the_executor_is_draining() {
+    let dir = engine_dir(|b| b.iteration_ms(2.0));
+    let executor = std::sync::Arc::new(Executor::load(dir.path(), config().build().unwrap()).unwrap());
+    let stream = executor.enqueue(GenerationRequest::new(vec![1, 2], 100)).unwrap();
+    let draining = executor.clone();
+    let shutdown =
+        std::thread::spawn(move || draining.shutdown(ShutdownMode::Drain { timeout: Duration::from_secs(10) }));
+    assert!(eventually(Duration::from_secs(2), || !executor.can_enqueue()));
+    let err = executor.enqueue(GenerationRequest::new(vec![1], 2)).expect_err("refused while draining");
+    assert!(matches!(err, Error::Draining), "{err:?}");
+    assert_eq!(err.kind(), trtllm::ErrorKind::Unavailable);
+    assert_eq!(drain(stream).tokens().len(), 100, "the request in flight finishes");
+    shutdown.join().unwrap().unwrap();
+    assert!(matches!(executor.enqueue(GenerationRequest::new(vec![1], 2)), Err(Error::ShutDown)));
 }
 
 #[test]
@@ -372,4 +384,20 @@ fn no_routing_entry_outlives_its_request() {
     }
     assert_eq!(executor.in_flight(), 0);
     assert!(eventually(Duration::from_secs(1), || executor_idle(&executor)));
+}
+
+#[test]
+fn running_totals_count_completed_cancelled_and_failed_requests() {
+    let (_dir, executor) = executor_with_faults(SimFaults { fail_prompt_token: Some(13), ..Default::default() });
+    assert_eq!(executor.totals(), trtllm::RequestTotals::default());
+    assert!(drain(executor.enqueue(GenerationRequest::new(vec![1, 2], 4)).unwrap()).terminal.is_ok());
+    assert!(drain(executor.enqueue(GenerationRequest::new(vec![1, 13], 4)).unwrap()).terminal.is_err());
+    let mut dropped = executor.enqueue(long_request(5)).unwrap();
+    let _ = dropped.blocking_next();
+    drop(dropped);
+    let cancelled = executor.enqueue(long_request(6)).unwrap();
+    executor.cancel(cancelled.request_id()).unwrap();
+    assert!(drain(cancelled).terminal.is_ok());
+    let totals = executor.totals();
+    assert_eq!((totals.completed, totals.cancelled, totals.failed), (1, 2, 1), "{totals:?}");
 }

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use safetensors::{Dtype, tensor::TensorView};
 use serde_json::json;
+use trtllm::lora::PeftCacheConfig;
 use trtllm::lora::{LoraConfig, LoraModule, load_peft_adapter, task_not_cached_message};
 use trtllm::sim::SimLora;
-use trtllm::{Error, Executor, GenerationRequest, InvalidRequest, KvCacheEventData, PeftCacheConfig, SchedulerPolicy};
+use trtllm::{Error, Executor, GenerationRequest, InvalidRequest, KvCacheEventData, SchedulerPolicy};
 
 use crate::common::sim::{config, drain, engine_dir};
 
@@ -166,7 +167,7 @@ fn bad_adapters_are_refused_before_enqueue_naming_the_fault() {
     assert!(err.to_string().contains("attn_k"), "{err}");
 
     // Nothing reached the executor.
-    assert_eq!(executor.lora_cache_stats().unwrap(), trtllm::LoraCacheStats::default());
+    assert_eq!(executor.lora_cache_stats().unwrap(), trtllm::lora::LoraCacheStats::default());
 }
 
 #[test]

@@ -4,6 +4,7 @@
 mod common;
 
 mod engine_dir;
+mod errors;
 mod guided;
 mod kv_cache;
 mod lifecycle;

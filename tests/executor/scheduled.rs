@@ -4,14 +4,18 @@
 
 use std::time::Duration;
 
-use trtllm::sim::{ClockMode, SimulatedEngine};
-use trtllm::{Arrival, Executor, ExecutorConfig, GenerationRequest, GenerationStream, StreamEvent};
+use trtllm::sim::{Arrival, ClockMode, SimControl, SimulatedEngine};
+use trtllm::{Executor, ExecutorConfig, GenerationRequest, GenerationStream, StreamEvent};
 
 fn executor(clock: ClockMode) -> (tempfile::TempDir, Executor) {
     let dir = tempfile::tempdir().unwrap();
     SimulatedEngine::builder().iteration_ms(10.0).clock(clock).build().write_to(dir.path()).unwrap();
     let executor = Executor::load(dir.path(), ExecutorConfig::default()).unwrap();
     (dir, executor)
+}
+
+fn sim(executor: &Executor) -> SimControl<'_> {
+    executor.sim_control().expect("a virtual-clock simulated engine")
 }
 
 fn perf(stream: GenerationStream) -> trtllm::PerfMetrics {
@@ -24,13 +28,13 @@ fn perf(stream: GenerationStream) -> trtllm::PerfMetrics {
 #[test]
 fn a_request_arriving_mid_iteration_waits_for_the_next_one() {
     let (_dir, executor) = executor(ClockMode::Virtual);
-    let t0 = executor.simulated_now().unwrap();
-    let hold = executor.hold_arrivals(t0).unwrap();
-    let busy = executor.enqueue_at(GenerationRequest::new(vec![1, 2, 3], 6), Arrival::At(t0), None).unwrap();
+    let t0 = sim(&executor).now().unwrap();
+    let hold = sim(&executor).hold_arrivals(t0).unwrap();
+    let busy = sim(&executor).enqueue_at(GenerationRequest::new(vec![1, 2, 3], 6), Arrival::At(t0), None).unwrap();
     // Arrives 15 ms in, halfway through the second iteration [10, 20) ms.
     let late = t0 + Duration::from_millis(15);
-    let second = executor.enqueue_at(GenerationRequest::new(vec![4, 5, 6], 2), Arrival::At(late), None).unwrap();
-    executor.release_arrivals(hold).unwrap();
+    let second = sim(&executor).enqueue_at(GenerationRequest::new(vec![4, 5, 6], 2), Arrival::At(late), None).unwrap();
+    sim(&executor).release_hold(hold).unwrap();
     let p = perf(second);
     assert_eq!(p.arrival, Some(late));
     // Admitted at 20 ms, first token at the end of that iteration: 15 ms after it arrived.
@@ -41,29 +45,28 @@ fn a_request_arriving_mid_iteration_waits_for_the_next_one() {
 #[test]
 fn an_idle_executor_starts_at_the_arrival_and_follow_ups_wait_for_their_lease() {
     let (_dir, executor) = executor(ClockMode::Virtual);
-    let t0 = executor.simulated_now().unwrap() + Duration::from_secs(1);
+    let t0 = sim(&executor).now().unwrap() + Duration::from_secs(1);
     let delay = Duration::from_micros(500);
-    let first = executor.enqueue_at(GenerationRequest::new(vec![1, 2], 3), Arrival::At(t0), Some(delay)).unwrap();
+    let first = sim(&executor).enqueue_at(GenerationRequest::new(vec![1, 2], 3), Arrival::At(t0), Some(delay)).unwrap();
     let id = first.request_id();
     let p = perf(first);
     assert_eq!(p.first_token.unwrap() - t0, Duration::from_millis(10), "started at the arrival itself");
     // The executor waits for the follow-up, however long the runner takes in wall time.
     std::thread::sleep(Duration::from_millis(20));
-    let follow = executor.enqueue_at(GenerationRequest::new(vec![3, 4], 1), Arrival::After(id), None).unwrap();
+    let follow = sim(&executor).enqueue_at(GenerationRequest::new(vec![3, 4], 1), Arrival::After(id), None).unwrap();
     let q = perf(follow);
     assert_eq!(q.arrival.unwrap(), p.last_token.unwrap() + delay);
     assert_eq!(q.first_token.unwrap() - q.arrival.unwrap(), Duration::from_millis(10));
     // A lease cannot be taken twice, and a request without one has no follow-up.
-    assert!(executor.enqueue_at(GenerationRequest::new(vec![5], 1), Arrival::After(id), None).is_err());
+    assert!(sim(&executor).enqueue_at(GenerationRequest::new(vec![5], 1), Arrival::After(id), None).is_err());
 }
 
 #[test]
 fn scheduled_arrivals_need_the_virtual_clock() {
     let (_dir, executor) = executor(ClockMode::Real);
-    let now = std::time::Instant::now();
-    let error = executor.enqueue_at(GenerationRequest::new(vec![1], 1), Arrival::At(now), None).unwrap_err();
-    assert!(error.to_string().contains("virtual clock"), "{error}");
-    assert!(executor.hold_arrivals(now).is_err());
+    assert!(executor.sim_control().is_none(), "the real clock has no virtual-clock controls");
+    let (_dir, executor) = self::executor(ClockMode::Virtual);
+    assert!(executor.sim_control().is_some());
 }
 
 /// What a request's perf metrics say, relative to `t0`: arrival, first and last token, and the
@@ -99,15 +102,15 @@ fn delay(user: usize) -> Duration {
 /// Every user's requests sent one by one, each once the one before has ended (a thread per user).
 fn closed_loop_one_by_one() -> Vec<Vec<Stamps>> {
     let (_dir, executor) = timed_executor();
-    let t0 = executor.simulated_now().unwrap();
-    let hold = executor.hold_arrivals(t0).unwrap();
+    let t0 = sim(&executor).now().unwrap();
+    let hold = sim(&executor).hold_arrivals(t0).unwrap();
     let firsts: Vec<GenerationStream> = (0..USERS)
         .map(|u| {
             let at = t0 + Duration::from_micros(10) * u as u32;
-            executor.enqueue_at(loop_request(u, 0), Arrival::At(at), Some(delay(u))).unwrap()
+            sim(&executor).enqueue_at(loop_request(u, 0), Arrival::At(at), Some(delay(u))).unwrap()
         })
         .collect();
-    executor.release_arrivals(hold).unwrap();
+    sim(&executor).release_hold(hold).unwrap();
     std::thread::scope(|scope| {
         let users: Vec<_> = firsts
             .into_iter()
@@ -124,7 +127,7 @@ fn closed_loop_one_by_one() -> Vec<Vec<Stamps>> {
                             break;
                         }
                         let follow_up = (k + 1 < PER_USER).then(|| delay(u));
-                        stream = executor.enqueue_at(loop_request(u, k), Arrival::After(id), follow_up).unwrap();
+                        stream = sim(executor).enqueue_at(loop_request(u, k), Arrival::After(id), follow_up).unwrap();
                     }
                     out
                 })
@@ -137,21 +140,22 @@ fn closed_loop_one_by_one() -> Vec<Vec<Stamps>> {
 /// Every user's requests sent at once, each chained to the one before it.
 fn closed_loop_chained() -> Vec<Vec<Stamps>> {
     let (_dir, executor) = timed_executor();
-    let t0 = executor.simulated_now().unwrap();
-    let hold = executor.hold_arrivals(t0).unwrap();
+    let t0 = sim(&executor).now().unwrap();
+    let hold = sim(&executor).hold_arrivals(t0).unwrap();
     let streams: Vec<Vec<GenerationStream>> = (0..USERS)
         .map(|u| {
             let at = t0 + Duration::from_micros(10) * u as u32;
-            let mut chain = vec![executor.enqueue_at(loop_request(u, 0), Arrival::At(at), Some(delay(u))).unwrap()];
+            let mut chain =
+                vec![sim(&executor).enqueue_at(loop_request(u, 0), Arrival::At(at), Some(delay(u))).unwrap()];
             for k in 1..PER_USER {
                 let parent = chain[k - 1].request_id();
                 let follow_up = (k + 1 < PER_USER).then(|| delay(u));
-                chain.push(executor.enqueue_at(loop_request(u, k), Arrival::After(parent), follow_up).unwrap());
+                chain.push(sim(&executor).enqueue_at(loop_request(u, k), Arrival::After(parent), follow_up).unwrap());
             }
             chain
         })
         .collect();
-    executor.release_arrivals(hold).unwrap();
+    sim(&executor).release_hold(hold).unwrap();
     streams.into_iter().map(|chain| chain.into_iter().map(|s| stamps(&perf(s), t0)).collect()).collect()
 }
 
@@ -172,18 +176,19 @@ fn follow_ups_chained_in_advance_run_exactly_as_follow_ups_sent_when_their_reque
 #[test]
 fn a_cancelled_chained_follow_up_ends_at_once_and_lets_its_own_follow_up_in() {
     let (_dir, executor) = executor(ClockMode::Virtual);
-    let t0 = executor.simulated_now().unwrap();
+    let t0 = sim(&executor).now().unwrap();
     let delay = Duration::from_micros(100);
     // Nothing runs before the hold is released: the cancellation reaches a follow-up still chained.
-    let hold = executor.hold_arrivals(t0).unwrap();
-    let first = executor.enqueue_at(GenerationRequest::new(vec![1, 2], 5), Arrival::At(t0), Some(delay)).unwrap();
-    let second = executor
+    let hold = sim(&executor).hold_arrivals(t0).unwrap();
+    let first = sim(&executor).enqueue_at(GenerationRequest::new(vec![1, 2], 5), Arrival::At(t0), Some(delay)).unwrap();
+    let second = sim(&executor)
         .enqueue_at(GenerationRequest::new(vec![3, 4], 5), Arrival::After(first.request_id()), Some(delay))
         .unwrap();
-    let third = executor.enqueue_at(GenerationRequest::new(vec![5, 6], 2), Arrival::After(second.request_id()), None);
+    let third =
+        sim(&executor).enqueue_at(GenerationRequest::new(vec![5, 6], 2), Arrival::After(second.request_id()), None);
     let third = third.unwrap();
     executor.cancel(second.request_id()).unwrap();
-    executor.release_arrivals(hold).unwrap();
+    sim(&executor).release_hold(hold).unwrap();
     match second.blocking_iter().last() {
         Some(Ok(StreamEvent::Final(done))) => {
             assert_eq!(done.finish_reason, trtllm::FinishReason::Cancelled);
@@ -198,13 +203,15 @@ fn a_cancelled_chained_follow_up_ends_at_once_and_lets_its_own_follow_up_in() {
     assert_eq!(p.first_token.unwrap() - t0, Duration::from_millis(20));
     assert_eq!(perf(first).last_token.unwrap() - t0, Duration::from_millis(50));
     // Chaining to a request without a lease, or twice to the same one, is refused.
-    let lone = executor.enqueue_at(GenerationRequest::new(vec![7], 1), Arrival::At(t0), None).unwrap();
-    assert!(executor.enqueue_at(GenerationRequest::new(vec![8], 1), Arrival::After(lone.request_id()), None).is_err());
-    let leased = executor
+    let lone = sim(&executor).enqueue_at(GenerationRequest::new(vec![7], 1), Arrival::At(t0), None).unwrap();
+    assert!(
+        sim(&executor).enqueue_at(GenerationRequest::new(vec![8], 1), Arrival::After(lone.request_id()), None).is_err()
+    );
+    let leased = sim(&executor)
         .enqueue_at(GenerationRequest::new(vec![9], 4), Arrival::At(p.last_token.unwrap()), Some(delay))
         .unwrap();
     let id = leased.request_id();
-    let chained = executor.enqueue_at(GenerationRequest::new(vec![10], 1), Arrival::After(id), None).unwrap();
-    assert!(executor.enqueue_at(GenerationRequest::new(vec![11], 1), Arrival::After(id), None).is_err());
+    let chained = sim(&executor).enqueue_at(GenerationRequest::new(vec![10], 1), Arrival::After(id), None).unwrap();
+    assert!(sim(&executor).enqueue_at(GenerationRequest::new(vec![11], 1), Arrival::After(id), None).is_err());
     assert_eq!(perf(chained).arrival.unwrap(), perf(leased).last_token.unwrap() + delay);
 }

@@ -6,10 +6,8 @@ use crate::common;
 
 use common::sim::{config, drain, engine_dir};
 use trtllm::sim::SimulatedSpeculation;
-use trtllm::{
-    DecodingConfig, DecodingMode, DraftTokens, Executor, FinalOutput, FinishReason, GenerationRequest,
-    SpeculativeDecodingMode,
-};
+use trtllm::speculative::{DecodingConfig, DecodingMode, DraftTokens, SpeculativeDecodingMode};
+use trtllm::{Executor, FinalOutput, FinishReason, GenerationRequest};
 
 fn speculative_executor(
     mode: SpeculativeDecodingMode,
@@ -33,7 +31,7 @@ const PROBABILISTIC: [(SpeculativeDecodingMode, usize); 3] = [
     (SpeculativeDecodingMode::LookaheadDecoding, SimulatedSpeculation::LOOKAHEAD_DEFAULT_DRAFT_TOKENS),
 ];
 
-fn spec(done: &FinalOutput) -> trtllm::SpeculativeMetrics {
+fn spec(done: &FinalOutput) -> trtllm::speculative::SpeculativeMetrics {
     done.perf.expect("perf metrics are on by default").speculative
 }
 
@@ -103,7 +101,7 @@ fn end_id_and_stop_words_cut_an_accepted_run_exactly_there() {
 
     let end_id = plain[7];
     let first = plain.iter().position(|&t| t == end_id).unwrap();
-    let request = GenerationRequest::new(prompt.to_vec(), 40).with_end_id(end_id as i32);
+    let request = GenerationRequest::new(prompt.to_vec(), 40).with_end_id(end_id);
     let out = drain(executor.enqueue(request).unwrap());
     assert_eq!(out.done().finish_reason, FinishReason::EndId);
     assert_eq!(out.tokens(), plain[..first].to_vec(), "the end id and everything after it are dropped");

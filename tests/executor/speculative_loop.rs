@@ -9,10 +9,8 @@ use common::sim::{config, engine_dir};
 use futures::StreamExt;
 use tempfile::TempDir;
 use trtllm::sim::SimulatedSpeculation;
-use trtllm::{
-    AsyncExecutor, DraftLength, FinalOutput, FinishReason, GenerationRequest, SpeculativeDecodingMode,
-    SpeculativeExecutor, StreamEvent, TokenChunk,
-};
+use trtllm::speculative::{DraftLength, SpeculativeDecodingMode, SpeculativeExecutor};
+use trtllm::{AsyncExecutor, FinalOutput, FinishReason, GenerationRequest, StreamEvent, TokenChunk};
 
 struct Pair {
     _dirs: (TempDir, TempDir),
@@ -88,7 +86,7 @@ async fn end_ids_and_max_tokens_cut_a_round_exactly() {
     let free = truth(&p.target, GenerationRequest::new(prompt.clone(), 30)).await;
     let end_id = free[6];
     let first = free.iter().position(|&t| t == end_id).unwrap();
-    let (_, done) = run(&spec, GenerationRequest::new(prompt.clone(), 30).with_end_id(end_id as i32)).await;
+    let (_, done) = run(&spec, GenerationRequest::new(prompt.clone(), 30).with_end_id(end_id)).await;
     assert_eq!(done.finish_reason, FinishReason::EndId);
     assert_eq!(done.token_ids(), &free[..first]);
 

@@ -10,7 +10,8 @@ use common::sim::{config, drain, engine_dir};
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::TryRecvError;
 use trtllm::sim::SimulatedSpeculation;
-use trtllm::{Executor, GenerationRequest, IterationStats, SpeculativeDecodingMode};
+use trtllm::speculative::SpeculativeDecodingMode;
+use trtllm::{Executor, GenerationRequest, IterationStats};
 
 /// Every iteration entry up to the idle one that follows the request's last step (bounded wait).
 fn iterations_until_idle(rx: &mut Receiver<Arc<IterationStats>>) -> Vec<Arc<IterationStats>> {

@@ -58,11 +58,11 @@ fn end_id_stops_early_and_is_not_in_the_output() {
     let free = drain(executor.enqueue(GenerationRequest::new(prompt.clone(), 20)).unwrap()).tokens();
     let end_id = free[5];
     let first = free.iter().position(|&t| t == end_id).unwrap();
-    let out = drain(executor.enqueue(GenerationRequest::new(prompt.clone(), 20).with_end_id(end_id as i32)).unwrap());
+    let out = drain(executor.enqueue(GenerationRequest::new(prompt.clone(), 20).with_end_id(end_id)).unwrap());
     assert_eq!(out.done().finish_reason, FinishReason::EndId);
     assert_eq!(out.tokens(), free[..first].to_vec());
     // End id -1 never stops early.
-    let out = drain(executor.enqueue(GenerationRequest::new(prompt, 20).with_end_id(-1)).unwrap());
+    let out = drain(executor.enqueue(GenerationRequest::new(prompt, 20).with_end_id(None)).unwrap());
     assert_eq!(out.done().finish_reason, FinishReason::Length);
     assert_eq!(out.tokens().len(), 20);
 }
@@ -73,9 +73,8 @@ fn min_tokens_holds_off_the_end_id() {
     let prompt = vec![21, 22, 23];
     let free = drain(executor.enqueue(GenerationRequest::new(prompt.clone(), 30)).unwrap()).tokens();
     let end_id = free[1];
-    let request = GenerationRequest::new(prompt, 30)
-        .with_end_id(end_id as i32)
-        .with_sampling(SamplingParams { min_tokens: Some(10), ..Default::default() });
+    let request =
+        GenerationRequest::new(prompt, 30).with_end_id(end_id).with_sampling(SamplingParams::default().min_tokens(10));
     let out = drain(executor.enqueue(request).unwrap());
     assert!(out.tokens().len() >= 10, "stopped after {} tokens despite min_tokens 10", out.tokens().len());
 }
@@ -119,7 +118,7 @@ fn allotted_time_times_out() {
 #[test]
 fn multiple_return_sequences_each_finish() {
     let (_dir, executor) = executor();
-    let sampling = SamplingParams { num_return_sequences: Some(3), ..Default::default() };
+    let sampling = SamplingParams::default().num_return_sequences(3);
     let out = drain(executor.enqueue(GenerationRequest::new(vec![4, 4, 4], 6).with_sampling(sampling)).unwrap());
     let done = out.done();
     assert_eq!(done.sequences.len(), 3);
@@ -212,7 +211,7 @@ fn beam_search_returns_every_beam_in_full_once() {
     let request = |streaming: bool| {
         GenerationRequest::new(vec![4, 5, 6], 10)
             .with_streaming(streaming)
-            .with_sampling(SamplingParams { beam_width: 2, ..Default::default() })
+            .with_sampling(SamplingParams::default().beam_width(2))
     };
     let whole = drain(executor.enqueue(request(false)).unwrap());
     let done = whole.done();

@@ -76,7 +76,7 @@ async fn streaming_generate_sends_chunks_then_one_complete() {
     assert_eq!(counts, (1..=12).collect::<Vec<_>>());
 
     // The same tokens as the executor gives in process: the server adds nothing and drops nothing.
-    let direct = server.executor.enqueue(trtllm::GenerationRequest::new(vec![5, 6, 7], 12).with_end_id(-1)).unwrap();
+    let direct = server.executor.enqueue(trtllm::GenerationRequest::new(vec![5, 6, 7], 12).with_end_id(None)).unwrap();
     assert_eq!(direct.collect_final().await.unwrap().token_ids(), tokens.as_slice());
 
     let messages = collect(&mut client, request("r2", vec![5, 6, 7], 12, false)).await.unwrap();

@@ -145,6 +145,43 @@ async fn matrix_stalled_iteration_delays_but_serves() {
     assert_eq!((row.health, row.next.as_str(), row.alive), (ServingStatus::Serving, "OK", true));
 }
 
+/// A stream of requests whose guides the grammar engine cannot compile: each is refused as that
+/// request's error before it reaches the executor, and health stays SERVING (a client cannot take a
+/// worker out of routing with bad input). Requests with good guides still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_guides_are_invalid_argument_and_leave_health_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), dir.path()).unwrap();
+    let tokenizer = trtllm::text::Tokenizer::from_dir(dir.path().join("tokenizer")).unwrap();
+    let server =
+        TestServer::builder().iteration_ms(0.2).config(|c| c.guided_decoding_from_tokenizer(&tokenizer)).start().await;
+    let mut client = server.client().await;
+    use pb::guided_decoding_params::GuideType;
+    let guided = |guide_type: GuideType, guide: &str| {
+        let mut request = request("", vec![1, 2, 3], 8, true);
+        request.guided_decoding = Some(pb::GuidedDecodingParams { guide_type: guide_type as i32, guide: guide.into() });
+        request
+    };
+    let bad = [
+        (GuideType::JsonSchema, r##"{"type": "object", "properties": {"a": {"$ref": "#/nope"}}}"##),
+        (GuideType::JsonSchema, r##"{"$ref": "#/nope"}"##),
+        (GuideType::EbnfGrammar, "root ::= missing_rule"),
+    ];
+    for round in 0..4 {
+        for (guide_type, guide) in bad {
+            let status = collect(&mut client, guided(guide_type, guide)).await.expect_err("a bad guide is refused");
+            assert_eq!(status.code(), Code::InvalidArgument, "round {round}, {guide}: {status:?}");
+            assert!(status.message().contains("guided_decoding."), "{}", status.message());
+            assert!(!status.message().contains("Encountered an error"), "{}", status.message());
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(health(&server).await, (ServingStatus::Serving, "OK".to_string()));
+    let good = guided(GuideType::JsonSchema, r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#);
+    collect(&mut client, good).await.expect("a good guide still runs");
+    assert_eq!(server.executor.executor().health(), Vec::new());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_recovers_when_requests_succeed_again() {
     let server =

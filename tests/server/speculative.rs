@@ -4,9 +4,9 @@
 use crate::common;
 
 use common::server::{TestServer, chunks_and_completes, collect, request};
-use trtllm::SpeculativeDecodingMode;
 use trtllm::proto::trtllm as pb;
 use trtllm::sim::SimulatedSpeculation;
+use trtllm::speculative::SpeculativeDecodingMode;
 
 fn lookahead(window: i32, ngram: i32, verification: i32) -> pb::LookaheadConfig {
     pb::LookaheadConfig { max_window_size: window, max_ngram_size: ngram, max_verification_set_size: verification }

@@ -3,5 +3,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod engine;
 mod layer;
 mod stream;

@@ -8,10 +8,8 @@ use std::time::Instant;
 use futures::StreamExt;
 use serde_json::json;
 use trtllm::text::Tokenizer;
-use trtllm::{
-    AsyncExecutor, ExecutorConfig, FinalOutput, FinishReason, GenerationRequest, SamplingParams, TextEvent,
-    TextOptions, TextRequest, TextStream,
-};
+use trtllm::text::{TextEvent, TextOptions, TextRequest, TextStream};
+use trtllm::{AsyncExecutor, ExecutorConfig, FinalOutput, FinishReason, GenerationRequest, SamplingParams};
 
 use common::text::{engine_with_tokenizer, word_level_tokenizer};
 
@@ -79,8 +77,8 @@ async fn collect(mut stream: TextStream) -> Run {
                 last_chunk_at = Some(chunk.received_at);
                 chunk_tokens.push(chunk.token_ids);
             }
-            TextEvent::Final { output, texts, deltas, matched_stop } => {
-                last = Some((*output, texts[0].clone(), deltas[0].clone(), matched_stop))
+            TextEvent::Final { output, texts, deltas, matched_stops } => {
+                last = Some((*output, texts[0].clone(), deltas[0].clone(), matched_stops[0].clone()))
             }
         }
     }
@@ -107,7 +105,7 @@ async fn run(executor: &AsyncExecutor, tokenizer: &Tokenizer, stops: &[&str], in
 /// A request of `max_tokens` after "red cat sat" with sampling seed `seed`.
 fn words_request(tokenizer: &Tokenizer, seed: u64, max_tokens: u32) -> GenerationRequest {
     GenerationRequest::new(tokenizer.encode("red cat sat", false).unwrap(), max_tokens)
-        .with_sampling(SamplingParams { seed: Some(seed), ..Default::default() })
+        .with_sampling(SamplingParams::default().seed(seed))
 }
 
 /// The first sampling seed whose generated ids (eos ignored) satisfy `wanted`, with those ids.
@@ -306,11 +304,9 @@ async fn an_eos_id_besides_the_end_id_waits_for_min_tokens() {
     let first = ids.iter().position(is_eos).unwrap();
     let next = first + 1 + ids[first + 1..].iter().position(is_eos).unwrap();
     for streaming in [true, false] {
-        let request = words_request(&tokenizer, seed, 40).with_streaming(streaming).with_sampling(SamplingParams {
-            seed: Some(seed),
-            min_tokens: Some(first as u32 + 1),
-            ..Default::default()
-        });
+        let request = words_request(&tokenizer, seed, 40)
+            .with_streaming(streaming)
+            .with_sampling(SamplingParams::default().seed(seed).min_tokens(first as u32 + 1));
         let ended = run_request(&executor, &tokenizer, request, TextOptions::new()).await;
         assert_eq!(ended.output.finish_reason, FinishReason::EndId);
         assert_eq!(

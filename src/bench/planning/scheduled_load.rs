@@ -22,7 +22,13 @@ use tokio::sync::mpsc;
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes};
 use crate::bench::runner::target::{consume_in_process, generation_request, new_record};
 use crate::bench::traffic::workload::RequestSpec;
-use crate::{Arrival, AsyncExecutor, GenerationStream};
+use crate::sim::{Arrival, SimControl};
+use crate::{AsyncExecutor, GenerationStream, RequestId};
+
+/// The simulator's virtual-clock controls, which every scheduled load needs.
+pub(crate) fn sim_control(executor: &AsyncExecutor) -> crate::Result<SimControl<'_>> {
+    executor.executor().sim_control().ok_or(crate::Error::SimulatorOnly("the virtual clock"))
+}
 
 /// How much later each further closed-loop user reacts to a response than the one before it.
 pub(crate) const CLIENT_STAGGER: Duration = Duration::from_micros(10);
@@ -101,7 +107,7 @@ impl ScheduledLoad {
         let step_responses = self.step_responses;
         let enqueue = |request: crate::GenerationRequest| {
             let request = if step_responses { request } else { request.with_streaming(false) };
-            self.executor.executor().enqueue_at(request, arrival, follow_up)
+            sim_control(&self.executor)?.enqueue_at(request, arrival, follow_up)
         };
         let (lora, result) = match &self.lora {
             Some(traffic) => {
@@ -246,7 +252,7 @@ impl ScheduledLoad {
                 }
             }
             // Released once the next request is in, so the executor cannot run past its arrival.
-            let _ = load.executor.executor().release_arrivals(id);
+            let _ = sim_control(&load.executor).map(|sim| sim.release_follow_up(id));
         });
     }
 }
@@ -322,7 +328,7 @@ impl ClosedLoopUser {
         mut planned: Planned,
         mut arrival: Arrival,
         mut at: Option<Instant>,
-        lease: Option<u64>,
+        lease: Option<RequestId>,
     ) -> Option<(GenerationStream, RequestRecord)> {
         loop {
             self.think_after(&planned);
@@ -330,7 +336,7 @@ impl ClosedLoopUser {
                 Ok(sent) => {
                     if let (Some(key), Arrival::At(_)) = (lease, arrival) {
                         // Enqueued first, so the executor cannot run past its arrival.
-                        let _ = self.load.executor.executor().release_arrivals(key);
+                        let _ = sim_control(&self.load.executor).map(|sim| sim.release_follow_up(key));
                     }
                     return Some(sent);
                 }
@@ -346,7 +352,7 @@ impl ClosedLoopUser {
         record: Box<RequestRecord>,
         at: Option<Instant>,
         retry: Arrival,
-        lease: Option<u64>,
+        lease: Option<RequestId>,
     ) -> Option<(Planned, Arrival, Option<Instant>)> {
         let next_at = at.map(|a| a + self.delay);
         let next = self.next_request(next_at, Some(&record));
@@ -355,7 +361,7 @@ impl ClosedLoopUser {
             Some(planned) => Some((planned, next_at.map_or(retry, Arrival::At), next_at)),
             None => {
                 if let Some(key) = lease {
-                    let _ = self.load.executor.executor().release_arrivals(key);
+                    let _ = sim_control(&self.load.executor).map(|sim| sim.release_follow_up(key));
                 }
                 None
             }
@@ -374,7 +380,7 @@ impl ClosedLoopUser {
             let _ = self.load.done.send(finished);
             let Some(planned) = next else {
                 // A lease it did not ask for is not there: releasing it does nothing.
-                let _ = self.load.executor.executor().release_arrivals(id);
+                let _ = sim_control(&self.load.executor).map(|sim| sim.release_follow_up(id));
                 return;
             };
             match self.send(planned, Arrival::After(id), arrival, Some(id)) {
@@ -400,7 +406,7 @@ impl ClosedLoopUser {
         let mut sent = vec![(stream, record)];
         let mut refused = None;
         while let Some(planned) = self.list.pop_front() {
-            let parent = sent.last().map_or(0, |(s, _)| s.request_id());
+            let parent = sent.last().map_or(RequestId::new(0), |(s, _)| s.request_id());
             match self.load.enqueue(&planned, Arrival::After(parent), self.follow_up()) {
                 Ok(pair) => sent.push(pair),
                 Err(record) => {

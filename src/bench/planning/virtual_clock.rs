@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit};
+use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit, sim_control};
 use super::virtual_sessions::{SessionUsers, warmup_cycle};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
@@ -180,7 +180,7 @@ pub async fn run_virtual_point_with(
     let step_responses = speculates(engine_dir);
     let collector = IterationCollector::start(executor.executor());
     let wall_start = Instant::now();
-    let origin = executor.executor().simulated_now()?;
+    let origin = sim_control(&executor)?.now()?;
     let clock = RunClock::from_instant(origin);
 
     let mut records = Vec::new();
@@ -192,7 +192,7 @@ pub async fn run_virtual_point_with(
             (0..plan.warmup as u64).map(|i| (i, Phase::Warmup, sampler.next_request())).collect();
         next_index = plan.warmup as u64;
         let warm = run_phase(&executor, clock, options, step_responses, |load| {
-            let start = load.executor.executor().simulated_now()?;
+            let start = sim_control(&load.executor)?.now()?;
             load.users(deal(planned, users), first_wave(start, users), UserLimit::Count, None);
             Ok(())
         })
@@ -205,7 +205,7 @@ pub async fn run_virtual_point_with(
     let spread =
         |users: usize| -> Vec<Duration> { (0..users).map(|u| plan.user_start.offset(u, users, cycle)).collect() };
     let measured = run_phase(&executor, clock, options, step_responses, |load| {
-        let start = load.executor.executor().simulated_now()?;
+        let start = sim_control(&load.executor)?.now()?;
         let mut sampler = workload.sampler(point, WorkloadPhase::Measure);
         // A trace replay: its own arrival times, under the load's cap if any.
         let trace = workload.trace().map(|t| t.arrivals_s(plan));
@@ -380,10 +380,10 @@ async fn run_phase(
         step_responses,
         lora: options.lora.clone(),
     };
-    let now = executor.executor().simulated_now()?;
-    let hold = executor.executor().hold_arrivals(now)?;
+    let now = sim_control(executor)?.now()?;
+    let hold = sim_control(executor)?.hold_arrivals(now)?;
     let started = start(&load);
-    executor.executor().release_arrivals(hold)?;
+    sim_control(executor)?.release_hold(hold)?;
     started?;
     drop(load);
     let mut records = Vec::new();

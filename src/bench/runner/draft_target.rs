@@ -7,7 +7,8 @@ use futures::StreamExt;
 use super::records::{finish_record, new_record};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
 use crate::bench::traffic::workload::RequestSpec;
-use crate::{AsyncExecutor, GenerationRequest, SamplingParams, SpeculativeExecutor, StreamEvent};
+use crate::speculative::SpeculativeExecutor;
+use crate::{AsyncExecutor, GenerationRequest, SamplingParams, StreamEvent};
 
 /// A [`SpeculativeExecutor`] as a bench target: client-side times (TTFT, TPOT, ITL) are taken as
 /// the loop's chunks arrive, one chunk per round.
@@ -39,7 +40,7 @@ impl DraftTargetBench {
             .with_streaming(true)
             .with_sampling(SamplingParams { min_tokens: spec.min_tokens, ..Default::default() });
         if let Some(end_id) = spec.end_id {
-            request = request.with_end_id(end_id);
+            request = request.with_end_id(u32::try_from(end_id).ok());
         }
         let mut record = new_record(&spec, index, phase, clock.now_s());
         let mut stream = match self.speculative.enqueue(request) {

@@ -1,10 +1,11 @@
 //! Filling a request's record from what the in-process executor returns: shared by the targets
 //! that run requests in this process (plain and draft-target).
 
+use crate::FinalOutput;
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
 use crate::bench::metrics::speculative::SpecCounts;
 use crate::bench::traffic::workload::RequestSpec;
-use crate::{FinalOutput, SpeculativeMetrics};
+use crate::types::speculative::SpeculativeMetrics;
 
 /// A record for `spec`, sent at `send_s`.
 pub(crate) fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f64) -> RequestRecord {

@@ -12,7 +12,8 @@ use crate::bench::metrics::speculative::SpecCounts;
 use crate::bench::traffic::workload::RequestSpec;
 use crate::proto::trtllm as pb;
 use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
-use crate::{AsyncExecutor, GenerationRequest, GuideType, GuidedDecodingParams, SamplingParams, StreamEvent};
+use crate::types::guided::{GuideType, GuidedDecodingParams};
+use crate::{AsyncExecutor, GenerationRequest, SamplingParams, StreamEvent};
 
 /// Where the load goes: the same workloads and records either way, so the transport's cost
 /// shows. Both record finish reasons in the same (OpenAI) words and fill cached tokens.
@@ -91,7 +92,7 @@ pub(crate) fn generation_request(spec: &RequestSpec) -> GenerationRequest {
         .with_perf_metrics(true)
         .with_sampling(SamplingParams { min_tokens: spec.min_tokens, ..Default::default() });
     if let Some(end_id) = spec.end_id {
-        request = request.with_end_id(end_id);
+        request = request.with_end_id(u32::try_from(end_id).ok());
     }
     if let Some(guide) = &spec.guide {
         request = request.with_guided_decoding(guide.clone());

@@ -6,7 +6,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
-use crate::GuidedDecodingParams;
+use crate::types::guided::GuidedDecodingParams;
 
 pub use super::prompt::Prompt;
 use super::session::{Session, SessionPlan, SessionScript, TurnPrompt, UserMessage};

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use trtllm::bench::{BenchTarget, DraftTargetBench, EngineSimulation};
-use trtllm::{AsyncExecutor, DraftLength, ExecutorConfig, SpeculativeExecutor};
+use trtllm::speculative::{DraftLength, SpeculativeExecutor};
+use trtllm::{AsyncExecutor, ExecutorConfig};
 
 /// The draft-target options of `trtllm bench`.
 #[derive(Debug, Clone, clap::Args)]

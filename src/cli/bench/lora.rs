@@ -4,9 +4,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use trtllm::AsyncExecutor;
 use trtllm::bench::lora::{DEFAULT_HOST_CACHE_BYTES, LoraTraffic, LoraTrafficSpec};
 use trtllm::lora::EngineLoraSettings;
-use trtllm::{AsyncExecutor, PeftCacheConfig};
+use trtllm::lora::PeftCacheConfig;
 
 use super::args::RunArgs;
 

@@ -62,7 +62,7 @@ fn new_factory(
     guarded(|| {
         let stops = stop_ids.iter().map(|&id| token_id(id)).collect::<Result<Vec<u32>, _>>()?;
         let tokenizer = has_tokenizer_json.then_some(tokenizer_json);
-        Ok(Box::new(SimGrammarFactory(GrammarMatcherFactory::new(vocab, tokenizer, &stops)?)))
+        Ok(Box::new(SimGrammarFactory(GrammarMatcherFactory::shared(vocab, tokenizer, &stops)?)))
     })
 }
 

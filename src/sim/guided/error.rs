@@ -48,3 +48,18 @@ pub enum GuidedError {
     #[error("token {0} is not allowed by the grammar at this step")]
     TokenNotAllowed(u32),
 }
+
+impl GuidedError {
+    /// Whether the guide (a request's input) is at fault, rather than the vocabulary or stop ids
+    /// the executor was configured with.
+    pub fn is_guide_error(&self) -> bool {
+        !matches!(
+            self,
+            GuidedError::Vocabulary(_)
+                | GuidedError::TokenizerJson(_)
+                | GuidedError::NoStopTokens
+                | GuidedError::StopTokenOutOfRange { .. }
+                | GuidedError::Matcher(_)
+        )
+    }
+}

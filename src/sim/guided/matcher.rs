@@ -2,7 +2,8 @@
 //! terminating token choice.
 
 use std::fmt;
-use std::sync::Arc;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use llguidance::toktrie::{SimpleVob, TokEnv};
 use llguidance::{Matcher, ParserFactory};
@@ -22,6 +23,10 @@ const COMPLETION_PROBES: usize = 4;
 /// Compiled grammars a factory keeps (least recently used evicted first): enough for every response
 /// format and tool list a deployment serves at once, small next to the vocabulary's token trie.
 pub const GRAMMAR_CACHE_CAPACITY: usize = 64;
+
+/// A factory [`GrammarMatcherFactory::shared`] can hand out again: its vocabulary's fingerprint,
+/// its parts (alive while a clone is) and its stop ids.
+type LiveFactory = (u64, Weak<ParserFactory>, Weak<GrammarCache>, Arc<[u32]>);
 
 /// Compiles guides against one vocabulary (built once from a `GuidedDecodingConfig`); cheap to clone.
 #[derive(Clone)]
@@ -60,6 +65,40 @@ impl GrammarMatcherFactory {
             stop_token_ids: stop_token_ids.into(),
             compiled: Arc::new(GrammarCache::new(GRAMMAR_CACHE_CAPACITY)),
         })
+    }
+
+    /// The factory for this vocabulary: a clone of one still alive in this process that was made
+    /// from the same vocabulary, tokenizer text and stop ids, or a new one (then findable by later
+    /// calls while any clone of it lives). The executor compiles guides before enqueueing them, and
+    /// the simulated executor compiles them again when it admits the request: both go through this
+    /// call, so they share one token trie and one cache of compiled grammars, and the second
+    /// compile is a cache hit.
+    pub fn shared(
+        encoded_vocab: &[String],
+        tokenizer_json: Option<&str>,
+        stop_token_ids: &[u32],
+    ) -> Result<Self, GuidedError> {
+        static LIVE: Mutex<Vec<LiveFactory>> = Mutex::new(Vec::new());
+        let mut hasher = DefaultHasher::new();
+        (encoded_vocab, tokenizer_json, stop_token_ids).hash(&mut hasher);
+        let key = hasher.finish();
+        let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+        live.retain(|(_, parsers, _, _)| parsers.strong_count() > 0);
+        let found = live.iter().find_map(|(k, parsers, compiled, stops)| {
+            (*k == key && **stops == *stop_token_ids)
+                .then(|| Some((parsers.upgrade()?, compiled.upgrade()?, stops.clone())))?
+        });
+        if let Some((parsers, compiled, stop_token_ids)) = found {
+            return Ok(Self { parsers, stop_token_ids, compiled });
+        }
+        let factory = Self::new(encoded_vocab, tokenizer_json, stop_token_ids)?;
+        live.push((
+            key,
+            Arc::downgrade(&factory.parsers),
+            Arc::downgrade(&factory.compiled),
+            factory.stop_token_ids.clone(),
+        ));
+        Ok(factory)
     }
 
     /// The same factory with room for at most `capacity` compiled grammars (0: compile every guide

@@ -18,7 +18,8 @@
 //!
 //! The C++ simulator reaches this module through a second cxx bridge that only the simulated build
 //! compiles (build.rs adds it in `configure_simulated`; the real build emits `cfg(trtllm_real)` and
-//! this module is compiled out with it). The bridge exposes opaque `GrammarMatcherFactory` /
+//! leaves the bridge out). Both builds use the grammar engine itself: the executor compiles every
+//! guide before enqueueing it, so a guide the engine cannot compile is that request's error. The bridge exposes opaque `GrammarMatcherFactory` /
 //! `GrammarMatcher` boxes with `new_factory(vocab, tokenizer_json, stop_ids)`,
 //! `new_matcher(factory, guide_type, guide)`, `fill_mask(matcher, words)`, `consume(matcher,
 //! token)`, `is_accepting`, `is_stopped` and `choose_token(matcher, seed, step)`; every call returns
@@ -27,9 +28,10 @@
 //! (never under cpp/sim/include/tensorrt_llm, which mirrors the real headers), and the standalone
 //! C++ build without Rust links a fallback that rejects guided requests.
 
+#[cfg(not(trtllm_real))]
 mod bridge;
 mod cache;
-mod error;
+pub(crate) mod error;
 mod gbnf;
 mod grammar_parts;
 mod guide;
@@ -38,7 +40,7 @@ mod structural_tag;
 mod text_tokens;
 mod vocab;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "text"))]
 mod tests;
 
 pub use error::GuidedError;

@@ -475,3 +475,21 @@ fn the_grammar_cache_is_bounded_and_keys_on_type_and_text() {
     assert!(cached.matcher(GuideType::JsonSchema, Some("[0-9]")).is_err());
     assert_eq!(cached.cached_grammars(), 2);
 }
+
+#[test]
+fn factories_for_one_vocabulary_share_their_compiled_grammars() {
+    let tokenizer = tokenizer();
+    let json = tokenizer.to_string(false).expect("tokenizer json");
+    let vocab = encoded_vocab(tokenizer);
+    // The executor's pre-enqueue check and the simulator's admission each get a factory.
+    let checker = GrammarMatcherFactory::shared(&vocab, Some(&json), &[EOS]).expect("factory");
+    let runtime = GrammarMatcherFactory::shared(&vocab, Some(&json), &[EOS]).expect("factory");
+    let other_stops = GrammarMatcherFactory::shared(&vocab, Some(&json), &[EOS, 0]).expect("factory");
+    let schema = r#"{"type": "object", "properties": {"shared": {"type": "boolean"}}}"#;
+    checker.matcher(GuideType::JsonSchema, Some(schema)).expect("compiles");
+    assert_eq!(runtime.cached_grammars(), 1, "the runtime factory sees the grammar compiled before enqueue");
+    assert_eq!(other_stops.cached_grammars(), 0, "other stop ids make another factory");
+    drop((checker, runtime));
+    let fresh = GrammarMatcherFactory::shared(&vocab, Some(&json), &[EOS]).expect("factory");
+    assert_eq!(fresh.cached_grammars(), 0, "once every clone is gone, a new factory starts empty");
+}
