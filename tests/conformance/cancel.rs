@@ -35,7 +35,7 @@ fn cancel_by_call_ends_the_stream_with_a_cancelled_final() {
     assert!(done.completion_tokens < LONG);
     // Cancelling again, or an id never issued, is harmless.
     executor().cancel(id).unwrap();
-    executor().cancel(u64::MAX - 7).unwrap();
+    executor().cancel(trtllm::RequestId::new(u64::MAX - 7)).unwrap();
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! v1.2.0; backend XGrammar). A guided sequence ends on the end id once the grammar accepts.
 
 use serde_json::Value;
-use trtllm::{FinishReason, GuidedDecodingParams, SamplingParams};
+use trtllm::guided::GuidedDecodingParams;
+use trtllm::{FinishReason, SamplingParams};
 
 use crate::common::sim::drain;
 use crate::harness::{executor, skip, target};
@@ -30,10 +31,10 @@ fn json_schema_output_validates() {
     let prompt = t.tokenizer.encode("Describe a person as JSON:", true).unwrap();
     let mut complete = 0;
     for seed in 0..8 {
-        let sampling = SamplingParams { temperature: Some(1.0), seed: Some(seed), ..Default::default() };
+        let sampling = SamplingParams::default().temperature(1.0).seed(seed);
         let request = t
             .request(prompt.clone(), 160)
-            .with_end_id(eos as i32)
+            .with_end_id(eos)
             .with_sampling(sampling)
             .with_streaming(seed % 2 == 0)
             .with_guided_decoding(GuidedDecodingParams::json_schema(SCHEMA));

@@ -236,8 +236,8 @@ impl Target {
             },
             None => mode.as_str()?,
         };
-        trtllm::SpeculativeDecodingMode::from_name(name)
-            .filter(|m| *m != trtllm::SpeculativeDecodingMode::None)
+        trtllm::speculative::SpeculativeDecodingMode::from_name(name)
+            .filter(|m| *m != trtllm::speculative::SpeculativeDecodingMode::None)
             .map(|m| m.name())
     }
 
@@ -259,7 +259,7 @@ impl Target {
 
     /// A plain request: greedy, no end id (so it runs to `max_tokens`), perf metrics on.
     pub fn request(&self, prompt: Vec<u32>, max_tokens: u32) -> GenerationRequest {
-        GenerationRequest::new(prompt, max_tokens).with_end_id(-1).with_perf_metrics(true)
+        GenerationRequest::new(prompt, max_tokens).with_end_id(None).with_perf_metrics(true)
     }
 
     /// Why KV blocks cannot be reused (so no stored events), if they cannot: upstream reuses blocks only

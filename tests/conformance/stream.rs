@@ -52,7 +52,7 @@ fn the_end_id_ends_a_sequence_early_and_is_left_out() {
     let free = drain(executor().enqueue(t.request(prompt.clone(), 24)).unwrap()).tokens();
     let end_id = free[4];
     let first = free.iter().position(|&id| id == end_id).unwrap();
-    let out = drain(executor().enqueue(t.request(prompt, 24).with_end_id(end_id as i32)).unwrap());
+    let out = drain(executor().enqueue(t.request(prompt, 24).with_end_id(end_id)).unwrap());
     assert_eq!(out.done().finish_reason, FinishReason::EndId);
     assert_eq!(out.tokens(), free[..first], "tokens up to, not including, the end id");
 }
@@ -71,13 +71,7 @@ fn stop_words_end_a_sequence_and_are_kept() {
 #[test]
 fn several_return_sequences_each_stream_and_finish() {
     let t = target();
-    let sampling = SamplingParams {
-        num_return_sequences: Some(3),
-        temperature: Some(1.0),
-        top_k: Some(50),
-        seed: Some(7),
-        ..Default::default()
-    };
+    let sampling = SamplingParams::default().num_return_sequences(3).temperature(1.0).top_k(50).seed(7);
     let request = t.request(t.unique_prompt(5, 8), 6).with_sampling(sampling);
     let out = drain(executor().enqueue(request).unwrap());
     let done = out.done();
@@ -102,7 +96,7 @@ fn beam_search_returns_the_beams_asked_for() {
         return skip("beam_search_returns_the_beams_asked_for", "the engine was built with max_beam_width 1");
     }
     let beams = (t.engine.max_beam_width as u32).min(MAX_TEST_BEAMS);
-    let sampling = SamplingParams { beam_width: beams, num_return_sequences: Some(2), ..Default::default() };
+    let sampling = SamplingParams::default().beam_width(beams).num_return_sequences(2);
     // Beams are reordered until the end, so only the final is compared (upstream streams beam
     // search as whole-sequence replacements: executor.h, OutputConfig / Result::outputTokenIds).
     let request = t.request(t.unique_prompt(6, 8), 8).with_sampling(sampling).with_streaming(false);
@@ -122,7 +116,7 @@ fn concurrent_requests_each_get_exactly_their_own_terminal_item() {
     let streams: Vec<_> = (0..8)
         .map(|i| executor().enqueue(t.request(t.unique_prompt(100 + i, 5 + i as usize), 4 + i as u32)).unwrap())
         .collect();
-    let ids: std::collections::HashSet<u64> = streams.iter().map(|s| s.request_id()).collect();
+    let ids: std::collections::HashSet<trtllm::RequestId> = streams.iter().map(|s| s.request_id()).collect();
     assert_eq!(ids.len(), 8, "request ids are unique");
     for (i, stream) in streams.into_iter().enumerate() {
         let out = drain(stream);

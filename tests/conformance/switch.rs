@@ -37,7 +37,8 @@ fn the_suite_runs_on_the_engine_directory_the_variables_name() {
         return skip("switch", "already running on a named engine (or the real library)");
     }
     let engine = tempfile::tempdir().unwrap();
-    let speculation = trtllm::sim::SimulatedSpeculation::new(trtllm::SpeculativeDecodingMode::Medusa, 4, 0.7);
+    let speculation =
+        trtllm::sim::SimulatedSpeculation::new(trtllm::speculative::SpeculativeDecodingMode::Medusa, 4, 0.7);
     write_simulated_engine(engine.path(), |e| trtllm::sim::SimulatedEngine {
         lora: None,
         max_beam_width: 1,

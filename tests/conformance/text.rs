@@ -3,7 +3,8 @@
 //! executor knows only token-id stop words).
 
 use futures::StreamExt;
-use trtllm::{FinishReason, TextEvent, TextOptions, TextStream};
+use trtllm::FinishReason;
+use trtllm::text::{TextEvent, TextOptions, TextStream};
 
 use crate::harness::{skip, target};
 
@@ -27,14 +28,14 @@ async fn run(prompt: &str, max_tokens: u32, options: TextOptions) -> TextRun {
     while let Some(item) = stream.next().await {
         match item.expect("no error") {
             TextEvent::Chunk { text, .. } => shown.push_str(&text),
-            TextEvent::Final { output, texts, deltas, matched_stop } => {
+            TextEvent::Final { output, texts, deltas, matched_stops } => {
                 finals += 1;
                 shown.push_str(&deltas[0]);
                 result = Some(TextRun {
                     shown: String::new(),
                     text: texts[0].clone(),
                     tokens: output.sequences[0].token_ids.clone(),
-                    matched: matched_stop,
+                    matched: matched_stops[0].clone(),
                     finish: output.finish_reason,
                 });
             }

@@ -237,7 +237,7 @@ pub async fn smoke_test(
         None => vec![1, 2, 3, 4],
     };
     let tokens = tokens.clamp(1, (engine.max_seq_len.saturating_sub(prompt.len())).max(1) as u32);
-    let request = GenerationRequest::new(prompt.clone(), tokens).with_end_id(-1).with_perf_metrics(true);
+    let request = GenerationRequest::new(prompt.clone(), tokens).with_end_id(None).with_perf_metrics(true);
     let result = match executor.enqueue(request) {
         Ok(stream) => tokio::time::timeout(Duration::from_secs(120), stream.collect_final()).await,
         Err(e) => Ok(Err(e)),
