@@ -126,6 +126,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         config.guided_decoding = super::guided::serve_guided_decoding(tokenizer, args.no_guided_decoding);
     }
     let executor = AsyncExecutor::load(&engine_dir, config).await?;
+    if !executor.executor().can_enqueue() {
+        // Leader mode under `mpirun`: every rank loads the engine, only the leader (rank 0) serves.
+        // This rank computes for the leader until the leader's executor shuts down, and must not
+        // bind the port.
+        tracing::info!("a leader-mode worker rank: computing for the leader, not serving");
+        executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.host, args.port))
         .await
         .with_context(|| format!("binding {}:{}", args.host, args.port))?;
