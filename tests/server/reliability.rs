@@ -225,6 +225,22 @@ async fn oversized_replies_are_resource_exhausted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_requests_are_resource_exhausted() {
+    let options = ServeOptions { max_message_size: 4096, ..Default::default() };
+    let server = server_with(SimFaults::default(), options).await;
+    let mut client = server.client().await;
+    // 3,000 token ids of 2 bytes each: over the 4 KiB limit before it is decoded.
+    let prompt: Vec<u32> = (0..3000).map(|i| 200 + i % 1000).collect();
+    let refused = collect(&mut client, request("too-big", prompt, 4, true)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "not OUT_OF_RANGE: {refused:?}");
+    assert!(refused.message().contains("too large"), "{refused:?}");
+    assert_eq!(server.executor.executor().in_flight(), 0);
+    // The connection and the server go on: a request under the limit is served.
+    let small = collect(&mut client, request("small", vec![1, 2, 3], 4, true)).await.unwrap();
+    assert_eq!(chunks_and_completes(&small).1[0].output_token_ids.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_tokenizer_chunks_fit_the_message_limit() {
     let options = ServeOptions { max_message_size: 4096, ..Default::default() };
     let server = server_with(SimFaults::default(), options).await;
