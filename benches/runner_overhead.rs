@@ -286,10 +286,10 @@ async fn main() {
 }
 
 /// Tokens/s of `runs` closed-loop runs of 256 streams x 256 tokens, and (in process) the mean
-/// tokens per executor iteration over all runs. With every stream in flight at once that is 256
-/// whatever the host's load: fewer means the executor split the streams over more iterations, each
-/// with its fixed costs (the ~40% zero-latency regression was that, hidden by the host's noise in
-/// tokens/s).
+/// tokens per executor iteration over all runs: 256 when every stream shares every iteration,
+/// fewer when the executor splits the streams over more iterations, each with its fixed costs. A
+/// busy host lowers it somewhat (the 256 requests reach the executor over a longer time); the ~40%
+/// zero-latency regression took it to about 35, plain where tokens/s drowned in the host's noise.
 async fn tokens_per_s(target: &BenchTarget, runs: usize) -> (Vec<f64>, Option<f64>) {
     let mut rates = Vec::with_capacity(runs);
     let (mut all_tokens, mut iterations) = (0_u64, 0_usize);
