@@ -11,6 +11,10 @@
 //! first-token stamps do not travel over the OpenAI protocol, so unlike gRPC there is no
 //! per-request delivery figure.
 //!
+//! A second part measures the HTTP client alone against a zero-latency local OpenAI mock (every
+//! reply's chunks are ready at once, no executor): TTFT (request to first content chunk) and the
+//! tokens/s the target parses, at the same 256 streams.
+//!
 //! `cargo bench --bench http_target_overhead`
 
 use std::convert::Infallible;
@@ -92,6 +96,33 @@ async fn chat(State(front): State<Front>, body: Bytes) -> Response {
     Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(events.chain(done))).unwrap()
 }
 
+/// The zero-latency mock's `POST /v1/chat/completions`: every chunk of the reply at once.
+async fn mock_chat(body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let max_tokens = request["max_tokens"].as_u64().unwrap_or(1);
+    let mut reply = String::with_capacity(64 * (max_tokens as usize + 3));
+    for _ in 0..max_tokens {
+        reply.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"}}]}\n\n");
+    }
+    reply.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n");
+    reply.push_str(&format!(
+        "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{INPUT_LEN},\"completion_tokens\":{max_tokens}}}}}\n\n"
+    ));
+    reply.push_str("data: [DONE]\n\n");
+    Response::builder().header("content-type", "text/event-stream").body(Body::from(reply)).unwrap()
+}
+
+/// Serves the zero-latency mock on a loopback port; the base URL.
+async fn serve_mock() -> String {
+    let app = axum::Router::new()
+        .route("/v1/models", axum::routing::get(models))
+        .route("/v1/chat/completions", axum::routing::post(mock_chat));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/v1")
+}
+
 async fn models() -> axum::Json<Value> {
     axum::Json(json!({"object": "list", "data": [{"id": MODEL, "object": "model"}]}))
 }
@@ -110,6 +141,10 @@ async fn serve_front(executor: &AsyncExecutor) -> String {
 }
 
 async fn run(target: &BenchTarget) -> Vec<RequestRecord> {
+    run_tokens(target, OUTPUT_LEN).await
+}
+
+async fn run_tokens(target: &BenchTarget, output_len: u32) -> Vec<RequestRecord> {
     let workload = Workload {
         // Ids the shipped tokenizer knows: the HTTP target turns them into text with it.
         source: PromptSource::Random {
@@ -117,8 +152,8 @@ async fn run(target: &BenchTarget) -> Vec<RequestRecord> {
             input_len: INPUT_LEN,
             shared_prefix: 0,
         },
-        output_len: Some(OUTPUT_LEN),
-        fallback_output_len: OUTPUT_LEN,
+        output_len: Some(output_len),
+        fallback_output_len: output_len,
         ignore_eos: true,
         end_id: None,
         streaming: true,
@@ -199,4 +234,35 @@ async fn main() {
         );
     }
     executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
+
+    // The client alone: a mock with every chunk ready at once, so what is measured is the
+    // request, the connection, SSE parsing and the record. The first round opens the connections.
+    const MOCK_ROUNDS: usize = 4;
+    const MOCK_TOKENS: u32 = 256;
+    let mock = OpenAiTarget::connect(&serve_mock().await, None, OpenAiApi::Chat, None).await.unwrap();
+    let builtin_tokenizer = Tokenizer::from_dir(builtin.join("tokenizer")).unwrap();
+    let mock = BenchTarget::OpenAi(mock.with_tokenizer(builtin_tokenizer));
+    let (mut ttft, mut rates) = (Vec::new(), Vec::new());
+    for round in 0..MOCK_ROUNDS {
+        let started = std::time::Instant::now();
+        let records = run_tokens(&mock, MOCK_TOKENS).await;
+        let seconds = started.elapsed().as_secs_f64();
+        if round == 0 {
+            continue;
+        }
+        ttft.extend(ttfts(&records));
+        let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
+        rates.push(tokens as f64 / seconds / 1e3);
+    }
+    println!(
+        "\nHTTP client alone, zero-latency OpenAI mock: {STREAMS} streams x {MOCK_TOKENS} tokens, {} rounds after a \
+         connection-opening one:",
+        MOCK_ROUNDS - 1
+    );
+    println!(
+        "  TTFT p50 {:.2} ms, p99 {:.2} ms; {} ktokens/s per round",
+        ms(&ttft, 50.0),
+        ms(&ttft, 99.0),
+        rounds(&rates)
+    );
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::shared::{EndCause, Shared};
 use crate::error::{Error, Result};
@@ -22,7 +22,9 @@ fn run(shared: &Shared, timeout_ms: u32) {
     while !shared.stopping() {
         match shared.handle().await_responses(timeout_ms) {
             Ok(batch) if batch.is_empty() => {}
-            Ok(batch) => shared.route(batch),
+            // One clock read per batch, as it enters Rust: every response of the batch carries
+            // it, so routing the batch (a wake-up per request) is not part of any stamp.
+            Ok(batch) => shared.route(batch, Instant::now()),
             Err(e) => {
                 let message = format!("awaitResponses failed: {}", e.what().lines().next().unwrap_or(""));
                 tracing::error!(error = %message, "response thread stopping; failing every in-flight request");

@@ -192,12 +192,13 @@ impl Shared {
         Ok((enqueued_at, registrations))
     }
 
-    /// Routes one batch of responses to their channels, removing the routes that ended, then
-    /// cancels (outside the lock) the requests whose consumer is gone or too slow.
-    pub(crate) fn route(&self, batch: Vec<sys::ResponseItem>) {
+    /// Routes one batch of responses, received at `received_at`, to their channels, removing the
+    /// routes that ended, then cancels (outside the lock) the requests whose consumer is gone or
+    /// too slow.
+    pub(crate) fn route(&self, batch: Vec<sys::ResponseItem>, received_at: Instant) {
         let mut cancel = Vec::new();
         let removed = match self.lock_routes() {
-            Some(mut routes) => route_batch(&mut routes, batch, &mut cancel, &self.health),
+            Some(mut routes) => route_batch(&mut routes, batch, received_at, &mut cancel, &self.health),
             None => false,
         };
         if removed {
@@ -316,11 +317,13 @@ impl Shared {
     }
 }
 
-/// Routes one batch of responses with the routes locked. Collects the ids to cancel in the
-/// executor (consumer gone or too slow); returns whether any route was removed.
+/// Routes one batch of responses with the routes locked, each stamped `received_at`. Collects
+/// the ids to cancel in the executor (consumer gone or too slow); returns whether any route was
+/// removed.
 fn route_batch(
     routes: &mut HashMap<u64, Route>,
     batch: Vec<sys::ResponseItem>,
+    received_at: Instant,
     cancel: &mut Vec<u64>,
     health: &HealthTracker,
 ) -> bool {
@@ -348,7 +351,7 @@ fn route_batch(
             }
             continue;
         };
-        let routed = Routed { item, received_at: Instant::now() };
+        let routed = Routed { item, received_at };
         match route.tx.try_send(routed) {
             Ok(()) if terminal => {
                 routes.remove(&id);

@@ -14,10 +14,15 @@ use super::convert;
 use super::events::{Event, EventStream};
 use super::live::LiveEntry;
 use super::metrics::code_outcome;
-use super::replies::{ReplyContext, chunk_message, complete_messages};
+use super::replies::{self, ReplyContext, chunk_message, complete_messages};
 use super::state::ServiceState;
 use crate::proto::trtllm as pb;
 use crate::{FinalOutput, FinishReason};
+
+/// Reply messages a Generate call queues for its connection. Past that, the client lags and its
+/// chunks wait as one coalesced message instead (see `Generation::stream`): a short queue keeps
+/// a lagging client's tokens in few large messages rather than many small ones.
+pub(crate) const REPLY_BUFFER: usize = 32;
 
 /// How long a terminal status may wait for a client that has stopped reading.
 const TERMINAL_SEND_TIMEOUT: Duration = Duration::from_secs(1);
@@ -151,6 +156,13 @@ impl Generation {
     }
 
     async fn stream(&mut self) -> Outcome {
+        // Chunks that came while the client lagged (its reply buffer full), as one message: the
+        // executor stream is drained at the executor's pace whatever the connection's, so a slow
+        // client never fills the request's buffer (which would cancel it), and it gets one
+        // message for everything that waited instead of one per token.
+        let mut pending: Option<pb::GenerateResponse> = None;
+        // Its own handle on the reply channel: a reserved slot must not borrow `self`.
+        let replies = self.tx.clone();
         loop {
             let deadline = self.deadline_at();
             let item = tokio::select! {
@@ -160,18 +172,43 @@ impl Generation {
                 _ = tokio::time::sleep_until(deadline), if self.deadline.is_some() => {
                     return self.interrupted(Interrupted::Deadline).await;
                 }
+                permit = replies.reserve(), if pending.is_some() => {
+                    let Ok(permit) = permit else { return Outcome::ClientGone };
+                    if let Some(message) = pending.take() {
+                        permit.send(Ok(message));
+                    }
+                    continue;
+                }
                 item = self.events.next() => item,
             };
-            match item {
-                Some(Ok(Event::Chunk(chunk))) => {
-                    let message = chunk_message(&self.reply.request_id, &chunk);
-                    if let Err(status) = convert::check_message_fits(&message, self.state.max_message_size) {
-                        return self.end_with(status).await;
-                    }
-                    if let Err(why) = self.send(message, true).await {
-                        return self.interrupted(why).await;
-                    }
+            if let Some(Ok(Event::Chunk(chunk))) = item {
+                let max = self.state.max_message_size;
+                let chunk = match pending.as_mut() {
+                    Some(message) => replies::coalesce(message, chunk, max),
+                    None => Some(chunk),
+                };
+                let Some(chunk) = chunk else { continue };
+                // Another sequence's tokens, or a message at the limit: what waited goes first.
+                if let Some(message) = pending.take()
+                    && let Err(why) = self.send(message, true).await
+                {
+                    return self.interrupted(why).await;
                 }
+                let message = chunk_message(&self.reply.request_id, chunk);
+                if let Err(status) = convert::check_message_fits(&message, max) {
+                    return self.end_with(status).await;
+                }
+                pending = Some(message);
+                continue;
+            }
+            // The end: the chunks that waited go before it.
+            if let Some(message) = pending.take()
+                && let Err(why) = self.send(message, true).await
+            {
+                return self.interrupted(why).await;
+            }
+            match item {
+                Some(Ok(Event::Chunk(_))) => unreachable!("chunks are handled above"),
                 Some(Ok(Event::Final { output, matched_stops })) => return self.finish(output, &matched_stops).await,
                 Some(Err(error)) => {
                     let status = convert::stream_status(&error, self.state.executor_failing());

@@ -2,7 +2,7 @@
 //! `grpc.health.v1.Health` and server reflection, over one executor.
 //!
 //! Modules use only those before them: the parts (`options`, `convert`, `limits`, `live`,
-//! `lifecycle`, `metrics`, `kv_feed`, `engine_load`, `tls`, ...) <- `state` (what every call
+//! `lifecycle`, `metrics`, `kv_feed`, `engine_load`, `tls`, `oversized`, ...) <- `state` (what every call
 //! shares) and `events`/`replies` (executor events in, protocol messages out) <- `generation`,
 //! `kv_events`, `health` (one call's stream) <- `service` (the gRPC methods) <- this module.
 
@@ -22,6 +22,7 @@ mod live;
 mod lora;
 mod metrics;
 mod options;
+mod oversized;
 mod replies;
 mod service;
 mod state;
@@ -87,7 +88,7 @@ pub async fn serve(
         .max_encoding_message_size(options.max_message_size);
     let mut routes = tonic::service::Routes::builder();
     routes.add_service(trtllm).add_service(health).add_service(reflection_v1).add_service(reflection_v1alpha);
-    let mut router = routes.routes().into_axum_router();
+    let mut router = routes.routes().into_axum_router().layer(axum::middleware::from_fn(oversized::resource_exhausted));
     if let Some(token) = &options.auth_token {
         let auth = auth::BearerAuth::new(token, options.health_without_auth);
         router = router.layer(axum::middleware::from_fn_with_state(auth, auth::require_token));

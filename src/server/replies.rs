@@ -13,19 +13,49 @@ use crate::{FinalOutput, FinishReason, TokenChunk};
 /// The stream a streaming call answers with.
 pub(crate) type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
-/// A chunk message for `chunk`.
-pub(crate) fn chunk_message(request_id: &str, chunk: &TokenChunk) -> pb::GenerateResponse {
+/// A chunk message for `chunk`, taking its token ids rather than copying them.
+pub(crate) fn chunk_message(request_id: &str, chunk: TokenChunk) -> pb::GenerateResponse {
+    let logprobs = logprobs(&chunk.token_ids, chunk.log_probs.as_deref());
     pb::GenerateResponse {
         request_id: request_id.to_string(),
         response: Some(pb::generate_response::Response::Chunk(pb::GenerateStreamChunk {
-            token_ids: chunk.token_ids.clone(),
+            token_ids: chunk.token_ids,
             sequence_index: chunk.sequence_index,
             prompt_tokens: chunk.prompt_tokens,
             completion_tokens: chunk.completion_tokens,
             cached_tokens: chunk.cached_tokens.unwrap_or(0),
-            logprobs: logprobs(&chunk.token_ids, chunk.log_probs.as_deref()),
+            logprobs,
         })),
     }
+}
+
+/// Appends `chunk` (a later chunk of the same request) to the chunk message `pending`, so a
+/// client that lags gets one message for everything that waited instead of one per token.
+/// Returns `chunk` untouched when it cannot join: another sequence, or `pending` would grow past
+/// `max_size` bytes.
+pub(crate) fn coalesce(pending: &mut pb::GenerateResponse, chunk: TokenChunk, max_size: usize) -> Option<TokenChunk> {
+    use prost::Message;
+    let Some(pb::generate_response::Response::Chunk(into)) = pending.response.as_mut() else { return Some(chunk) };
+    if into.sequence_index != chunk.sequence_index {
+        return Some(chunk);
+    }
+    // A bound without encoding: a token id takes at most 5 bytes, with its log prob entry 21,
+    // and the rest of the message well under 64 bytes besides the request id. Only a message
+    // near the limit is measured exactly.
+    let tokens = into.token_ids.len() + chunk.token_ids.len();
+    let bound = pending.request_id.len() + 64 + tokens * 21;
+    if bound > max_size {
+        let grows = chunk.token_ids.len() * if chunk.log_probs.is_some() { 21 } else { 5 };
+        if pending.encoded_len() + grows > max_size {
+            return Some(chunk);
+        }
+    }
+    let Some(pb::generate_response::Response::Chunk(into)) = pending.response.as_mut() else { return Some(chunk) };
+    into.logprobs.extend(logprobs(&chunk.token_ids, chunk.log_probs.as_deref()));
+    into.token_ids.extend_from_slice(&chunk.token_ids);
+    into.completion_tokens = chunk.completion_tokens;
+    into.cached_tokens = chunk.cached_tokens.unwrap_or(into.cached_tokens);
+    None
 }
 
 fn logprobs(ids: &[u32], values: Option<&[f32]>) -> Vec<pb::TokenLogprob> {

@@ -9,7 +9,7 @@ use tonic::{Request, Response, Status};
 
 use super::convert;
 use super::events::{EventStream, stream_events, text_events};
-use super::generation::{Deadline, Generation};
+use super::generation::{Deadline, Generation, REPLY_BUFFER};
 use super::kv_events;
 use super::metrics::ServerMetrics;
 use super::options::ServeOptions;
@@ -130,7 +130,7 @@ impl Service {
             perf: output_perf,
             wall: state.wall,
         };
-        let (tx, rx) = mpsc::channel(128);
+        let (tx, rx) = mpsc::channel(REPLY_BUFFER);
         let generation = Generation { state: state.clone(), reply, guard, permit, events, tx, deadline };
         state.lifecycle.tasks.spawn(generation.run());
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))

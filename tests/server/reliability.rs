@@ -262,6 +262,22 @@ async fn oversized_replies_are_resource_exhausted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_requests_are_resource_exhausted() {
+    let options = ServeOptions { max_message_size: 4096, ..Default::default() };
+    let server = server_with(SimFaults::default(), options).await;
+    let mut client = server.client().await;
+    // 3,000 token ids of 2 bytes each: over the 4 KiB limit before it is decoded.
+    let prompt: Vec<u32> = (0..3000).map(|i| 200 + i % 1000).collect();
+    let refused = collect(&mut client, request("too-big", prompt, 4, true)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "not OUT_OF_RANGE: {refused:?}");
+    assert!(refused.message().contains("too large"), "{refused:?}");
+    assert_eq!(server.executor.executor().in_flight(), 0);
+    // The connection and the server go on: a request under the limit is served.
+    let small = collect(&mut client, request("small", vec![1, 2, 3], 4, true)).await.unwrap();
+    assert_eq!(chunks_and_completes(&small).1[0].output_token_ids.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_tokenizer_chunks_fit_the_message_limit() {
     let options = ServeOptions { max_message_size: 4096, ..Default::default() };
     let server = server_with(SimFaults::default(), options).await;
@@ -387,4 +403,48 @@ async fn engine_load_knows_the_kv_capacity_before_the_first_iteration() {
     let capacity = capacity.expect("max_total_num_tokens from the KV cache's configuration");
     assert!(capacity > 0);
     assert_eq!(Some(capacity as u64), server.executor.executor().kv_cache_capacity_tokens());
+}
+
+/// A client that stops reading for a while loses nothing and does not get its request cancelled
+/// for being slow: the chunks that wait while it lags reach it coalesced into fewer messages,
+/// every token once and in order, with running counts that add up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_client_gets_coalesced_chunks_and_every_token() {
+    const TOKENS: u32 = 400;
+    let server = TestServer::builder()
+        .iteration_ms(1.0)
+        // 32 ms of tokens: without coalescing, a client that lags longer overflows the request's
+        // buffer and the request is cancelled as too slow.
+        .config(|c| c.stream_buffer(32))
+        .start()
+        .await;
+    server.channel().await; // up
+    // A 1 KiB HTTP/2 window: a few dozen unread messages hold the server's sends back.
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .initial_stream_window_size(1024)
+        .connect()
+        .await
+        .unwrap();
+    let mut client = pb::trtllm_service_client::TrtllmServiceClient::new(channel);
+    let mut stream = client.generate(request("lagging", vec![1, 2, 3], TOKENS, true)).await.unwrap().into_inner();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let (messages, status) = drain(&mut stream).await;
+    let (streamed, completes) = chunks_and_completes(&messages);
+    assert!(status.is_none(), "{status:?} after {} messages, {} tokens", messages.len(), streamed.len());
+    assert_eq!(streamed.len(), TOKENS as usize);
+    assert_eq!(completes[0].output_token_ids, streamed, "every token once, in order");
+    let chunks: Vec<&pb::GenerateStreamChunk> = messages
+        .iter()
+        .filter_map(|m| match &m.response {
+            Some(pb::generate_response::Response::Chunk(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert!(chunks.iter().any(|c| c.token_ids.len() > 10), "coalesced: {} messages", chunks.len());
+    let mut running = 0;
+    for chunk in chunks {
+        running += chunk.token_ids.len() as u32;
+        assert_eq!(chunk.completion_tokens, running);
+    }
 }
