@@ -403,7 +403,7 @@ mod tests {
         for id in 0..10 {
             receivers.push(route(&mut routes, id));
             let refused = error(id, "Encountered an error when fetching new request: guide: the grammar is bad");
-            route_batch(&mut routes, vec![refused], &mut Vec::new(), &health);
+            route_batch(&mut routes, vec![refused], Instant::now(), &mut Vec::new(), &health);
         }
         assert!(health.issues().is_empty(), "{:?}", health.issues());
         assert!(routes.is_empty(), "each refusal ended its request");
@@ -411,7 +411,7 @@ mod tests {
         for id in 10..13 {
             receivers.push(route(&mut routes, id));
             let failed = error(id, "Encountered an error in forwardAsync function: device lost");
-            route_batch(&mut routes, vec![failed], &mut Vec::new(), &health);
+            route_batch(&mut routes, vec![failed], Instant::now(), &mut Vec::new(), &health);
         }
         assert!(
             matches!(&health.issues()[..], [crate::executor::HealthIssue::RequestsFailing { count: 3, .. }]),
