@@ -18,7 +18,8 @@ fn main() {
 
     // The simulated build adds the grammar engine's bridge (src/sim/guided/bridge.rs); the real one never does.
     let simulated = env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()).is_none();
-    let bridges: &[&str] = if simulated { &["src/ffi.rs", SIM_GRAMMAR_BRIDGE] } else { &["src/ffi.rs"] };
+    let bridges: &[&str] =
+        if simulated { &["src/ffi.rs", SIM_GRAMMAR_BRIDGE, SIM_TIMING_BRIDGE] } else { &["src/ffi.rs"] };
     let mut build = cxx_build::bridges(bridges);
     build.std("c++17").flag_if_supported("-Wall").flag_if_supported("-Wextra");
     track(&manifest.join("cpp/include/trtllm/shim.h"));
@@ -106,9 +107,13 @@ fn detect_cxx11_abi(library: &Path) -> Option<String> {
 /// The sim-only bridge to the llguidance grammar engine (guided decoding in the simulator).
 const SIM_GRAMMAR_BRIDGE: &str = "src/sim/guided/bridge.rs";
 
+/// The sim-only bridge to the Rust timing and memory model (src/sim/perf_model.rs).
+const SIM_TIMING_BRIDGE: &str = "src/sim/bridge.rs";
+
 fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
     require_nlohmann_json(build);
     track(&manifest.join(SIM_GRAMMAR_BRIDGE));
+    track(&manifest.join(SIM_TIMING_BRIDGE));
     let sim = manifest.join("cpp/sim");
     build.include(sim.join("include"));
     // Directories too, so that a newly added source file triggers a rebuild.
@@ -149,6 +154,7 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path) {
         .flag_if_supported("-Wextra")
         .include(sim.join("include"))
         .define("TRTLLM_SIM_RUST_GRAMMAR", None)
+        .define("TRTLLM_SIM_RUST_TIMING", None)
         .files(&sources);
     let objects = simulator.compile_intermediates();
     let listing: String = sources
