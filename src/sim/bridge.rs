@@ -44,8 +44,12 @@ mod ffi {
         fn weight_bytes_per_gpu(timing: &SimTiming) -> f64;
         fn kv_bytes_per_token_per_gpu(timing: &SimTiming) -> f64;
         fn gpu_memory_bytes(timing: &SimTiming) -> f64;
-        fn runtime_reserve_bytes(timing: &SimTiming, max_num_tokens: i32, max_batch_size: i32, max_beam_width: i32)
-        -> f64;
+        fn runtime_reserve_bytes(
+            timing: &SimTiming,
+            max_num_tokens: i32,
+            max_batch_size: i32,
+            max_beam_width: i32,
+        ) -> f64;
         fn kv_capacity_tokens(timing: &SimTiming, free_fraction: f64, reserve_bytes: f64) -> Result<i64>;
     }
 }

@@ -48,7 +48,9 @@ impl EngineSpec {
     pub fn from_config(config: &ConfigJson) -> Result<Self, SimError> {
         let p = &config.pretrained_config;
         let required = |value: Option<usize>, name: &str| {
-            value.filter(|v| *v > 0).ok_or_else(|| SimError::Invalid(format!("config.json: pretrained_config.{name} is required")))
+            value
+                .filter(|v| *v > 0)
+                .ok_or_else(|| SimError::Invalid(format!("config.json: pretrained_config.{name} is required")))
         };
         let hidden = required(p.hidden_size, "hidden_size")?;
         let heads = required(p.num_attention_heads, "num_attention_heads")?;
@@ -76,7 +78,8 @@ impl EngineSpec {
         };
         let tp = p.mapping.tp_size();
         let layer_params = {
-            let (h, q, kv) = (hidden as f64, (heads * shape.head_size) as f64, (shape.num_kv_heads * shape.head_size) as f64);
+            let (h, q, kv) =
+                (hidden as f64, (heads * shape.head_size) as f64, (shape.num_kv_heads * shape.head_size) as f64);
             2.0 * h * q + 2.0 * h * kv + 3.0 * h * shape.intermediate_size as f64
         };
         let (h, vocab, tp_f) = (hidden as f64, shape.vocab_size as f64, tp as f64);
@@ -126,7 +129,8 @@ impl PerfModel {
         let sim: SimulationJson = if sim_path.exists() { read(&sim_path)? } else { SimulationJson::default() };
         let mut gpu = GpuPreset::by_id(&sim.gpu)?.clone();
         for (name, value) in &sim.gpu_overrides {
-            gpu.set_figure(name, *value).map_err(|e| SimError::Invalid(format!("simulation.json: gpu_overrides: {e}")))?;
+            gpu.set_figure(name, *value)
+                .map_err(|e| SimError::Invalid(format!("simulation.json: gpu_overrides: {e}")))?;
         }
         Self::from_spec(EngineSpec::from_config(&config)?, &gpu)
     }

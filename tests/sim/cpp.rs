@@ -69,7 +69,8 @@ fn simulator_objects(sim: &Path) -> &'static [PathBuf] {
                     .into_iter()
                     .partition(|(source, _)| BRIDGED_SOURCES.iter().any(|bridged| source.ends_with(bridged)));
                 assert_eq!(bridged.len(), BRIDGED_SOURCES.len(), "build.rs listed {bridged:?}");
-                let stand_ins: Vec<PathBuf> = BRIDGED_SOURCES.iter().map(|source| sim.join("src").join(source)).collect();
+                let stand_ins: Vec<PathBuf> =
+                    BRIDGED_SOURCES.iter().map(|source| sim.join("src").join(source)).collect();
                 let fallback = compile_all(&stand_ins, &objects_dir, &sim.join("include"));
                 let mut objects: Vec<PathBuf> = objects.into_iter().map(|(_, object)| object).collect();
                 objects.extend(fallback);
