@@ -8,6 +8,7 @@
 
 #[cfg(not(trtllm_real))]
 mod bridge;
+pub mod calibrate;
 mod engine_timing;
 mod error;
 mod gpu;
