@@ -127,11 +127,17 @@ impl PerfModel {
         let config: ConfigJson = read(&dir.join("config.json"))?;
         let sim_path = dir.join("simulation.json");
         let sim: SimulationJson = if sim_path.exists() { read(&sim_path)? } else { SimulationJson::default() };
+        Self::from_documents(&config, &sim)
+    }
+
+    /// The model of an engine described by its config.json and simulation.json documents: the one path
+    /// from an engine to its timing, shared by the simulator, the planner and the benchmark.
+    pub fn from_documents(config: &ConfigJson, sim: &SimulationJson) -> Result<Self, SimError> {
         let mut gpu = GpuPreset::by_id(&sim.gpu)?.clone();
         for (name, value) in &sim.gpu_overrides {
             gpu.set_figure(name, *value)
                 .map_err(|e| SimError::Invalid(format!("simulation.json: gpu_overrides: {e}")))?;
         }
-        Self::from_spec(EngineSpec::from_config(&config)?, &gpu)
+        Self::from_spec(EngineSpec::from_config(config)?, &gpu)
     }
 }

@@ -315,13 +315,10 @@ impl PerfModel {
         })
     }
 
-    /// The model of a simulated engine: its shape, precision, tp, GPU preset and GPU overrides.
+    /// The model of a simulated engine, from the config.json and simulation.json it writes (exactly what
+    /// the simulator will load).
     pub fn for_engine(engine: &SimulatedEngine) -> Result<Self, SimError> {
-        let mut gpu = GpuPreset::by_id(&engine.gpu)?.clone();
-        for (name, value) in &engine.gpu_overrides {
-            gpu.set_figure(name, *value)?;
-        }
-        Self::new(&engine.shape(), &gpu, engine.weight_dtype, engine.kv_cache_dtype, engine.tp_size)
+        Self::from_documents(&engine.config_json(), &engine.simulation_json())
     }
 
     /// The GPU (with any overrides).
