@@ -1,5 +1,5 @@
 //! Builds and runs the simulated executor's C++ test programs (cpp/sim/tests/sim_test.cpp for the executor,
-//! the timing model and clocks are tested in Rust, tests/sim/timing.rs) with the system C++ compiler, linked with the simulator
+//! timing_test.cpp for the clocks; the timing model itself is tested in Rust) with the system C++ compiler, linked with the simulator
 //! objects build.rs compiled for the crate, so `cargo test` covers the simulator's behaviour on its own, below the
 //! Rust bindings.
 
@@ -168,4 +168,9 @@ fn cpp_sources_compile_without_warnings() {
 #[test]
 fn simulated_executor_cpp_tests_pass() {
     run_test_program("sim_test");
+}
+
+#[test]
+fn simulated_clock_cpp_tests_pass() {
+    run_test_program("timing_test");
 }

@@ -1,6 +1,6 @@
 // TimingModel (timing_model.h) over the Rust timing model. The crate's build compiles this file against the
 // sim-only bridge (src/sim/bridge.rs, TRTLLM_SIM_RUST_TIMING); the simulator's C++ test programs, which link no
-// Rust, get a stand-in with a fixed iteration time and an unbounded GPU, so that they test the executor's
+// Rust, get a stand-in with a fixed iteration time (20 ms) and an unbounded GPU, so that they test the executor's
 // behaviour and never a second copy of the model.
 #include "timing_model.h"
 
@@ -88,7 +88,7 @@ std::int64_t TimingModel::kvCapacityTokens(double freeFraction, double reserveBy
 
 #else
 
-/// The C++ test programs' stand-in: every forward pass takes 1 ms, weights take nothing, the GPU holds 2^20 KV
+/// The C++ test programs' stand-in: every forward pass takes 20 ms (a 7B decode step on a workstation GPU), weights take nothing, the GPU holds 2^20 KV
 /// tokens of 1 KiB.
 struct TimingModel::Impl
 {
@@ -96,7 +96,7 @@ struct TimingModel::Impl
 
 namespace
 {
-constexpr double kStandInIterationMs = 1.0;
+constexpr double kStandInIterationMs = 20.0;
 constexpr double kStandInKvBytesPerToken = 1024.0;
 constexpr double kStandInMemoryBytes = 1024.0 * 1024.0 * kStandInKvBytesPerToken;
 } // namespace
