@@ -30,7 +30,13 @@ fn main() {
     // feature brings the grammar engine; the real one never does.
     let simulated = env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()).is_none();
     let grammar = simulated && env::var_os("CARGO_FEATURE_GUIDED").is_some();
-    let bridges: &[&str] = if grammar { &["src/ffi.rs", SIM_GRAMMAR_BRIDGE] } else { &["src/ffi.rs"] };
+    let mut bridges = vec!["src/ffi.rs"];
+    if grammar {
+        bridges.push(SIM_GRAMMAR_BRIDGE);
+    }
+    if simulated {
+        bridges.push(SIM_TIMING_BRIDGE);
+    }
     let mut build = cxx_build::bridges(bridges);
     build.std("c++17").flag_if_supported("-Wall").flag_if_supported("-Wextra");
     track(&manifest.join("cpp/include/trtllm/shim.h"));
@@ -151,9 +157,13 @@ fn detect_cxx11_abi(library: &Path) -> Option<String> {
 /// The sim-only bridge to the llguidance grammar engine (guided decoding in the simulator).
 const SIM_GRAMMAR_BRIDGE: &str = "src/sim/guided/bridge.rs";
 
+/// The sim-only bridge to the Rust timing and memory model (src/sim/perf_model.rs).
+const SIM_TIMING_BRIDGE: &str = "src/sim/bridge.rs";
+
 fn configure_simulated(build: &mut cc::Build, manifest: &Path, grammar: bool) {
     require_nlohmann_json(build);
     track(&manifest.join(SIM_GRAMMAR_BRIDGE));
+    track(&manifest.join(SIM_TIMING_BRIDGE));
     let sim = manifest.join("cpp/sim");
     build.include(sim.join("include"));
     // Directories too, so that a newly added source file triggers a rebuild.
@@ -193,6 +203,7 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path, grammar: bool) {
         .flag_if_supported("-Wall")
         .flag_if_supported("-Wextra")
         .include(sim.join("include"))
+        .define("TRTLLM_SIM_RUST_TIMING", None)
         .files(&sources);
     // Without the grammar engine the simulator links a fallback that refuses guided requests.
     if grammar {

@@ -6,10 +6,16 @@
 //! the GPU timing model behind it in docs/simulator.md. [`GpuPreset`] and [`ModelPreset`] describe the
 //! simulated hardware and models, and [`perf_model`] predicts their timing without running anything.
 
+#[cfg(not(trtllm_real))]
+mod bridge;
+pub mod calibrate;
+mod engine_timing;
 pub(crate) mod error;
 mod gpu;
 #[cfg(feature = "guided")]
 pub mod guided;
+pub mod kernel_table;
+mod kernels;
 mod model;
 pub mod perf_model;
 mod simulated_engine;
@@ -25,7 +31,8 @@ pub use crate::types::arrival::Arrival;
 pub use crate::types::ids::HoldKey;
 pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
+pub use kernels::WeightFormat;
 pub use model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};
-pub use perf_model::PerfModel;
+pub use perf_model::{BatchWork, Drafter, EngineSpec, IterationTime, PerfModel};
 pub use simulated_engine::{SimLora, SimulatedEngine, SimulatedEngineBuilder};
 pub use speculation::SimulatedSpeculation;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 
 use crate::engine::{ConfigJson, JsonFileError, SimulationJson, read_json_or_default};
-use crate::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelShape, PerfModel, SimError, WeightDtype};
+use crate::sim::{ClockMode, KvCacheDtype, PerfModel, SimError, WeightDtype};
 
 /// Errors from reading a simulated engine directory's timing description.
 #[derive(Debug, thiserror::Error)]
@@ -96,24 +96,8 @@ impl EngineSimulation {
         let config_path = dir.join("config.json");
         let config: ConfigJson = read_engine_file(&config_path)?;
         let sim: SimulationJson = read_engine_file(&dir.join("simulation.json"))?;
-        let bad = |message: String| SimulationError::Format { path: config_path.clone(), message };
 
         let pretrained = &config.pretrained_config;
-        let need = |value: Option<usize>, name: &str| {
-            value.ok_or_else(|| bad(format!("pretrained_config.{name} must be a positive integer")))
-        };
-        let hidden_size = need(pretrained.hidden_size, "hidden_size")?;
-        let num_heads = need(pretrained.num_attention_heads, "num_attention_heads")?.max(1);
-        let shape = ModelShape {
-            vocab_size: need(pretrained.vocab_size, "vocab_size")?,
-            hidden_size,
-            num_layers: need(pretrained.num_hidden_layers, "num_hidden_layers")?,
-            num_heads,
-            num_kv_heads: pretrained.num_key_value_heads.unwrap_or(num_heads),
-            head_size: pretrained.head_size.unwrap_or(hidden_size / num_heads),
-            intermediate_size: pretrained.intermediate_size.unwrap_or(4 * hidden_size),
-            tie_word_embeddings: pretrained.tie_word_embeddings,
-        };
         let quantization = &pretrained.quantization;
         let weights = match (quantization.quant_algo.as_deref(), pretrained.dtype.as_deref()) {
             (Some(algo), _) if algo.starts_with("FP8") => Some(WeightDtype::Fp8),
@@ -130,13 +114,10 @@ impl EngineSimulation {
         };
         let tp_size = pretrained.mapping.tp_size().max(1);
 
-        let mut gpu_figures = GpuPreset::by_id(&sim.gpu)?.clone();
-        for (name, value) in &sim.gpu_overrides {
-            gpu_figures.set_figure(name, *value)?;
-        }
-        let perf_model = match (sim.iteration_ms, weights, kv_cache) {
-            (None, Some(w), Some(kv)) => Some(PerfModel::new(&shape, &gpu_figures, w, kv, tp_size)?),
-            _ => None,
+        // The simulator's own model of this engine (the same documents, the same code).
+        let perf_model = match sim.iteration_ms {
+            None => Some(PerfModel::from_documents(&config, &sim)?),
+            Some(_) => None,
         };
         Ok(EngineSimulation {
             gpu: sim.gpu,

@@ -10,6 +10,7 @@ mod peft_args;
 mod plan;
 mod serve;
 mod sim;
+mod sim_model;
 mod version;
 
 use std::process::ExitCode;

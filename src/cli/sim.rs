@@ -21,6 +21,10 @@ pub struct Args {
 enum Command {
     /// Write a simulated engine directory (config.json + simulation.json) for a model on a GPU.
     Build(Box<BuildArgs>),
+    /// The timing model's time and its parts for one batch on an engine.
+    Predict(Box<super::sim_model::PredictArgs>),
+    /// Fit a GPU's figures to `trtllm bench` iteration logs or a kernel table; writes a calibration file.
+    Calibrate(Box<super::sim_model::CalibrateArgs>),
     /// List the model and GPU presets with their figures.
     Presets {
         /// Print JSON instead of tables.
@@ -75,6 +79,9 @@ struct BuildArgs {
     /// Replace one GPU figure, e.g. `mfu=0.5` (repeatable).
     #[arg(long = "gpu-override", value_name = "FIGURE=VALUE", value_parser = parse_override)]
     gpu_overrides: Vec<(String, f64)>,
+    /// Apply a calibration file's fitted figures (from `trtllm sim calibrate`) as GPU overrides.
+    #[arg(long)]
+    calibration: Option<PathBuf>,
     /// Fix the KV-cache capacity in tokens instead of deriving it from GPU memory.
     #[arg(long)]
     kv_cache_max_tokens: Option<usize>,
@@ -137,6 +144,8 @@ fn parse_override(text: &str) -> Result<(String, f64), String> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Build(build) => run_build(*build),
+        Command::Predict(predict) => super::sim_model::run_predict(*predict),
+        Command::Calibrate(calibrate) => super::sim_model::run_calibrate(*calibrate),
         Command::Presets { json } => {
             if json {
                 let doc = serde_json::json!({ "models": ModelPreset::all(), "gpus": GpuPreset::all() });
@@ -165,6 +174,11 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         .max_input_len(args.max_input_len)
         .clock(args.clock)
         .time_scale(args.time_scale);
+    if let Some(path) = &args.calibration {
+        for (figure, value) in super::sim_model::calibration_overrides(path, &args.gpu)? {
+            builder = builder.gpu_override(figure, value);
+        }
+    }
     for (figure, value) in &args.gpu_overrides {
         builder = builder.gpu_override(figure.clone(), *value);
     }

@@ -1,4 +1,5 @@
-//! GPU presets of the simulated executor, read from the same document the C++ simulator compiles in.
+//! GPU presets of the simulated executor: published hardware figures and the timing model's
+//! per-operation efficiencies, read from the plain data file src/sim/gpu_presets.json.
 
 use std::sync::LazyLock;
 
@@ -6,20 +7,21 @@ use serde::{Deserialize, Serialize};
 
 use super::error::SimError;
 
-/// The presets document: a C++ raw string literal holding JSON, shared with cpp/sim/src/gpu_spec.cpp.
-const PRESETS_SOURCE: &str = include_str!("../../cpp/sim/src/gpu_presets.inc");
+/// The presets document (docs/simulator.md explains every figure and where it comes from).
+const PRESETS_SOURCE: &str = include_str!("gpu_presets.json");
+
+#[derive(Deserialize)]
+struct PresetsDocument {
+    #[allow(dead_code)] // documentation inside the data file
+    units: String,
+    presets: Vec<GpuPreset>,
+}
 
 static PRESETS: LazyLock<Vec<GpuPreset>> = LazyLock::new(|| {
-    let json = raw_string_body(PRESETS_SOURCE).expect("gpu_presets.inc holds one R\"json(...)json\" literal");
-    serde_json::from_str(json).expect("gpu_presets.inc holds a valid presets document")
+    serde_json::from_str::<PresetsDocument>(PRESETS_SOURCE)
+        .expect("gpu_presets.json is a valid presets document")
+        .presets
 });
-
-/// The text between `R"json(` and `)json"`.
-fn raw_string_body(source: &str) -> Option<&str> {
-    let start = source.find("R\"json(")? + "R\"json(".len();
-    let end = source.rfind(")json\"")?;
-    source.get(start..end)
-}
 
 /// A simulated GPU: published hardware figures and the timing model's efficiency factors.
 ///
@@ -49,16 +51,59 @@ pub struct GpuPreset {
     pub fp8_tflops: Option<f64>,
     /// The link tensor-parallel all-reduces use.
     pub interconnect: String,
-    /// Interconnect bandwidth per GPU and direction, GB/s.
+    /// Interconnect bandwidth per GPU and direction, GB/s (datasheet).
     pub interconnect_gb_s: f64,
+    /// Fraction of the interconnect bandwidth an all-reduce achieves (bus bandwidth).
+    pub interconnect_efficiency: f64,
     /// Fixed cost of one all-reduce, microseconds.
     pub allreduce_latency_us: f64,
-    /// Fraction of peak bandwidth achieved streaming weights and KV cache.
+    /// The GPUs reach each other's memory (NVLink): TensorRT-LLM's one-shot custom all-reduce serves small
+    /// messages at `allreduce_latency_us`; otherwise NCCL's ring pays it once per ring step.
+    pub custom_allreduce: bool,
+    /// Fraction of peak bandwidth that GEMMs achieve streaming their weights (few rows).
     pub bandwidth_efficiency: f64,
-    /// Fraction of peak tensor FLOP/s achieved by prefill (model FLOPs utilisation).
+    /// Fraction of peak BF16 FLOP/s that large GEMMs achieve.
     pub mfu: f64,
-    /// Fixed cost of one executor iteration, milliseconds.
+    /// Fraction of peak FP8 FLOP/s that large FP8 GEMMs achieve.
+    pub fp8_gemm_efficiency: f64,
+    /// Fraction of peak BF16 FLOP/s that context (flash) attention approaches with many query rows.
+    pub attention_efficiency: f64,
+    /// Query rows at which context attention reaches half of that rate.
+    pub attention_rows_half: f64,
+    /// Fraction of peak bandwidth that decode attention achieves reading the KV cache.
+    pub decode_attention_efficiency: f64,
+    /// Fraction of peak bandwidth that norms, activations, residual adds and quantization achieve.
+    pub elementwise_efficiency: f64,
+    /// Time every kernel takes however little it does (ramp-up and tail), microseconds.
+    pub kernel_floor_us: f64,
+    /// Host cost of launching one kernel without CUDA graphs; no kernel finishes sooner, microseconds.
+    pub launch_us: f64,
+    /// The same inside a CUDA graph, microseconds.
+    pub graph_launch_us: f64,
+    /// Fixed cost of one executor iteration (scheduling, host work), milliseconds.
     pub iteration_overhead_ms: f64,
+}
+
+/// How a GPU figure may be overridden: a fraction in (0, 1], a value >= 0, or a value > 0.
+#[derive(Clone, Copy)]
+enum FigureRange {
+    Fraction,
+    NonNegative,
+    Positive,
+}
+
+/// The range a figure must lie in, `None` for a name that is no overridable figure.
+fn figure_range(name: &str) -> Option<FigureRange> {
+    if !OVERRIDABLE_FIGURES.contains(&name) {
+        return None;
+    }
+    Some(if name.ends_with("efficiency") || name == "mfu" {
+        FigureRange::Fraction
+    } else if name.ends_with("_us") || name.ends_with("_ms") || name == "attention_rows_half" {
+        FigureRange::NonNegative
+    } else {
+        FigureRange::Positive
+    })
 }
 
 impl GpuPreset {
@@ -87,50 +132,74 @@ impl GpuPreset {
 
     /// Replaces one figure by its simulation.json name (`bandwidth_gb_s`, `mfu`, ...), as `gpu_overrides` does.
     pub fn set_figure(&mut self, name: &str, value: f64) -> Result<(), SimError> {
-        let fraction = matches!(name, "bandwidth_efficiency" | "mfu");
-        let may_be_zero = matches!(name, "allreduce_latency_us" | "iteration_overhead_ms");
-        let valid = if fraction {
-            value > 0.0 && value <= 1.0
-        } else if may_be_zero {
-            value >= 0.0
-        } else {
-            value > 0.0
+        let Some(range) = figure_range(name) else {
+            return Err(SimError::Invalid(format!(
+                "unknown GPU figure {name:?} (known: {})",
+                OVERRIDABLE_FIGURES.join(", ")
+            )));
+        };
+        let valid = match range {
+            FigureRange::Fraction => value > 0.0 && value <= 1.0,
+            FigureRange::NonNegative => value >= 0.0,
+            FigureRange::Positive => value > 0.0,
         };
         if !valid || !value.is_finite() {
             return Err(SimError::Invalid(format!("GPU figure {name} = {value} is out of range")));
         }
-        let slot = match name {
+        *self.figure_mut(name).expect("every overridable figure has a slot") = value;
+        Ok(())
+    }
+
+    /// The value of a numeric figure by name (`None` for an unknown name or an absent FP8 rate).
+    pub fn figure(&self, name: &str) -> Option<f64> {
+        let mut copy = self.clone();
+        copy.figure_mut(name).map(|slot| *slot).filter(|_| name != "fp8_tflops" || self.fp8_tflops.is_some())
+    }
+
+    fn figure_mut(&mut self, name: &str) -> Option<&mut f64> {
+        Some(match name {
             "memory_gib" => &mut self.memory_gib,
             "bandwidth_gb_s" => &mut self.bandwidth_gb_s,
             "bf16_tflops" => &mut self.bf16_tflops,
-            "fp8_tflops" => self.fp8_tflops.insert(value),
+            "fp8_tflops" => self.fp8_tflops.get_or_insert(0.0),
             "interconnect_gb_s" => &mut self.interconnect_gb_s,
+            "interconnect_efficiency" => &mut self.interconnect_efficiency,
             "allreduce_latency_us" => &mut self.allreduce_latency_us,
             "bandwidth_efficiency" => &mut self.bandwidth_efficiency,
             "mfu" => &mut self.mfu,
+            "fp8_gemm_efficiency" => &mut self.fp8_gemm_efficiency,
+            "attention_efficiency" => &mut self.attention_efficiency,
+            "attention_rows_half" => &mut self.attention_rows_half,
+            "decode_attention_efficiency" => &mut self.decode_attention_efficiency,
+            "elementwise_efficiency" => &mut self.elementwise_efficiency,
+            "kernel_floor_us" => &mut self.kernel_floor_us,
+            "launch_us" => &mut self.launch_us,
+            "graph_launch_us" => &mut self.graph_launch_us,
             "iteration_overhead_ms" => &mut self.iteration_overhead_ms,
-            _ => {
-                return Err(SimError::Invalid(format!(
-                    "unknown GPU figure {name:?} (known: {})",
-                    OVERRIDABLE_FIGURES.join(", ")
-                )));
-            }
-        };
-        *slot = value;
-        Ok(())
+            _ => return None,
+        })
     }
 }
 
-/// Names of the figures simulation.json's `gpu_overrides` may replace.
-pub const OVERRIDABLE_FIGURES: [&str; 9] = [
+/// Names of the figures simulation.json's `gpu_overrides` (and calibration files) may replace.
+pub const OVERRIDABLE_FIGURES: [&str; 18] = [
     "memory_gib",
     "bandwidth_gb_s",
     "bf16_tflops",
     "fp8_tflops",
     "interconnect_gb_s",
+    "interconnect_efficiency",
     "allreduce_latency_us",
     "bandwidth_efficiency",
     "mfu",
+    "fp8_gemm_efficiency",
+    "attention_efficiency",
+    "attention_rows_half",
+    "decode_attention_efficiency",
+    "elementwise_efficiency",
+    "kernel_floor_us",
+    "launch_us",
+    "graph_launch_us",
     "iteration_overhead_ms",
 ];
 

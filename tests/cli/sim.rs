@@ -135,3 +135,84 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(!err.contains("Broken pipe"), "{err}");
 }
+
+#[test]
+fn predict_prints_the_parts_and_calibrate_writes_a_file_build_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = dir.path().join("engine");
+    let built =
+        trtllm(&["sim", "build", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--output", engine.to_str().unwrap()]);
+    assert!(built.status.success(), "{}", stderr(&built));
+
+    let predicted = trtllm(&[
+        "sim",
+        "predict",
+        "--engine-dir",
+        engine.to_str().unwrap(),
+        "--decode",
+        "256:1024",
+        "--prefill",
+        "512",
+        "--json",
+    ]);
+    assert!(predicted.status.success(), "{}", stderr(&predicted));
+    let json: serde_json::Value = serde_json::from_slice(&predicted.stdout).unwrap();
+    let time = &json["time"];
+    let parts: f64 =
+        ["gemm_ms", "decode_attention_ms", "context_attention_ms", "memory_passes_ms", "logits_ms", "overhead_ms"]
+            .iter()
+            .map(|k| time[k].as_f64().unwrap())
+            .sum();
+    assert!((parts - time["total_ms"].as_f64().unwrap()).abs() < 1e-9, "{time}");
+    assert!(time["decode_attention_ms"].as_f64().unwrap() > 5.0, "256 x 1k tokens of KV: {time}");
+    let no_batch = trtllm(&["sim", "predict", "--engine-dir", engine.to_str().unwrap()]);
+    assert!(!no_batch.status.success() && stderr(&no_batch).contains("--decode"), "{}", stderr(&no_batch));
+
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/src/sim/calibration/");
+    let calibration = dir.path().join("h100.json");
+    let calibrated = trtllm(&[
+        "sim",
+        "calibrate",
+        "--kernel-table",
+        &format!("{data}h100_roofline.json"),
+        &format!("{data}h100_knee.json"),
+        "--output",
+        calibration.to_str().unwrap(),
+    ]);
+    assert!(calibrated.status.success(), "{}", stderr(&calibrated));
+    let printed = String::from_utf8_lossy(&calibrated.stdout);
+    assert!(printed.contains("held-out error: median"), "{printed}");
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&calibration).unwrap()).unwrap();
+    let mfu = file["figures"]["mfu"].as_f64().unwrap();
+
+    let rebuilt = dir.path().join("calibrated");
+    let output = trtllm(&[
+        "sim",
+        "build",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--calibration",
+        calibration.to_str().unwrap(),
+        "--output",
+        rebuilt.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let sim: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rebuilt.join("simulation.json")).unwrap()).unwrap();
+    assert_eq!(sim["gpu_overrides"]["mfu"].as_f64().unwrap(), mfu);
+    let wrong_gpu = trtllm(&[
+        "sim",
+        "build",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h200",
+        "--calibration",
+        calibration.to_str().unwrap(),
+        "--output",
+        rebuilt.to_str().unwrap(),
+    ]);
+    assert!(stderr(&wrong_gpu).contains("calibrates the h100-sxm preset"), "{}", stderr(&wrong_gpu));
+}

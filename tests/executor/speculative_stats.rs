@@ -122,7 +122,7 @@ fn expected_drafter_ms(mode: SpeculativeDecodingMode, draft_len: usize) -> f64 {
 #[test]
 fn medusa_and_eagle_drafters_cost_what_their_weights_take_to_read() {
     use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine};
-    for (mode, expected_ms) in [(SpeculativeDecodingMode::Medusa, 1.618), (SpeculativeDecodingMode::Eagle, 2.319)] {
+    for (mode, expected_ms) in [(SpeculativeDecodingMode::Medusa, 1.488), (SpeculativeDecodingMode::Eagle, 2.132)] {
         let engine = SimulatedEngine::builder()
             .model(ModelPreset::by_id("llama-3.1-8b").unwrap())
             .gpu("h100-sxm")
@@ -149,7 +149,7 @@ fn medusa_and_eagle_drafters_cost_what_their_weights_take_to_read() {
             // One request: memory-bound, the same weights read whatever it drafts.
             assert!((d.iter_latency_ms - model).abs() < 1e-9, "{mode:?}: {} vs {model}", d.iter_latency_ms);
             assert!((d.draft_overhead - d.iter_latency_ms / iteration_ms).abs() < 1e-12);
-            // A fifth to a quarter of a 6.1 ms step plus the drafter.
+            // A sixth to a quarter of a ~7 ms step plus the drafter.
             assert!(d.draft_overhead > 0.15 && d.draft_overhead < 0.35, "{mode:?}: {}", d.draft_overhead);
         }
     }

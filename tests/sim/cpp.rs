@@ -1,5 +1,5 @@
 //! Builds and runs the simulated executor's C++ test programs (cpp/sim/tests/sim_test.cpp for the executor,
-//! timing_test.cpp for the GPU timing model and clocks) with the system C++ compiler, linked with the simulator
+//! timing_test.cpp for the clocks; the timing model itself is tested in Rust) with the system C++ compiler, linked with the simulator
 //! objects build.rs compiled for the crate, so `cargo test` covers the simulator's behaviour on its own, below the
 //! Rust bindings.
 
@@ -52,9 +52,9 @@ fn assert_clean(what: &Path, output: &Output) {
 /// What build.rs leaves in OUT_DIR: one `source<TAB>object` line per simulator source it compiled.
 const SIM_OBJECT_LIST: &str = "simulator_objects.tsv";
 
-/// The grammar engine's source: build.rs compiles it against the Rust bridge (llguidance), which a C++-only
-/// test program cannot link, so the tests compile its bridge-free fallback instead.
-const GRAMMAR_SOURCE: &str = "guided_grammar.cpp";
+/// The sources build.rs compiles against the Rust bridges (the grammar engine, the timing model), which a
+/// C++-only test program cannot link, so the tests compile their bridge-free stand-ins instead.
+const BRIDGED_SOURCES: [&str; 2] = ["guided_grammar.cpp", "timing_bridge.cpp"];
 
 /// The simulator's objects for a test program, once per test process: the ones build.rs compiled for the crate
 /// (with the grammar engine swapped for its fallback), or, when the crate was built against real TensorRT-LLM and
@@ -65,10 +65,13 @@ fn simulator_objects(sim: &Path) -> &'static [PathBuf] {
         let objects_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim_objects");
         match built_simulator_objects() {
             Some(built) => {
-                let (grammar, objects): (Vec<_>, Vec<_>) =
-                    built.into_iter().partition(|(source, _)| source.ends_with(GRAMMAR_SOURCE));
-                assert_eq!(grammar.len(), 1, "build.rs listed no {GRAMMAR_SOURCE}");
-                let fallback = compile_all(&[sim.join("src").join(GRAMMAR_SOURCE)], &objects_dir, &sim.join("include"));
+                let (bridged, objects): (Vec<_>, Vec<_>) = built
+                    .into_iter()
+                    .partition(|(source, _)| BRIDGED_SOURCES.iter().any(|bridged| source.ends_with(bridged)));
+                assert_eq!(bridged.len(), BRIDGED_SOURCES.len(), "build.rs listed {bridged:?}");
+                let stand_ins: Vec<PathBuf> =
+                    BRIDGED_SOURCES.iter().map(|source| sim.join("src").join(source)).collect();
+                let fallback = compile_all(&stand_ins, &objects_dir, &sim.join("include"));
                 let mut objects: Vec<PathBuf> = objects.into_iter().map(|(_, object)| object).collect();
                 objects.extend(fallback);
                 objects
@@ -168,6 +171,6 @@ fn simulated_executor_cpp_tests_pass() {
 }
 
 #[test]
-fn timing_model_cpp_tests_pass() {
+fn simulated_clock_cpp_tests_pass() {
     run_test_program("timing_test");
 }

@@ -5,4 +5,5 @@ mod common;
 
 mod cpp;
 mod engine_checks;
+mod kernel_table;
 mod timing;

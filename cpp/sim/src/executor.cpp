@@ -115,7 +115,7 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(sim::EngineConfig const&
 Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
     : mEngine(sim::EngineConfig::load(modelPath))
     , mSim(sim::SimConfig::load(modelPath))
-    , mTiming(mEngine, mSim.resolveGpu())
+    , mTiming(modelPath)
     , mSettings(deriveSettings(mEngine, mSim, mTiming, modelType, executorConfig))
     , mIterationStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getIterStatsMaxIterations())))
     , mRequestStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getRequestStatsMaxIterations())))
@@ -127,7 +127,7 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
     , mScheduler(mSettings.scheduler, mPool)
     , mTokens(mEngine.vocabSizePadded(), mSim.seed)
     , mSpeculator(mEngine, mSim.draftAcceptance, mSim.seed, executorConfig)
-    , mLora(mEngine, executorConfig.getPeftCacheConfig(), mTiming.gpu().memoryBytes())
+    , mLora(mEngine, executorConfig.getPeftCacheConfig(), mTiming.gpuMemoryBytes())
 {
     if (auto const guided = executorConfig.getGuidedDecodingConfig())
     {

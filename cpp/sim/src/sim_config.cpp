@@ -2,7 +2,6 @@
 #include "sim_config.h"
 
 #include "engine_config.h"
-#include "gpu_spec.h"
 #include "json_fields.h"
 #include "speculation.h"
 
@@ -63,33 +62,6 @@ FaultConfig parseFaults(JsonFields const& faults)
     return config;
 }
 
-std::map<std::string, double> parseGpuOverrides(JsonFields const& overrides)
-{
-    auto const& names = GpuSpec::overridableFigures();
-    overrides.rejectUnknown(names);
-    std::map<std::string, double> out;
-    for (auto const name : names)
-    {
-        auto const value = overrides.number(name, 0.0);
-        if (!value)
-        {
-            continue;
-        }
-        bool const isFraction = name == "bandwidth_efficiency" || name == "mfu";
-        bool const mayBeZero = name == "allreduce_latency_us" || name == "iteration_overhead_ms";
-        if (isFraction && (*value <= 0.0 || *value > 1.0))
-        {
-            overrides.fail(name, "must be a fraction in (0, 1], got " + std::to_string(*value));
-        }
-        if (!isFraction && !mayBeZero && *value <= 0.0)
-        {
-            overrides.fail(name, "must be greater than 0");
-        }
-        out.emplace(std::string(name), *value);
-    }
-    return out;
-}
-
 } // namespace
 
 char const* faultMethodName(FaultMethod method)
@@ -107,13 +79,6 @@ char const* faultMethodName(FaultMethod method)
     return "unknown";
 }
 
-GpuSpec SimConfig::resolveGpu() const
-{
-    GpuSpec spec = GpuSpec::preset(gpu);
-    spec.applyOverrides(gpuOverrides);
-    return spec;
-}
-
 SimConfig SimConfig::parse(std::string_view text, std::string const& file)
 {
     Json const document = parseJson(text, file);
@@ -122,19 +87,6 @@ SimConfig SimConfig::parse(std::string_view text, std::string const& file)
         {"gpu", "gpu_overrides", "iteration_ms", "time_scale", "clock", "kv_cache_max_tokens", "seed", "faults", "speculative"});
 
     SimConfig config;
-    config.gpu = root.string("gpu").value_or(config.gpu);
-    try
-    {
-        (void) GpuSpec::preset(config.gpu);
-    }
-    catch (std::exception const& e)
-    {
-        root.fail("gpu", e.what());
-    }
-    if (auto const overrides = root.object("gpu_overrides"))
-    {
-        config.gpuOverrides = parseGpuOverrides(*overrides);
-    }
     config.iterationMs = root.number("iteration_ms", 0.0);
     config.timeScale = root.number("time_scale", 0.0).value_or(config.timeScale);
     if (auto const clock = root.string("clock"))

@@ -4,8 +4,6 @@
 
 #include "tensorrt_llm/executor/types.h"
 
-#include "gpu_spec.h"
-
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -60,10 +58,7 @@ enum class ClockMode
 
 struct SimConfig
 {
-    /// GPU preset id (gpu_presets.inc), checked when parsed.
-    std::string gpu{"rtx-a6000"};
-    /// Figures of the preset replaced by simulation.json (gpu_overrides), by figure name.
-    std::map<std::string, double> gpuOverrides;
+    // The GPU (gpu, gpu_overrides) is read and checked by the Rust timing model (timing_model.h).
     /// A fixed simulated duration of every iteration in milliseconds; unset lets the timing model decide.
     std::optional<double> iterationMs;
     /// Real clock: wall-clock sleep per iteration = simulated time * timeScale; 0 disables sleeping.
@@ -81,9 +76,6 @@ struct SimConfig
     bool contextTokens{false};
     /// This engine is a draft model agreeing with the context token with this probability.
     std::optional<double> draftAgreement;
-
-    /// The preset named by `gpu` with `gpuOverrides` applied.
-    [[nodiscard]] GpuSpec resolveGpu() const;
 
     /// Parses simulation.json text; `file` names the source in error messages.
     static SimConfig parse(std::string_view text, std::string const& file);

@@ -1,32 +1,34 @@
-// The simulated GPU's timing and memory: how long one executor iteration takes for the batch the scheduler
-// planned, from the model's shape and the GPU's figures (first principles, see docs/simulator.md), and how
-// much memory is left for the KV cache once the weights are loaded.
-//
-// Per iteration: overhead + max(memory time, compute time) + tensor-parallel all-reduce time, where memory
-// time streams the weights once plus the KV cache the batch's attention reads and writes, and compute time
-// covers 2 FLOPs per parameter per token plus attention FLOPs that grow with the context.
+// The simulated GPU's timing and memory, asked of the Rust model (src/sim/perf_model.rs) through the sim-only
+// bridge src/sim/bridge.rs: the C++ simulator describes each planned iteration's batch (BatchWork) and receives
+// its time; the engine's memory figures (weights, KV bytes per token, runtime reserve, KV capacity) come from the
+// same model. docs/simulator.md derives every term.
 #pragma once
 
-#include "engine_config.h"
-#include "gpu_spec.h"
+#include "tensorrt_llm/executor/types.h"
 
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 
 namespace tensorrt_llm::executor::sim
 {
 
 struct BatchPlan;
 
-/// The work of one iteration: what the scheduler planned, reduced to the sums the timing model needs.
+/// The work of one iteration: what the scheduler planned, reduced to the sums the timing model prices.
 struct BatchWork
 {
-    /// Rows through the linear layers: context tokens processed plus one per beam of each generation request.
+    /// Rows through the linear layers: context tokens processed plus one per beam (and draft) of each generation.
     double tokens{0.0};
+    /// Of those, context (prefill) rows.
+    double contextTokens{0.0};
     /// Rows through the output head (a token is sampled): one per generation beam, one per finished prompt.
     double sampledRows{0.0};
-    /// Query-key pairs attention computes over all rows (a row attends to its cached context and itself).
+    /// Query-key pairs context attention computes.
+    double contextPairs{0.0};
+    /// Query-key pairs decode attention computes.
     double attentionPairs{0.0};
-    /// Tokens of cached K/V that attention reads.
+    /// Tokens of cached K/V that decode attention reads.
     double kvTokensRead{0.0};
     /// Tokens of K/V written to the cache.
     double kvTokensWritten{0.0};
@@ -54,39 +56,36 @@ struct BatchWork
 /// The work of a planned batch, read from its scheduled sequences (chunk sizes, positions, beams).
 BatchWork describeBatch(BatchPlan const& plan);
 
-/// One iteration's simulated time and its parts, in milliseconds.
+/// One iteration's simulated time and the drafter's share of it, in milliseconds.
 struct IterationTime
 {
-    double overheadMs{0.0};
-    double memoryMs{0.0};
-    double computeMs{0.0};
-    double allreduceMs{0.0};
-    /// Host -> device copies of LoRA adapters (device-cache misses), before the forward pass.
-    double loraCopyMs{0.0};
     /// Speculative decoding: the drafter's own work after the target's pass (Medusa heads, Eagle draft passes).
     double drafterMs{0.0};
-    /// overhead + max(memory, compute) + all-reduce + LoRA copies + drafter.
+    /// The whole iteration.
     double totalMs{0.0};
 };
 
+/// The engine's timing and memory model, held by the Rust side.
 class TimingModel
 {
 public:
-    /// Throws std::runtime_error when the engine cannot run on the GPU (FP8 without FP8 tensor cores) or uses a
-    /// quantization the model does not know.
-    TimingModel(EngineConfig const& engine, GpuSpec gpu);
-
-    [[nodiscard]] GpuSpec const& gpu() const { return mGpu; }
+    /// Loads the model of the engine in `engineDir` (config.json, simulation.json's GPU). Throws
+    /// std::runtime_error when the engine cannot run on the GPU (FP8 without FP8 tensor cores), uses a
+    /// quantization the model does not know, or names an unknown GPU or figure.
+    explicit TimingModel(std::filesystem::path const& engineDir);
+    ~TimingModel();
+    TimingModel(TimingModel&&) noexcept;
+    TimingModel& operator=(TimingModel&&) noexcept;
 
     /// The simulated duration of an iteration doing `work`.
     [[nodiscard]] IterationTime iteration(BatchWork const& work) const;
 
+    /// Device memory of one GPU, bytes.
+    [[nodiscard]] double gpuMemoryBytes() const;
     /// Weight bytes resident on each GPU.
-    [[nodiscard]] double weightBytesPerGpu() const { return mResidentWeightBytes; }
-    /// Weight bytes each GPU reads per forward pass (all but the input embedding table).
-    [[nodiscard]] double streamedWeightBytesPerGpu() const { return mStreamedWeightBytes; }
+    [[nodiscard]] double weightBytesPerGpu() const;
     /// KV-cache bytes one token occupies on each GPU.
-    [[nodiscard]] double kvBytesPerTokenPerGpu() const { return mKvBytesPerToken; }
+    [[nodiscard]] double kvBytesPerTokenPerGpu() const;
     /// Memory each GPU keeps for activations, logits and the CUDA runtime, for these engine limits.
     [[nodiscard]] double runtimeReserveBytes(
         SizeType32 maxNumTokens, SizeType32 maxBatchSize, SizeType32 maxBeamWidth) const;
@@ -95,32 +94,8 @@ public:
     [[nodiscard]] std::int64_t kvCapacityTokens(double freeFraction, double reserveBytes) const;
 
 private:
-    /// The drafter's time for `requests` drafting requests (0 for modes whose drafts cost only verified rows).
-    [[nodiscard]] double drafterMs(double requests) const;
-
-    GpuSpec mGpu;
-    // ---- Speculative decoding: the drafter's weights (per GPU) and passes per step ----
-    /// Parameters of one drafter pass per GPU: Medusa, every head (ResBlock + own LM head); Eagle, the draft
-    /// decoder layer, its input projection and the shared LM head.
-    double mDrafterParamsPerGpu{0.0};
-    /// Bytes those parameters read per pass.
-    double mDrafterBytesPerGpu{0.0};
-    /// Sequential drafter passes per step: 1 for Medusa (the heads run side by side), the tree depth for Eagle.
-    double mDrafterPasses{0.0};
-    double mTp{1.0};
-    double mLayers{0.0};
-    double mHidden{0.0};
-    double mActivationBytes{2.0};
-    double mIntermediatePerGpu{0.0};
-    double mVocabPerGpu{0.0};
-    double mLinearParamsPerGpu{0.0};
-    double mLmHeadParamsPerGpu{0.0};
-    double mAttentionFlopsPerPair{0.0};
-    double mLinearFlopsPerSecond{0.0};
-    double mHalfFlopsPerSecond{0.0};
-    double mResidentWeightBytes{0.0};
-    double mStreamedWeightBytes{0.0};
-    double mKvBytesPerToken{0.0};
+    struct Impl;
+    std::unique_ptr<Impl> mImpl;
 };
 
 } // namespace tensorrt_llm::executor::sim

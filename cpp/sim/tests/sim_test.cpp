@@ -381,7 +381,6 @@ void testSimulationJsonIsOptionalAndChecked()
         "throw_non_std": true, "fail_prompt_token": 13, "fail_all_from_iteration": 100, "stall_iteration": 5,
         "stall_ms": 300}})",
         "simulation.json");
-    CHECK_EQ(full.gpu, std::string("h100-sxm"));
     CHECK(full.iterationMs == 5.5);
     CHECK_EQ(full.seed, std::uint64_t{7});
     CHECK(full.faults.throwIn == tle::sim::FaultMethod::kCancelRequest);
