@@ -199,10 +199,10 @@ impl OpenAiTarget {
                 let now = clock.now_s();
                 match event {
                     Ok(event) if event.data.trim() == "[DONE]" => break,
-                    Ok(event) => match serde_json::from_str::<Value>(&event.data) {
-                        Ok(doc) => {
+                    Ok(event) => match StreamChunk::parse(&event.data) {
+                        Ok(chunk) => {
                             let before = reply.text.len();
-                            reply.absorb(&doc, self.api, true);
+                            reply.absorb_chunk(chunk, &event.data, self.api);
                             if reply.text.len() > before {
                                 // One SSE chunk is one streamed response (vLLM's ITL unit).
                                 record.record_chunk(now, 1);
@@ -310,5 +310,100 @@ impl Reply {
             self.completion_tokens = usage["completion_tokens"].as_u64().or(self.completion_tokens);
             self.cached_tokens = usage["prompt_tokens_details"]["cached_tokens"].as_u64().or(self.cached_tokens);
         }
+    }
+}
+
+/// One streamed chunk, borrowed from the event's data: only the fields the runner reads, so a
+/// chunk costs no `serde_json::Value` tree and no per-field allocation (unescaped text borrows).
+#[derive(serde::Deserialize)]
+struct StreamChunk<'a> {
+    /// Present (non-null) only on an error chunk; read again as a document then.
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(default, borrow)]
+    choices: Option<Vec<StreamChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+/// The parts of one streamed choice the runner reads.
+#[derive(serde::Deserialize)]
+struct StreamChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<StreamDelta<'a>>,
+    #[serde(default, borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A chat chunk's delta: its text only.
+#[derive(serde::Deserialize)]
+struct StreamDelta<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<'a> StreamChunk<'a> {
+    fn parse(data: &'a str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(data)
+    }
+}
+
+impl Reply {
+    /// [`Reply::absorb`] for a streamed chunk parsed without a document tree.
+    fn absorb_chunk(&mut self, chunk: StreamChunk<'_>, data: &str, api: OpenAiApi) {
+        if chunk.error.is_some() {
+            // Rare path: keep the document reading of error bodies in one place.
+            if let Ok(doc) = serde_json::from_str::<Value>(data) {
+                self.absorb(&doc, api, true);
+            }
+            return;
+        }
+        if let Some(choice) = chunk.choices.into_iter().flatten().next() {
+            let piece = match api {
+                OpenAiApi::Chat => choice.delta.and_then(|d| d.content),
+                OpenAiApi::Completions => choice.text,
+            };
+            if let Some(piece) = piece {
+                self.text.push_str(&piece);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason.into_owned());
+            }
+        }
+        if let Some(usage) = chunk.usage.filter(Value::is_object) {
+            self.prompt_tokens = usage["prompt_tokens"].as_u64().or(self.prompt_tokens);
+            self.completion_tokens = usage["completion_tokens"].as_u64().or(self.completion_tokens);
+            self.cached_tokens = usage["prompt_tokens_details"]["cached_tokens"].as_u64().or(self.cached_tokens);
+        }
+    }
+}
+
+#[cfg(test)]
+mod stream_chunk_tests {
+    use super::*;
+
+    #[test]
+    fn chat_and_completion_chunks_read_text_finish_and_usage() {
+        let mut reply = Reply::default();
+        let data = r#"{"choices":[{"delta":{"content":"a\"b"},"finish_reason":null}]}"#;
+        reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
+        let data =
+            r#"{"choices":[{"text":"c","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#;
+        reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Completions);
+        let data = r#"{"choices":null,"usage":null}"#;
+        reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
+        assert_eq!(reply.text, "a\"bc");
+        assert_eq!(reply.finish_reason.as_deref(), Some("length"));
+        assert_eq!((reply.prompt_tokens, reply.completion_tokens), (Some(3), Some(2)));
+    }
+
+    #[test]
+    fn an_error_chunk_is_reported() {
+        let mut reply = Reply::default();
+        let data = r#"{"error":{"message":"boom"}}"#;
+        reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
+        assert_eq!(reply.error.as_deref(), Some("server error: boom"));
     }
 }
