@@ -209,16 +209,19 @@ pub async fn run_virtual_point_with(
         let mut sampler = workload.sampler(point, WorkloadPhase::Measure);
         // A trace replay: its own arrival times, under the load's cap if any.
         let trace = workload.trace().map(|t| t.arrivals_s(plan));
+        // User u starts at its ramp-up time, CLIENT_STAGGER after u - 1, spread over the cycle.
+        let ramped_starts = |users: usize, ramp_up: Duration| -> Vec<Instant> {
+            (0..users)
+                .map(|u| start + Duration::from_secs_f64(ramp_start_s(u, users, ramp_up.as_secs_f64())))
+                .zip(first_wave(Duration::ZERO, users))
+                .zip(spread(users))
+                .map(|((at, stagger), offset)| at + stagger + offset)
+                .collect()
+        };
         match (plan.load, plan.duration) {
             (Load::Closed { concurrency }, duration) if workload.sessions().is_some() => {
                 let ramp_up = plan.ramp_up.unwrap_or_default();
-                // User u starts at its ramp-up time, CLIENT_STAGGER after u - 1, spread over the cycle.
-                let starts: Vec<Instant> = (0..concurrency)
-                    .map(|u| start + Duration::from_secs_f64(ramp_start_s(u, concurrency, ramp_up.as_secs_f64())))
-                    .zip(first_wave(Duration::ZERO, concurrency))
-                    .zip(spread(concurrency))
-                    .map(|((at, stagger), offset)| at + stagger + offset)
-                    .collect();
+                let starts = ramped_starts(concurrency, ramp_up);
                 let users =
                     SessionUsers { start, ramp_up, duration, budget: plan.num_prompts, first_index: next_index };
                 users.run(load, workload, sampler, starts);
@@ -243,12 +246,7 @@ pub async fn run_virtual_point_with(
             (Load::Closed { concurrency }, Some(duration)) => {
                 let ramp_up = plan.ramp_up.unwrap_or_default();
                 let limit = UserLimit::Until { deadline: start + ramp_up + duration, ramp_end: start + ramp_up };
-                let starts: Vec<Instant> = (0..concurrency)
-                    .map(|u| start + Duration::from_secs_f64(ramp_start_s(u, concurrency, ramp_up.as_secs_f64())))
-                    .zip(first_wave(Duration::ZERO, concurrency))
-                    .zip(spread(concurrency))
-                    .map(|((at, stagger), offset)| at + stagger + offset)
-                    .collect();
+                let starts = ramped_starts(concurrency, ramp_up);
                 // Request k of the point (user k mod concurrency, its (k / concurrency)-th) is the
                 // k-th draw, whatever order the users reach it in.
                 let drawn = Arc::new(Mutex::new((sampler, Vec::new())));
