@@ -82,7 +82,14 @@ impl Case {
                 user_start: UserStart::Auto,
                 stop_when_saturated: false,
             },
-            None => LoadPlan { warmup: self.users, ..LoadPlan::closed(self.users, (self.users * 3).max(24)) },
+            // Users start together on both sides: the default spreads them over each run's own
+            // measured warmup cycle, which a host stall stretches in real time only, so the two
+            // runs would be compared on different arrivals rather than on their clocks.
+            None => LoadPlan {
+                warmup: self.users,
+                user_start: UserStart::Together,
+                ..LoadPlan::closed(self.users, (self.users * 3).max(24))
+            },
         }
     }
 }
