@@ -16,7 +16,7 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(trtllm_real)");
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
 
-    // docs.rs builds documentation only, without system packages (no nlohmann/json) or network:
+    // docs.rs builds documentation only, without system packages or network:
     // rustdoc links nothing, so the C++ is not compiled there; the protocol types still are.
     if env::var_os("DOCS_RS").is_some() {
         #[cfg(feature = "grpc")]
@@ -161,7 +161,6 @@ const SIM_GRAMMAR_BRIDGE: &str = "src/sim/guided/bridge.rs";
 const SIM_TIMING_BRIDGE: &str = "src/sim/bridge.rs";
 
 fn configure_simulated(build: &mut cc::Build, manifest: &Path, grammar: bool) {
-    require_nlohmann_json(build);
     track(&manifest.join(SIM_GRAMMAR_BRIDGE));
     track(&manifest.join(SIM_TIMING_BRIDGE));
     let sim = manifest.join("cpp/sim");
@@ -223,27 +222,6 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path, grammar: bool) {
 
 /// Lists the simulator's objects in OUT_DIR, one `source<TAB>object` line each, in source order.
 const SIM_OBJECT_LIST: &str = "simulator_objects.tsv";
-
-/// The simulator reads its configuration files with nlohmann/json: fail early, naming the package, when the
-/// compiler cannot find its header (the real TensorRT-LLM build does not need it).
-fn require_nlohmann_json(build: &cc::Build) {
-    println!("cargo:rerun-if-env-changed=CPATH");
-    println!("cargo:rerun-if-env-changed=CPLUS_INCLUDE_PATH");
-    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let probe = out.join("nlohmann_probe.cc");
-    std::fs::write(&probe, "#include <nlohmann/json.hpp>\n")
-        .unwrap_or_else(|e| panic!("writing {}: {e}", probe.display()));
-    let mut command = build.get_compiler().to_command();
-    command.arg("-std=c++17").arg("-fsyntax-only").arg(&probe);
-    let found = command.output().map(|o| o.status.success()).unwrap_or(false);
-    if !found {
-        panic!(
-            "the simulated executor (built because TRTLLM_ROOT is unset) needs the nlohmann/json header \
-             <nlohmann/json.hpp>: install it (Debian/Ubuntu: `apt-get install nlohmann-json3-dev`) or add its \
-             directory to CPLUS_INCLUDE_PATH"
-        );
-    }
-}
 
 fn track(path: &Path) {
     println!("cargo:rerun-if-changed={}", path.display());

@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs on a fresh machine (no-op when they are there):
 #   - a C++17 compiler for the shim and the simulated executor
-#   - nlohmann-json3-dev: the simulated executor reads its JSON files with it
 #   - with --tests, valgrind too, for the FFI memcheck test
 # Usage: scripts/setup.sh [--tests]
 set -euo pipefail
 
 need_apt=()
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
-[ -f /usr/include/nlohmann/json.hpp ] || need_apt+=(nlohmann-json3-dev)
 if [ "${1:-}" = "--tests" ]; then
     command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 fi

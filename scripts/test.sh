@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what the tests need, then runs them.
-#   - Debian packages (a C++ compiler, nlohmann-json3-dev, valgrind) through scripts/setup.sh
+#   - Debian packages (a C++ compiler, valgrind) through scripts/setup.sh
 #   - Python packages for the protocol interop and gateway tests, in a venv under the target
 #     directory (target/tmp/py-venv), installed by scripts/py-venv.sh while Rust compiles
 # No GPU and no network other than the package registries are needed.

@@ -11,6 +11,7 @@ mod bridge;
 pub mod calibrate;
 mod engine_timing;
 pub(crate) mod error;
+mod executor_files;
 mod gpu;
 #[cfg(feature = "guided")]
 pub mod guided;

@@ -106,7 +106,7 @@ pub struct SimSpeculative {
     pub draft_agreement: Option<f64>,
 }
 
-fn default_acceptance() -> Vec<f64> {
+pub(crate) fn default_acceptance() -> Vec<f64> {
     vec![0.7]
 }
 

@@ -1,15 +1,20 @@
-//! The sim-only cxx bridge through which the C++ simulator asks the Rust timing and memory model
-//! (src/sim/perf_model.rs) for each iteration's time and the engine's memory; the real TensorRT-LLM
+//! The sim-only cxx bridge through which the C++ simulator loads an engine directory (config.json and
+//! simulation.json, read and checked here: src/sim/executor_files.rs) and asks the Rust timing and memory
+//! model (src/sim/perf_model.rs) for each iteration's time and the engine's memory; the real TensorRT-LLM
 //! build never compiles it.
 //!
-//! The per-iteration call takes and returns plain structs (no allocation, no JSON). Every function
-//! catches panics, so no Rust unwind crosses into C++.
+//! The engine is described once, at construction, as plain structs; the per-iteration call takes and
+//! returns plain structs too (no allocation, no JSON). Every function catches panics, so no Rust unwind
+//! crosses into C++.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use super::error::SimError;
+use super::executor_files::{EngineFiles, ExecutorLimits, check_simulation, fault_method};
 use super::perf_model::{BatchWork, PerfModel};
+use crate::engine::simulation_json::{ClockMode, SimulationJson};
+use crate::engine::speculative::SpeculativeDecodingMode;
 
 #[cxx::bridge(namespace = "trtllm::sim::timing")]
 #[allow(missing_docs)]
@@ -36,10 +41,75 @@ mod ffi {
         drafter_ms: f64,
     }
 
+    /// config.json's `build_config.speculative_decoding_mode`.
+    enum SimSpecMode {
+        None,
+        DraftTokensExternal,
+        Medusa,
+        Lookahead,
+        ExplicitDraftTokens,
+        Eagle,
+    }
+
+    /// config.json as the simulated executor enforces it, defaults applied (see `ExecutorLimits`).
+    struct SimEngineLimits {
+        vocab_size_padded: i32,
+        hidden_size: i32,
+        num_layers: i32,
+        num_heads: i32,
+        num_kv_heads: i32,
+        head_size: i32,
+        intermediate_size: i32,
+        dtype_bytes: i32,
+        max_input_len: i32,
+        max_seq_len: i32,
+        max_batch_size: i32,
+        max_beam_width: i32,
+        max_num_tokens: i32,
+        gather_context_logits: bool,
+        tokens_per_block: i32,
+        paged_kv_cache: bool,
+        paged_context_fmha: bool,
+        speculative_mode: SimSpecMode,
+        max_draft_len: i32,
+        num_medusa_heads: i32,
+        lora_enabled: bool,
+        lora_target_modules: Vec<String>,
+        max_lora_rank: i32,
+    }
+
+    /// simulation.json's executor settings, checked; each `has_x` says whether the optional `x` is set.
+    struct SimSettings {
+        has_iteration_ms: bool,
+        iteration_ms: f64,
+        time_scale: f64,
+        virtual_clock: bool,
+        has_kv_cache_max_tokens: bool,
+        kv_cache_max_tokens: i64,
+        seed: u64,
+        /// Index into the fault methods (constructor, enqueueRequest, ..., shutdown), -1 for none.
+        throw_in: i32,
+        throw_after_calls: u64,
+        throw_non_std: bool,
+        has_fail_prompt_token: bool,
+        fail_prompt_token: i32,
+        has_fail_all_from_iteration: bool,
+        fail_all_from_iteration: u64,
+        has_stall_iteration: bool,
+        stall_iteration: u64,
+        stall_ms: f64,
+        draft_acceptance: Vec<f64>,
+        context_tokens: bool,
+        has_draft_agreement: bool,
+        draft_agreement: f64,
+    }
+
     extern "Rust" {
         type SimTiming;
 
         fn load_timing(engine_dir: &str) -> Result<Box<SimTiming>>;
+        fn engine_limits(timing: &SimTiming) -> SimEngineLimits;
+        fn sim_settings(timing: &SimTiming) -> SimSettings;
         fn iteration_time(timing: &SimTiming, work: &SimBatchWork) -> SimIterationTime;
         fn weight_bytes_per_gpu(timing: &SimTiming) -> f64;
         fn kv_bytes_per_token_per_gpu(timing: &SimTiming) -> f64;
@@ -54,15 +124,93 @@ mod ffi {
     }
 }
 
-/// The engine's timing model, owned by the C++ simulator.
-pub struct SimTiming(PerfModel);
+/// The engine as the C++ simulator holds it: its timing model and its checked documents.
+pub struct SimTiming {
+    model: PerfModel,
+    limits: ExecutorLimits,
+    simulation: SimulationJson,
+}
 
 fn guarded<T>(f: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| Err(SimError::Invalid("the timing model panicked".into())))
 }
 
 fn load_timing(engine_dir: &str) -> Result<Box<SimTiming>, SimError> {
-    guarded(|| Ok(Box::new(SimTiming(PerfModel::from_engine_dir(Path::new(engine_dir))?))))
+    guarded(|| {
+        let files = EngineFiles::read(Path::new(engine_dir))?;
+        let limits = ExecutorLimits::from_config(&files.config)?;
+        check_simulation(&files.simulation)?;
+        let model = PerfModel::from_documents(&files.config, &files.simulation)?;
+        Ok(Box::new(SimTiming { model, limits, simulation: files.simulation }))
+    })
+}
+
+fn engine_limits(timing: &SimTiming) -> ffi::SimEngineLimits {
+    let l = &timing.limits;
+    let lora = l.lora.as_ref();
+    ffi::SimEngineLimits {
+        vocab_size_padded: l.vocab_size_padded,
+        hidden_size: l.hidden_size,
+        num_layers: l.num_layers,
+        num_heads: l.num_heads,
+        num_kv_heads: l.num_kv_heads,
+        head_size: l.head_size,
+        intermediate_size: l.intermediate_size,
+        dtype_bytes: l.dtype_bytes,
+        max_input_len: l.max_input_len,
+        max_seq_len: l.max_seq_len,
+        max_batch_size: l.max_batch_size,
+        max_beam_width: l.max_beam_width,
+        max_num_tokens: l.max_num_tokens,
+        gather_context_logits: l.gather_context_logits,
+        tokens_per_block: l.tokens_per_block,
+        paged_kv_cache: l.paged_kv_cache,
+        paged_context_fmha: l.paged_context_fmha,
+        speculative_mode: match l.speculative_mode {
+            SpeculativeDecodingMode::None => ffi::SimSpecMode::None,
+            SpeculativeDecodingMode::DraftTokensExternal => ffi::SimSpecMode::DraftTokensExternal,
+            SpeculativeDecodingMode::Medusa => ffi::SimSpecMode::Medusa,
+            SpeculativeDecodingMode::LookaheadDecoding => ffi::SimSpecMode::Lookahead,
+            SpeculativeDecodingMode::ExplicitDraftTokens => ffi::SimSpecMode::ExplicitDraftTokens,
+            SpeculativeDecodingMode::Eagle => ffi::SimSpecMode::Eagle,
+        },
+        max_draft_len: l.max_draft_len,
+        num_medusa_heads: l.num_medusa_heads,
+        lora_enabled: lora.is_some(),
+        lora_target_modules: lora.map(|l| l.target_modules.clone()).unwrap_or_default(),
+        max_lora_rank: lora.map_or(0, |l| l.max_rank),
+    }
+}
+
+fn sim_settings(timing: &SimTiming) -> ffi::SimSettings {
+    let s = &timing.simulation;
+    let f = &s.faults;
+    let speculative = s.speculative.as_ref();
+    // check_simulation ran at load: the fault method is known and the prompt token fits an i32.
+    ffi::SimSettings {
+        has_iteration_ms: s.iteration_ms.is_some(),
+        iteration_ms: s.iteration_ms.unwrap_or(0.0),
+        time_scale: s.time_scale,
+        virtual_clock: s.clock == ClockMode::Virtual,
+        has_kv_cache_max_tokens: s.kv_cache_max_tokens.is_some(),
+        kv_cache_max_tokens: s.kv_cache_max_tokens.map_or(0, |t| i64::try_from(t).unwrap_or(i64::MAX)),
+        seed: s.seed,
+        throw_in: f.throw_in.as_deref().and_then(fault_method).map_or(-1, |i| i as i32),
+        throw_after_calls: f.throw_after_calls,
+        throw_non_std: f.throw_non_std,
+        has_fail_prompt_token: f.fail_prompt_token.is_some(),
+        fail_prompt_token: f.fail_prompt_token.and_then(|t| i32::try_from(t).ok()).unwrap_or(0),
+        has_fail_all_from_iteration: f.fail_all_from_iteration.is_some(),
+        fail_all_from_iteration: f.fail_all_from_iteration.unwrap_or(0),
+        has_stall_iteration: f.stall_iteration.is_some(),
+        stall_iteration: f.stall_iteration.unwrap_or(0),
+        stall_ms: f.stall_ms,
+        draft_acceptance: speculative
+            .map_or_else(crate::engine::speculative::default_acceptance, |sp| sp.acceptance.clone()),
+        context_tokens: speculative.is_some_and(|sp| sp.context_tokens),
+        has_draft_agreement: speculative.and_then(|sp| sp.draft_agreement).is_some(),
+        draft_agreement: speculative.and_then(|sp| sp.draft_agreement).unwrap_or(0.0),
+    }
 }
 
 fn iteration_time(timing: &SimTiming, w: &ffi::SimBatchWork) -> ffi::SimIterationTime {
@@ -80,30 +228,30 @@ fn iteration_time(timing: &SimTiming, w: &ffi::SimBatchWork) -> ffi::SimIteratio
         drafter_requests: w.drafter_requests,
     };
     // Arithmetic on plain numbers: nothing here can panic.
-    let time = timing.0.iteration(&work);
+    let time = timing.model.iteration(&work);
     ffi::SimIterationTime { total_ms: time.total_ms, drafter_ms: time.drafter_ms }
 }
 
 fn weight_bytes_per_gpu(timing: &SimTiming) -> f64 {
-    timing.0.weight_bytes_per_gpu()
+    timing.model.weight_bytes_per_gpu()
 }
 
 fn kv_bytes_per_token_per_gpu(timing: &SimTiming) -> f64 {
-    timing.0.kv_bytes_per_token_per_gpu()
+    timing.model.kv_bytes_per_token_per_gpu()
 }
 
 fn gpu_memory_bytes(timing: &SimTiming) -> f64 {
-    timing.0.gpu().memory_bytes()
+    timing.model.gpu().memory_bytes()
 }
 
 fn runtime_reserve_bytes(timing: &SimTiming, max_num_tokens: i32, max_batch_size: i32, max_beam_width: i32) -> f64 {
     let size = |v: i32| usize::try_from(v).unwrap_or(0);
-    timing.0.runtime_reserve_bytes(size(max_num_tokens), size(max_batch_size), size(max_beam_width))
+    timing.model.runtime_reserve_bytes(size(max_num_tokens), size(max_batch_size), size(max_beam_width))
 }
 
 fn kv_capacity_tokens(timing: &SimTiming, free_fraction: f64, reserve_bytes: f64) -> Result<i64, SimError> {
     guarded(|| {
-        let tokens = timing.0.kv_capacity_tokens(free_fraction, reserve_bytes)?;
+        let tokens = timing.model.kv_capacity_tokens(free_fraction, reserve_bytes)?;
         Ok(i64::try_from(tokens).unwrap_or(i64::MAX))
     })
 }

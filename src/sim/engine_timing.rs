@@ -3,9 +3,8 @@
 
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
-
 use super::error::SimError;
+use super::executor_files::{EngineFiles, dtype_bytes};
 use super::gpu::GpuPreset;
 use super::kernels::WeightFormat;
 use super::model::ModelShape;
@@ -13,20 +12,6 @@ use super::perf_model::{Drafter, EngineSpec, PerfModel};
 use crate::engine::config_json::ConfigJson;
 use crate::engine::simulation_json::SimulationJson;
 use crate::engine::speculative::SpeculativeDecodingMode;
-
-fn read<T: DeserializeOwned>(path: &Path) -> Result<T, SimError> {
-    let text = std::fs::read_to_string(path).map_err(|e| SimError::Invalid(format!("{}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| SimError::Invalid(format!("{}: {e}", path.display())))
-}
-
-/// Bytes per element of a dtype name (`float16`, `bfloat16`, `float32`, ...).
-fn dtype_bytes(dtype: Option<&str>) -> f64 {
-    match dtype {
-        Some("float32") => 4.0,
-        Some("int8" | "fp8") => 1.0,
-        _ => 2.0,
-    }
-}
 
 /// How `quant_algo` stores and multiplies the linear layers' weights.
 fn weight_format(quant_algo: Option<&str>, activation_bytes: f64) -> Result<WeightFormat, SimError> {
@@ -124,10 +109,8 @@ impl PerfModel {
     /// The model of the engine in `dir`: its config.json, and the GPU its simulation.json names (preset and
     /// `gpu_overrides`; the A6000 preset when there is no simulation.json).
     pub fn from_engine_dir(dir: &Path) -> Result<Self, SimError> {
-        let config: ConfigJson = read(&dir.join("config.json"))?;
-        let sim_path = dir.join("simulation.json");
-        let sim: SimulationJson = if sim_path.exists() { read(&sim_path)? } else { SimulationJson::default() };
-        Self::from_documents(&config, &sim)
+        let files = EngineFiles::read(dir)?;
+        Self::from_documents(&files.config, &files.simulation)
     }
 
     /// The model of an engine described by its config.json and simulation.json documents: the one path

@@ -46,6 +46,14 @@ pub enum SimError {
         /// The GPU's memory, GiB.
         memory_gib: f64,
     },
+    /// An engine directory's file is missing, unreadable or not valid for its schema.
+    #[error("{}: {message}", path.display())]
+    EngineFile {
+        /// The file (or the engine directory itself).
+        path: std::path::PathBuf,
+        /// What is wrong, naming the member where one is at fault.
+        message: String,
+    },
     /// A shape or parallelism setting that cannot work (zero sizes, heads not divisible by tp, ...).
     #[error("invalid simulated engine: {0}")]
     Invalid(String),

@@ -38,3 +38,35 @@ fn tensor_parallelism_over_more_ranks_than_kv_heads_replicates_them() {
     let executor = Executor::load(dir.path(), config().build().unwrap()).expect("tp 8 over 4 KV heads loads");
     assert_eq!(executor.engine().tp_size, 8);
 }
+
+/// The message of loading `dir` after `edit` rewrote one of its documents.
+fn load_error(file: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let dir = engine_dir(|b| b);
+    let path = dir.path().join(file);
+    let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(&path, json.to_string()).unwrap();
+    Executor::load(dir.path(), config().build().unwrap()).unwrap_err().to_string()
+}
+
+#[test]
+fn a_bad_simulation_json_is_refused_naming_the_member() {
+    let message = load_error("simulation.json", |j| j["faults"] = serde_json::json!({"throw_in": "enqueue"}));
+    assert!(message.contains("faults.throw_in names an unknown method \"enqueue\" (known: constructor"), "{message}");
+    let message = load_error("simulation.json", |j| j["time_scale"] = (-1.0).into());
+    assert!(message.contains("time_scale must be at least 0"), "{message}");
+    let message = load_error("simulation.json", |j| j["iteration_msec"] = 2.into());
+    assert!(message.contains("simulation.json") && message.contains("unknown field `iteration_msec`"), "{message}");
+}
+
+#[test]
+fn a_bad_config_json_is_refused_naming_the_member() {
+    let message =
+        load_error("config.json", |j| j["pretrained_config"]["mapping"] = serde_json::json!({"world_size": 3}));
+    assert!(message.contains("world_size (3) must equal tp_size * pp_size * cp_size (1)"), "{message}");
+    let message = load_error("config.json", |j| {
+        j["build_config"]["speculative_decoding_mode"] = "medusa".into();
+        j["build_config"]["max_draft_len"] = serde_json::Value::Null;
+    });
+    assert!(message.contains("max_draft_len must be positive for speculative_decoding_mode medusa"), "{message}");
+}

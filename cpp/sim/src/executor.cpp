@@ -14,6 +14,21 @@ char const* version() noexcept
     return kSimulatorVersion;
 }
 
+char const* sim::faultMethodName(FaultMethod method)
+{
+    switch (method)
+    {
+    case FaultMethod::kConstructor: return "constructor";
+    case FaultMethod::kEnqueueRequest: return "enqueueRequest";
+    case FaultMethod::kAwaitResponses: return "awaitResponses";
+    case FaultMethod::kCancelRequest: return "cancelRequest";
+    case FaultMethod::kGetLatestIterationStats: return "getLatestIterationStats";
+    case FaultMethod::kGetLatestRequestStats: return "getLatestRequestStats";
+    case FaultMethod::kShutdown: return "shutdown";
+    }
+    return "unknown";
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Executor::Impl — construction and teardown
 
@@ -113,9 +128,14 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(sim::EngineConfig const&
 }
 
 Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
-    : mEngine(sim::EngineConfig::load(modelPath))
-    , mSim(sim::SimConfig::load(modelPath))
-    , mTiming(modelPath)
+    : Impl(sim::loadEngine(modelPath), modelType, executorConfig)
+{
+}
+
+Executor::Impl::Impl(sim::LoadedEngine loaded, ModelType modelType, ExecutorConfig const& executorConfig)
+    : mEngine(std::move(loaded.engine))
+    , mSim(std::move(loaded.sim))
+    , mTiming(std::move(loaded.timing))
     , mSettings(deriveSettings(mEngine, mSim, mTiming, modelType, executorConfig))
     , mIterationStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getIterStatsMaxIterations())))
     , mRequestStats(static_cast<std::size_t>(std::max<SizeType32>(0, executorConfig.getRequestStatsMaxIterations())))
@@ -125,7 +145,7 @@ Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType
     , mPool(static_cast<SizeType32>(mSettings.kvCacheTokens / mEngine.tokensPerBlock), mEngine.tokensPerBlock,
           sim::KvReuseConfig::from(executorConfig.getKvCacheConfig()), mKvEvents)
     , mScheduler(mSettings.scheduler, mPool)
-    , mTokens(mEngine.vocabSizePadded(), mSim.seed)
+    , mTokens(mEngine.vocabSizePadded, mSim.seed)
     , mSpeculator(mEngine, mSim.draftAcceptance, mSim.seed, executorConfig)
     , mLora(mEngine, executorConfig.getPeftCacheConfig(), mTiming.gpuMemoryBytes())
 {

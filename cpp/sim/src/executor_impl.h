@@ -103,6 +103,7 @@ class Executor::Impl : public sim::control::ArrivalControl
 {
 public:
     Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig);
+    Impl(sim::LoadedEngine loaded, ModelType modelType, ExecutorConfig const& executorConfig);
     ~Impl();
 
     Impl(Impl const&) = delete;

@@ -148,7 +148,7 @@ LoraCache::LoraCache(EngineConfig const& engine, std::optional<PeftCacheConfig> 
     double const widest = static_cast<double>(engine.hiddenSize)
                           + std::max<double>(engine.intermediateSize,
                               static_cast<double>(engine.numAttentionHeads + 2 * engine.numKvHeads) * engine.headSize);
-    double const slotBytes = peft.getOptimalAdapterSize() * widest * engine.dtypeBytes();
+    double const slotBytes = peft.getOptimalAdapterSize() * widest * engine.dtypeBytes;
     mLevels->host.capacity = peft.getNumHostModuleLayer() > 0 ? peft.getNumHostModuleLayer() * slotBytes
                                                       : static_cast<double>(peft.getHostCacheSize().value_or(
                                                           static_cast<size_t>(kDefaultHostCacheBytes)));

@@ -212,7 +212,7 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
     state.sequenceFinal.assign(static_cast<std::size_t>(state.numSequences), false);
 
     auto const promptLength = static_cast<SizeType32>(state.prompt.size());
-    auto const vocab = mEngine.vocabSizePadded();
+    auto const vocab = mEngine.vocabSizePadded;
     if (state.beamWidth > mSettings.maxBeamWidth)
     {
         return "Requested beam width (" + std::to_string(state.beamWidth) + ") exceeds the maximum beam width ("

@@ -1,21 +1,20 @@
-// The engine directory's optional simulation.json: the simulated GPU's timing, KV-cache capacity, token
-// seed and test-only fault hooks. The format is documented in docs/simulation-json.md.
+// The engine directory's optional simulation.json as the simulated executor uses it: the clock, KV-cache
+// capacity, token seed, speculative acceptance and test-only fault hooks. The Rust side reads and checks the
+// file (src/sim/executor_files.rs; the format is documented in docs/simulation-json.md) and the simulator
+// receives the result as this plain data (timing_model.h).
 #pragma once
 
 #include "tensorrt_llm/executor/types.h"
 
 #include <cstdint>
-#include <filesystem>
-#include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace tensorrt_llm::executor::sim
 {
 
-/// Public executor methods that a fault hook can make throw.
+/// Public executor methods that a fault hook can make throw, in the order of the Rust side's FAULT_METHODS.
 enum class FaultMethod
 {
     kConstructor,
@@ -76,12 +75,6 @@ struct SimConfig
     bool contextTokens{false};
     /// This engine is a draft model agreeing with the context token with this probability.
     std::optional<double> draftAgreement;
-
-    /// Parses simulation.json text; `file` names the source in error messages.
-    static SimConfig parse(std::string_view text, std::string const& file);
-
-    /// Reads `<engineDir>/simulation.json`, or returns the defaults when the file does not exist.
-    static SimConfig load(std::filesystem::path const& engineDir);
 };
 
 } // namespace tensorrt_llm::executor::sim

@@ -1,8 +1,6 @@
 // Speculative decoding in the simulated executor (see speculation.h).
 #include "speculation.h"
 
-#include "sim_config.h"
-
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -12,22 +10,6 @@ namespace tensorrt_llm::executor::sim
 
 namespace
 {
-
-struct ModeName
-{
-    SpecMode mode;
-    char const* name;
-    std::int64_t flag;
-};
-
-constexpr ModeName kModes[] = {
-    {SpecMode::kNone, "none", 1},
-    {SpecMode::kDraftTokensExternal, "draft_tokens_external", 2},
-    {SpecMode::kMedusa, "medusa", 4},
-    {SpecMode::kLookahead, "lookahead_decoding", 8},
-    {SpecMode::kExplicitDraftTokens, "explicit_draft_tokens", 16},
-    {SpecMode::kEagle, "eagle", 32},
-};
 
 /// SplitMix64's finaliser (the token generator uses the same mix; acceptance draws are a separate stream).
 std::uint64_t mix(std::uint64_t value)
@@ -68,83 +50,16 @@ std::optional<SpecMode> specModeOf(DecodingMode const& mode)
 
 char const* specModeName(SpecMode mode)
 {
-    for (auto const& entry : kModes)
+    switch (mode)
     {
-        if (entry.mode == mode)
-        {
-            return entry.name;
-        }
+    case SpecMode::kNone: return "none";
+    case SpecMode::kDraftTokensExternal: return "draft_tokens_external";
+    case SpecMode::kMedusa: return "medusa";
+    case SpecMode::kLookahead: return "lookahead_decoding";
+    case SpecMode::kExplicitDraftTokens: return "explicit_draft_tokens";
+    case SpecMode::kEagle: return "eagle";
     }
     return "unknown";
-}
-
-void readSpeculativeEngine(JsonFields const& build, JsonFields const& pretrained, EngineConfig& config)
-{
-    if (build.has("speculative_decoding_mode"))
-    {
-        Json const& value = build.value().at("speculative_decoding_mode");
-        bool found = false;
-        for (auto const& entry : kModes)
-        {
-            bool const matches = value.is_string() ? value.get<std::string>() == entry.name
-                                 : value.is_number_integer() ? value.get<std::int64_t>() == entry.flag
-                                                             : false;
-            if (matches)
-            {
-                config.speculativeDecodingMode = entry.mode;
-                found = true;
-            }
-        }
-        if (!found && !value.is_null())
-        {
-            build.fail("speculative_decoding_mode",
-                "must be one of none, draft_tokens_external, medusa, lookahead_decoding, explicit_draft_tokens, "
-                "eagle (or their flag values 1, 2, 4, 8, 16, 32), got "
-                    + value.dump());
-        }
-    }
-    constexpr std::int64_t kMaxDraft = 1024;
-    config.maxDraftLen = static_cast<SizeType32>(build.integer("max_draft_len", 0, kMaxDraft).value_or(0));
-    config.numMedusaHeads = static_cast<SizeType32>(pretrained.integer("num_medusa_heads", 0, kMaxDraft).value_or(0));
-    bool const drafts = config.speculativeDecodingMode != SpecMode::kNone;
-    if (drafts && config.speculativeDecodingMode != SpecMode::kLookahead && config.maxDraftLen == 0)
-    {
-        build.fail("max_draft_len",
-            std::string("must be positive for speculative_decoding_mode ")
-                + specModeName(config.speculativeDecodingMode));
-    }
-}
-
-std::vector<double> readAcceptance(JsonFields const& speculative)
-{
-    speculative.rejectUnknown({"acceptance", "context_tokens", "draft_agreement"});
-    std::vector<double> values;
-    if (!speculative.has("acceptance"))
-    {
-        return {0.7};
-    }
-    Json const& value = speculative.value().at("acceptance");
-    auto const check = [&](Json const& item)
-    {
-        if (!item.is_number() || item.get<double>() < 0.0 || item.get<double>() > 1.0)
-        {
-            speculative.fail("acceptance", "must be a probability in [0, 1] or a non-empty list of them, got "
-                                               + item.dump());
-        }
-        values.push_back(item.get<double>());
-    };
-    if (value.is_array() && !value.empty())
-    {
-        for (auto const& item : value)
-        {
-            check(item);
-        }
-    }
-    else
-    {
-        check(value);
-    }
-    return values;
 }
 
 Speculator::Speculator(

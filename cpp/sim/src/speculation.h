@@ -8,7 +8,6 @@
 #include "tensorrt_llm/executor/executor.h"
 
 #include "engine_config.h"
-#include "json_fields.h"
 #include "sequence.h"
 
 #include <cstdint>
@@ -19,19 +18,8 @@
 namespace tensorrt_llm::executor::sim
 {
 
-struct SimConfig;
-
-/// build_config.speculative_decoding_mode: by name ("medusa", "lookahead_decoding", ...) or by
-/// TensorRT-LLM's flag value (1 none, 2 draft tokens external, 4 medusa, 8 lookahead, 16 explicit, 32 eagle).
-/// Also reads build_config.max_draft_len and pretrained_config.num_medusa_heads.
-void readSpeculativeEngine(JsonFields const& build, JsonFields const& pretrained, EngineConfig& config);
-
 /// The name config.json uses for `mode`.
 char const* specModeName(SpecMode mode);
-
-/// simulation.json's "speculative" object: {"acceptance": p | [p1, p2, ...]} (probability that draft position i
-/// is accepted given the ones before it were; the last value repeats for deeper positions).
-std::vector<double> readAcceptance(JsonFields const& speculative);
 
 /// What one iteration's scheduled requests decoded, for IterationStats (InflightBatchingStats'
 /// avgNumDecodedTokensPerIter and SpecDecodingStats). Loop thread only; reset after each stats entry.

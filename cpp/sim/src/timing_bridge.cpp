@@ -1,11 +1,15 @@
-// TimingModel (timing_model.h) over the Rust timing model. The crate's build compiles this file against the
-// sim-only bridge (src/sim/bridge.rs, TRTLLM_SIM_RUST_TIMING); the simulator's C++ test programs, which link no
-// Rust, get a stand-in with a fixed iteration time (20 ms) and an unbounded GPU, so that they test the executor's
-// behaviour and never a second copy of the model.
+// loadEngine and TimingModel (timing_model.h) over the Rust side. The crate's build compiles this file against
+// the sim-only bridge (src/sim/bridge.rs, TRTLLM_SIM_RUST_TIMING): Rust reads and checks the engine directory and
+// times every iteration. The simulator's C++ test programs, which link no Rust, get a stand-in: engines the test
+// describes directly (describeStandInEngine), a fixed iteration time (20 ms) and an unbounded GPU, so that they
+// test the executor's behaviour and never a second copy of the parsing or the model.
 #include "timing_model.h"
 
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #ifdef TRTLLM_SIM_RUST_TIMING
 #include "rust/cxx.h"
@@ -17,18 +21,117 @@ namespace tensorrt_llm::executor::sim
 
 #ifdef TRTLLM_SIM_RUST_TIMING
 
+namespace bridge = trtllm::sim::timing;
+
 struct TimingModel::Impl
 {
-    rust::Box<trtllm::sim::timing::SimTiming> model;
+    rust::Box<bridge::SimTiming> model;
     /// Reused for every iteration: the per-iteration call allocates nothing.
-    mutable trtllm::sim::timing::SimBatchWork work{};
+    mutable bridge::SimBatchWork work{};
 };
 
-TimingModel::TimingModel(std::filesystem::path const& engineDir)
+namespace
+{
+
+SpecMode specModeOf(bridge::SimSpecMode mode)
+{
+    switch (mode)
+    {
+    case bridge::SimSpecMode::DraftTokensExternal: return SpecMode::kDraftTokensExternal;
+    case bridge::SimSpecMode::Medusa: return SpecMode::kMedusa;
+    case bridge::SimSpecMode::Lookahead: return SpecMode::kLookahead;
+    case bridge::SimSpecMode::ExplicitDraftTokens: return SpecMode::kExplicitDraftTokens;
+    case bridge::SimSpecMode::Eagle: return SpecMode::kEagle;
+    default: return SpecMode::kNone;
+    }
+}
+
+EngineConfig engineConfigOf(bridge::SimEngineLimits const& l)
+{
+    EngineConfig e;
+    e.vocabSizePadded = l.vocab_size_padded;
+    e.hiddenSize = l.hidden_size;
+    e.numLayers = l.num_layers;
+    e.numAttentionHeads = l.num_heads;
+    e.numKvHeads = l.num_kv_heads;
+    e.headSize = l.head_size;
+    e.intermediateSize = l.intermediate_size;
+    e.dtypeBytes = l.dtype_bytes;
+    e.maxInputLen = l.max_input_len;
+    e.maxSeqLen = l.max_seq_len;
+    e.maxBatchSize = l.max_batch_size;
+    e.maxBeamWidth = l.max_beam_width;
+    e.maxNumTokens = l.max_num_tokens;
+    e.gatherContextLogits = l.gather_context_logits;
+    e.speculativeDecodingMode = specModeOf(l.speculative_mode);
+    e.maxDraftLen = l.max_draft_len;
+    e.numMedusaHeads = l.num_medusa_heads;
+    e.tokensPerBlock = l.tokens_per_block;
+    e.pagedKvCache = l.paged_kv_cache;
+    e.usePagedContextFmha = l.paged_context_fmha;
+    e.loraEnabled = l.lora_enabled;
+    for (auto const& module : l.lora_target_modules)
+    {
+        e.loraTargetModules.emplace_back(module.data(), module.size());
+    }
+    e.maxLoraRank = l.max_lora_rank;
+    return e;
+}
+
+SimConfig simConfigOf(bridge::SimSettings const& s)
+{
+    SimConfig c;
+    if (s.has_iteration_ms)
+    {
+        c.iterationMs = s.iteration_ms;
+    }
+    c.timeScale = s.time_scale;
+    c.clock = s.virtual_clock ? ClockMode::kVirtual : ClockMode::kReal;
+    if (s.has_kv_cache_max_tokens)
+    {
+        c.kvCacheMaxTokens = s.kv_cache_max_tokens;
+    }
+    c.seed = s.seed;
+    auto& f = c.faults;
+    if (s.throw_in >= 0)
+    {
+        f.throwIn = static_cast<FaultMethod>(s.throw_in);
+    }
+    f.throwAfterCalls = s.throw_after_calls;
+    f.throwNonStd = s.throw_non_std;
+    if (s.has_fail_prompt_token)
+    {
+        f.failPromptToken = s.fail_prompt_token;
+    }
+    if (s.has_fail_all_from_iteration)
+    {
+        f.failAllFromIteration = s.fail_all_from_iteration;
+    }
+    if (s.has_stall_iteration)
+    {
+        f.stallIteration = s.stall_iteration;
+    }
+    f.stallMs = s.stall_ms;
+    c.draftAcceptance.assign(s.draft_acceptance.begin(), s.draft_acceptance.end());
+    c.contextTokens = s.context_tokens;
+    if (s.has_draft_agreement)
+    {
+        c.draftAgreement = s.draft_agreement;
+    }
+    return c;
+}
+
+} // namespace
+
+LoadedEngine loadEngine(std::filesystem::path const& engineDir)
 {
     try
     {
-        mImpl = std::make_unique<Impl>(Impl{trtllm::sim::timing::load_timing(engineDir.string()), {}});
+        auto model = bridge::load_timing(engineDir.string());
+        auto engine = engineConfigOf(bridge::engine_limits(*model));
+        auto sim = simConfigOf(bridge::sim_settings(*model));
+        return LoadedEngine{std::move(engine), std::move(sim),
+            TimingModel(std::make_unique<TimingModel::Impl>(TimingModel::Impl{std::move(model), {}}))};
     }
     catch (rust::Error const& e)
     {
@@ -99,11 +202,37 @@ namespace
 constexpr double kStandInIterationMs = 20.0;
 constexpr double kStandInKvBytesPerToken = 1024.0;
 constexpr double kStandInMemoryBytes = 1024.0 * 1024.0 * kStandInKvBytesPerToken;
+
+/// The engines the test program described, by path.
+std::map<std::string, std::pair<EngineConfig, SimConfig>>& standInEngines(std::mutex*& lock)
+{
+    static std::mutex mutex;
+    static std::map<std::string, std::pair<EngineConfig, SimConfig>> engines;
+    lock = &mutex;
+    return engines;
+}
+
 } // namespace
 
-TimingModel::TimingModel(std::filesystem::path const& /*engineDir*/)
-    : mImpl(std::make_unique<Impl>())
+void describeStandInEngine(std::filesystem::path const& engineDir, EngineConfig engine, SimConfig sim)
 {
+    std::mutex* mutex = nullptr;
+    auto& engines = standInEngines(mutex);
+    std::lock_guard<std::mutex> guard(*mutex);
+    engines[engineDir.string()] = {std::move(engine), std::move(sim)};
+}
+
+LoadedEngine loadEngine(std::filesystem::path const& engineDir)
+{
+    std::mutex* mutex = nullptr;
+    auto& engines = standInEngines(mutex);
+    std::lock_guard<std::mutex> guard(*mutex);
+    auto const found = engines.find(engineDir.string());
+    if (found == engines.end())
+    {
+        throw std::runtime_error("Engine directory " + engineDir.string() + " was not described to the stand-in");
+    }
+    return LoadedEngine{found->second.first, found->second.second, TimingModel(std::make_unique<TimingModel::Impl>())};
 }
 
 IterationTime TimingModel::iteration(BatchWork const& work) const
@@ -137,6 +266,11 @@ std::int64_t TimingModel::kvCapacityTokens(double freeFraction, double reserveBy
 }
 
 #endif
+
+TimingModel::TimingModel(std::unique_ptr<Impl> impl)
+    : mImpl(std::move(impl))
+{
+}
 
 TimingModel::~TimingModel() = default;
 TimingModel::TimingModel(TimingModel&&) noexcept = default;

@@ -1,10 +1,14 @@
-// The simulated GPU's timing and memory, asked of the Rust model (src/sim/perf_model.rs) through the sim-only
-// bridge src/sim/bridge.rs: the C++ simulator describes each planned iteration's batch (BatchWork) and receives
-// its time; the engine's memory figures (weights, KV bytes per token, runtime reserve, KV capacity) come from the
-// same model. docs/simulator.md derives every term.
+// The engine directory and the simulated GPU's timing and memory, asked of the Rust side through the sim-only
+// bridge src/sim/bridge.rs: loadEngine receives config.json's limits and simulation.json's settings, read and
+// checked in Rust, as plain data; the C++ simulator then describes each planned iteration's batch (BatchWork) and
+// receives its time from the Rust model (src/sim/perf_model.rs), with the engine's memory figures (weights, KV
+// bytes per token, runtime reserve, KV capacity). docs/simulator.md derives every term.
 #pragma once
 
 #include "tensorrt_llm/executor/types.h"
+
+#include "engine_config.h"
+#include "sim_config.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -65,14 +69,14 @@ struct IterationTime
     double totalMs{0.0};
 };
 
-/// The engine's timing and memory model, held by the Rust side.
+/// The engine's timing and memory model, held by the Rust side (made by loadEngine).
 class TimingModel
 {
 public:
-    /// Loads the model of the engine in `engineDir` (config.json, simulation.json's GPU). Throws
-    /// std::runtime_error when the engine cannot run on the GPU (FP8 without FP8 tensor cores), uses a
-    /// quantization the model does not know, or names an unknown GPU or figure.
-    explicit TimingModel(std::filesystem::path const& engineDir);
+    /// The Rust model's handle (opaque here).
+    struct Impl;
+
+    explicit TimingModel(std::unique_ptr<Impl> impl);
     ~TimingModel();
     TimingModel(TimingModel&&) noexcept;
     TimingModel& operator=(TimingModel&&) noexcept;
@@ -94,8 +98,27 @@ public:
     [[nodiscard]] std::int64_t kvCapacityTokens(double freeFraction, double reserveBytes) const;
 
 private:
-    struct Impl;
     std::unique_ptr<Impl> mImpl;
 };
+
+/// An engine directory as the simulated executor runs it.
+struct LoadedEngine
+{
+    EngineConfig engine;
+    SimConfig sim;
+    TimingModel timing;
+};
+
+/// Reads and checks `<engineDir>`'s config.json and simulation.json and builds the engine's timing model. Throws
+/// std::runtime_error, naming the file and the member, when the directory or config.json is missing, a document
+/// is malformed or out of range, the engine cannot run on the GPU (FP8 without FP8 tensor cores), uses a
+/// quantization the model does not know, or names an unknown GPU or figure.
+LoadedEngine loadEngine(std::filesystem::path const& engineDir);
+
+#ifndef TRTLLM_SIM_RUST_TIMING
+/// The C++ test programs' stand-in (no Rust linked): loadEngine(engineDir) returns this description, with a
+/// stand-in timing model, for a directory that does not need to exist. A later call for the same path replaces it.
+void describeStandInEngine(std::filesystem::path const& engineDir, EngineConfig engine, SimConfig sim);
+#endif
 
 } // namespace tensorrt_llm::executor::sim

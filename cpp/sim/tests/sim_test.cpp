@@ -1,14 +1,16 @@
-// Tests of the simulated TensorRT-LLM executor: a self-contained program (no framework) that writes tiny engine
-// directories to a temporary directory, drives tensorrt_llm::executor::Executor through its public API and
-// checks the behaviour the crate relies on. Prints "N passed, N failed" and exits non-zero on any failure.
+// Tests of the simulated TensorRT-LLM executor: a self-contained program (no framework) that describes tiny
+// engines to the stand-in loader (timing_bridge.cpp without the Rust bridge, which reads and checks the real
+// config.json / simulation.json: src/sim/executor_files.rs, tested in Rust), drives
+// tensorrt_llm::executor::Executor through its public API and checks the behaviour the crate relies on. Prints
+// "N passed, N failed" and exits non-zero on any failure.
 //
 // Build: c++ -std=c++17 -O1 -pthread -I cpp/sim/include cpp/sim/src/*.cpp cpp/sim/tests/sim_test.cpp
 #include "tensorrt_llm/executor/executor.h"
 
 #include "../src/engine_config.h"
 #include "../src/executor_impl.h"
-#include "../src/json_fields.h"
 #include "../src/sim_config.h"
+#include "../src/timing_model.h"
 
 #include <algorithm>
 #include <atomic>
@@ -125,6 +127,15 @@ bool contains(std::string const& text, std::string const& needle)
 
 fs::path gTempRoot;
 
+/// simulation.json as the loader hands it over: `iteration_ms`, `time_scale` 1 and `kv_cache_max_tokens`.
+tle::sim::SimConfig simulation(double iterationMs, std::optional<std::int64_t> kvCacheMaxTokens = 65536)
+{
+    tle::sim::SimConfig sim;
+    sim.iterationMs = iterationMs;
+    sim.kvCacheMaxTokens = kvCacheMaxTokens;
+    return sim;
+}
+
 struct EngineSpec
 {
     int vocabSize = 1000;
@@ -135,48 +146,31 @@ struct EngineSpec
     int maxNumTokens = 1024;
     int tokensPerBlock = 16;
     bool pagedContextFmha = true;
-    /// simulation.json contents; empty writes no file.
-    std::string simulation = R"({"iteration_ms": 2, "time_scale": 1.0, "kv_cache_max_tokens": 65536})";
+    /// simulation.json's settings; the defaults are an engine without the file.
+    tle::sim::SimConfig sim = simulation(2);
 };
 
-void writeFile(fs::path const& path, std::string const& text)
-{
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-}
-
+/// A Llama-shaped 2-layer engine of `spec`'s limits, described to the stand-in loader under a fresh path.
 fs::path makeEngine(EngineSpec const& spec)
 {
     static int counter = 0;
     fs::path const dir = gTempRoot / ("engine-" + std::to_string(counter++));
-    fs::create_directories(dir);
-    std::ostringstream config;
-    config << R"({
-  "version": "1.2.0",
-  "pretrained_config": {
-    "architecture": "LlamaForCausalLM", "dtype": "float16", "vocab_size": )"
-           << spec.vocabSize << R"(,
-    "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "head_size": 64, "intermediate_size": 512, "max_position_embeddings": 4096,
-    "mapping": {"world_size": 1, "tp_size": 1, "pp_size": 1},
-    "quantization": {"quant_algo": null, "kv_cache_quant_algo": null}
-  },
-  "build_config": {
-    "max_input_len": )"
-           << spec.maxInputLen << R"(, "max_seq_len": )" << spec.maxSeqLen << R"(, "max_batch_size": )"
-           << spec.maxBatchSize << R"(,
-    "max_beam_width": )"
-           << spec.maxBeamWidth << R"(, "max_num_tokens": )" << spec.maxNumTokens << R"(,
-    "plugin_config": {"tokens_per_block": )"
-           << spec.tokensPerBlock << R"(, "paged_kv_cache": true, "use_paged_context_fmha": )"
-           << (spec.pagedContextFmha ? "true" : "false") << R"(, "remove_input_padding": true}
-  }
-})";
-    writeFile(dir / "config.json", config.str());
-    if (!spec.simulation.empty())
-    {
-        writeFile(dir / "simulation.json", spec.simulation);
-    }
+    tle::sim::EngineConfig engine;
+    engine.vocabSizePadded = spec.vocabSize;
+    engine.hiddenSize = 256;
+    engine.numLayers = 2;
+    engine.numAttentionHeads = 4;
+    engine.numKvHeads = 2;
+    engine.headSize = 64;
+    engine.intermediateSize = 512;
+    engine.maxInputLen = spec.maxInputLen;
+    engine.maxSeqLen = spec.maxSeqLen;
+    engine.maxBatchSize = spec.maxBatchSize;
+    engine.maxBeamWidth = spec.maxBeamWidth;
+    engine.maxNumTokens = spec.maxNumTokens;
+    engine.tokensPerBlock = spec.tokensPerBlock;
+    engine.usePagedContextFmha = spec.pagedContextFmha;
+    tle::sim::describeStandInEngine(dir, engine, spec.sim);
     return dir;
 }
 
@@ -254,147 +248,19 @@ tle::VecTokens generateOnce(tle::Executor& executor, tle::Request request)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// JSON
+// Engine description (config.json and simulation.json are read and checked in Rust: src/sim/executor_files.rs)
 
-void testJsonFieldsReadTypedMembers()
-{
-    using tle::sim::JsonFields;
-    auto const doc = tle::sim::parseJson(R"( {"n": 3, "x": -2.5, "b": true, "s": "q\u00e9", "z": null,
-        "big": 9007199254740993, "huge": 18446744073709551615, "o": {"k": 1}, "n": 4} )",
-        "test.json");
-    JsonFields const fields(doc, "test.json", "");
-    // A repeated key resolves to its last occurrence.
-    CHECK_EQ(fields.integer("n", 0).value_or(-1), std::int64_t{4});
-    CHECK_EQ(fields.number("x", -10.0).value_or(0.0), -2.5);
-    CHECK(fields.boolean("b").value_or(false));
-    CHECK_EQ(fields.string("s").value_or(""), std::string("q\xC3\xA9"));
-    // Null and absent members both mean "use the default".
-    CHECK(!fields.has("z") && !fields.integer("z", 0) && !fields.has("missing"));
-    // Integers keep all 64 bits (a double would round this one).
-    CHECK_EQ(fields.integer("big", 0).value_or(-1), std::int64_t{9007199254740993});
-    CHECK(throwsWith([&]() { (void)fields.integer("huge", 0); }, "test.json: huge must be in [0, "));
-    CHECK(throwsWith([&]() { (void)fields.integer("x", -10); }, "test.json: x must be an integer, got a non-integral number"));
-    CHECK(throwsWith([&]() { (void)fields.integer("s", 0); }, "test.json: s must be an integer, got a string"));
-    CHECK(throwsWith([&]() { (void)fields.integer("n", 5); }, "test.json: n must be in [5, "));
-    CHECK(throwsWith([&]() { (void)fields.number("x", 0.0); }, "test.json: x must be at least 0, got -2.5"));
-    CHECK(throwsWith([&]() { (void)fields.boolean("n"); }, "test.json: n must be a boolean, got a number"));
-    CHECK(throwsWith([&]() { (void)fields.string("o"); }, "test.json: o must be a string, got an object"));
-    auto const nested = fields.object("o");
-    REQUIRE(nested.has_value());
-    CHECK(throwsWith([&]() { nested->rejectUnknown({"j"}); }, "test.json: o.k is not a known setting (known: j)"));
-    CHECK(throwsWith([&]() { (void)fields.object("n"); }, "test.json: n must be an object, got a number"));
-}
-
-void testJsonRejectsMalformedInputWithOffset()
-{
-    auto const parse = [](std::string const& text) { return tle::sim::parseJson(text, "test.json"); };
-    CHECK(throwsWith([&]() { parse(R"({"a": 1,})"); }, "test.json: JSON parse error at byte 8"));
-    CHECK(throwsWith([&]() { parse(R"({"a" 1})"); }, "expected ':'"));
-    CHECK(throwsWith([&]() { parse(R"(["abc)"); }, "missing closing quote"));
-    CHECK(throwsWith([&]() { parse(R"(["\ud800x"])"); }, "surrogate"));
-    CHECK(throwsWith([&]() { parse(R"({} x)"); }, "expected end of input"));
-    CHECK(throwsWith([&]() { parse(""); }, "test.json: JSON parse error at byte 0"));
-    CHECK(throwsWith([&]() { parse("[1e999]"); }, "test.json: JSON parse error: number overflow"));
-    CHECK(throwsWith([&]() { parse("nul"); }, "invalid literal"));
-    // Deep nesting is parsed without recursion, so hostile input cannot exhaust the stack.
-    CHECK_EQ(parse(std::string(100000, '[') + std::string(100000, ']')).size(), std::size_t{1});
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Engine directory and simulation.json
-
-void testMissingEngineDirectoryNamesThePath()
-{
-    fs::path const missing = gTempRoot / "no-such-engine";
-    CHECK(throwsWith([&]() { tle::Executor executor(missing, tle::ModelType::kDECODER_ONLY, tle::ExecutorConfig()); },
-        missing.string()));
-    fs::path const empty = gTempRoot / "empty-engine";
-    fs::create_directories(empty);
-    CHECK(throwsWith([&]() { tle::Executor executor(empty, tle::ModelType::kDECODER_ONLY, tle::ExecutorConfig()); },
-        (empty / "config.json").string()));
-}
-
-void testEngineConfigErrorsNameTheField()
-{
-    using tle::sim::EngineConfig;
-    CHECK(throwsWith([]() { EngineConfig::parse("{", "config.json"); }, "config.json: JSON parse error at byte 1"));
-    CHECK(throwsWith([]() { EngineConfig::parse(R"({"build_config": {}})", "config.json"); }, "pretrained_config"));
-    CHECK(throwsWith(
-        []()
-        {
-            EngineConfig::parse(R"({"pretrained_config": {"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
-                "num_attention_heads": 2}, "build_config": {"max_batch_size": "eight"}})",
-                "config.json");
-        },
-        "build_config.max_batch_size must be an integer"));
-    auto const config = EngineConfig::parse(R"({"version": "1.2.0", "pretrained_config": {"vocab_size": 100,
-        "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "mapping": {"tp_size": 2}},
-        "build_config": {"max_input_len": 10, "max_seq_len": 20, "plugin_config": {"tokens_per_block": 8}}})",
-        "config.json");
-    CHECK_EQ(config.version, std::string("1.2.0"));
-    CHECK_EQ(config.numKvHeads, 4);
-    CHECK_EQ(config.headSize, 16);
-    CHECK_EQ(config.tpSize, 2);
-    CHECK_EQ(config.worldSize, 2);
-    CHECK_EQ(config.maxInputLen, 10);
-    CHECK_EQ(config.maxSeqLen, 20);
-    CHECK_EQ(config.tokensPerBlock, 8);
-    CHECK_EQ(config.maxBeamWidth, 1);
-
-    // Tensor parallelism must split the heads. 32 query heads and 4 KV heads allow tp 1 to 32 in powers of two
-    // (beyond 4, each KV head is replicated on tp / 4 ranks); 3 does not divide the query heads; with 24 query
-    // heads and 6 KV heads, tp 4 divides the former but neither divides nor is a multiple of the latter.
-    auto const withTp = [](int heads, int kvHeads, int tp)
-    {
-        return EngineConfig::parse(R"({"pretrained_config": {"vocab_size": 100, "hidden_size": 512,
-            "num_hidden_layers": 2, "num_attention_heads": )"
-                + std::to_string(heads) + R"(, "num_key_value_heads": )" + std::to_string(kvHeads)
-                + R"(, "mapping": {"tp_size": )" + std::to_string(tp) + R"(}}, "build_config": {}})",
-            "config.json");
-    };
-    for (int const tp : {1, 2, 4, 8, 16, 32})
-    {
-        CHECK_EQ(withTp(32, 4, tp).tpSize, tp);
-    }
-    CHECK(throwsWith([&]() { withTp(32, 4, 3); },
-        "config.json: pretrained_config.mapping.tp_size (3) must divide pretrained_config.num_attention_heads (32)"));
-    CHECK(throwsWith([&]() { withTp(24, 6, 4); },
-        "pretrained_config.mapping.tp_size (4) must divide pretrained_config.num_key_value_heads (6), or be a "
-        "multiple of it"));
-}
-
-void testSimulationJsonIsOptionalAndChecked()
+void testAnEngineWithoutSimulationSettingsRuns()
 {
     EngineSpec spec;
-    spec.simulation = "";
+    spec.sim = tle::sim::SimConfig{};
+    CHECK(!spec.sim.iterationMs); // the timing model decides
+    CHECK_EQ(spec.sim.timeScale, 1.0);
+    CHECK(!spec.sim.kvCacheMaxTokens); // derived from GPU memory
+    CHECK(spec.sim.clock == tle::sim::ClockMode::kReal);
     auto executor = makeExecutor(spec);
     CHECK(executor->canEnqueueRequests());
-    executor.reset();
-
-    auto const defaults = tle::sim::SimConfig::parse("{}", "simulation.json");
-    CHECK(!defaults.iterationMs); // the timing model decides
-    CHECK_EQ(defaults.timeScale, 1.0);
-    CHECK(!defaults.kvCacheMaxTokens); // derived from GPU memory
-    CHECK(defaults.clock == tle::sim::ClockMode::kReal);
-    auto const full = tle::sim::SimConfig::parse(R"({"gpu": "h100-sxm", "iteration_ms": 5.5, "time_scale": 0,
-        "kv_cache_max_tokens": 4096, "seed": 7, "faults": {"throw_in": "cancelRequest", "throw_after_calls": 2,
-        "throw_non_std": true, "fail_prompt_token": 13, "fail_all_from_iteration": 100, "stall_iteration": 5,
-        "stall_ms": 300}})",
-        "simulation.json");
-    CHECK(full.iterationMs == 5.5);
-    CHECK_EQ(full.seed, std::uint64_t{7});
-    CHECK(full.faults.throwIn == tle::sim::FaultMethod::kCancelRequest);
-    CHECK_EQ(full.faults.throwAfterCalls, std::uint64_t{2});
-    CHECK(full.faults.throwNonStd);
-    CHECK(full.faults.failPromptToken == 13);
-    CHECK(full.faults.stallIteration == tle::IterationType{5});
-
-    spec.simulation = R"({"iteration_msec": 2})";
-    CHECK(throwsWith([&]() { makeExecutor(spec); }, "iteration_msec is not a known setting"));
-    spec.simulation = R"({"faults": {"throw_in": "enqueue"}})";
-    CHECK(throwsWith([&]() { makeExecutor(spec); }, "faults.throw_in names an unknown method"));
-    spec.simulation = R"({"time_scale": -1})";
-    CHECK(throwsWith([&]() { makeExecutor(spec); }, "time_scale must be at least 0"));
+    CHECK_EQ(generateOnce(*executor, tle::Request(prompt(4), 2)).size(), std::size_t{2});
 }
 
 void testVersion()
@@ -484,7 +350,8 @@ void testNonStreamingOutputIsPromptPlusGenerated()
         1, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, tle::RandomSeedType{42}));
     CHECK(generateOnce(*executor, seeded) != generated);
     EngineSpec reseeded;
-    reseeded.simulation = R"({"iteration_ms": 2, "seed": 9})";
+    reseeded.sim = simulation(2, std::nullopt);
+    reseeded.sim.seed = 9;
     auto third = makeExecutor(reseeded);
     CHECK(generateOnce(*third, tle::Request(input, 8)) != generated);
     // clientId is echoed.
@@ -1292,7 +1159,7 @@ void testBeamSearchReturnsEveryBeam()
 EngineSpec smallCacheEngine()
 {
     EngineSpec spec;
-    spec.simulation = R"({"iteration_ms": 1, "kv_cache_max_tokens": 128})";
+    spec.sim = simulation(1, 128);
     return spec;
 }
 
@@ -1388,7 +1255,9 @@ void testStaticBatchWaitsForTheBatchToFinish()
 void testFaultThrowInMethod()
 {
     EngineSpec spec;
-    spec.simulation = R"({"iteration_ms": 2, "faults": {"throw_in": "enqueueRequest", "throw_after_calls": 1}})";
+    spec.sim = simulation(2, std::nullopt);
+    spec.sim.faults.throwIn = tle::sim::FaultMethod::kEnqueueRequest;
+    spec.sim.faults.throwAfterCalls = 1;
     auto executor = makeExecutor(spec);
     CHECK_EQ(executor->enqueueRequest(tle::Request(prompt(4), 1)), tle::IdType{1});
     CHECK(throwsWith([&]() { (void)executor->enqueueRequest(tle::Request(prompt(4), 1)); }, "Simulated fault"));
@@ -1396,8 +1265,9 @@ void testFaultThrowInMethod()
     // Other methods are unaffected.
     CHECK_EQ(collect(*executor, {1}).size(), std::size_t{1});
 
-    spec.simulation
-        = R"({"iteration_ms": 2, "faults": {"throw_in": "getLatestIterationStats", "throw_non_std": true}})";
+    spec.sim = simulation(2, std::nullopt);
+    spec.sim.faults.throwIn = tle::sim::FaultMethod::kGetLatestIterationStats;
+    spec.sim.faults.throwNonStd = true;
     auto nonStd = makeExecutor(spec);
     bool caughtInt = false;
     try
@@ -1413,25 +1283,30 @@ void testFaultThrowInMethod()
     }
     CHECK(caughtInt);
 
-    spec.simulation = R"({"faults": {"throw_in": "constructor"}})";
+    spec.sim = tle::sim::SimConfig{};
+    spec.sim.faults.throwIn = tle::sim::FaultMethod::kConstructor;
     CHECK(throwsWith([&]() { makeExecutor(spec); }, "Simulated fault in constructor"));
 
-    spec.simulation = R"({"iteration_ms": 2, "faults": {"throw_in": "shutdown"}})";
+    spec.sim = simulation(2, std::nullopt);
+    spec.sim.faults.throwIn = tle::sim::FaultMethod::kShutdown;
     auto failingShutdown = makeExecutor(spec);
     CHECK(throwsWith([&]() { failingShutdown->shutdown(); }, "Simulated fault in shutdown"));
     CHECK(failingShutdown->canEnqueueRequests());
     failingShutdown.reset(); // the destructor still shuts down cleanly
 
-    for (auto const* method : {"awaitResponses", "cancelRequest", "getLatestRequestStats"})
+    for (auto const fault : {tle::sim::FaultMethod::kAwaitResponses, tle::sim::FaultMethod::kCancelRequest,
+             tle::sim::FaultMethod::kGetLatestRequestStats})
     {
-        spec.simulation = std::string(R"({"faults": {"throw_in": ")") + method + R"("}})";
+        std::string const method = tle::sim::faultMethodName(fault);
+        spec.sim = tle::sim::SimConfig{};
+        spec.sim.faults.throwIn = fault;
         auto faulty = makeExecutor(spec);
         std::function<void()> call;
-        if (std::string(method) == "awaitResponses")
+        if (method == "awaitResponses")
         {
             call = [&]() { (void)faulty->awaitResponses(1ms); };
         }
-        else if (std::string(method) == "cancelRequest")
+        else if (method == "cancelRequest")
         {
             call = [&]() { faulty->cancelRequest(1); };
         }
@@ -1446,7 +1321,8 @@ void testFaultThrowInMethod()
 void testFaultFailingRequests()
 {
     EngineSpec spec;
-    spec.simulation = R"({"iteration_ms": 2, "faults": {"fail_prompt_token": 13}})";
+    spec.sim = simulation(2, std::nullopt);
+    spec.sim.faults.failPromptToken = 13;
     auto executor = makeExecutor(spec);
     auto const ids = executor->enqueueRequests({tle::Request({5, 13, 7}, 4), tle::Request({5, 6, 7}, 4)});
     auto responses = collect(*executor, ids);
@@ -1456,7 +1332,8 @@ void testFaultFailingRequests()
     REQUIRE(responses[ids[1]].size() == 1);
     CHECK(!responses[ids[1]][0].hasError());
 
-    spec.simulation = R"({"iteration_ms": 2, "faults": {"fail_all_from_iteration": 3}})";
+    spec.sim = simulation(2, std::nullopt);
+    spec.sim.faults.failAllFromIteration = 3;
     auto failing = makeExecutor(spec);
     auto const streaming = failing->enqueueRequests({tle::Request(prompt(4), 50, true), tle::Request(prompt(5), 50)});
     auto all = collect(*failing, streaming);
@@ -1475,7 +1352,9 @@ void testFaultFailingRequests()
 void testFaultStall()
 {
     EngineSpec spec;
-    spec.simulation = R"({"iteration_ms": 2, "faults": {"stall_iteration": 1, "stall_ms": 150}})";
+    spec.sim = simulation(2, std::nullopt);
+    spec.sim.faults.stallIteration = 1;
+    spec.sim.faults.stallMs = 150;
     auto executor = makeExecutor(spec);
     auto const start = Clock::now();
     auto const id = executor->enqueueRequest(tle::Request(prompt(4), 3, true));
@@ -1495,7 +1374,7 @@ void testFaultStall()
 void testConcurrentClients()
 {
     EngineSpec spec;
-    spec.simulation = R"({"iteration_ms": 1})";
+    spec.sim = simulation(1, std::nullopt);
     auto executor = makeExecutor(spec);
     constexpr int kThreads = 4;
     constexpr int kPerThread = 12;
@@ -1787,7 +1666,7 @@ void testReuseOffReusesNothing()
 EngineSpec eightBlockEngine()
 {
     EngineSpec spec;
-    spec.simulation = R"({"iteration_ms": 1, "kv_cache_max_tokens": 128})";
+    spec.sim = simulation(1, 128);
     return spec;
 }
 
@@ -1879,8 +1758,8 @@ void testAHugeKvPoolCostsNothingUntilUsed()
     // 4,194,304 blocks of 16 tokens: per-block state allocated up front would take hundreds of megabytes.
     constexpr int kBlocks = 1 << 22;
     EngineSpec spec;
-    spec.simulation = R"({"iteration_ms": 1, "clock": "virtual", "kv_cache_max_tokens": )" + std::to_string(kBlocks * 16)
-                      + "}";
+    spec.sim = simulation(1, std::int64_t{kBlocks} * 16);
+    spec.sim.clock = tle::sim::ClockMode::kVirtual;
     auto const before = residentBytes();
     auto executor = makeExecutor(spec, reuseConfig());
     auto const loaded = residentBytes();
@@ -1973,7 +1852,8 @@ void testPausedFlagDoesNotOutliveItsIteration()
     config.setSchedulerConfig(tle::SchedulerConfig(tle::CapacitySchedulerPolicy::kMAX_UTILIZATION));
     config.setRequestStatsMaxIterations(1000);
     EngineSpec spec;
-    spec.simulation = R"({"iteration_ms": 10, "clock": "virtual", "kv_cache_max_tokens": 128})";
+    spec.sim = simulation(10, 128);
+    spec.sim.clock = tle::sim::ClockMode::kVirtual;
     auto executor = makeExecutor(spec, config);
     std::vector<tle::Request> three(3, tle::Request(prompt(16), 48));
     three[2].setAllottedTimeMs(std::chrono::milliseconds(175));
@@ -2213,11 +2093,7 @@ int main()
     fs::create_directories(gTempRoot);
 
     TestCase const tests[] = {
-        {"json fields read typed members", testJsonFieldsReadTypedMembers},
-        {"json rejects malformed input with offset", testJsonRejectsMalformedInputWithOffset},
-        {"missing engine directory names the path", testMissingEngineDirectoryNamesThePath},
-        {"engine config errors name the field", testEngineConfigErrorsNameTheField},
-        {"simulation.json is optional and checked", testSimulationJsonIsOptionalAndChecked},
+        {"an engine without simulation settings runs", testAnEngineWithoutSimulationSettingsRuns},
         {"version", testVersion},
         {"request ids start at 1 and increase", testRequestIdsStartAtOneAndIncrease},
         {"await drains, times out and wakes promptly", testAwaitDrainsTimesOutAndWakesPromptly},

@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <set>
@@ -51,49 +50,49 @@ struct ModelShape
 constexpr ModelShape kQwen7b{152064, 3584, 28, 28, 4, 128, 18944};
 constexpr ModelShape kTiny{1000, 256, 2, 4, 2, 64, 512};
 
+/// A virtual-clock simulation.json (the timing model decides each iteration's time).
+sim::SimConfig virtualClock()
+{
+    sim::SimConfig config;
+    config.clock = sim::ClockMode::kVirtual;
+    return config;
+}
+
 struct EngineSpec
 {
     ModelShape model = kQwen7b;
-    int tp = 1;
-    /// JSON values (null or a quoted string).
-    std::string quantAlgo = "null";
-    std::string kvCacheQuantAlgo = "null";
     int maxInputLen = 8192;
     int maxSeqLen = 8704;
     int maxBatchSize = 256;
     int maxBeamWidth = 1;
     int maxNumTokens = 8192;
     int tokensPerBlock = 32;
-    std::string simulation = R"({"gpu": "rtx-a6000", "clock": "virtual"})";
+    sim::SimConfig sim = virtualClock();
 };
-
-std::string configJson(EngineSpec const& spec)
-{
-    auto const& m = spec.model;
-    std::ostringstream out;
-    out << R"({"version": "1.2.0", "pretrained_config": {"architecture": "LlamaForCausalLM", "dtype": "bfloat16",)"
-        << R"("vocab_size": )" << m.vocab << R"(, "hidden_size": )" << m.hidden << R"(, "num_hidden_layers": )"
-        << m.layers << R"(, "num_attention_heads": )" << m.heads << R"(, "num_key_value_heads": )" << m.kvHeads
-        << R"(, "head_size": )" << m.headSize << R"(, "intermediate_size": )" << m.intermediate
-        << R"(, "max_position_embeddings": 131072, "mapping": {"world_size": )" << spec.tp << R"(, "tp_size": )"
-        << spec.tp << R"(, "pp_size": 1}, "quantization": {"quant_algo": )" << spec.quantAlgo
-        << R"(, "kv_cache_quant_algo": )" << spec.kvCacheQuantAlgo << R"(}}, "build_config": {"max_input_len": )"
-        << spec.maxInputLen << R"(, "max_seq_len": )" << spec.maxSeqLen << R"(, "max_batch_size": )"
-        << spec.maxBatchSize << R"(, "max_beam_width": )" << spec.maxBeamWidth << R"(, "max_num_tokens": )"
-        << spec.maxNumTokens << R"(, "plugin_config": {"tokens_per_block": )" << spec.tokensPerBlock
-        << R"(, "paged_kv_cache": true, "use_paged_context_fmha": true}}})";
-    return out.str();
-}
 
 fs::path gTempRoot;
 
+/// Describes `spec` to the stand-in loader under a fresh path (the Rust side reads real engine directories).
 fs::path makeEngineDir(EngineSpec const& spec)
 {
     static int counter = 0;
     fs::path const dir = gTempRoot / ("engine-" + std::to_string(counter++));
-    fs::create_directories(dir);
-    std::ofstream(dir / "config.json") << configJson(spec);
-    std::ofstream(dir / "simulation.json") << spec.simulation;
+    auto const& m = spec.model;
+    sim::EngineConfig engine;
+    engine.vocabSizePadded = m.vocab;
+    engine.hiddenSize = m.hidden;
+    engine.numLayers = m.layers;
+    engine.numAttentionHeads = m.heads;
+    engine.numKvHeads = m.kvHeads;
+    engine.headSize = m.headSize;
+    engine.intermediateSize = m.intermediate;
+    engine.maxInputLen = spec.maxInputLen;
+    engine.maxSeqLen = spec.maxSeqLen;
+    engine.maxBatchSize = spec.maxBatchSize;
+    engine.maxBeamWidth = spec.maxBeamWidth;
+    engine.maxNumTokens = spec.maxNumTokens;
+    engine.tokensPerBlock = spec.tokensPerBlock;
+    sim::describeStandInEngine(dir, engine, spec.sim);
     return dir;
 }
 
@@ -104,7 +103,7 @@ std::unique_ptr<tle::Executor> makeExecutor(EngineSpec const& spec, tle::Executo
 
 sim::TimingModel timingModel(EngineSpec const& spec)
 {
-    return sim::TimingModel(makeEngineDir(spec));
+    return sim::loadEngine(makeEngineDir(spec)).timing;
 }
 
 tle::ExecutorConfig withIterationStats()
@@ -222,7 +221,7 @@ void testVirtualClockFollowsTheWallClockWhenIdle()
 void testFixedIterationMsOverridesTheModel()
 {
     EngineSpec spec;
-    spec.simulation = R"({"gpu": "rtx-a6000", "iteration_ms": 3, "clock": "virtual"})";
+    spec.sim.iterationMs = 3.0;
     auto executor = makeExecutor(spec, withIterationStats());
     auto const result = runRequest(*executor, 4000, 10);
     for (auto const& stats : busyIterations(*executor))
@@ -238,7 +237,8 @@ void testRealClockReportsModeledLatencies()
 {
     // time_scale 0 runs without sleeping; iterLatencyMS still reports the simulated time.
     EngineSpec spec;
-    spec.simulation = R"({"gpu": "rtx-a6000", "time_scale": 0})";
+    spec.sim = sim::SimConfig{};
+    spec.sim.timeScale = 0.0;
     auto executor = makeExecutor(spec, withIterationStats());
     auto const wallStart = Clock::now();
     (void) runRequest(*executor, 8, 20);
