@@ -109,6 +109,10 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// A calibration file (from `trtllm sim calibrate`, as `trtllm sim build --calibration` takes):
+    /// its fitted figures replace the GPU preset's for the pruning and for every run.
+    #[arg(long)]
+    calibration: Option<PathBuf>,
 }
 
 /// `--scheduler-policy` values.
@@ -129,9 +133,14 @@ fn parse_switch(text: &str) -> Result<bool, String> {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let slos = SloSet::parse(&args.slo).context("--slo")?;
     let model = ModelPreset::by_id(&args.model)?;
+    let gpu_overrides = match &args.calibration {
+        Some(path) => super::sim_model::calibration_overrides(path, &args.gpu)?.into_iter().collect(),
+        None => Default::default(),
+    };
     let space = SearchSpace {
         model: args.model.clone(),
         gpu: args.gpu.clone(),
+        gpu_overrides,
         tp: args.tp.clone(),
         try_fp8: !args.no_fp8,
         max_batch_size: args.max_batch_size.clone(),

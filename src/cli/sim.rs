@@ -85,6 +85,9 @@ struct BuildArgs {
     /// Fix the KV-cache capacity in tokens instead of deriving it from GPU memory.
     #[arg(long)]
     kv_cache_max_tokens: Option<usize>,
+    /// Time kernel launches as CUDA graph replays (simulation.json `cuda_graphs`).
+    #[arg(long)]
+    cuda_graphs: bool,
     /// Where to write the engine directory (created if missing).
     #[arg(long)]
     output: PathBuf,
@@ -173,7 +176,8 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         .max_seq_len(args.max_seq_len.unwrap_or(model.max_position_embeddings))
         .max_input_len(args.max_input_len)
         .clock(args.clock)
-        .time_scale(args.time_scale);
+        .time_scale(args.time_scale)
+        .cuda_graphs(args.cuda_graphs);
     if let Some(path) = &args.calibration {
         for (figure, value) in super::sim_model::calibration_overrides(path, &args.gpu)? {
             builder = builder.gpu_override(figure, value);

@@ -52,6 +52,10 @@ pub struct SimulationJson {
     /// Speculative decoding: the drafter's acceptance (absent: 0.7 per position).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<super::speculative::SimSpeculative>,
+    /// Kernels launch from CUDA graphs (the per-kernel launch cost of a graph replay instead of one host
+    /// enqueue each). Off by default, as in TensorRT-LLM; the executor's `cuda_graph_mode` turns it on too.
+    #[serde(deserialize_with = "super::null_default::null_as_default", skip_serializing_if = "std::ops::Not::not")]
+    pub cuda_graphs: bool,
 }
 
 impl Default for SimulationJson {
@@ -66,6 +70,7 @@ impl Default for SimulationJson {
             seed: 0,
             faults: SimFaults::default(),
             speculative: None,
+            cuda_graphs: false,
         }
     }
 }

@@ -107,7 +107,7 @@ mod ffi {
     extern "Rust" {
         type SimTiming;
 
-        fn load_timing(engine_dir: &str) -> Result<Box<SimTiming>>;
+        fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>>;
         fn engine_limits(timing: &SimTiming) -> SimEngineLimits;
         fn sim_settings(timing: &SimTiming) -> SimSettings;
         fn iteration_time(timing: &SimTiming, work: &SimBatchWork) -> SimIterationTime;
@@ -135,12 +135,15 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| Err(SimError::Invalid("the timing model panicked".into())))
 }
 
-fn load_timing(engine_dir: &str) -> Result<Box<SimTiming>, SimError> {
+/// Loads the engine in `engine_dir`; `cuda_graphs` is the executor's CUDA graph mode, which turns graphs on
+/// as simulation.json's `cuda_graphs` does.
+fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>, SimError> {
     guarded(|| {
         let files = EngineFiles::read(Path::new(engine_dir))?;
         let limits = ExecutorLimits::from_config(&files.config)?;
         check_simulation(&files.simulation)?;
         let model = PerfModel::from_documents(&files.config, &files.simulation)?;
+        let model = model.with_cuda_graphs(files.simulation.cuda_graphs || cuda_graphs);
         Ok(Box::new(SimTiming { model, limits, simulation: files.simulation }))
     })
 }

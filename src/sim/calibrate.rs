@@ -241,11 +241,19 @@ struct IterRow {
 #[derive(Deserialize)]
 struct Inflight {
     num_ctx_tokens: f64,
+    #[serde(default)]
+    num_context_requests: Option<u64>,
+    #[serde(default)]
+    num_gen_requests: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct RequestRow {
     prompt_tokens: u64,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cached_tokens: u64,
     #[serde(default)]
     server: Option<ServerRow>,
 }
@@ -256,41 +264,69 @@ struct ServerRow {
     last_iter: Option<u64>,
 }
 
+/// One iteration as the requests file explains it.
+#[derive(Default)]
+struct Explained {
+    work: BatchWork,
+    context_requests: u64,
+    generation_requests: u64,
+    /// A request in it emitted more or fewer tokens than steps (speculation, beams).
+    unexplained: bool,
+}
+
 /// Iteration samples from `trtllm bench` files: `<stem>.iters.jsonl` (one `IterationStats` per line: the
-/// latency and context tokens of every iteration) and `<stem>.requests.jsonl` (each request's prompt length
-/// and first and last iteration, which give the KV cache each iteration read). Iterations with no work are
-/// skipped.
+/// latency, context tokens and request counts of every iteration) and `<stem>.requests.jsonl` (each
+/// request's prompt length, reused prompt tokens, output length and the iterations of its first and last
+/// token, which give the KV cache each iteration read).
+///
+/// A request's prompt is taken as processed whole in the iteration that produced its first token, and each
+/// later iteration up to its last as one decoding step. Only iterations the requests explain exactly are
+/// kept: the same context tokens and, where the file has them, the same context and generation request
+/// counts. That drops iterations with chunked prompts (their chunks' split is not in the files), requests
+/// missing from the file (warm-up) and speculative or beam-search steps, rather than fitting them wrongly.
 pub fn bench_samples(iters_jsonl: &str, requests_jsonl: &str) -> Result<Vec<Sample>, SimError> {
     let bad = |what: &str, e: serde_json::Error| SimError::Invalid(format!("{what}: {e}"));
-    let mut works: BTreeMap<u64, (BatchWork, f64)> = BTreeMap::new();
+    let mut rows: BTreeMap<u64, (f64, Inflight)> = BTreeMap::new();
     for line in iters_jsonl.lines().filter(|l| !l.trim().is_empty()) {
         let row: IterRow = serde_json::from_str(line).map_err(|e| bad("iterations file", e))?;
-        let ctx = row.inflight_batching.map(|i| i.num_ctx_tokens).unwrap_or(0.0);
-        let work = BatchWork { context_tokens: ctx, tokens: ctx, kv_tokens_written: ctx, ..BatchWork::default() };
-        works.insert(row.iter, (work, row.iter_latency_ms));
+        let counts = row.inflight_batching.unwrap_or(Inflight {
+            num_ctx_tokens: 0.0,
+            num_context_requests: None,
+            num_gen_requests: None,
+        });
+        rows.insert(row.iter, (row.iter_latency_ms, counts));
     }
+    let mut explained: BTreeMap<u64, Explained> = BTreeMap::new();
     for line in requests_jsonl.lines().filter(|l| !l.trim().is_empty()) {
         let row: RequestRow = serde_json::from_str(line).map_err(|e| bad("requests file", e))?;
         let Some(ServerRow { first_iter: Some(first), last_iter: Some(last) }) = row.server else {
             continue;
         };
         let prompt = row.prompt_tokens as f64;
-        // The first iteration runs the prompt (its pairs; the context tokens come from the iteration row) and
-        // samples the first token; each later one decodes over the prompt and the tokens before.
-        if let Some((work, _)) = works.get_mut(&first) {
-            work.sampled_rows += 1.0;
-            work.context_pairs += prompt * (prompt + 1.0) / 2.0;
-        }
+        let cached = (row.cached_tokens as f64).min(prompt);
+        let entry = explained.entry(first).or_default();
+        entry.work.add_context(prompt - cached, cached, true);
+        entry.context_requests += 1;
+        // One token per step: a request that emitted fewer steps than tokens speculated or ran beams.
+        let steps = last.saturating_sub(first) + 1;
+        let decodes = row.output_tokens.is_none_or(|tokens| tokens == steps);
         for iter in first + 1..=last {
-            if let Some((work, _)) = works.get_mut(&iter) {
-                work.add_generation(prompt + (iter - first) as f64 - 1.0, 1.0);
-            }
+            let entry = explained.entry(iter).or_default();
+            entry.generation_requests += 1;
+            entry.unexplained |= !decodes;
+            entry.work.add_generation(prompt + (iter - first) as f64 - 1.0, 1.0);
         }
     }
-    Ok(works
-        .into_values()
-        .filter(|(work, _)| work.tokens > 0.0)
-        .map(|(work, measured_ms)| Sample::Iteration { work, measured_ms })
+    Ok(rows
+        .into_iter()
+        .filter_map(|(iter, (measured_ms, counts))| {
+            let e = explained.remove(&iter)?;
+            let matches = !e.unexplained
+                && (e.work.context_tokens - counts.num_ctx_tokens).abs() < 0.5
+                && counts.num_context_requests.is_none_or(|n| n == e.context_requests)
+                && counts.num_gen_requests.is_none_or(|n| n == e.generation_requests);
+            (matches && e.work.tokens > 0.0).then_some(Sample::Iteration { work: e.work, measured_ms })
+        })
         .collect())
 }
 

@@ -121,6 +121,7 @@ impl PerfModel {
             gpu.set_figure(name, *value)
                 .map_err(|e| SimError::Invalid(format!("simulation.json: gpu_overrides: {e}")))?;
         }
-        Self::from_spec(EngineSpec::from_config(config)?, &gpu)
+        let spec = EngineSpec { cuda_graphs: sim.cuda_graphs, ..EngineSpec::from_config(config)? };
+        Self::from_spec(spec, &gpu)
     }
 }

@@ -99,6 +99,8 @@ pub struct SimulatedEngine {
     pub lora: Option<SimLora>,
     /// Speculative decoding (`None`: a plain engine).
     pub speculation: Option<SimulatedSpeculation>,
+    /// Kernels launch from CUDA graphs (simulation.json `cuda_graphs`).
+    pub cuda_graphs: bool,
 }
 
 /// The LoRA build settings of a simulated engine (`trtllm-build --lora_plugin auto
@@ -163,6 +165,7 @@ impl Default for SimulatedEngine {
             faults: SimFaults::default(),
             lora: None,
             speculation: None,
+            cuda_graphs: false,
         }
     }
 }
@@ -271,6 +274,7 @@ impl SimulatedEngine {
             seed: self.seed,
             faults: self.faults.clone(),
             speculative: self.speculation.as_ref().map(SimulatedSpeculation::simulation),
+            cuda_graphs: self.cuda_graphs,
         }
     }
 
@@ -425,6 +429,8 @@ engine_setters! {
     seed: u64;
     /// Test hooks.
     faults: SimFaults;
+    /// Kernels launch from CUDA graphs.
+    cuda_graphs: bool;
 }
 
 impl SimulatedEngineBuilder {

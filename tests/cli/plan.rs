@@ -138,3 +138,93 @@ fn bad_slos_and_knobs_are_refused_before_running() {
     assert!(text(&out.stderr).contains("rtx-a6000"), "{}", text(&out.stderr));
     assert!(!Path::new("x").exists());
 }
+
+/// One configuration (TinyLlama on an A6000, batch 16, chunked context) at 1 and 16 users, with the
+/// extra arguments given; returns the run's output directory's configuration result.
+fn plan_one(dir: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
+    let mut args = vec![
+        "plan",
+        "--model",
+        "tinyllama-1.1b",
+        "--gpu",
+        "rtx-a6000",
+        "--slo",
+        "ttft:p95:5000",
+        "--input-len",
+        "96",
+        "--output-len",
+        "16",
+        "--concurrency",
+        "1,16",
+        "--num-prompts",
+        "16",
+        "--max-batch-size",
+        "16",
+        "--max-num-tokens",
+        "512,8192",
+        "--chunked-context",
+        "on",
+        "--scheduler-policy",
+        "guaranteed-no-evict",
+        "--quiet",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = trtllm(&args);
+    let summary = if out.status.success() { json(&dir.join("summary.json")) } else { serde_json::Value::Null };
+    (out, summary)
+}
+
+#[test]
+fn a_calibration_file_prices_both_the_pruning_and_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (preset, preset_summary) = plan_one(&dir.path().join("preset"), &[]);
+    assert!(preset.status.success(), "{}", text(&preset.stderr));
+    assert_eq!(preset_summary["pruned"], 0, "{preset_summary:#}");
+
+    // A slower GPU than the preset (weights stream at half the rate, twice the host overhead) with 3.2 GiB:
+    // 2 GiB of weights and the runtime leave room for the 512-token budget's activations, not the 8,192's.
+    let calibration = dir.path().join("slow.json");
+    let figures = serde_json::json!({"gpu": "rtx-a6000", "source": "test",
+        "figures": {"bandwidth_efficiency": 0.43, "iteration_overhead_ms": 1.0, "memory_gib": 3.2}});
+    std::fs::write(&calibration, figures.to_string()).unwrap();
+    let (slow, slow_summary) = plan_one(&dir.path().join("slow"), &["--calibration", calibration.to_str().unwrap()]);
+    assert!(slow.status.success(), "{}", text(&slow.stderr));
+    assert_eq!(slow_summary["pruned"], 1, "{slow_summary:#}");
+
+    // The same configuration, run on both: every latency percentile is higher and the throughput lower.
+    let key = slow_summary["recommendation"]["key"].as_str().unwrap().to_string();
+    let point = |dir: &Path, load: &str| {
+        let result = json(&dir.join("configs").join(format!("{key}.json")));
+        result["points"].as_array().unwrap().iter().find(|p| p["load"] == load).unwrap().clone()
+    };
+    for load in ["c1", "c16"] {
+        let fast = point(&dir.path().join("preset"), load);
+        let slow = point(&dir.path().join("slow"), load);
+        let (fast_tps, slow_tps) =
+            (fast["tokens_per_s_per_gpu"].as_f64().unwrap(), slow["tokens_per_s_per_gpu"].as_f64().unwrap());
+        println!("{load}: {fast_tps:.0} tokens/s/GPU on the preset, {slow_tps:.0} calibrated");
+        assert!(slow_tps < 0.8 * fast_tps, "{load}: {slow_tps} vs {fast_tps}");
+    }
+    let build = slow_summary["recommendation"]["sim_build"].as_str().unwrap();
+    assert!(build.contains("--gpu-override bandwidth_efficiency=0.43"), "{build}");
+
+    // A calibration of another GPU is refused.
+    let wrong_dir = dir.path().join("wrong");
+    let wrong = trtllm(&[
+        "plan",
+        "--model",
+        "tinyllama-1.1b",
+        "--gpu",
+        "h100-sxm",
+        "--slo",
+        "ttft:p95:5000",
+        "--calibration",
+        calibration.to_str().unwrap(),
+        "--output-dir",
+        wrong_dir.to_str().unwrap(),
+    ]);
+    assert!(!wrong.status.success());
+    assert!(text(&wrong.stderr).contains("calibrates the rtx-a6000 preset, not h100-sxm"), "{}", text(&wrong.stderr));
+}

@@ -216,3 +216,99 @@ fn predict_prints_the_parts_and_calibrate_writes_a_file_build_applies() {
     ]);
     assert!(stderr(&wrong_gpu).contains("calibrates the h100-sxm preset"), "{}", stderr(&wrong_gpu));
 }
+
+#[test]
+fn calibrate_recovers_hidden_figures_from_a_real_bench_run() {
+    // An engine whose GPU has figures the preset does not: what a user's own engine would be.
+    let hidden = [
+        ("bandwidth_efficiency", 0.72),
+        ("mfu", 0.52),
+        ("decode_attention_efficiency", 0.80),
+        ("iteration_overhead_ms", 1.3),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let engine = dir.path().join("engine");
+    let mut build: Vec<String> = ["sim", "build", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--clock", "virtual"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    build.extend(["--max-input-len", "2048", "--max-seq-len", "2560", "--max-batch-size", "64"].map(String::from));
+    for (figure, value) in hidden {
+        build.extend(["--gpu-override".to_string(), format!("{figure}={value}")]);
+    }
+    build.extend(["--output".to_string(), engine.display().to_string()]);
+    let built = trtllm(&build.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(built.status.success(), "{}", stderr(&built));
+
+    // Varied prompts and outputs, so that the iterations mix prefill, short and long decode, and batch sizes.
+    let prompts = dir.path().join("prompts.jsonl");
+    let lines: String = (0..96u32)
+        .map(|i| {
+            let len = 64 + (i * 977) % 1400;
+            let ids: Vec<u32> = (0..len).map(|t| 1 + (t * 31 + i * 7919) % 30000).collect();
+            let output = 24 + (i * 53) % 160;
+            format!("{}\n", serde_json::json!({"prompt_token_ids": ids, "output_len": output}))
+        })
+        .collect();
+    std::fs::write(&prompts, lines).unwrap();
+    let out = dir.path().join("bench");
+    let bench = trtllm(&[
+        "bench",
+        "--engine-dir",
+        engine.to_str().unwrap(),
+        "--dataset",
+        "jsonl",
+        "--dataset-path",
+        prompts.to_str().unwrap(),
+        "--concurrency",
+        "24",
+        "--num-prompts",
+        "96",
+        "--warmup",
+        "0",
+        "--save-detailed",
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(bench.status.success(), "{}", stderr(&bench));
+    let stem = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".iters.jsonl").map(str::to_owned))
+        .next()
+        .expect("the bench wrote an iterations file");
+    let stem = out.join(stem);
+
+    // Calibrate from the files alone: the preset's figures, the engine's config.json for the model.
+    let calibration = dir.path().join("fitted.json");
+    let fitted = trtllm(&[
+        "sim",
+        "calibrate",
+        "--gpu",
+        "h100-sxm",
+        "--engine-dir",
+        engine.to_str().unwrap(),
+        "--bench",
+        stem.to_str().unwrap(),
+        "--output",
+        calibration.to_str().unwrap(),
+    ]);
+    assert!(fitted.status.success(), "{}", stderr(&fitted));
+    let printed = String::from_utf8_lossy(&fitted.stdout);
+    println!("{printed}");
+    // Iterations with chunked prompts are dropped (the files do not say how a prompt was split); most remain.
+    let iterations = std::fs::read_to_string(format!("{}.iters.jsonl", stem.display())).unwrap().lines().count();
+    let used: usize = printed.split_whitespace().next().unwrap().parse().unwrap();
+    println!("{used} of {iterations} iterations explained by the requests file");
+    assert!(used * 10 >= iterations * 6, "{used} of {iterations}");
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&calibration).unwrap()).unwrap();
+    for (figure, truth) in hidden {
+        let value = file["figures"][figure].as_f64().unwrap();
+        let error = value / truth - 1.0;
+        println!("{figure}: hidden {truth}, recovered {value:.4} ({:+.2}%)", error * 100.0);
+        assert!(error.abs() < 0.03, "{figure}: hidden {truth}, recovered {value}");
+    }
+    let held_out = file["held_out_error"].as_array().unwrap();
+    let (median, worst) = (held_out[0].as_f64().unwrap(), held_out[2].as_f64().unwrap());
+    println!("held-out iterations: median {:.3}%, worst {:.3}%", median * 100.0, worst * 100.0);
+    assert!(median < 0.005 && worst < 0.02, "held-out median {median}, worst {worst}");
+}

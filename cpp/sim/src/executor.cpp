@@ -128,7 +128,8 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(sim::EngineConfig const&
 }
 
 Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
-    : Impl(sim::loadEngine(modelPath), modelType, executorConfig)
+    : Impl(sim::loadEngine(modelPath, executorConfig.getExtendedRuntimePerfKnobConfig().getCudaGraphMode()), modelType,
+        executorConfig)
 {
 }
 

@@ -123,11 +123,11 @@ SimConfig simConfigOf(bridge::SimSettings const& s)
 
 } // namespace
 
-LoadedEngine loadEngine(std::filesystem::path const& engineDir)
+LoadedEngine loadEngine(std::filesystem::path const& engineDir, bool cudaGraphs)
 {
     try
     {
-        auto model = bridge::load_timing(engineDir.string());
+        auto model = bridge::load_timing(engineDir.string(), cudaGraphs);
         auto engine = engineConfigOf(bridge::engine_limits(*model));
         auto sim = simConfigOf(bridge::sim_settings(*model));
         return LoadedEngine{std::move(engine), std::move(sim),
@@ -222,7 +222,7 @@ void describeStandInEngine(std::filesystem::path const& engineDir, EngineConfig 
     engines[engineDir.string()] = {std::move(engine), std::move(sim)};
 }
 
-LoadedEngine loadEngine(std::filesystem::path const& engineDir)
+LoadedEngine loadEngine(std::filesystem::path const& engineDir, bool /*cudaGraphs*/)
 {
     std::mutex* mutex = nullptr;
     auto& engines = standInEngines(mutex);

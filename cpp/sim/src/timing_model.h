@@ -112,8 +112,9 @@ struct LoadedEngine
 /// Reads and checks `<engineDir>`'s config.json and simulation.json and builds the engine's timing model. Throws
 /// std::runtime_error, naming the file and the member, when the directory or config.json is missing, a document
 /// is malformed or out of range, the engine cannot run on the GPU (FP8 without FP8 tensor cores), uses a
-/// quantization the model does not know, or names an unknown GPU or figure.
-LoadedEngine loadEngine(std::filesystem::path const& engineDir);
+/// quantization the model does not know, or names an unknown GPU or figure. `cudaGraphs` (the executor's CUDA
+/// graph mode) times kernel launches as graph replays, as simulation.json's `cuda_graphs` does.
+LoadedEngine loadEngine(std::filesystem::path const& engineDir, bool cudaGraphs = false);
 
 #ifndef TRTLLM_SIM_RUST_TIMING
 /// The C++ test programs' stand-in (no Rust linked): loadEngine(engineDir) returns this description, with a

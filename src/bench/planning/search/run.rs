@@ -77,6 +77,7 @@ impl Study {
         serde_json::json!({
             "model": space.model,
             "gpu": space.gpu,
+            "gpu_overrides": space.gpu_overrides,
             "workload": self.workload_id,
             "loads": self.loads,
             "min_prompts": self.min_prompts,

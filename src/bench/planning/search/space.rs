@@ -1,6 +1,8 @@
 //! The search space: engine and runtime knobs, their combinations, and the pruning of those that
 //! cannot run (weights that do not fit, FP8 without FP8 hardware, prompts that cannot be scheduled).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelPreset, SimulatedEngine, WeightDtype};
@@ -156,6 +158,10 @@ pub struct SearchSpace {
     pub model: String,
     /// GPU preset id.
     pub gpu: String,
+    /// GPU figures replaced by name (a calibration file's, `trtllm plan --calibration`): applied to the
+    /// pruning's model and to every engine the search runs.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub gpu_overrides: BTreeMap<String, f64>,
     /// Tensor-parallel sizes.
     pub tp: Vec<usize>,
     /// Try FP8 weights and FP8 KV cache (each with and without) where the GPU has FP8.
@@ -218,7 +224,7 @@ impl SearchSpace {
                                             let runtime =
                                                 RuntimeKnobs { kv_fraction, block_reuse, chunked_context, scheduler };
                                             let candidate = Candidate { engine, runtime };
-                                            match prune_reason(model, &self.gpu, &candidate, workload) {
+                                            match prune_reason(model, self, &candidate, workload) {
                                                 Some(reason) => pruned.push(Pruned { candidate, reason }),
                                                 None => run.push(candidate),
                                             }
@@ -241,7 +247,7 @@ impl SearchSpace {
         workload: &WorkloadShape,
     ) -> Result<SimulatedEngine, crate::sim::SimError> {
         let model = ModelPreset::by_id(&self.model)?;
-        Ok(engine_for(model, &self.gpu, candidate, workload).clock(ClockMode::Virtual).build())
+        Ok(engine_for(model, self, candidate, workload).clock(ClockMode::Virtual).build())
     }
 
     /// The `trtllm sim build` command line that builds `candidate`'s engine into `output`.
@@ -253,6 +259,9 @@ impl SearchSpace {
         }
         if e.fp8_kv_cache {
             cmd += " --kv-cache-dtype fp8";
+        }
+        for (figure, value) in &self.gpu_overrides {
+            cmd += &format!(" --gpu-override {figure}={value}");
         }
         cmd += &format!(
             " --max-batch-size {} --max-num-tokens {} --max-input-len {} --output {}",
@@ -273,14 +282,16 @@ impl SearchSpace {
 /// The engine builder for a candidate, as `trtllm sim build` configures it.
 fn engine_for(
     model: &ModelPreset,
-    gpu: &str,
+    space: &SearchSpace,
     candidate: &Candidate,
     workload: &WorkloadShape,
 ) -> crate::sim::SimulatedEngineBuilder {
     let e = &candidate.engine;
-    SimulatedEngine::builder()
-        .model(model)
-        .gpu(gpu)
+    let mut builder = SimulatedEngine::builder().model(model).gpu(&space.gpu);
+    for (figure, value) in &space.gpu_overrides {
+        builder = builder.gpu_override(figure.clone(), *value);
+    }
+    builder
         .tensor_parallel(e.tp)
         .dtype(if e.fp8_weights { WeightDtype::Fp8 } else { WeightDtype::Bf16 })
         .kv_cache_dtype(if e.fp8_kv_cache { KvCacheDtype::Fp8 } else { KvCacheDtype::Auto })
@@ -291,7 +302,12 @@ fn engine_for(
 }
 
 /// Why `candidate` cannot serve the workload, or `None` when it can.
-fn prune_reason(model: &ModelPreset, gpu: &str, candidate: &Candidate, workload: &WorkloadShape) -> Option<String> {
+fn prune_reason(
+    model: &ModelPreset,
+    space: &SearchSpace,
+    candidate: &Candidate,
+    workload: &WorkloadShape,
+) -> Option<String> {
     let e = &candidate.engine;
     if e.tp == 0 || e.max_batch_size == 0 || e.max_num_tokens == 0 {
         return Some("tp, max_batch_size and max_num_tokens must be at least 1".into());
@@ -316,7 +332,7 @@ fn prune_reason(model: &ModelPreset, gpu: &str, candidate: &Candidate, workload:
         // the engine is built to the longest prompt.
         return Some("MAX_UTILIZATION without chunked context cannot stream prompts built to max_input_len".into());
     }
-    let engine = engine_for(model, gpu, candidate, workload).build();
+    let engine = engine_for(model, space, candidate, workload).build();
     let perf = match engine.perf_model() {
         Ok(perf) => perf,
         Err(e) => return Some(e.to_string()),
@@ -365,6 +381,7 @@ mod tests {
         SearchSpace {
             model: "llama-3.1-8b".into(),
             gpu: gpu.into(),
+            gpu_overrides: BTreeMap::new(),
             tp: vec![1, 2],
             try_fp8: true,
             max_batch_size: vec![16, 64, 64],
