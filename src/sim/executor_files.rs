@@ -428,6 +428,13 @@ mod tests {
         assert!(e.contains(&missing.display().to_string()) && e.contains("does not exist"), "{e}");
         let e = EngineFiles::read(dir.path()).unwrap_err().to_string();
         assert!(e.contains("config.json") && e.contains("not found"), "{e}");
+        std::fs::write(dir.path().join("config.json"), "{\"version\": 1.2.0}").unwrap();
+        let e = EngineFiles::read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("config.json: not valid JSON") && e.contains("line 1 column"), "{e}");
+        // Hostile nesting is refused by the parser's depth limit, not by exhausting the stack.
+        std::fs::write(dir.path().join("config.json"), "[".repeat(100_000) + &"]".repeat(100_000)).unwrap();
+        let e = EngineFiles::read(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("recursion limit exceeded"), "{e}");
         std::fs::write(dir.path().join("config.json"), base().to_string()).unwrap();
         std::fs::write(dir.path().join("simulation.json"), r#"{"iteration_msec": 2}"#).unwrap();
         let e = EngineFiles::read(dir.path()).unwrap_err().to_string();
