@@ -110,10 +110,15 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let (samples, spec, figures, default_gpu, source) = if let (Some(stem), Some(dir)) = (&args.bench, &args.engine_dir)
     {
         let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", stem.display()));
-        let samples = calibrate::bench_samples(&read(&with(".iters.jsonl"))?, &read(&with(".requests.jsonl"))?)?;
+        let iterations = read(&with(".iters.jsonl"))?;
+        let samples = calibrate::bench_samples(&iterations, &read(&with(".requests.jsonl"))?)?;
+        let total = iterations.lines().filter(|l| !l.trim().is_empty()).count();
         let model = PerfModel::from_engine_dir(dir)?;
         let figures = calibrate::iteration_figures(model.spec().weights.fp8_math);
-        (samples, Some(model.spec().clone()), figures, model.gpu().id.clone(), format!("bench {}", stem.display()))
+        // Iterations the requests file does not explain (chunked prompts, warm-up, speculation) are left out.
+        let source =
+            format!("bench {}: {} of {total} iterations explained by its requests", stem.display(), samples.len());
+        (samples, Some(model.spec().clone()), figures, model.gpu().id.clone(), source)
     } else if !args.kernel_table.is_empty() {
         let mut samples = Vec::new();
         let (mut roofline, mut knee) = (String::from("{}"), String::from("{}"));
