@@ -217,15 +217,10 @@ fn predict_prints_the_parts_and_calibrate_writes_a_file_build_applies() {
     assert!(stderr(&wrong_gpu).contains("calibrates the h100-sxm preset"), "{}", stderr(&wrong_gpu));
 }
 
-#[test]
-fn calibrate_recovers_hidden_figures_from_a_real_bench_run() {
-    // An engine whose GPU has figures the preset does not: what a user's own engine would be.
-    let hidden = [
-        ("bandwidth_efficiency", 0.72),
-        ("mfu", 0.52),
-        ("decode_attention_efficiency", 0.80),
-        ("iteration_overhead_ms", 1.3),
-    ];
+/// Builds a Llama-3.1-8B H100 engine (`engine_args` add precision and parallelism) whose GPU has the
+/// `hidden` figures, runs `trtllm bench` on it, calibrates from the bench's files alone, and checks that the
+/// hidden figures come back and the held-out iterations are predicted.
+fn bench_round_trip(engine_args: &[&str], hidden: &[(&str, f64)]) {
     let dir = tempfile::tempdir().unwrap();
     let engine = dir.path().join("engine");
     let mut build: Vec<String> = ["sim", "build", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--clock", "virtual"]
@@ -233,6 +228,7 @@ fn calibrate_recovers_hidden_figures_from_a_real_bench_run() {
         .map(|s| s.to_string())
         .collect();
     build.extend(["--max-input-len", "2048", "--max-seq-len", "2560", "--max-batch-size", "64"].map(String::from));
+    build.extend(engine_args.iter().map(|s| s.to_string()));
     for (figure, value) in hidden {
         build.extend(["--gpu-override".to_string(), format!("{figure}={value}")]);
     }
@@ -301,7 +297,7 @@ fn calibrate_recovers_hidden_figures_from_a_real_bench_run() {
     println!("{used} of {iterations} iterations explained by the requests file");
     assert!(used * 10 >= iterations * 6, "{used} of {iterations}");
     let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&calibration).unwrap()).unwrap();
-    for (figure, truth) in hidden {
+    for &(figure, truth) in hidden {
         let value = file["figures"][figure].as_f64().unwrap();
         let error = value / truth - 1.0;
         println!("{figure}: hidden {truth}, recovered {value:.4} ({:+.2}%)", error * 100.0);
@@ -311,4 +307,28 @@ fn calibrate_recovers_hidden_figures_from_a_real_bench_run() {
     let (median, worst) = (held_out[0].as_f64().unwrap(), held_out[2].as_f64().unwrap());
     println!("held-out iterations: median {:.3}%, worst {:.3}%", median * 100.0, worst * 100.0);
     assert!(median < 0.005 && worst < 0.02, "held-out median {median}, worst {worst}");
+}
+
+#[test]
+fn calibrate_recovers_hidden_figures_from_a_real_bench_run() {
+    // Engines whose GPU has figures the preset does not: what a user's own engine would be.
+    bench_round_trip(
+        &[],
+        &[
+            ("bandwidth_efficiency", 0.72),
+            ("mfu", 0.52),
+            ("decode_attention_efficiency", 0.80),
+            ("iteration_overhead_ms", 1.3),
+        ],
+    );
+    // FP8 weights and KV cache over two GPUs: the FP8 GEMM rate is fitted, with the all-reduces in every iteration.
+    bench_round_trip(
+        &["--dtype", "fp8", "--kv-cache-dtype", "fp8", "--tp", "2"],
+        &[
+            ("bandwidth_efficiency", 0.80),
+            ("fp8_gemm_efficiency", 0.50),
+            ("decode_attention_efficiency", 0.85),
+            ("iteration_overhead_ms", 0.9),
+        ],
+    );
 }
