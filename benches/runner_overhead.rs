@@ -273,7 +273,14 @@ async fn main() {
     );
     (table.floor_thread_p99, table.floor_task_p99) = (ms_of(&thread_wake, 99.0), ms_of(&task_wake, 99.0));
     table.floor_timer_p99 = ms_of(&timer, 99.0);
-    println!("measurement error in process (10 ms iterations, 32 output tokens), ms:");
+    // At 256 and 1,000 streams every first token comes in one or two iterations, which share a
+    // stamp: one run's TTFT p99 is one or two samples. Those points run a few rounds on one
+    // executor, pooled, so the p99 is over several iterations' hand-overs.
+    const CALIBRATION_ROUNDS: usize = 4;
+    println!(
+        "measurement error in process (10 ms iterations, 32 output tokens; 256 and 1,000 streams: \
+         {CALIBRATION_ROUNDS} rounds pooled), ms:"
+    );
     println!(
         "{:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
         "streams",
@@ -290,30 +297,35 @@ async fn main() {
     for streams in [1, 64, 256, 1000] {
         let (_dir, executor) = start_executor(10.0, 1.0).await;
         let target = BenchTarget::InProcess(executor.clone());
-        let (run, clock, anchor, _) = run_full(&target, streams, 32).await;
-        let ends = run.iterations.as_ref().map(|log| log.end_times_s(&clock, &anchor)).unwrap_or_default();
-        let c = Calibration::compute(&run.records, &ends, &[50.0, 99.0]).expect("executor stamps");
+        let (mut ttft, mut itl, mut sched) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..if streams >= 256 { CALIBRATION_ROUNDS } else { 1 } {
+            let (run, clock, anchor, _) = run_full(&target, streams, 32).await;
+            let ends = run.iterations.as_ref().map(|log| log.end_times_s(&clock, &anchor)).unwrap_or_default();
+            let c = Calibration::compute(&run.records, &ends, &[]).expect("executor stamps");
+            ttft.extend_from_slice(c.ttft_error.sorted_samples());
+            itl.extend_from_slice(c.itl_error.sorted_samples());
+            sched.extend_from_slice(c.runner_scheduling_delay.sorted_samples());
+        }
         // Per-token errors of either sign: how far a client-side gap can be off.
-        let abs_itl: Vec<f64> = c.itl_error.sorted_samples().iter().map(|v| v.abs()).collect();
-        let p = |d: &trtllm::bench::Distribution, q: f64| d.percentile(q).unwrap_or(f64::NAN);
+        let abs_itl: Vec<f64> = itl.iter().map(|v| v.abs()).collect();
         println!(
             "{streams:>8} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8}",
-            p(&c.ttft_error, 50.0),
-            p(&c.ttft_error, 99.0),
-            p(&c.itl_error, 50.0),
-            p(&c.itl_error, 99.0),
-            percentile(&abs_itl, 99.0).unwrap_or(f64::NAN),
-            p(&c.runner_scheduling_delay, 50.0),
-            p(&c.runner_scheduling_delay, 99.0),
-            c.runner_scheduling_delay.max().unwrap_or(f64::NAN),
-            c.itl_error.count(),
+            ms_of(&ttft, 50.0),
+            ms_of(&ttft, 99.0),
+            ms_of(&itl, 50.0),
+            ms_of(&itl, 99.0),
+            ms_of(&abs_itl, 99.0),
+            ms_of(&sched, 50.0),
+            ms_of(&sched, 99.0),
+            sched.iter().copied().fold(f64::NAN, f64::max),
+            itl.len(),
         );
         match streams {
             1000 => {
-                table.ttft_error_p99_1000 = p(&c.ttft_error, 99.0);
-                table.itl_error_p99_1000 = p(&c.itl_error, 99.0);
+                table.ttft_error_p99_1000 = ms_of(&ttft, 99.0);
+                table.itl_error_p99_1000 = ms_of(&itl, 99.0);
             }
-            256 => table.ttft_error_p99_256 = p(&c.ttft_error, 99.0),
+            256 => table.ttft_error_p99_256 = ms_of(&ttft, 99.0),
             _ => {}
         }
         executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
