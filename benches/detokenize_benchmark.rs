@@ -14,6 +14,10 @@ mod text_helpers;
 use std::hint::black_box;
 use std::time::Instant;
 
+// The allocator the `trtllm` command uses (src/main.rs), so the figures are the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use trtllm::text::{IncrementalDecoder, Tokenizer};
 
@@ -28,7 +32,15 @@ const TOKENS_PER_STREAM: usize = 64;
 fn trained_tokenizer() -> Tokenizer {
     let started = Instant::now();
     let corpus = mixed_corpus(TRAINING_LINES, 42);
-    let tokenizer = Tokenizer::from_tokenizer(train_byte_level_bpe(&corpus, VOCAB_SIZE));
+    let trained = train_byte_level_bpe(&corpus, VOCAB_SIZE);
+    // For a comparison with another implementation of the same tokenizer (the Python binding:
+    // scripts/detokenize_python.py), the trained tokenizer can be written out.
+    if let Some(dir) = std::env::var_os("TRTLLM_DETOKENIZE_EXPORT") {
+        let path = std::path::Path::new(&dir).join("tokenizer.json");
+        trained.save(&path, false).expect("writing the trained tokenizer");
+        println!("wrote {}", path.display());
+    }
+    let tokenizer = Tokenizer::from_tokenizer(trained);
     let vocab = tokenizer.vocab_size();
     println!(
         "trained byte-level BPE: vocab {vocab} from {TRAINING_LINES} lines in {:.1} s",
@@ -68,6 +80,10 @@ fn detokenize(c: &mut Criterion) {
     let tokenizer = trained_tokenizer();
     let mut rng = SplitMix::new(7);
     let single = generated_ids(&tokenizer, &mut rng, SINGLE_STREAM_TOKENS);
+    if let Some(dir) = std::env::var_os("TRTLLM_DETOKENIZE_EXPORT") {
+        let path = std::path::Path::new(&dir).join("ids.json");
+        std::fs::write(&path, serde_json::to_string(&single).unwrap()).expect("writing the ids");
+    }
     let streams: Vec<Vec<u32>> = (0..STREAMS).map(|_| generated_ids(&tokenizer, &mut rng, TOKENS_PER_STREAM)).collect();
 
     let mut group = c.benchmark_group("detokenize_tokens_per_core");

@@ -555,7 +555,9 @@ pub(crate) mod sys {
         fn enqueue(self: &ExecutorHandle, request: &RequestSpec) -> Result<u64>;
         /// Enqueues every request in one call (`enqueueRequests`); ids in the order given.
         fn enqueue_many(self: &ExecutorHandle, requests: &[RequestSpec]) -> Result<Vec<u64>>;
-        fn await_responses(self: &ExecutorHandle, timeout_ms: u32) -> Result<Vec<ResponseItem>>;
+        /// `awaitResponses`, converted; `received_ns` is set to the steady clock as the executor
+        /// handed the batch over, before any conversion.
+        fn await_responses(self: &ExecutorHandle, timeout_ms: u32, received_ns: &mut i64) -> Result<Vec<ResponseItem>>;
         fn cancel(self: &ExecutorHandle, request_id: u64) -> Result<()>;
         fn iteration_stats(self: &ExecutorHandle) -> Result<Vec<IterationStatsItem>>;
         fn request_stats(self: &ExecutorHandle) -> Result<Vec<RequestStatsIteration>>;

@@ -228,6 +228,9 @@ ResponseItem toResponseItem(tle::Response const& response)
     item.decoding_iter = result.decodingIter;
     item.avg_decoded_tokens_per_iter = static_cast<float>(result.avgDecodedTokensPerIter);
     // Token vectors may be empty (a cancelled or timed-out final usually carries none): copy, never index.
+    // Each vector is sized once: a response is converted for every token of every stream.
+    item.output_token_ids.reserve(result.outputTokenIds.size());
+    item.finish_reasons.reserve(result.finishReasons.size());
     for (auto const& beam : result.outputTokenIds)
     {
         TokenSeq seq;
@@ -474,12 +477,15 @@ rust::Vec<std::uint64_t> ExecutorHandle::enqueue_many(rust::Slice<RequestSpec co
         });
 }
 
-rust::Vec<ResponseItem> ExecutorHandle::await_responses(std::uint32_t timeoutMs) const
+rust::Vec<ResponseItem> ExecutorHandle::await_responses(std::uint32_t timeoutMs, std::int64_t& receivedNs) const
 {
     return guarded("awaitResponses",
         [&]
         {
             auto responses = mImpl->executor->awaitResponses(std::chrono::milliseconds(timeoutMs));
+            // One clock read per batch, before converting it: converting a thousand responses is
+            // the response thread's work, not the executor's lateness, and must not delay the stamp.
+            receivedNs = steady_clock_now_ns();
             rust::Vec<ResponseItem> out;
             out.reserve(responses.size());
             for (auto const& response : responses)

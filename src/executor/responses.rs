@@ -20,11 +20,16 @@ pub(crate) fn spawn(shared: Arc<Shared>, poll_interval: Duration) -> Result<Join
 /// The body of the response thread. On an executor error it fails every in-flight request.
 fn run(shared: &Shared, timeout_ms: u32) {
     while !shared.stopping() {
-        match shared.handle().await_responses(timeout_ms) {
+        let mut received_ns = 0;
+        match shared.handle().await_responses(timeout_ms, &mut received_ns) {
             Ok(batch) if batch.is_empty() => {}
-            // One clock read per batch, as it enters Rust: every response of the batch carries
-            // it, so routing the batch (a wake-up per request) is not part of any stamp.
-            Ok(batch) => shared.route(batch, Instant::now()),
+            // One clock read per batch, as the executor hands it over (before the shim converts
+            // it): every response of the batch carries it, so neither converting nor routing the
+            // batch (a wake-up per request) is part of any stamp.
+            Ok(batch) => {
+                let received_at = shared.clock().instant_at(received_ns).unwrap_or_else(Instant::now);
+                shared.route(batch, received_at);
+            }
             Err(e) => {
                 let message = format!("awaitResponses failed: {}", e.what().lines().next().unwrap_or(""));
                 tracing::error!(error = %message, "response thread stopping; failing every in-flight request");

@@ -163,13 +163,18 @@ impl Generation {
         let mut pending: Option<pb::GenerateResponse> = None;
         // Its own handle on the reply channel: a reserved slot must not borrow `self`.
         let replies = self.tx.clone();
+        // The watches on the client, the shutdown and the deadline live across the loop: made
+        // afresh for every token, each would register and unregister a waiter per token.
+        let grace_over = self.state.lifecycle.grace_over.clone();
+        let (client_gone, shutdown) = (replies.closed(), grace_over.cancelled());
+        let deadline = tokio::time::sleep_until(self.deadline_at());
+        tokio::pin!(client_gone, shutdown, deadline);
         loop {
-            let deadline = self.deadline_at();
             let item = tokio::select! {
                 biased;
-                _ = self.tx.closed() => return Outcome::ClientGone,
-                _ = self.state.lifecycle.grace_over.cancelled() => return self.interrupted(Interrupted::Shutdown).await,
-                _ = tokio::time::sleep_until(deadline), if self.deadline.is_some() => {
+                _ = &mut client_gone => return Outcome::ClientGone,
+                _ = &mut shutdown => return self.interrupted(Interrupted::Shutdown).await,
+                _ = &mut deadline, if self.deadline.is_some() => {
                     return self.interrupted(Interrupted::Deadline).await;
                 }
                 permit = replies.reserve(), if pending.is_some() => {

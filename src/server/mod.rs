@@ -39,7 +39,7 @@ use tonic_health::pb::health_server::HealthServer;
 pub use convert::{WallClock, parse_grpc_timeout};
 pub use kv_events::KV_EVENTS_HEADER;
 pub use metrics::ServerMetrics;
-pub use options::ServeOptions;
+pub use options::{Http2Settings, ServeOptions};
 pub use service::Service;
 pub use state::ServiceState;
 pub use tls::TlsConfig;
@@ -94,7 +94,13 @@ pub async fn serve(
         router = router.layer(axum::middleware::from_fn_with_state(auth, auth::require_token));
     }
 
-    let mut builder = tonic::transport::Server::builder();
+    let http2 = options.http2;
+    let mut builder = tonic::transport::Server::builder()
+        .initial_stream_window_size(http2.initial_stream_window_size)
+        .initial_connection_window_size(http2.initial_connection_window_size)
+        .http2_adaptive_window(Some(http2.adaptive_window))
+        .max_frame_size(http2.max_frame_size)
+        .max_concurrent_streams(http2.max_concurrent_streams);
     if let Some(tls) = &options.tls {
         builder = builder.tls_config(tls.server_config())?;
     }

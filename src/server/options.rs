@@ -47,6 +47,35 @@ pub struct ServeOptions {
     /// How long a new connection may stay silent before its first bytes (the HTTP/2 preface or a
     /// TLS hello); it is closed after that.
     pub handshake_timeout: Duration,
+    /// HTTP/2 flow control and framing of every connection.
+    pub http2: Http2Settings,
+}
+
+/// HTTP/2 settings of the server's connections (see docs/serving.md for what each changed in
+/// measurements). The receive windows govern what clients send (requests: small); how fast
+/// replies flow is set by the client's windows.
+///
+/// ```
+/// use trtllm::server::{Http2Settings, ServeOptions};
+/// let options = ServeOptions {
+///     http2: Http2Settings { max_concurrent_streams: Some(2048), ..Default::default() },
+///     ..Default::default()
+/// };
+/// assert_eq!(options.http2.max_concurrent_streams, Some(2048));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Http2Settings {
+    /// Receive window per stream, bytes (`None`: HTTP/2's 65,535).
+    pub initial_stream_window_size: Option<u32>,
+    /// Receive window per connection, bytes (`None`: HTTP/2's 65,535).
+    pub initial_connection_window_size: Option<u32>,
+    /// Let the receive windows grow with the measured bandwidth-delay product (BDP pings).
+    pub adaptive_window: bool,
+    /// Largest frame the server accepts, bytes (`None`: HTTP/2's 16,384).
+    pub max_frame_size: Option<u32>,
+    /// Streams (calls) one connection may have open at once (`None`: no limit beyond the
+    /// server's `max_concurrent_requests`).
+    pub max_concurrent_streams: Option<u32>,
 }
 
 impl Default for ServeOptions {
@@ -64,6 +93,7 @@ impl Default for ServeOptions {
             kv_heartbeat: Duration::from_secs(1),
             metrics_addr: None,
             handshake_timeout: Duration::from_secs(10),
+            http2: Http2Settings::default(),
         }
     }
 }

@@ -83,6 +83,8 @@ impl IncrementalDecoder {
                 &mut self.prefix,
                 &mut self.prefix_index,
             ) {
+                // The usual case, one id with text: its string is the delta, moved, not copied.
+                Ok(Some(text)) if delta.is_empty() => delta = text,
                 Ok(Some(text)) => delta.push_str(&text),
                 Ok(None) => {}
                 Err(err) if err.downcast_ref::<DecodeStreamError>().is_some() => {

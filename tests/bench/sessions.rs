@@ -162,6 +162,30 @@ async fn sessions_over_grpc_carry_their_history() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_over_several_grpc_connections_carry_their_history() {
+    let server = common::server::TestServer::builder()
+        .engine(|e| {
+            e.max_input_len = 400;
+        })
+        .start()
+        .await;
+    let block = block_of(server.dir.path());
+    let endpoint = GrpcTarget::endpoint(format!("http://{}", server.addr)).unwrap();
+    // Consecutive turns of a session go over different connections.
+    let target = BenchTarget::Grpc(GrpcTarget::connect_pool(endpoint.clone(), 3).await.unwrap());
+    let run = run_point(&target, &sessions(3, Duration::ZERO), 0, &LoadPlan::closed(2, 12), &RunClock::start(), |_| {})
+        .await
+        .unwrap();
+    check_history(&run.records, 3, block);
+    // No connections asked for is one connection, not a division by zero.
+    let single = BenchTarget::Grpc(GrpcTarget::connect_pool(endpoint, 0).await.unwrap());
+    let run = run_point(&single, &sessions(3, Duration::ZERO), 0, &LoadPlan::closed(2, 6), &RunClock::start(), |_| {})
+        .await
+        .unwrap();
+    assert!(run.records.iter().all(|r| r.is_success()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_on_the_virtual_clock_carry_their_history_and_think() {
     let dir = engine(ClockMode::Virtual);
     let think = Duration::from_millis(500);

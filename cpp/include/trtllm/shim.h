@@ -41,7 +41,8 @@ public:
     // enqueueRequests: every request joins the queue under one lock, so the executor schedules them
     // together; ids in the order given.
     rust::Vec<std::uint64_t> enqueue_many(rust::Slice<RequestSpec const> requests) const;
-    rust::Vec<ResponseItem> await_responses(std::uint32_t timeoutMs) const;
+    // receivedNs: steady_clock::now() as awaitResponses returned, read before the batch is converted.
+    rust::Vec<ResponseItem> await_responses(std::uint32_t timeoutMs, std::int64_t& receivedNs) const;
     void cancel(std::uint64_t requestId) const;
     rust::Vec<IterationStatsItem> iteration_stats() const;
     rust::Vec<RequestStatsIteration> request_stats() const;

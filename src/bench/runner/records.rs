@@ -15,6 +15,11 @@ pub(crate) fn new_record(spec: &RequestSpec, index: u64, phase: Phase, send_s: f
     record.expected_output_tokens = spec.expected_output_tokens;
     record.session = spec.session.map(|s| s.session);
     record.turn = spec.session.map(|s| s.turn);
+    // One chunk per token at most: room for them up front, so recording a token never
+    // reallocates (capped: a wrong guess costs only a regrowth).
+    if spec.streaming {
+        record.chunks.reserve(spec.max_tokens.min(4096) as usize);
+    }
     record
 }
 

@@ -37,20 +37,45 @@ pub enum BenchTarget {
 /// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
 #[derive(Debug, Clone)]
 pub struct GrpcTarget {
-    client: TrtllmServiceClient<tonic::transport::Channel>,
+    /// One client per connection; request `i` goes over connection `i % len`.
+    clients: Vec<TrtllmServiceClient<tonic::transport::Channel>>,
     anchor: WallAnchor,
 }
 
 impl GrpcTarget {
-    /// Connects to `url` (`http://host:port`).
+    /// Connects to `url` (`http://host:port`) with [`GrpcTarget::endpoint`]'s settings.
     pub async fn connect(url: String) -> Result<Self, tonic::transport::Error> {
-        let client = TrtllmServiceClient::connect(url).await?;
-        Ok(GrpcTarget { client, anchor: WallAnchor::now() })
+        Self::connect_endpoint(Self::endpoint(url)?).await
     }
 
-    /// The client, for info calls.
+    /// The connection settings [`GrpcTarget::connect`] uses: no Nagle delay, and receive windows
+    /// large enough that hundreds of streams never wait on a window update.
+    pub fn endpoint(url: String) -> Result<tonic::transport::Endpoint, tonic::transport::Error> {
+        Ok(tonic::transport::Endpoint::from_shared(url)?.tcp_nodelay(true))
+    }
+
+    /// Connects with `endpoint`'s settings, over one HTTP/2 connection.
+    pub async fn connect_endpoint(endpoint: tonic::transport::Endpoint) -> Result<Self, tonic::transport::Error> {
+        Self::connect_pool(endpoint, 1).await
+    }
+
+    /// Opens `connections` HTTP/2 connections (at least one) with `endpoint`'s settings and
+    /// spreads requests over them in turn: each connection is one task on each side, so one
+    /// connection carries every stream's frames through one task.
+    pub async fn connect_pool(
+        endpoint: tonic::transport::Endpoint,
+        connections: usize,
+    ) -> Result<Self, tonic::transport::Error> {
+        let mut clients = Vec::with_capacity(connections.max(1));
+        for _ in 0..connections.max(1) {
+            clients.push(TrtllmServiceClient::new(endpoint.connect().await?));
+        }
+        Ok(GrpcTarget { clients, anchor: WallAnchor::now() })
+    }
+
+    /// The client (of the first connection), for info calls.
     pub fn client(&self) -> TrtllmServiceClient<tonic::transport::Channel> {
-        self.client.clone()
+        self.clients[0].clone()
     }
 }
 
@@ -222,7 +247,7 @@ async fn over_grpc(
         guided_decoding: spec.guide.as_ref().map(guided_pb),
         ..Default::default()
     };
-    let mut client = target.client.clone();
+    let mut client = target.clients[index as usize % target.clients.len()].clone();
     let mut record = new_record(&spec, index, phase, clock.now_s());
     let mut stream = match client.generate(message).await {
         Ok(response) => response.into_inner(),
