@@ -1,10 +1,11 @@
 //! The OpenAI-compatible HTTP target: the same workloads sent as chat or text completions to any
 //! `/v1` endpoint (the smg gateway, vLLM, ...), streamed over SSE and recorded like the others.
 
+mod sse;
+
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
@@ -194,28 +195,24 @@ impl OpenAiTarget {
         }
         let mut reply = Reply::default();
         if spec.streaming {
-            let mut events = response.bytes_stream().eventsource();
-            while let Some(event) = events.next().await {
+            let mut response = response;
+            let mut framing = sse::SseParser::default();
+            loop {
+                let read = response.chunk().await;
                 let now = clock.now_s();
-                match event {
-                    Ok(event) if event.data.trim() == "[DONE]" => break,
-                    Ok(event) => match StreamChunk::parse(&event.data) {
-                        Ok(chunk) => {
-                            let before = reply.text.len();
-                            reply.absorb_chunk(chunk, &event.data, self.api);
-                            if reply.text.len() > before {
-                                // One SSE chunk is one streamed response (vLLM's ITL unit).
-                                record.record_chunk(now, 1);
-                            }
-                        }
-                        Err(e) => reply.error = Some(format!("bad SSE data {:?}: {e}", event.data)),
-                    },
-                    Err(e) => {
-                        reply.error = Some(format!("SSE stream broke: {e}"));
+                let mut on_event = |data: &[u8]| stream_event(data, &mut reply, &mut record, now, self.api);
+                let flow = match &read {
+                    Ok(Some(bytes)) => framing.feed(bytes, &mut on_event),
+                    Ok(None) => {
+                        let _ = framing.finish(&mut on_event);
                         break;
                     }
-                }
-                if reply.error.is_some() {
+                    Err(e) => {
+                        reply.error = Some(format!("SSE stream broke: {}", error_chain(e)));
+                        break;
+                    }
+                };
+                if flow.is_break() {
                     break;
                 }
             }
@@ -255,6 +252,39 @@ impl OpenAiTarget {
         }
         record.finish(now, output, Some(reason));
     }
+}
+
+/// One SSE event of a streamed reply, read into `reply` (a content chunk is recorded at `now`,
+/// the time its read arrived); `Break` at `[DONE]` or an error.
+fn stream_event(
+    data: &[u8],
+    reply: &mut Reply,
+    record: &mut RequestRecord,
+    now: f64,
+    api: OpenAiApi,
+) -> ControlFlow<()> {
+    let Ok(data) = std::str::from_utf8(data) else {
+        reply.error = Some(format!("SSE data is not UTF-8: {:?}", String::from_utf8_lossy(data)));
+        return ControlFlow::Break(());
+    };
+    match data.trim() {
+        "[DONE]" => return ControlFlow::Break(()),
+        // An empty event (a bare `data:`) carries nothing.
+        "" => return ControlFlow::Continue(()),
+        _ => {}
+    }
+    match StreamChunk::parse(data) {
+        Ok(chunk) => {
+            let before = reply.text.len();
+            reply.absorb_chunk(chunk, data, api);
+            if reply.text.len() > before {
+                // One SSE chunk is one streamed response (vLLM's ITL unit).
+                record.record_chunk(now, 1);
+            }
+        }
+        Err(e) => reply.error = Some(format!("bad SSE data {data:?}: {e}")),
+    }
+    if reply.error.is_some() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
 }
 
 /// An error and its causes on one line: reqwest's own message alone ("error sending request")
