@@ -57,6 +57,16 @@ pub enum OpenAiError {
     NoModel(String),
 }
 
+/// How the HTTP target's client connects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// The most streams the run keeps in flight: idle connections kept per host (0: no limit).
+    pub streams: usize,
+    /// Speak HTTP/2 over plain `http://` without negotiating it first (h2c prior knowledge; the
+    /// server must accept it). `https://` targets negotiate h2 through ALPN without this.
+    pub http2_prior_knowledge: bool,
+}
+
 /// An OpenAI-compatible endpoint: base URL (ending in `/v1`), model, API and the tokenizer that
 /// turns token-id prompts into text and counts output tokens on the client side.
 #[derive(Debug, Clone)]
@@ -71,23 +81,40 @@ pub struct OpenAiTarget {
 
 impl OpenAiTarget {
     /// A target at `base` (e.g. `http://127.0.0.1:30000/v1`); asks `/models` for the model id
-    /// unless `model` names one.
+    /// unless `model` names one. Default connection settings: see [`HttpOptions`].
     pub async fn connect(
         base: &str,
         model: Option<String>,
         api: OpenAiApi,
         bearer: Option<String>,
     ) -> Result<Self, OpenAiError> {
+        Self::connect_with(base, model, api, bearer, HttpOptions::default()).await
+    }
+
+    /// [`OpenAiTarget::connect`] with explicit connection settings.
+    pub async fn connect_with(
+        base: &str,
+        model: Option<String>,
+        api: OpenAiApi,
+        bearer: Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, OpenAiError> {
         // `https://` targets: reqwest is built without a crypto provider of its own; use ring, the
         // one the server's TLS already links. Already installed (by an earlier target) is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        // Loopback benchmarks open hundreds of streams: no idle-pool limit, no proxy lookups.
-        // Server certificates are checked against the system's roots (`SSL_CERT_FILE` overrides).
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|source| OpenAiError::Http { url: base.to_owned(), source })?;
+        // No proxy lookups, no Nagle delay. Server certificates are checked against the system's
+        // roots (`SSL_CERT_FILE` overrides). Over TLS, ALPN offers h2 and HTTP/1.1 and the server
+        // picks; plain `http://` is HTTP/1.1 unless `http2_prior_knowledge` (h2c).
+        let mut builder = reqwest::Client::builder().no_proxy().tcp_nodelay(true);
+        if options.streams > 0 {
+            // HTTP/1.1 carries one stream per connection: keep one idle connection per stream, so
+            // a closed loop of N users reuses N connections instead of opening new ones.
+            builder = builder.pool_max_idle_per_host(options.streams);
+        }
+        if options.http2_prior_knowledge {
+            builder = builder.http2_prior_knowledge();
+        }
+        let client = builder.build().map_err(|source| OpenAiError::Http { url: base.to_owned(), source })?;
         let base = base.trim_end_matches('/').to_owned();
         let mut target = OpenAiTarget { client, base, model: model.unwrap_or_default(), api, bearer, tokenizer: None };
         if target.model.is_empty() {
@@ -435,5 +462,58 @@ mod stream_chunk_tests {
         let data = r#"{"error":{"message":"boom"}}"#;
         reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
         assert_eq!(reply.error.as_deref(), Some("server error: boom"));
+    }
+}
+
+#[cfg(test)]
+mod http_version_tests {
+    use std::sync::Mutex;
+
+    use axum::extract::Request;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    use hyper_util::service::TowerToHyperService;
+
+    use super::*;
+
+    /// A local `/v1/models` that speaks HTTP/1.1 and h2 (prior knowledge), recording each
+    /// request's version.
+    async fn serve() -> (String, Arc<Mutex<Vec<reqwest::Version>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let app = axum::Router::new().route(
+            "/v1/models",
+            axum::routing::get(move |request: Request| {
+                let record = record.clone();
+                async move {
+                    record.lock().unwrap().push(request.version());
+                    axum::Json(json!({ "data": [{ "id": "m" }] }))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { return };
+                let service = TowerToHyperService::new(app.clone());
+                tokio::spawn(async move {
+                    let _ =
+                        auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        (format!("http://{address}/v1"), seen)
+    }
+
+    #[tokio::test]
+    async fn h2_prior_knowledge_when_asked_and_http1_otherwise() {
+        let (base, seen) = serve().await;
+        let http1 = OpenAiTarget::connect(&base, None, OpenAiApi::Chat, None).await.unwrap();
+        assert_eq!(http1.model(), "m");
+        let options = HttpOptions { streams: 4, http2_prior_knowledge: true };
+        let h2 = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options).await.unwrap();
+        assert_eq!(h2.model(), "m");
+        assert_eq!(*seen.lock().unwrap(), [reqwest::Version::HTTP_11, reqwest::Version::HTTP_2]);
     }
 }
