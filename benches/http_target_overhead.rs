@@ -13,7 +13,9 @@
 //!
 //! A second part measures the HTTP client alone against a zero-latency local OpenAI mock (every
 //! reply's chunks are ready at once, no executor): TTFT (request to first content chunk) and the
-//! tokens/s the target parses, at the same 256 streams.
+//! tokens/s the target parses, at the same 256 streams, over HTTP/1.1 and h2c; and the same
+//! requests from a bare reqwest client (no tokenizer, SSE framing or record), whose first-bytes
+//! time is the transport, the mock and the host's scheduling without the target.
 //!
 //! `cargo bench --bench http_target_overhead`
 
@@ -27,8 +29,8 @@ use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use trtllm::bench::{
-    BenchTarget, LoadPlan, OpenAiApi, OpenAiTarget, Phase, PromptSource, RequestRecord, RunClock, Workload, percentile,
-    run_point,
+    BenchTarget, HttpOptions, LoadPlan, OpenAiApi, OpenAiTarget, Phase, PromptSource, RequestRecord, RunClock,
+    Workload, percentile, run_point,
 };
 use trtllm::sim::SimulatedEngine;
 use trtllm::text::Tokenizer;
@@ -112,15 +114,60 @@ async fn mock_chat(body: Bytes) -> Response {
     Response::builder().header("content-type", "text/event-stream").body(Body::from(reply)).unwrap()
 }
 
-/// Serves the zero-latency mock on a loopback port; the base URL.
+/// Serves the zero-latency mock on a loopback port, HTTP/1.1 and h2 (prior knowledge) on the
+/// same port; the base URL.
 async fn serve_mock() -> String {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    use hyper_util::service::TowerToHyperService;
     let app = axum::Router::new()
         .route("/v1/models", axum::routing::get(models))
         .route("/v1/chat/completions", axum::routing::post(mock_chat));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            let _ = stream.set_nodelay(true);
+            let service = TowerToHyperService::new(app.clone());
+            tokio::spawn(async move {
+                let mut builder = auto::Builder::new(TokioExecutor::new());
+                builder.http2().max_concurrent_streams(4096);
+                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
     format!("http://{addr}/v1")
+}
+
+/// The transport and the mock alone: the same requests sent with a bare reqwest client (body
+/// prepared once, no tokenizer, no SSE framing or record), each timed from send to its first
+/// body bytes and read to the end. Per round: the first-bytes times (s) and the elapsed time.
+async fn raw_round(client: &reqwest::Client, url: &str, tokens: u32) -> (Vec<f64>, f64) {
+    let body = serde_json::to_vec(&json!({
+        "model": MODEL, "max_tokens": tokens, "stream": true,
+        "messages": [{"role": "user", "content": "a b c d e f g h i j k l m n o p"}],
+    }))
+    .unwrap();
+    let started = std::time::Instant::now();
+    let requests = (0..STREAMS).map(|_| {
+        let request = client.post(url).header("content-type", "application/json").body(body.clone());
+        async move {
+            let sent = std::time::Instant::now();
+            let mut response = request.send().await.expect("mock reply");
+            let first = response.chunk().await.expect("body");
+            let ttfb = sent.elapsed().as_secs_f64();
+            assert!(first.is_some());
+            while response.chunk().await.expect("body").is_some() {}
+            ttfb
+        }
+    });
+    let handles: Vec<_> = requests.map(tokio::spawn).collect();
+    let mut ttfb = Vec::with_capacity(STREAMS);
+    for handle in handles {
+        ttfb.push(handle.await.unwrap());
+    }
+    (ttfb, started.elapsed().as_secs_f64())
 }
 
 async fn models() -> axum::Json<Value> {
@@ -187,7 +234,11 @@ async fn main() {
     let builtin = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path()).unwrap();
     let tokenizer = Tokenizer::from_dir(builtin.join("tokenizer")).unwrap();
     let base = serve_front(&executor).await;
-    let http = OpenAiTarget::connect(&base, None, OpenAiApi::Chat, None).await.unwrap().with_tokenizer(tokenizer);
+    let options = HttpOptions { streams: STREAMS, http2_prior_knowledge: false };
+    let http = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options)
+        .await
+        .unwrap()
+        .with_tokenizer(tokenizer);
     let (in_process, http) = (BenchTarget::InProcess(executor.clone()), BenchTarget::OpenAi(http));
 
     let ttfts = |records: &[RequestRecord]| records.iter().filter_map(RequestRecord::ttft_s).collect::<Vec<_>>();
@@ -239,30 +290,59 @@ async fn main() {
     // request, the connection, SSE parsing and the record. The first round opens the connections.
     const MOCK_ROUNDS: usize = 4;
     const MOCK_TOKENS: u32 = 256;
-    let mock = OpenAiTarget::connect(&serve_mock().await, None, OpenAiApi::Chat, None).await.unwrap();
-    let builtin_tokenizer = Tokenizer::from_dir(builtin.join("tokenizer")).unwrap();
-    let mock = BenchTarget::OpenAi(mock.with_tokenizer(builtin_tokenizer));
-    let (mut ttft, mut rates) = (Vec::new(), Vec::new());
-    for round in 0..MOCK_ROUNDS {
-        let started = std::time::Instant::now();
-        let records = run_tokens(&mock, MOCK_TOKENS).await;
-        let seconds = started.elapsed().as_secs_f64();
-        if round == 0 {
-            continue;
-        }
-        ttft.extend(ttfts(&records));
-        let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
-        rates.push(tokens as f64 / seconds / 1e3);
-    }
+    let mock_base = serve_mock().await;
     println!(
         "\nHTTP client alone, zero-latency OpenAI mock: {STREAMS} streams x {MOCK_TOKENS} tokens, {} rounds after a \
          connection-opening one:",
         MOCK_ROUNDS - 1
     );
-    println!(
-        "  TTFT p50 {:.2} ms, p99 {:.2} ms; {} ktokens/s per round",
-        ms(&ttft, 50.0),
-        ms(&ttft, 99.0),
-        rounds(&rates)
-    );
+    for http2 in [false, true] {
+        let options = HttpOptions { streams: STREAMS, http2_prior_knowledge: http2 };
+        let mock = OpenAiTarget::connect_with(&mock_base, None, OpenAiApi::Chat, None, options).await.unwrap();
+        let builtin_tokenizer = Tokenizer::from_dir(builtin.join("tokenizer")).unwrap();
+        let mock = BenchTarget::OpenAi(mock.with_tokenizer(builtin_tokenizer));
+        let (mut ttft, mut rates) = (Vec::new(), Vec::new());
+        for round in 0..MOCK_ROUNDS {
+            let started = std::time::Instant::now();
+            let records = run_tokens(&mock, MOCK_TOKENS).await;
+            let seconds = started.elapsed().as_secs_f64();
+            if round == 0 {
+                continue;
+            }
+            ttft.extend(ttfts(&records));
+            let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
+            rates.push(tokens as f64 / seconds / 1e3);
+        }
+        // The same load without the target: a bare client's first bytes (transport + mock + the
+        // 2-core host's scheduling), so target TTFT minus this is the target's own cost.
+        let mut client = reqwest::Client::builder().no_proxy().tcp_nodelay(true).pool_max_idle_per_host(STREAMS);
+        if http2 {
+            client = client.http2_prior_knowledge();
+        }
+        let client = client.build().unwrap();
+        let url = format!("{mock_base}/chat/completions");
+        let (mut ttfb, mut raw_rates) = (Vec::new(), Vec::new());
+        for round in 0..MOCK_ROUNDS {
+            let (first, seconds) = raw_round(&client, &url, MOCK_TOKENS).await;
+            if round > 0 {
+                ttfb.extend(first);
+                raw_rates.push(f64::from(MOCK_TOKENS) * STREAMS as f64 / seconds / 1e3);
+            }
+        }
+        let version = if http2 { "h2c" } else { "HTTP/1.1" };
+        println!(
+            "  {version}: target TTFT p50 {:.2} ms, p99 {:.2} ms; {} ktokens/s per round",
+            ms(&ttft, 50.0),
+            ms(&ttft, 99.0),
+            rounds(&rates)
+        );
+        println!(
+            "  {version}: bare client first bytes p50 {:.2} ms, p99 {:.2} ms; {} ktokens/s per round \
+             (transport + mock + scheduling); target's own p99 share {:.2} ms",
+            ms(&ttfb, 50.0),
+            ms(&ttfb, 99.0),
+            rounds(&raw_rates),
+            ms(&ttft, 99.0) - ms(&ttfb, 99.0)
+        );
+    }
 }
