@@ -64,6 +64,8 @@ struct Front {
     executor: AsyncExecutor,
     /// Distinct prompts, so no request is served from another's KV blocks.
     next: Arc<AtomicU32>,
+    /// Per request, the front's own TTFT: handler entry to the executor's first chunk (s).
+    first_chunk: Arc<std::sync::Mutex<Vec<f64>>>,
 }
 
 fn sse(doc: &Value) -> Result<Bytes, Infallible> {
@@ -72,6 +74,8 @@ fn sse(doc: &Value) -> Result<Bytes, Infallible> {
 
 /// `POST /v1/chat/completions`: the request's `max_tokens` from the executor, streamed.
 async fn chat(State(front): State<Front>, body: Bytes) -> Response {
+    let entered = std::time::Instant::now();
+    let mut first_chunk = Some(front.first_chunk.clone());
     let request: Value = serde_json::from_slice(&body).unwrap_or_default();
     let max_tokens = request["max_tokens"].as_u64().unwrap_or(1) as u32;
     let first = front.next.fetch_add(INPUT_LEN as u32, Ordering::Relaxed) % 30_000;
@@ -80,9 +84,12 @@ async fn chat(State(front): State<Front>, body: Bytes) -> Response {
         .with_streaming(true)
         .with_sampling(SamplingParams::default().min_tokens(max_tokens));
     let stream = front.executor.enqueue(generation).expect("enqueue");
-    let events = stream.flat_map(|item| {
+    let events = stream.flat_map(move |item| {
         let docs: Vec<Value> = match item {
             Ok(StreamEvent::Chunk(chunk)) => {
+                if let Some(sink) = first_chunk.take() {
+                    sink.lock().unwrap().push(entered.elapsed().as_secs_f64());
+                }
                 vec![json!({"choices": [{"index": 0, "delta": {"content": " tok".repeat(chunk.token_ids.len())}}]})]
             }
             Ok(StreamEvent::Final(done)) => vec![
@@ -175,8 +182,8 @@ async fn models() -> axum::Json<Value> {
 }
 
 /// Serves the front on a loopback port; the base URL.
-async fn serve_front(executor: &AsyncExecutor) -> String {
-    let front = Front { executor: executor.clone(), next: Arc::new(AtomicU32::new(0)) };
+async fn serve_front(executor: &AsyncExecutor, first_chunk: Arc<std::sync::Mutex<Vec<f64>>>) -> String {
+    let front = Front { executor: executor.clone(), next: Arc::new(AtomicU32::new(0)), first_chunk };
     let app = axum::Router::new()
         .route("/v1/models", axum::routing::get(models))
         .route("/v1/chat/completions", axum::routing::post(chat))
@@ -233,7 +240,8 @@ async fn main() {
     let scratch = tempfile::tempdir().unwrap();
     let builtin = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path()).unwrap();
     let tokenizer = Tokenizer::from_dir(builtin.join("tokenizer")).unwrap();
-    let base = serve_front(&executor).await;
+    let front_ttft = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let base = serve_front(&executor, front_ttft.clone()).await;
     let options = HttpOptions { streams: STREAMS, http2_prior_knowledge: false };
     let http = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options)
         .await
@@ -284,7 +292,39 @@ async fn main() {
             rounds(&added[i])
         );
     }
+    // Where the added TTFT goes: the front's own share (handler entry to the executor's first
+    // chunk: waiting for the next iteration, the executor), the rest being the client's request
+    // path, the request's transport and parsing, and the first chunk's delivery and parsing.
+    let front = front_ttft.lock().unwrap().clone();
+    println!(
+        "  HTTP front's own TTFT (handler entry to the executor's first chunk): p50 {:.2}, p99 {:.2}; the rest of HTTP \
+         TTFT (client request path, transport, delivery) p50 {:.2}, p99 {:.2}",
+        ms(&front, 50.0),
+        ms(&front, 99.0),
+        ms(&remote_ttft, 50.0) - ms(&front, 50.0),
+        ms(&remote_ttft, 99.0) - ms(&front, 99.0)
+    );
     executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
+
+    // The target's per-request tokenizer work, on one thread: the prompt's ids to text before
+    // sending, and counting the reply's tokens after the stream (as vLLM's bench does).
+    let counting = Tokenizer::from_dir(builtin.join("tokenizer")).unwrap();
+    let prompt: Vec<u32> = (1000..1000 + INPUT_LEN as u32).collect();
+    let reply = " tok".repeat(256);
+    let started = std::time::Instant::now();
+    for _ in 0..STREAMS {
+        std::hint::black_box(counting.decode(std::hint::black_box(&prompt), false).unwrap());
+    }
+    let decode_us = started.elapsed().as_secs_f64() / STREAMS as f64 * 1e6;
+    let started = std::time::Instant::now();
+    for _ in 0..STREAMS {
+        std::hint::black_box(counting.encode(std::hint::black_box(&reply), false).unwrap());
+    }
+    let encode_us = started.elapsed().as_secs_f64() / STREAMS as f64 * 1e6;
+    println!(
+        "\nThe target's tokenizer work per request, one thread: prompt ids to text ({INPUT_LEN} tokens) {decode_us:.1} \
+         us, counting a 256-token reply {encode_us:.1} us"
+    );
 
     // The client alone: a mock with every chunk ready at once, so what is measured is the
     // request, the connection, SSE parsing and the record. The first round opens the connections.
