@@ -1,8 +1,10 @@
 //! What the OpenAI-compatible HTTP target adds over in process, measured the way
 //! `runner_overhead` measures the gRPC target: one simulated executor (10 ms iterations, real
 //! time) serves alternating in-process and HTTP rounds of 256 streams x 32 tokens (order swapped
-//! every round), and the TTFT and ITL percentile differences of each round are reported with
-//! their median over rounds.
+//! every round, after one HTTP run that opens the connections), and the TTFT and ITL percentile
+//! differences of each round are reported with their median over rounds. The front also stamps
+//! its own TTFT (handler entry to the executor's first chunk) and each round's fan-in (first to
+//! last request reaching it), which say where the added TTFT goes.
 //!
 //! The HTTP side is a minimal OpenAI front written here (axum, one SSE event per executor
 //! response, then the usage chunk and `[DONE]`), so the figure is the HTTP target itself (request
@@ -66,6 +68,8 @@ struct Front {
     next: Arc<AtomicU32>,
     /// Per request, the front's own TTFT: handler entry to the executor's first chunk (s).
     first_chunk: Arc<std::sync::Mutex<Vec<f64>>>,
+    /// When each request reached the handler (the round's fan-in spread).
+    entered: Arc<std::sync::Mutex<Vec<std::time::Instant>>>,
 }
 
 fn sse(doc: &Value) -> Result<Bytes, Infallible> {
@@ -75,6 +79,7 @@ fn sse(doc: &Value) -> Result<Bytes, Infallible> {
 /// `POST /v1/chat/completions`: the request's `max_tokens` from the executor, streamed.
 async fn chat(State(front): State<Front>, body: Bytes) -> Response {
     let entered = std::time::Instant::now();
+    front.entered.lock().unwrap().push(entered);
     let mut first_chunk = Some(front.first_chunk.clone());
     let request: Value = serde_json::from_slice(&body).unwrap_or_default();
     let max_tokens = request["max_tokens"].as_u64().unwrap_or(1) as u32;
@@ -181,9 +186,13 @@ async fn models() -> axum::Json<Value> {
     axum::Json(json!({"object": "list", "data": [{"id": MODEL, "object": "model"}]}))
 }
 
+/// What the front records: per request its own TTFT (s) and when it entered the handler.
+type FrontStamps = (Arc<std::sync::Mutex<Vec<f64>>>, Arc<std::sync::Mutex<Vec<std::time::Instant>>>);
+
 /// Serves the front on a loopback port; the base URL.
-async fn serve_front(executor: &AsyncExecutor, first_chunk: Arc<std::sync::Mutex<Vec<f64>>>) -> String {
-    let front = Front { executor: executor.clone(), next: Arc::new(AtomicU32::new(0)), first_chunk };
+async fn serve_front(executor: &AsyncExecutor, front_stamps: FrontStamps) -> String {
+    let (first_chunk, entered) = front_stamps;
+    let front = Front { executor: executor.clone(), next: Arc::new(AtomicU32::new(0)), first_chunk, entered };
     let app = axum::Router::new()
         .route("/v1/models", axum::routing::get(models))
         .route("/v1/chat/completions", axum::routing::post(chat))
@@ -241,7 +250,8 @@ async fn main() {
     let builtin = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path()).unwrap();
     let tokenizer = Tokenizer::from_dir(builtin.join("tokenizer")).unwrap();
     let front_ttft = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let base = serve_front(&executor, front_ttft.clone()).await;
+    let entered = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let base = serve_front(&executor, (front_ttft.clone(), entered.clone())).await;
     let options = HttpOptions { streams: STREAMS, http2_prior_knowledge: false };
     let http = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options)
         .await
@@ -253,6 +263,11 @@ async fn main() {
     let itls = |records: &[RequestRecord]| records.iter().flat_map(RequestRecord::itl_s).collect::<Vec<_>>();
     // Per figure: the in-process and HTTP samples of every round, and each round's difference.
     let mut added: [Vec<f64>; 4] = Default::default();
+    // One HTTP run first opens the pooled connections (the mock part below does the same).
+    run(&http).await;
+    front_ttft.lock().unwrap().clear();
+    entered.lock().unwrap().clear();
+    let mut fan_in = Vec::new();
     let (mut local_ttft, mut remote_ttft, mut local_itl, mut remote_itl) = (vec![], vec![], vec![], vec![]);
     for round in 0..ROUNDS {
         let (local, remote) = if round % 2 == 0 {
@@ -263,6 +278,10 @@ async fn main() {
             (run(&in_process).await, remote)
         };
         let (lt, rt, li, ri) = (ttfts(&local), ttfts(&remote), itls(&local), itls(&remote));
+        let stamps = std::mem::take(&mut *entered.lock().unwrap());
+        if let (Some(first), Some(last)) = (stamps.iter().min(), stamps.iter().max()) {
+            fan_in.push(last.duration_since(*first).as_secs_f64() * 1e3);
+        }
         for (i, (l, r, p)) in
             [(&lt, &rt, 50.0), (&lt, &rt, 99.0), (&li, &ri, 50.0), (&li, &ri, 99.0)].iter().enumerate()
         {
@@ -303,6 +322,11 @@ async fn main() {
         ms(&front, 99.0),
         ms(&remote_ttft, 50.0) - ms(&front, 50.0),
         ms(&remote_ttft, 99.0) - ms(&front, 99.0)
+    );
+    println!(
+        "  fan-in: first to last of a round's {STREAMS} requests reaching the front, per round {} ms (10 ms iterations: \
+         a request later than its iteration's start waits for the next)",
+        rounds(&fan_in)
     );
     executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
 
