@@ -481,16 +481,18 @@ mod http_version_tests {
     async fn serve() -> (String, Arc<Mutex<Vec<reqwest::Version>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
-        let app = axum::Router::new().route(
-            "/v1/models",
-            axum::routing::get(move |request: Request| {
-                let record = record.clone();
-                async move {
-                    record.lock().unwrap().push(request.version());
-                    axum::Json(json!({ "data": [{ "id": "m" }] }))
-                }
-            }),
-        );
+        let app = axum::Router::new()
+            .route(
+                "/v1/models",
+                axum::routing::get(move |request: Request| {
+                    let record = record.clone();
+                    async move {
+                        record.lock().unwrap().push(request.version());
+                        axum::Json(json!({ "data": [{ "id": "m" }] }))
+                    }
+                }),
+            )
+            .route("/v1/chat/completions", axum::routing::post(chat));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         tokio::spawn(async move {
@@ -504,6 +506,57 @@ mod http_version_tests {
             }
         });
         (format!("http://{address}/v1"), seen)
+    }
+
+    /// Three content chunks, the finish and usage chunks and `[DONE]`, CRLF-framed with a comment,
+    /// sent in reads that cut events (and a CRLF) anywhere.
+    async fn chat() -> axum::response::Response {
+        let stream = concat!(
+            ": hello\r\n\r\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\r\n\r\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\" wor\"}}]}\r\n\r\n",
+            "data:{\"choices\":[{\"delta\":{\"content\":\"ld\"}}]}\r\n\r\n",
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\r\n\r\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\r\n\r\n",
+            "data: [DONE]\r\n\r\n",
+        );
+        let reads: Vec<Result<Vec<u8>, std::convert::Infallible>> =
+            stream.as_bytes().chunks(7).map(|read| Ok(read.to_vec())).collect();
+        axum::response::Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(axum::body::Body::from_stream(futures::stream::iter(reads)))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_stream_is_read_over_http1_and_h2() {
+        let (base, _) = serve().await;
+        let scratch = tempfile::tempdir().unwrap();
+        let engine = crate::builtin::write_engine(&crate::builtin::builtin_engine(), scratch.path()).unwrap();
+        let tokenizer = Tokenizer::from_dir(engine.join("tokenizer")).unwrap();
+        for http2_prior_knowledge in [false, true] {
+            let options = HttpOptions { streams: 2, http2_prior_knowledge };
+            let target = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options)
+                .await
+                .unwrap()
+                .with_tokenizer(tokenizer.clone());
+            let spec = RequestSpec {
+                prompt: vec![100, 200, 300, 400],
+                max_tokens: 3,
+                min_tokens: Some(3),
+                ignore_eos: true,
+                end_id: None,
+                streaming: true,
+                expected_output_tokens: Some(3),
+                guide: None,
+                session: None,
+                messages: None,
+            };
+            let record = target.send(spec, &RunClock::start(), 0, Phase::Measure).await;
+            assert!(record.is_success(), "h2 {http2_prior_knowledge}: {:?}", record.error);
+            assert_eq!(record.chunks.len(), 3, "one chunk per content event");
+            assert_eq!((record.prompt_tokens, record.output_tokens), (4, 3));
+        }
     }
 
     #[tokio::test]
