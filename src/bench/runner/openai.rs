@@ -378,9 +378,30 @@ struct StreamChunk<'a> {
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
     #[serde(default, borrow)]
-    choices: Option<Vec<StreamChoice<'a>>>,
+    choices: Option<FirstChoice<'a>>,
     #[serde(default)]
     usage: Option<Value>,
+}
+
+/// A chunk's `choices`, first element only (the bench sends n = 1): read without a `Vec`.
+struct FirstChoice<'a>(Option<StreamChoice<'a>>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct First<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for First<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+                let first = seq.next_element::<StreamChoice<'a>>()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+        }
+        deserializer.deserialize_seq(First(std::marker::PhantomData))
+    }
 }
 
 /// The parts of one streamed choice the runner reads.
@@ -417,7 +438,7 @@ impl Reply {
             }
             return;
         }
-        if let Some(choice) = chunk.choices.into_iter().flatten().next() {
+        if let Some(choice) = chunk.choices.and_then(|c| c.0) {
             let piece = match api {
                 OpenAiApi::Chat => choice.delta.and_then(|d| d.content),
                 OpenAiApi::Completions => choice.text,
@@ -450,6 +471,9 @@ mod stream_chunk_tests {
             r#"{"choices":[{"text":"c","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#;
         reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Completions);
         let data = r#"{"choices":null,"usage":null}"#;
+        reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
+        // Only the first choice counts; the others are skipped, whatever they hold.
+        let data = r#"{"choices":[{"delta":{"content":""}},{"delta":{"content":"x"},"extra":[1,{"a":2}]}]}"#;
         reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
         assert_eq!(reply.text, "a\"bc");
         assert_eq!(reply.finish_reason.as_deref(), Some("length"));
