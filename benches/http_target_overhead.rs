@@ -126,30 +126,12 @@ async fn mock_chat(body: Bytes) -> Response {
     Response::builder().header("content-type", "text/event-stream").body(Body::from(reply)).unwrap()
 }
 
-/// Serves the zero-latency mock on a loopback port, HTTP/1.1 and h2 (prior knowledge) on the
-/// same port; the base URL.
+/// Serves the zero-latency mock on a loopback port (HTTP/1.1 and h2c); the base URL.
 async fn serve_mock() -> String {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    use hyper_util::server::conn::auto;
-    use hyper_util::service::TowerToHyperService;
     let app = axum::Router::new()
         .route("/v1/models", axum::routing::get(models))
         .route("/v1/chat/completions", axum::routing::post(mock_chat));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else { return };
-            let _ = stream.set_nodelay(true);
-            let service = TowerToHyperService::new(app.clone());
-            tokio::spawn(async move {
-                let mut builder = auto::Builder::new(TokioExecutor::new());
-                builder.http2().max_concurrent_streams(4096);
-                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
-            });
-        }
-    });
-    format!("http://{addr}/v1")
+    serve_both(app).await
 }
 
 /// The transport and the mock alone: the same requests sent with a bare reqwest client (body
@@ -197,9 +179,29 @@ async fn serve_front(executor: &AsyncExecutor, front_stamps: FrontStamps) -> Str
         .route("/v1/models", axum::routing::get(models))
         .route("/v1/chat/completions", axum::routing::post(chat))
         .with_state(front);
+    serve_both(app).await
+}
+
+/// Serves `app` on a loopback port, HTTP/1.1 and h2 (prior knowledge) on the same port, with
+/// `TCP_NODELAY` as production servers set it; the base URL.
+async fn serve_both(app: axum::Router) -> String {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    use hyper_util::service::TowerToHyperService;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            let _ = stream.set_nodelay(true);
+            let service = TowerToHyperService::new(app.clone());
+            tokio::spawn(async move {
+                let mut builder = auto::Builder::new(TokioExecutor::new());
+                builder.http2().max_concurrent_streams(4096);
+                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
     format!("http://{addr}/v1")
 }
 
@@ -252,82 +254,87 @@ async fn main() {
     let front_ttft = Arc::new(std::sync::Mutex::new(Vec::new()));
     let entered = Arc::new(std::sync::Mutex::new(Vec::new()));
     let base = serve_front(&executor, (front_ttft.clone(), entered.clone())).await;
-    let options = HttpOptions { streams: STREAMS, http2_prior_knowledge: false };
-    let http = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options)
-        .await
-        .unwrap()
-        .with_tokenizer(tokenizer);
-    let (in_process, http) = (BenchTarget::InProcess(executor.clone()), BenchTarget::OpenAi(http));
-
     let ttfts = |records: &[RequestRecord]| records.iter().filter_map(RequestRecord::ttft_s).collect::<Vec<_>>();
     let itls = |records: &[RequestRecord]| records.iter().flat_map(RequestRecord::itl_s).collect::<Vec<_>>();
-    // Per figure: the in-process and HTTP samples of every round, and each round's difference.
-    let mut added: [Vec<f64>; 4] = Default::default();
-    // One HTTP run first opens the pooled connections (the mock part below does the same).
-    run(&http).await;
-    front_ttft.lock().unwrap().clear();
-    entered.lock().unwrap().clear();
-    let mut fan_in = Vec::new();
-    let (mut local_ttft, mut remote_ttft, mut local_itl, mut remote_itl) = (vec![], vec![], vec![], vec![]);
-    for round in 0..ROUNDS {
-        let (local, remote) = if round % 2 == 0 {
-            let local = run(&in_process).await;
-            (local, run(&http).await)
-        } else {
-            let remote = run(&http).await;
-            (run(&in_process).await, remote)
-        };
-        let (lt, rt, li, ri) = (ttfts(&local), ttfts(&remote), itls(&local), itls(&remote));
-        let stamps = std::mem::take(&mut *entered.lock().unwrap());
-        if let (Some(first), Some(last)) = (stamps.iter().min(), stamps.iter().max()) {
-            fan_in.push(last.duration_since(*first).as_secs_f64() * 1e3);
+    // HTTP/1.1 (the issue's row) and then h2c, one connection carrying every stream.
+    for http2 in [false, true] {
+        let version = if http2 { "h2c" } else { "HTTP/1.1" };
+        let options = HttpOptions { streams: STREAMS, http2_prior_knowledge: http2 };
+        let http = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options)
+            .await
+            .unwrap()
+            .with_tokenizer(tokenizer.clone());
+        let (in_process, http) = (BenchTarget::InProcess(executor.clone()), BenchTarget::OpenAi(http));
+
+        // Per figure: the in-process and HTTP samples of every round, and each round's difference.
+        let mut added: [Vec<f64>; 4] = Default::default();
+        // One HTTP run first opens the pooled connections (the mock part below does the same).
+        run(&http).await;
+        front_ttft.lock().unwrap().clear();
+        entered.lock().unwrap().clear();
+        let mut fan_in = Vec::new();
+        let (mut local_ttft, mut remote_ttft, mut local_itl, mut remote_itl) = (vec![], vec![], vec![], vec![]);
+        for round in 0..ROUNDS {
+            let (local, remote) = if round % 2 == 0 {
+                let local = run(&in_process).await;
+                (local, run(&http).await)
+            } else {
+                let remote = run(&http).await;
+                (run(&in_process).await, remote)
+            };
+            let (lt, rt, li, ri) = (ttfts(&local), ttfts(&remote), itls(&local), itls(&remote));
+            let stamps = std::mem::take(&mut *entered.lock().unwrap());
+            if let (Some(first), Some(last)) = (stamps.iter().min(), stamps.iter().max()) {
+                fan_in.push(last.duration_since(*first).as_secs_f64() * 1e3);
+            }
+            for (i, (l, r, p)) in
+                [(&lt, &rt, 50.0), (&lt, &rt, 99.0), (&li, &ri, 50.0), (&li, &ri, 99.0)].iter().enumerate()
+            {
+                added[i].push(ms(r, *p) - ms(l, *p));
+            }
+            local_ttft.extend(lt);
+            remote_ttft.extend(rt);
+            local_itl.extend(li);
+            remote_itl.extend(ri);
         }
-        for (i, (l, r, p)) in
-            [(&lt, &rt, 50.0), (&lt, &rt, 99.0), (&li, &ri, 50.0), (&li, &ri, 99.0)].iter().enumerate()
-        {
-            added[i].push(ms(r, *p) - ms(l, *p));
-        }
-        local_ttft.extend(lt);
-        remote_ttft.extend(rt);
-        local_itl.extend(li);
-        remote_itl.extend(ri);
-    }
-    println!(
-        "HTTP target over in process: {STREAMS} streams, 10 ms iterations, {OUTPUT_LEN} tokens, {ROUNDS} interleaved \
-         rounds (ms; added = median over rounds of the per-round difference):"
-    );
-    let rows = [
-        ("p50 TTFT", &local_ttft, &remote_ttft, 50.0, 0),
-        ("p99 TTFT", &local_ttft, &remote_ttft, 99.0, 1),
-        ("p50 ITL", &local_itl, &remote_itl, 50.0, 2),
-        ("p99 ITL", &local_itl, &remote_itl, 99.0, 3),
-    ];
-    for (name, local, remote, p, i) in rows {
         println!(
-            "  {name}: in process {:.2}, HTTP {:.2}; added {:.2}, per round {}",
-            ms(local, p),
-            ms(remote, p),
-            median(&added[i]),
-            rounds(&added[i])
+            "{}HTTP target over in process, {version}: {STREAMS} streams, 10 ms iterations, {OUTPUT_LEN} tokens, {ROUNDS} \
+             interleaved rounds (ms; added = median over rounds of the per-round difference):",
+            if http2 { "\n" } else { "" }
+        );
+        let rows = [
+            ("p50 TTFT", &local_ttft, &remote_ttft, 50.0, 0),
+            ("p99 TTFT", &local_ttft, &remote_ttft, 99.0, 1),
+            ("p50 ITL", &local_itl, &remote_itl, 50.0, 2),
+            ("p99 ITL", &local_itl, &remote_itl, 99.0, 3),
+        ];
+        for (name, local, remote, p, i) in rows {
+            println!(
+                "  {name}: in process {:.2}, HTTP {:.2}; added {:.2}, per round {}",
+                ms(local, p),
+                ms(remote, p),
+                median(&added[i]),
+                rounds(&added[i])
+            );
+        }
+        // Where the added TTFT goes: the front's own share (handler entry to the executor's first
+        // chunk: waiting for the next iteration, the executor), the rest being the client's request
+        // path, the request's transport and parsing, and the first chunk's delivery and parsing.
+        let front = front_ttft.lock().unwrap().clone();
+        println!(
+            "  HTTP front's own TTFT (handler entry to the executor's first chunk): p50 {:.2}, p99 {:.2}; the rest of HTTP \
+             TTFT (client request path, transport, delivery) p50 {:.2}, p99 {:.2}",
+            ms(&front, 50.0),
+            ms(&front, 99.0),
+            ms(&remote_ttft, 50.0) - ms(&front, 50.0),
+            ms(&remote_ttft, 99.0) - ms(&front, 99.0)
+        );
+        println!(
+            "  fan-in: first to last of a round's {STREAMS} requests reaching the front, per round {} ms (10 ms iterations: \
+             a request later than its iteration's start waits for the next)",
+            rounds(&fan_in)
         );
     }
-    // Where the added TTFT goes: the front's own share (handler entry to the executor's first
-    // chunk: waiting for the next iteration, the executor), the rest being the client's request
-    // path, the request's transport and parsing, and the first chunk's delivery and parsing.
-    let front = front_ttft.lock().unwrap().clone();
-    println!(
-        "  HTTP front's own TTFT (handler entry to the executor's first chunk): p50 {:.2}, p99 {:.2}; the rest of HTTP \
-         TTFT (client request path, transport, delivery) p50 {:.2}, p99 {:.2}",
-        ms(&front, 50.0),
-        ms(&front, 99.0),
-        ms(&remote_ttft, 50.0) - ms(&front, 50.0),
-        ms(&remote_ttft, 99.0) - ms(&front, 99.0)
-    );
-    println!(
-        "  fan-in: first to last of a round's {STREAMS} requests reaching the front, per round {} ms (10 ms iterations: \
-         a request later than its iteration's start waits for the next)",
-        rounds(&fan_in)
-    );
     executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
 
     // The target's per-request tokenizer work, on one thread: the prompt's ids to text before
