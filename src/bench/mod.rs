@@ -108,7 +108,7 @@ pub use report::summary_builder::{SummaryBuilder, SummaryError};
 pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats};
 pub use report::sweep::{SweepRow, console_table, sweep_csv};
 pub use runner::draft_target::DraftTargetBench;
-pub use runner::openai::{OpenAiApi, OpenAiError, OpenAiTarget};
+pub use runner::openai::{HttpOptions, OpenAiApi, OpenAiError, OpenAiTarget};
 pub use runner::point::{PointRun, run_point};
 pub use runner::target::{BenchTarget, GrpcTarget};
 pub use simulation::{EngineSimulation, SimulationError};

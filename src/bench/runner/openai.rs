@@ -1,10 +1,11 @@
 //! The OpenAI-compatible HTTP target: the same workloads sent as chat or text completions to any
 //! `/v1` endpoint (the smg gateway, vLLM, ...), streamed over SSE and recorded like the others.
 
+mod sse;
+
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
@@ -56,6 +57,16 @@ pub enum OpenAiError {
     NoModel(String),
 }
 
+/// How the HTTP target's client connects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// The most streams the run keeps in flight: idle connections kept per host (0: no limit).
+    pub streams: usize,
+    /// Speak HTTP/2 over plain `http://` without negotiating it first (h2c prior knowledge; the
+    /// server must accept it). `https://` targets negotiate h2 through ALPN without this.
+    pub http2_prior_knowledge: bool,
+}
+
 /// An OpenAI-compatible endpoint: base URL (ending in `/v1`), model, API and the tokenizer that
 /// turns token-id prompts into text and counts output tokens on the client side.
 #[derive(Debug, Clone)]
@@ -70,23 +81,40 @@ pub struct OpenAiTarget {
 
 impl OpenAiTarget {
     /// A target at `base` (e.g. `http://127.0.0.1:30000/v1`); asks `/models` for the model id
-    /// unless `model` names one.
+    /// unless `model` names one. Default connection settings: see [`HttpOptions`].
     pub async fn connect(
         base: &str,
         model: Option<String>,
         api: OpenAiApi,
         bearer: Option<String>,
     ) -> Result<Self, OpenAiError> {
+        Self::connect_with(base, model, api, bearer, HttpOptions::default()).await
+    }
+
+    /// [`OpenAiTarget::connect`] with explicit connection settings.
+    pub async fn connect_with(
+        base: &str,
+        model: Option<String>,
+        api: OpenAiApi,
+        bearer: Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, OpenAiError> {
         // `https://` targets: reqwest is built without a crypto provider of its own; use ring, the
         // one the server's TLS already links. Already installed (by an earlier target) is fine.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        // Loopback benchmarks open hundreds of streams: no idle-pool limit, no proxy lookups.
-        // Server certificates are checked against the system's roots (`SSL_CERT_FILE` overrides).
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|source| OpenAiError::Http { url: base.to_owned(), source })?;
+        // No proxy lookups, no Nagle delay. Server certificates are checked against the system's
+        // roots (`SSL_CERT_FILE` overrides). Over TLS, ALPN offers h2 and HTTP/1.1 and the server
+        // picks; plain `http://` is HTTP/1.1 unless `http2_prior_knowledge` (h2c).
+        let mut builder = reqwest::Client::builder().no_proxy().tcp_nodelay(true);
+        if options.streams > 0 {
+            // HTTP/1.1 carries one stream per connection: keep one idle connection per stream, so
+            // a closed loop of N users reuses N connections instead of opening new ones.
+            builder = builder.pool_max_idle_per_host(options.streams);
+        }
+        if options.http2_prior_knowledge {
+            builder = builder.http2_prior_knowledge();
+        }
+        let client = builder.build().map_err(|source| OpenAiError::Http { url: base.to_owned(), source })?;
         let base = base.trim_end_matches('/').to_owned();
         let mut target = OpenAiTarget { client, base, model: model.unwrap_or_default(), api, bearer, tokenizer: None };
         if target.model.is_empty() {
@@ -194,28 +222,24 @@ impl OpenAiTarget {
         }
         let mut reply = Reply::default();
         if spec.streaming {
-            let mut events = response.bytes_stream().eventsource();
-            while let Some(event) = events.next().await {
+            let mut response = response;
+            let mut framing = sse::SseParser::default();
+            loop {
+                let read = response.chunk().await;
                 let now = clock.now_s();
-                match event {
-                    Ok(event) if event.data.trim() == "[DONE]" => break,
-                    Ok(event) => match StreamChunk::parse(&event.data) {
-                        Ok(chunk) => {
-                            let before = reply.text.len();
-                            reply.absorb_chunk(chunk, &event.data, self.api);
-                            if reply.text.len() > before {
-                                // One SSE chunk is one streamed response (vLLM's ITL unit).
-                                record.record_chunk(now, 1);
-                            }
-                        }
-                        Err(e) => reply.error = Some(format!("bad SSE data {:?}: {e}", event.data)),
-                    },
-                    Err(e) => {
-                        reply.error = Some(format!("SSE stream broke: {e}"));
+                let mut on_event = |data: &[u8]| stream_event(data, &mut reply, &mut record, now, self.api);
+                let flow = match &read {
+                    Ok(Some(bytes)) => framing.feed(bytes, &mut on_event),
+                    Ok(None) => {
+                        let _ = framing.finish(&mut on_event);
                         break;
                     }
-                }
-                if reply.error.is_some() {
+                    Err(e) => {
+                        reply.error = Some(format!("SSE stream broke: {}", error_chain(e)));
+                        break;
+                    }
+                };
+                if flow.is_break() {
                     break;
                 }
             }
@@ -255,6 +279,39 @@ impl OpenAiTarget {
         }
         record.finish(now, output, Some(reason));
     }
+}
+
+/// One SSE event of a streamed reply, read into `reply` (a content chunk is recorded at `now`,
+/// the time its read arrived); `Break` at `[DONE]` or an error.
+fn stream_event(
+    data: &[u8],
+    reply: &mut Reply,
+    record: &mut RequestRecord,
+    now: f64,
+    api: OpenAiApi,
+) -> ControlFlow<()> {
+    let Ok(data) = std::str::from_utf8(data) else {
+        reply.error = Some(format!("SSE data is not UTF-8: {:?}", String::from_utf8_lossy(data)));
+        return ControlFlow::Break(());
+    };
+    match data.trim() {
+        "[DONE]" => return ControlFlow::Break(()),
+        // An empty event (a bare `data:`) carries nothing.
+        "" => return ControlFlow::Continue(()),
+        _ => {}
+    }
+    match StreamChunk::parse(data) {
+        Ok(chunk) => {
+            let before = reply.text.len();
+            reply.absorb_chunk(chunk, data, api);
+            if reply.text.len() > before {
+                // One SSE chunk is one streamed response (vLLM's ITL unit).
+                record.record_chunk(now, 1);
+            }
+        }
+        Err(e) => reply.error = Some(format!("bad SSE data {data:?}: {e}")),
+    }
+    if reply.error.is_some() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
 }
 
 /// An error and its causes on one line: reqwest's own message alone ("error sending request")
@@ -321,9 +378,30 @@ struct StreamChunk<'a> {
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
     #[serde(default, borrow)]
-    choices: Option<Vec<StreamChoice<'a>>>,
+    choices: Option<FirstChoice<'a>>,
     #[serde(default)]
     usage: Option<Value>,
+}
+
+/// A chunk's `choices`, first element only (the bench sends n = 1): read without a `Vec`.
+struct FirstChoice<'a>(Option<StreamChoice<'a>>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct First<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for First<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+                let first = seq.next_element::<StreamChoice<'a>>()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+        }
+        deserializer.deserialize_seq(First(std::marker::PhantomData))
+    }
 }
 
 /// The parts of one streamed choice the runner reads.
@@ -360,7 +438,7 @@ impl Reply {
             }
             return;
         }
-        if let Some(choice) = chunk.choices.into_iter().flatten().next() {
+        if let Some(choice) = chunk.choices.and_then(|c| c.0) {
             let piece = match api {
                 OpenAiApi::Chat => choice.delta.and_then(|d| d.content),
                 OpenAiApi::Completions => choice.text,
@@ -394,6 +472,9 @@ mod stream_chunk_tests {
         reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Completions);
         let data = r#"{"choices":null,"usage":null}"#;
         reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
+        // Only the first choice counts; the others are skipped, whatever they hold.
+        let data = r#"{"choices":[{"delta":{"content":""}},{"delta":{"content":"x"},"extra":[1,{"a":2}]}]}"#;
+        reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
         assert_eq!(reply.text, "a\"bc");
         assert_eq!(reply.finish_reason.as_deref(), Some("length"));
         assert_eq!((reply.prompt_tokens, reply.completion_tokens), (Some(3), Some(2)));
@@ -405,5 +486,111 @@ mod stream_chunk_tests {
         let data = r#"{"error":{"message":"boom"}}"#;
         reply.absorb_chunk(StreamChunk::parse(data).unwrap(), data, OpenAiApi::Chat);
         assert_eq!(reply.error.as_deref(), Some("server error: boom"));
+    }
+}
+
+#[cfg(test)]
+mod http_version_tests {
+    use std::sync::Mutex;
+
+    use axum::extract::Request;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    use hyper_util::service::TowerToHyperService;
+
+    use super::*;
+
+    /// A local `/v1/models` that speaks HTTP/1.1 and h2 (prior knowledge), recording each
+    /// request's version.
+    async fn serve() -> (String, Arc<Mutex<Vec<reqwest::Version>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let app = axum::Router::new()
+            .route(
+                "/v1/models",
+                axum::routing::get(move |request: Request| {
+                    let record = record.clone();
+                    async move {
+                        record.lock().unwrap().push(request.version());
+                        axum::Json(json!({ "data": [{ "id": "m" }] }))
+                    }
+                }),
+            )
+            .route("/v1/chat/completions", axum::routing::post(chat));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { return };
+                let service = TowerToHyperService::new(app.clone());
+                tokio::spawn(async move {
+                    let _ =
+                        auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        (format!("http://{address}/v1"), seen)
+    }
+
+    /// Three content chunks, the finish and usage chunks and `[DONE]`, CRLF-framed with a comment,
+    /// sent in reads that cut events (and a CRLF) anywhere.
+    async fn chat() -> axum::response::Response {
+        let stream = concat!(
+            ": hello\r\n\r\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\r\n\r\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\" wor\"}}]}\r\n\r\n",
+            "data:{\"choices\":[{\"delta\":{\"content\":\"ld\"}}]}\r\n\r\n",
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\r\n\r\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\r\n\r\n",
+            "data: [DONE]\r\n\r\n",
+        );
+        let reads: Vec<Result<Vec<u8>, std::convert::Infallible>> =
+            stream.as_bytes().chunks(7).map(|read| Ok(read.to_vec())).collect();
+        axum::response::Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(axum::body::Body::from_stream(futures::stream::iter(reads)))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_stream_is_read_over_http1_and_h2() {
+        let (base, _) = serve().await;
+        let scratch = tempfile::tempdir().unwrap();
+        let engine = crate::builtin::write_engine(&crate::builtin::builtin_engine(), scratch.path()).unwrap();
+        let tokenizer = Tokenizer::from_dir(engine.join("tokenizer")).unwrap();
+        for http2_prior_knowledge in [false, true] {
+            let options = HttpOptions { streams: 2, http2_prior_knowledge };
+            let target = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options)
+                .await
+                .unwrap()
+                .with_tokenizer(tokenizer.clone());
+            let spec = RequestSpec {
+                prompt: vec![100, 200, 300, 400],
+                max_tokens: 3,
+                min_tokens: Some(3),
+                ignore_eos: true,
+                end_id: None,
+                streaming: true,
+                expected_output_tokens: Some(3),
+                guide: None,
+                session: None,
+                messages: None,
+            };
+            let record = target.send(spec, &RunClock::start(), 0, Phase::Measure).await;
+            assert!(record.is_success(), "h2 {http2_prior_knowledge}: {:?}", record.error);
+            assert_eq!(record.chunks.len(), 3, "one chunk per content event");
+            assert_eq!((record.prompt_tokens, record.output_tokens), (4, 3));
+        }
+    }
+
+    #[tokio::test]
+    async fn h2_prior_knowledge_when_asked_and_http1_otherwise() {
+        let (base, seen) = serve().await;
+        let http1 = OpenAiTarget::connect(&base, None, OpenAiApi::Chat, None).await.unwrap();
+        assert_eq!(http1.model(), "m");
+        let options = HttpOptions { streams: 4, http2_prior_knowledge: true };
+        let h2 = OpenAiTarget::connect_with(&base, None, OpenAiApi::Chat, None, options).await.unwrap();
+        assert_eq!(h2.model(), "m");
+        assert_eq!(*seen.lock().unwrap(), [reqwest::Version::HTTP_11, reqwest::Version::HTTP_2]);
     }
 }

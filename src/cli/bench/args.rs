@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// HTTP target: bearer token sent as `Authorization: Bearer ...`.
     #[arg(long, env = "TRTLLM_BENCH_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// HTTP target: speak HTTP/2 to a plain `http://` endpoint without negotiating it (h2c prior
+    /// knowledge). `https://` endpoints negotiate HTTP/2 through ALPN without this.
+    #[arg(long)]
+    pub http2: bool,
     /// The engine directory; without it the built-in simulated engine is used (TinyLlama-1.1B-shaped,
     /// BF16, on a simulated RTX A6000, in real time).
     #[arg(long, env = "TRTLLM_ENGINE_DIR")]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use trtllm::bench::{BenchTarget, OpenAiApi, OpenAiTarget};
+use trtllm::bench::{BenchTarget, HttpOptions, OpenAiApi, OpenAiTarget};
 use trtllm::text::Tokenizer;
 
 use super::args::RunArgs;
@@ -16,7 +16,10 @@ const BUILTIN_MODEL_ID: &str = "trtllm-builtin-sim";
 /// Connects to an OpenAI-compatible endpoint at `url` (`http://HOST:PORT/v1`).
 pub async fn http(args: &RunArgs, url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
     let api = if args.completions { OpenAiApi::Completions } else { OpenAiApi::Chat };
-    let target = OpenAiTarget::connect(url, args.model.clone(), api, args.api_key.clone())
+    // One pooled connection per stream the run keeps in flight (HTTP/1.1 carries one at a time).
+    let streams = args.concurrency.iter().flatten().chain(&args.max_concurrency).copied().max().unwrap_or(0);
+    let options = HttpOptions { streams, http2_prior_knowledge: args.http2 };
+    let target = OpenAiTarget::connect_with(url, args.model.clone(), api, args.api_key.clone(), options)
         .await
         .with_context(|| format!("connecting to {url}"))?;
     let model = target.model().to_owned();
