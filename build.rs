@@ -67,6 +67,7 @@ const SHIM_SOURCES: &[&str] = &[
     "cpp/src/shim_lora.cc",
     "cpp/src/shim_sim_control.cc",
     "cpp/src/shim_speculative.cc",
+    "cpp/src/shim_stats.cc",
 ];
 
 /// What the shim's sources share (the handle's state, helpers, the feature files' declarations).

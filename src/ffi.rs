@@ -30,9 +30,9 @@ pub(crate) mod sys {
         value: u64,
     }
 
-    // ---- Shared enums: the shim converts upstream enums to these by name, never by casting a
-    // ---- number; a value it does not know becomes `Unknown` (raw value beside it), and Rust's
-    // ---- catch-all arms treat any other value C++ may hand over as unknown too.
+    // ---- Shared enums: the shim converts upstream enums to these by name, never by casting a number;
+    // ---- a value it does not know becomes `Unknown` (raw value beside it), and Rust's catch-all
+    // ---- arms treat any other value C++ may hand over as unknown too.
 
     /// `CapacitySchedulerPolicy`.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -555,8 +555,7 @@ pub(crate) mod sys {
         fn enqueue(self: &ExecutorHandle, request: &RequestSpec) -> Result<u64>;
         /// Enqueues every request in one call (`enqueueRequests`); ids in the order given.
         fn enqueue_many(self: &ExecutorHandle, requests: &[RequestSpec]) -> Result<Vec<u64>>;
-        /// `awaitResponses`, converted; `received_ns` is set to the steady clock as the executor
-        /// handed the batch over, before any conversion.
+        /// `awaitResponses`, converted; `received_ns`: the steady clock at hand-over, before converting.
         fn await_responses(self: &ExecutorHandle, timeout_ms: u32, received_ns: &mut i64) -> Result<Vec<ResponseItem>>;
         fn cancel(self: &ExecutorHandle, request_id: u64) -> Result<()>;
         fn iteration_stats(self: &ExecutorHandle) -> Result<Vec<IterationStatsItem>>;
@@ -572,9 +571,8 @@ pub(crate) mod sys {
         // ---- real build's versions fail). See cpp/sim/src/sim_control.h.
         /// The executor's simulated time, steady-clock nanoseconds.
         fn sim_now_ns(self: &ExecutorHandle) -> Result<i64>;
-        /// Enqueues a request arriving at `arrival_ns`, or (with `after_request` non-zero) at that
-        /// request's end plus its follow-up delay; a `follow_up_delay_ns` of zero or more keeps room
-        /// for a follow-up to this request.
+        /// Enqueues a request arriving at `arrival_ns`, or (with `after_request` non-zero) at that request's
+        /// end plus its follow-up delay; a `follow_up_delay_ns` of zero or more keeps room for a follow-up.
         fn sim_enqueue_at(
             self: &ExecutorHandle,
             request: &RequestSpec,

@@ -78,6 +78,10 @@ inline std::string enumValueMessage(char const* what, int value)
 // The core request conversion (shim.cc), also used by the scheduled enqueue (shim_sim_control.cc).
 tle::Request toRequest(RequestSpec const& spec);
 
+// Statistics and KV-cache events (shim_stats.cc).
+IterationStatsItem toIterationStats(tle::IterationStats const& s);
+RequestStatsItem toRequestStats(tle::RequestStats const& s);
+KvEventItem toKvEventItem(tle::KVCacheEvent const& event);
 // Executor configuration (shim_executor_config.cc).
 tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o);
 
