@@ -145,44 +145,39 @@ async fn closed_loop_users_run_sessions_turn_by_turn_in_process() {
     executor.shutdown(trtllm::ShutdownMode::Cancel).await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_over_grpc_carry_their_history() {
-    let server = common::server::TestServer::builder()
+/// A gRPC server whose engine takes the sessions' growing prompts.
+async fn session_server() -> common::server::TestServer {
+    common::server::TestServer::builder()
         .engine(|e| {
             e.max_input_len = 400;
         })
         .start()
-        .await;
-    let block = block_of(server.dir.path());
-    let target = BenchTarget::Grpc(GrpcTarget::connect(format!("http://{}", server.addr)).await.unwrap());
-    let run = run_point(&target, &sessions(3, Duration::ZERO), 0, &LoadPlan::closed(2, 12), &RunClock::start(), |_| {})
         .await
-        .unwrap();
-    check_history(&run.records, 3, block);
+}
+
+/// Two closed-loop users running three-turn sessions, `requests` in all, against `target`.
+async fn run_sessions(target: &BenchTarget, requests: usize) -> PointRun {
+    let plan = LoadPlan::closed(2, requests);
+    run_point(target, &sessions(3, Duration::ZERO), 0, &plan, &RunClock::start(), |_| {}).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_over_grpc_carry_their_history() {
+    let server = session_server().await;
+    let target = BenchTarget::Grpc(GrpcTarget::connect(format!("http://{}", server.addr)).await.unwrap());
+    check_history(&run_sessions(&target, 12).await.records, 3, block_of(server.dir.path()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_over_several_grpc_connections_carry_their_history() {
-    let server = common::server::TestServer::builder()
-        .engine(|e| {
-            e.max_input_len = 400;
-        })
-        .start()
-        .await;
-    let block = block_of(server.dir.path());
+    let server = session_server().await;
     let endpoint = GrpcTarget::endpoint(format!("http://{}", server.addr)).unwrap();
     // Consecutive turns of a session go over different connections.
     let target = BenchTarget::Grpc(GrpcTarget::connect_pool(endpoint.clone(), 3).await.unwrap());
-    let run = run_point(&target, &sessions(3, Duration::ZERO), 0, &LoadPlan::closed(2, 12), &RunClock::start(), |_| {})
-        .await
-        .unwrap();
-    check_history(&run.records, 3, block);
+    check_history(&run_sessions(&target, 12).await.records, 3, block_of(server.dir.path()));
     // No connections asked for is one connection, not a division by zero.
     let single = BenchTarget::Grpc(GrpcTarget::connect_pool(endpoint, 0).await.unwrap());
-    let run = run_point(&single, &sessions(3, Duration::ZERO), 0, &LoadPlan::closed(2, 6), &RunClock::start(), |_| {})
-        .await
-        .unwrap();
-    assert!(run.records.iter().all(|r| r.is_success()));
+    assert!(run_sessions(&single, 6).await.records.iter().all(|r| r.is_success()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
