@@ -132,7 +132,11 @@ pub(crate) struct ExecutorLimits {
 
 /// A size member: absent takes `default`; present must lie in [`min`, i32::MAX].
 fn size(value: Option<usize>, name: &str, default: usize, min: usize) -> Result<i32, SimError> {
-    let value = value.unwrap_or(default);
+    checked(value.unwrap_or(default), name, min)
+}
+
+/// A size member whose default `ConfigJson` applies: it must lie in [`min`, i32::MAX].
+fn checked(value: usize, name: &str, min: usize) -> Result<i32, SimError> {
     i32::try_from(value)
         .ok()
         .filter(|_| value >= min)
@@ -158,11 +162,11 @@ impl ExecutorLimits {
         let kv_heads = size(p.num_key_value_heads, "pretrained_config.num_key_value_heads", heads as usize, 1)?;
         let vocab = required(p.vocab_size, "pretrained_config.vocab_size")?;
         let mapping = &p.mapping;
-        let tp = size(mapping.tp_size, "pretrained_config.mapping.tp_size", 1, 1)?;
-        let pp = size(mapping.pp_size, "pretrained_config.mapping.pp_size", 1, 1)?;
-        let cp = size(mapping.cp_size, "pretrained_config.mapping.cp_size", 1, 1)?;
+        let tp = checked(mapping.tp_size(), "pretrained_config.mapping.tp_size", 1)?;
+        let pp = checked(mapping.pp_size(), "pretrained_config.mapping.pp_size", 1)?;
+        let cp = checked(mapping.cp_size(), "pretrained_config.mapping.cp_size", 1)?;
         let ranks = tp as usize * pp as usize * cp as usize;
-        let world = size(mapping.world_size, "pretrained_config.mapping.world_size", ranks, 1)?;
+        let world = checked(mapping.world_size(), "pretrained_config.mapping.world_size", 1)?;
         if world as usize != ranks {
             return Err(SimError::Invalid(format!(
                 "config.json: pretrained_config.mapping.world_size ({world}) must equal tp_size * pp_size * cp_size ({ranks})"
@@ -214,10 +218,10 @@ impl ExecutorLimits {
             max_input_len,
             max_seq_len,
             max_batch_size: size(b.max_batch_size, "build_config.max_batch_size", 2048, 1)?,
-            max_beam_width: size(b.max_beam_width, "build_config.max_beam_width", 1, 1)?,
-            max_num_tokens: size(b.max_num_tokens, "build_config.max_num_tokens", 8192, 1)?,
+            max_beam_width: checked(b.max_beam_width(), "build_config.max_beam_width", 1)?,
+            max_num_tokens: checked(b.max_num_tokens(), "build_config.max_num_tokens", 1)?,
             gather_context_logits: b.gather_context_logits,
-            tokens_per_block: size(plugins.tokens_per_block, "build_config.plugin_config.tokens_per_block", 32, 1)?,
+            tokens_per_block: checked(plugins.tokens_per_block(), "build_config.plugin_config.tokens_per_block", 1)?,
             paged_kv_cache: plugins.paged_kv_cache.unwrap_or(true),
             paged_context_fmha: plugins.use_paged_context_fmha.unwrap_or(true),
             speculative_mode,
