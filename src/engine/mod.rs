@@ -199,7 +199,6 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> std::result::Result
 }
 
 /// [`read_json`], or `T::default()` when the file does not exist.
-#[cfg_attr(not(feature = "bench"), allow(dead_code))]
 pub(crate) fn read_json_or_default<T: DeserializeOwned + Default>(
     path: &Path,
 ) -> std::result::Result<T, JsonFileError> {

@@ -60,8 +60,8 @@ impl EngineFiles {
         }
         let config = read_document(&config_path)?;
         let simulation_path = dir.join("simulation.json");
-        let simulation =
-            if simulation_path.exists() { read_document(&simulation_path)? } else { SimulationJson::default() };
+        let simulation = crate::engine::read_json_or_default(&simulation_path)
+            .map_err(|e| file_error(&simulation_path, e.to_string()))?;
         Ok(EngineFiles { config, simulation })
     }
 }
