@@ -234,6 +234,7 @@ impl RequestRecord {
     /// so the request counts as failed rather than as a short success.
     pub fn finish(&mut self, end_s: f64, output_tokens: u64, finish_reason: Option<String>) {
         self.end_s = Some(end_s);
+        self.release_spare_room();
         self.output_tokens = output_tokens;
         if let Some(reason) = finish_reason.as_deref().filter(|r| UNSUCCESSFUL_FINISH_REASONS.contains(r))
             && self.error.is_none()
@@ -247,6 +248,14 @@ impl RequestRecord {
     pub fn fail(&mut self, end_s: f64, error: impl Into<String>) {
         self.end_s = Some(end_s);
         self.error = Some(error.into());
+        self.release_spare_room();
+    }
+
+    /// A streaming record reserves room for its whole `max_tokens` up front (no regrowth per
+    /// token); a finished one keeps only what it used, so a long run's records stay the size of
+    /// their tokens.
+    fn release_spare_room(&mut self) {
+        self.chunks.shrink_to_fit();
     }
 
     /// True when no error was recorded.
@@ -439,6 +448,22 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn a_finished_record_keeps_only_the_room_its_chunks_use() {
+        for end in [(|r: &mut RequestRecord| r.finish(1.0, 3, Some("length".into()))) as fn(&mut RequestRecord), |r| {
+            r.fail(1.0, "boom")
+        }] {
+            let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+            r.chunks.reserve(4096);
+            for i in 0..3 {
+                r.record_chunk(0.1 * f64::from(i + 1), 1);
+            }
+            end(&mut r);
+            assert_eq!(r.chunks.len(), 3);
+            assert!(r.chunks.capacity() < 64, "capacity {} kept after the end", r.chunks.capacity());
+        }
     }
 
     #[test]
