@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use trtllm::sim::calibrate::{self, Calibration, KERNEL_FIGURES, Sample};
+use trtllm::sim::calibrate::{self, GpuCalibration, KERNEL_FIGURES, Sample};
 use trtllm::sim::kernel_table::{self, error_summary};
 use trtllm::sim::perf_model::BatchWork;
 use trtllm::sim::{GpuPreset, PerfModel};
@@ -74,7 +74,7 @@ pub fn run_predict(args: PredictArgs) -> anyhow::Result<ExitCode> {
     }
     let mut model = PerfModel::from_engine_dir(&args.engine_dir)?;
     if let Some(path) = &args.calibration {
-        let gpu = Calibration::parse(&read(path)?)?.apply()?;
+        let gpu = GpuCalibration::parse(&read(path)?)?.apply()?;
         model = PerfModel::from_spec(model.spec().clone(), &gpu)?;
     }
     let model = model.with_cuda_graphs(args.cuda_graphs);
@@ -91,18 +91,13 @@ pub fn run_predict(args: PredictArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!("{} on {}: {:.3} ms per iteration", args.engine_dir.display(), model.gpu().id, time.total_ms);
-    for (part, ms) in [
-        ("GEMMs", time.gemm_ms),
-        ("context attention", time.context_attention_ms),
-        ("decode attention", time.decode_attention_ms),
-        ("norms, activations, quantization", time.memory_passes_ms),
-        ("logits and sampling", time.logits_ms),
-        ("all-reduces", time.allreduce_ms),
-        ("pipeline hand-offs", time.pipeline_ms),
-        ("host overhead", time.overhead_ms),
-    ] {
-        println!("  {part:34}{ms:10.3} ms");
+    // Every operation of the list the iteration time folds, with its runs per iteration.
+    for (op, ms) in model.op_times(&work) {
+        if ms > 0.0 {
+            println!("  {:34}{ms:10.3} ms  (x{})", op.name, op.count);
+        }
     }
+    println!("  {:34}{:10.3} ms", "host overhead", time.overhead_ms);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -151,7 +146,7 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     }
     println!("  held-out error: median {:.1}%, p90 {:.1}%, worst {:.1}%", median * 100.0, p90 * 100.0, worst * 100.0);
     let calibration =
-        Calibration { gpu: preset.id.clone(), figures: fit.figures, source, held_out_error: [median, p90, worst] };
+        GpuCalibration { gpu: preset.id.clone(), figures: fit.figures, source, held_out_error: [median, p90, worst] };
     std::fs::write(&args.output, serde_json::to_string_pretty(&calibration)? + "\n")
         .with_context(|| format!("writing {}", args.output.display()))?;
     println!("wrote {} (use: trtllm sim build --calibration {})", args.output.display(), args.output.display());
@@ -160,7 +155,7 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
 
 /// A calibration file's figures, as `--gpu-override` pairs for `sim build`.
 pub fn calibration_overrides(path: &PathBuf, gpu: &str) -> anyhow::Result<Vec<(String, f64)>> {
-    let calibration = Calibration::parse(&read(path)?)?;
+    let calibration = GpuCalibration::parse(&read(path)?)?;
     if calibration.gpu != gpu {
         anyhow::bail!("{} calibrates the {} preset, not {gpu}", path.display(), calibration.gpu);
     }

@@ -13,6 +13,7 @@ use std::path::Path;
 use super::error::SimError;
 use super::executor_files::{EngineFiles, ExecutorLimits, check_simulation, fault_method};
 use super::perf_model::{BatchWork, PerfModel};
+use crate::engine::EngineDescription;
 use crate::engine::simulation_json::{ClockMode, SimulationJson};
 use crate::engine::speculative::SpeculativeDecodingMode;
 
@@ -140,9 +141,10 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
 fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>, SimError> {
     guarded(|| {
         let files = EngineFiles::read(Path::new(engine_dir))?;
-        let limits = ExecutorLimits::from_config(&files.config)?;
+        let description = EngineDescription::resolve(&files.config)?;
+        let limits = ExecutorLimits::of(&description);
         check_simulation(&files.simulation)?;
-        let model = PerfModel::from_documents(&files.config, &files.simulation)?;
+        let model = PerfModel::from_description(&description, &files.simulation)?;
         let model = model.with_cuda_graphs(files.simulation.cuda_graphs || cuda_graphs);
         Ok(Box::new(SimTiming { model, limits, simulation: files.simulation }))
     })
@@ -181,7 +183,7 @@ fn engine_limits(timing: &SimTiming) -> ffi::SimEngineLimits {
         num_medusa_heads: l.num_medusa_heads,
         lora_enabled: lora.is_some(),
         lora_target_modules: lora.map(|l| l.target_modules.clone()).unwrap_or_default(),
-        max_lora_rank: lora.map_or(0, |l| l.max_rank),
+        max_lora_rank: lora.map_or(0, |l| i32::try_from(l.max_rank).unwrap_or(i32::MAX)),
     }
 }
 

@@ -34,7 +34,7 @@ pub enum SimError {
     },
     /// The weights and the runtime reserve alone exceed one GPU's memory.
     #[error(
-        "the model does not fit the simulated GPU: {weights_gib:.1} GiB of weights per GPU plus {reserve_gib:.1} GiB of activations and runtime exceed the {gpu}'s {memory_gib:.1} GiB; use more tensor-parallel GPUs, FP8 weights or a larger GPU"
+        "the model does not fit the simulated GPU, so the engine would not load: {weights_gib:.1} GiB of weights per GPU plus {reserve_gib:.1} GiB the runtime holds leave no room for the KV cache in the {gpu}'s {memory_gib:.1} GiB; use more GPUs, FP8 weights, lower build limits or a larger GPU\n{budget}"
     )]
     DoesNotFit {
         /// The GPU preset id.
@@ -45,6 +45,8 @@ pub enum SimError {
         reserve_gib: f64,
         /// The GPU's memory, GiB.
         memory_gib: f64,
+        /// The memory budget, line by line.
+        budget: String,
     },
     /// An engine directory's file is missing, unreadable or not valid for its schema.
     #[error("{}: {message}", path.display())]
@@ -57,4 +59,10 @@ pub enum SimError {
     /// A shape or parallelism setting that cannot work (zero sizes, heads not divisible by tp, ...).
     #[error("invalid simulated engine: {0}")]
     Invalid(String),
+}
+
+impl From<crate::engine::DescriptionError> for SimError {
+    fn from(e: crate::engine::DescriptionError) -> Self {
+        SimError::Invalid(e.to_string())
+    }
 }

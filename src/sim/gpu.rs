@@ -120,6 +120,33 @@ impl GpuPreset {
         })
     }
 
+    /// The GPU a simulation.json describes: its inline `gpu_spec`, else the preset `gpu` names, with its
+    /// `gpu_overrides` applied.
+    pub fn for_simulation(sim: &crate::engine::SimulationJson) -> Result<GpuPreset, SimError> {
+        let mut gpu = match &sim.gpu_spec {
+            Some(spec) => {
+                Self::from_spec_json(spec).map_err(|e| SimError::Invalid(format!("simulation.json: gpu_spec: {e}")))?
+            }
+            None => Self::by_id(&sim.gpu)?.clone(),
+        };
+        for (name, value) in &sim.gpu_overrides {
+            gpu.set_figure(name, *value)
+                .map_err(|e| SimError::Invalid(format!("simulation.json: gpu_overrides: {e}")))?;
+        }
+        Ok(gpu)
+    }
+
+    /// A GPU described in full by a JSON object with a preset's members (`trtllm sim build --gpu-spec`).
+    pub fn from_spec_json(json: &serde_json::Value) -> Result<GpuPreset, SimError> {
+        let gpu: GpuPreset = serde_json::from_value(json.clone()).map_err(|e| SimError::Invalid(e.to_string()))?;
+        for name in OVERRIDABLE_FIGURES {
+            if let Some(value) = gpu.figure(name) {
+                gpu.clone().set_figure(name, value)?;
+            }
+        }
+        Ok(gpu)
+    }
+
     /// True when the GPU has FP8 tensor cores (Ada and Hopper).
     pub fn has_fp8(&self) -> bool {
         self.fp8_tflops.is_some()
