@@ -22,6 +22,15 @@ pub struct PredictArgs {
     /// A prefill chunk: `T` new tokens, or `T:P` after P cached tokens (repeatable).
     #[arg(long = "prefill", value_name = "T[:P]", value_parser = parse_chunk)]
     prefill: Vec<(f64, f64)>,
+    /// Every decode sequence also runs the engine's speculative drafter (Medusa heads, Eagle layer).
+    #[arg(long)]
+    drafting: bool,
+    /// Adapter weights the batch's LoRA adapters read, bytes (each distinct adapter once).
+    #[arg(long, default_value_t = 0.0)]
+    lora_weight_bytes: f64,
+    /// FLOPs the batch's LoRA adapters add.
+    #[arg(long, default_value_t = 0.0)]
+    lora_flops: f64,
     /// Launch kernels from CUDA graphs.
     #[arg(long)]
     cuda_graphs: bool,
@@ -81,13 +90,24 @@ pub fn run_predict(args: PredictArgs) -> anyhow::Result<ExitCode> {
     let mut work = BatchWork::default();
     for &(batch, context) in &args.decode {
         work.add_generation(context, batch);
+        if args.drafting {
+            work.drafter_requests += batch;
+        }
     }
+    work.lora_weight_bytes = args.lora_weight_bytes;
+    work.lora_flops = args.lora_flops;
     for &(tokens, past) in &args.prefill {
         work.add_context(tokens, past, true);
     }
     let time = model.iteration(&work);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "work": work, "time": time }))?);
+        let ops: Vec<serde_json::Value> = model
+            .op_times(&work)
+            .into_iter()
+            .map(|(op, ms)| serde_json::json!({"name": op.name, "part": op.part, "count": op.count, "ms": ms}))
+            .collect();
+        let doc = serde_json::json!({ "work": work, "time": time, "ops": ops });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     println!("{} on {}: {:.3} ms per iteration", args.engine_dir.display(), model.gpu().id, time.total_ms);

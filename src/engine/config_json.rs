@@ -1,9 +1,10 @@
 //! The subset of TensorRT-LLM's engine `config.json` (written by `trtllm-build`) that this crate reads or writes.
 //!
 //! Every member is optional at this level and unknown members are ignored, since real engines carry many
-//! more: which members are required, and their defaults, is decided by the readers
-//! ([`EngineConfig`](crate::EngineConfig), the simulator's timing description) so that each names the missing
-//! field in its own error. To read a new member, add it here as an `Option` (or a `#[serde(default)]` value).
+//! more: which members are required, and their defaults, is decided once by
+//! [`EngineDescription::resolve`](super::EngineDescription::resolve), which names a missing or invalid
+//! member in its error. To read a new member, add it here as an `Option` (or a `#[serde(default)]` value)
+//! and resolve it there.
 
 use serde::{Deserialize, Serialize};
 

@@ -420,7 +420,7 @@ fn resolve_parallelism(p: &PretrainedConfig, shape: &ModelShape) -> Result<Paral
 fn check_head_split(heads: usize, kv_heads: usize, tp: usize) -> Result<(), DescriptionError> {
     if !heads.is_multiple_of(tp) {
         return fail(format!(
-            "pretrained_config.mapping.tp_size ({tp}) must divide pretrained_config.num_attention_heads ({heads}): every tensor-parallel rank runs a whole number of attention heads"
+            "pretrained_config.mapping.tp_size ({tp}) must divide pretrained_config.num_attention_heads ({heads}): every tensor-parallel rank runs a whole number of attention heads, and {tp} ranks do not divide the {heads} attention heads"
         ));
     }
     let split = kv_heads.is_multiple_of(tp);

@@ -161,6 +161,9 @@ pub(crate) fn check_simulation(sim: &SimulationJson) -> Result<(), SimError> {
             return fail(format!("{name} must be at least 0, got {value}"));
         }
     }
+    if let Some(factor) = sim.moe_imbalance.filter(|f| !(f.is_finite() && *f >= 1.0)) {
+        return fail(format!("moe_imbalance must be at least 1, got {factor}"));
+    }
     if sim.kv_cache_max_tokens == Some(0) {
         return fail("kv_cache_max_tokens must be at least 1".into());
     }
@@ -298,6 +301,8 @@ mod tests {
         );
         let e = check(r#"{"time_scale": -1}"#).unwrap_err();
         assert!(e.contains("simulation.json: time_scale must be at least 0"), "{e}");
+        let e = check(r#"{"moe_imbalance": 0.5}"#).unwrap_err();
+        assert!(e.contains("moe_imbalance must be at least 1, got 0.5"), "{e}");
         let e = check(r#"{"kv_cache_max_tokens": 0}"#).unwrap_err();
         assert!(e.contains("kv_cache_max_tokens must be at least 1"), "{e}");
         let e = check(r#"{"speculative": {"draft_agreement": 1.5}}"#).unwrap_err();

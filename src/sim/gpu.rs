@@ -82,6 +82,9 @@ pub struct GpuPreset {
     pub graph_launch_us: f64,
     /// Fixed cost of one executor iteration (scheduling, host work), milliseconds.
     pub iteration_overhead_ms: f64,
+    /// Where the figures come from: datasheet, borrowed from a calibrated preset of the architecture, or measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How a GPU figure may be overridden: a fraction in (0, 1], a value >= 0, or a value > 0.
@@ -238,9 +241,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shared_document_lists_the_five_presets() {
+    fn the_shared_document_lists_the_presets() {
         let ids: Vec<&str> = GpuPreset::all().iter().map(|g| g.id.as_str()).collect();
-        assert_eq!(ids, ["rtx-a6000", "l40s", "a100-sxm-80gb", "h100-sxm", "h200"]);
+        let expected = [
+            "rtx-a6000",
+            "l40s",
+            "a100-sxm-80gb",
+            "h100-sxm",
+            "h200",
+            "a100-pcie-80gb",
+            "a100-sxm-40gb",
+            "a10g",
+            "l4",
+            "l40",
+            "h100-pcie",
+            "h100-nvl",
+            "h20",
+            "gh200",
+        ];
+        assert_eq!(ids, expected);
         for gpu in GpuPreset::all() {
             assert_eq!(gpu.has_fp8(), gpu.architecture != "Ampere", "{}", gpu.id);
             assert!(gpu.bandwidth_efficiency > 0.0 && gpu.bandwidth_efficiency <= 1.0);

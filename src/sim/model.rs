@@ -127,6 +127,14 @@ impl ModelPreset {
 
     fn from_entry(entry: PresetEntry) -> Result<ModelPreset, SimError> {
         let json = &entry.config;
+        // The architecture first: an unmodelled one is refused by name, whatever else its config lacks.
+        let architecture = match json.get("pretrained_config") {
+            Some(p) => p.get("architecture").and_then(|a| a.as_str()),
+            None => json.get("architectures").and_then(|a| a.get(0)).and_then(|a| a.as_str()),
+        };
+        if let Some(architecture) = architecture {
+            Family::from_architecture(architecture).map_err(|e| SimError::Invalid(format!("config.json: {e}")))?;
+        }
         let config = if hf_config::is_engine_config(json) {
             serde_json::from_value(json.clone()).map_err(|e| SimError::Invalid(format!("config.json: {e}")))?
         } else {

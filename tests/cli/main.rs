@@ -13,6 +13,7 @@ mod bench_saturate;
 mod generate;
 mod guided;
 mod lora;
+mod moe;
 mod plan;
 mod serve;
 mod sim;
