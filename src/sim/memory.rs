@@ -11,9 +11,10 @@ use crate::engine::description::BuildLimits;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// The CUDA context with the engine's kernels loaded (lazy module loading), per GPU. An estimate: the
-/// driver reports about 0.5 GiB on Ampere and Hopper parts with lazy loading on.
-const CUDA_CONTEXT_BYTES: f64 = 0.5 * GIB;
+/// The CUDA context with the engine's kernels loaded (TensorRT's engine code, the plugins' and cuBLAS's
+/// modules), per GPU. An estimate: about half of it the driver's context, the rest the loaded code; the
+/// previous flat reserve of the whole runtime, kept so that small-GPU plans prune as before.
+const CUDA_CONTEXT_BYTES: f64 = GIB;
 
 /// The cuBLAS(Lt) workspace the GEMM plugin's handle keeps (TensorRT-LLM sizes it at 32 MiB).
 const CUBLAS_WORKSPACE_BYTES: f64 = 32.0 * MIB;
@@ -139,7 +140,7 @@ impl PerfModel {
         // The custom all-reduce's peer-visible buffers: two of max_num_tokens x hidden in float32.
         let allreduce = if spec.tp > 1 { 2.0 * tokens * h * 4.0 } else { 0.0 };
         let mut lines = vec![
-            BudgetLine { what: "CUDA context", bytes: CUDA_CONTEXT_BYTES },
+            BudgetLine { what: "CUDA context and kernels", bytes: CUDA_CONTEXT_BYTES },
             BudgetLine { what: "weights", bytes: self.weight_bytes_per_gpu() },
             BudgetLine { what: "engine activations (max_num_tokens)", bytes: activations },
             BudgetLine { what: "logits (float32)", bytes: logits },
