@@ -6,6 +6,7 @@
 //! the GPU timing model behind it in docs/simulator.md. [`GpuPreset`] and [`ModelPreset`] describe the
 //! simulated hardware and models, and [`perf_model`] predicts their timing without running anything.
 
+mod batch_work;
 #[cfg(not(trtllm_real))]
 mod bridge;
 pub mod calibrate;
@@ -24,6 +25,7 @@ pub mod ops;
 pub mod perf_model;
 mod simulated_engine;
 mod speculation;
+mod timing_spec;
 
 pub use crate::engine::config_json::{
     BuildConfig, ConfigJson, LoraConfigJson, Mapping, MoeConfigJson, PluginConfig, PretrainedConfig, Quantization,

@@ -203,7 +203,7 @@ pub struct LoraLimits {
 /// An engine's config.json, resolved once.
 ///
 /// ```
-/// use trtllm::engine::EngineDescription;
+/// use trtllm::sim::EngineDescription;
 /// let json = r#"{"pretrained_config": {"architecture": "MixtralForCausalLM", "vocab_size": 32000,
 ///     "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
 ///     "intermediate_size": 14336, "moe": {"num_experts": 8, "top_k": 2},

@@ -61,11 +61,11 @@ pub fn is_engine_config(json: &serde_json::Value) -> bool {
 ///     "vocab_size": 152064, "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
 ///     "num_key_value_heads": 4, "intermediate_size": 18944, "max_position_embeddings": 32768,
 ///     "sliding_window": 131072, "use_sliding_window": false});
-/// let config = trtllm::engine::hf_config::engine_config(&hf)?;
-/// let d = trtllm::engine::EngineDescription::resolve(&config)?;
+/// let config = trtllm::sim::hf_config::engine_config(&hf)?;
+/// let d = trtllm::sim::EngineDescription::resolve(&config)?;
 /// assert!(d.shape.qkv_bias && d.shape.sliding_window.is_none());
 /// assert!((d.shape.parameter_count() / 1e9 - 7.62).abs() < 0.01);
-/// # Ok::<(), trtllm::engine::DescriptionError>(())
+/// # Ok::<(), trtllm::sim::DescriptionError>(())
 /// ```
 pub fn engine_config(json: &serde_json::Value) -> Result<ConfigJson, DescriptionError> {
     let hf: HfConfig =

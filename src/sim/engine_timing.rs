@@ -8,7 +8,8 @@ use super::error::SimError;
 use super::executor_files::EngineFiles;
 use super::gpu::GpuPreset;
 use super::kernels::WeightFormat;
-use super::perf_model::{DEFAULT_MOE_IMBALANCE, Drafter, PerfModel, TimingSpec};
+use super::perf_model::PerfModel;
+use super::timing_spec::{DEFAULT_MOE_IMBALANCE, Drafter, TimingSpec};
 use crate::engine::EngineDescription;
 use crate::engine::config_json::ConfigJson;
 use crate::engine::description::WeightQuant;
@@ -89,5 +90,11 @@ impl PerfModel {
             ..TimingSpec::from_description(description)?
         };
         Self::from_spec(spec, &gpu)
+    }
+}
+
+impl From<crate::engine::DescriptionError> for SimError {
+    fn from(e: crate::engine::DescriptionError) -> Self {
+        SimError::Invalid(e.to_string())
     }
 }

@@ -60,9 +60,3 @@ pub enum SimError {
     #[error("invalid simulated engine: {0}")]
     Invalid(String),
 }
-
-impl From<crate::engine::DescriptionError> for SimError {
-    fn from(e: crate::engine::DescriptionError) -> Self {
-        SimError::Invalid(e.to_string())
-    }
-}

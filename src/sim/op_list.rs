@@ -5,7 +5,7 @@
 use super::gpu::GpuPreset;
 use super::kernels::WeightFormat;
 use super::ops::{GroupedGemm, Kernel, Op, Part, Rows};
-use super::perf_model::TimingSpec;
+use super::timing_spec::TimingSpec;
 
 /// Host -> device copy bandwidth for LoRA adapters (pinned host memory over PCIe Gen5 x16, effective), B/s.
 const HOST_TO_DEVICE_B_S: f64 = 25.0e9;

@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
+use super::batch_work::BatchWork;
 use super::kernels::{Kernels, WeightFormat};
-use super::perf_model::BatchWork;
 
 /// Which part of [`IterationTime`](super::IterationTime) an operation's time is reported under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -10,80 +10,17 @@
 
 use serde::Serialize;
 
+pub use super::batch_work::BatchWork;
 use super::error::SimError;
 use super::gpu::GpuPreset;
-use super::kernels::{Kernels, WeightFormat};
+use super::kernels::Kernels;
 use super::model::{KvCacheDtype, ModelShape, WeightDtype};
 use super::ops::{Op, Part};
 use super::simulated_engine::SimulatedEngine;
-use crate::engine::description::BuildLimits;
+pub use super::timing_spec::{DEFAULT_MOE_IMBALANCE, Drafter, TimingSpec};
 
 /// TensorRT-LLM's default `free_gpu_memory_fraction`, as the single-precision value the executor holds.
 pub const DEFAULT_FREE_GPU_MEMORY_FRACTION: f64 = 0.9f32 as f64;
-
-/// The work of one iteration, reduced to the sums the model needs. Plain numbers, so that the C++
-/// simulator can describe each iteration without allocating.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct BatchWork {
-    /// Rows through the linear layers: context tokens plus one per beam (and draft) of each generation request.
-    pub tokens: f64,
-    /// Of those, context (prefill) rows.
-    pub context_tokens: f64,
-    /// Rows through the output head: one per generation beam, one per prompt completed.
-    pub sampled_rows: f64,
-    /// Query-key pairs context attention computes.
-    pub context_pairs: f64,
-    /// Query-key pairs decode attention computes (one per cached token per generation row).
-    pub attention_pairs: f64,
-    /// Tokens of cached K/V read by decode attention.
-    pub kv_tokens_read: f64,
-    /// Tokens of K/V written.
-    pub kv_tokens_written: f64,
-    /// FLOPs the batch's LoRA adapters add.
-    pub lora_flops: f64,
-    /// Bytes of adapter weights read (each distinct adapter once).
-    pub lora_weight_bytes: f64,
-    /// Bytes of adapters copied host -> device before this iteration.
-    pub lora_copy_bytes: f64,
-    /// Requests whose speculative drafter (Medusa heads, Eagle layer) runs this iteration.
-    pub drafter_requests: f64,
-}
-
-impl BatchWork {
-    /// Adds a context chunk of `new_tokens` after `past_tokens` already cached; `samples` when it completes
-    /// the prompt.
-    pub fn add_context(&mut self, new_tokens: f64, past_tokens: f64, samples: bool) -> &mut Self {
-        self.tokens += new_tokens;
-        self.context_tokens += new_tokens;
-        self.sampled_rows += if samples { 1.0 } else { 0.0 };
-        // Causal attention: the i-th new token (1-based) sees the cached context and i new tokens.
-        self.context_pairs += new_tokens * past_tokens + new_tokens * (new_tokens + 1.0) / 2.0;
-        self.kv_tokens_written += new_tokens;
-        self
-    }
-
-    /// Adds one decoding step of a request with `beam_width` beams over `past_tokens` cached tokens each.
-    pub fn add_generation(&mut self, past_tokens: f64, beam_width: f64) -> &mut Self {
-        self.tokens += beam_width;
-        self.sampled_rows += beam_width;
-        self.attention_pairs += beam_width * (past_tokens + 1.0);
-        self.kv_tokens_read += beam_width * past_tokens;
-        self.kv_tokens_written += beam_width;
-        self
-    }
-
-    /// Adds one speculative verification step: the last token plus `draft_tokens` drafts over `past_tokens`
-    /// cached tokens; the rows share one read of the cache.
-    pub fn add_verification(&mut self, past_tokens: f64, draft_tokens: f64) -> &mut Self {
-        let rows = 1.0 + draft_tokens;
-        self.tokens += rows;
-        self.sampled_rows += rows;
-        self.attention_pairs += rows * past_tokens + rows * (rows + 1.0) / 2.0;
-        self.kv_tokens_read += past_tokens;
-        self.kv_tokens_written += rows;
-        self
-    }
-}
 
 /// One iteration's time and its parts, milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -137,95 +74,6 @@ pub struct SingleStream {
     /// Prompt tokens / TTFT.
     pub prefill_tokens_per_s: f64,
 }
-
-/// What an engine is, as far as timing and memory go: the view of its description the model needs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TimingSpec {
-    /// The model's shape.
-    pub shape: ModelShape,
-    /// How the linear layers' weights are stored and multiplied.
-    pub weights: WeightFormat,
-    /// Bytes per KV-cache element.
-    pub kv_bytes_per_element: f64,
-    /// The KV cache is FP8 (needs FP8 support; INT8 does not).
-    pub kv_cache_fp8: bool,
-    /// Bytes per activation element (the engine's dtype).
-    pub activation_bytes: f64,
-    /// Tensor-parallel ranks.
-    pub tp: usize,
-    /// Pipeline-parallel stages.
-    pub pp: usize,
-    /// Tensor parallelism inside each expert (MoE; moe_tp x moe_ep = tp).
-    pub moe_tp: usize,
-    /// Expert parallelism (MoE).
-    pub moe_ep: usize,
-    /// Routed rows of the busiest expert-parallel rank over the mean (simulation.json `moe_imbalance`).
-    pub moe_imbalance: f64,
-    /// The embedding table is split across tensor-parallel ranks.
-    pub parallel_embedding: bool,
-    /// Kernels launch from CUDA graphs (otherwise one host enqueue each).
-    pub cuda_graphs: bool,
-    /// Speculative drafter: parameters per GPU of one pass, bytes they read, and sequential passes per step.
-    pub drafter: Drafter,
-    /// The build limits the runtime sizes its buffers for.
-    pub limits: BuildLimits,
-}
-
-/// The speculative drafter's work per step (zero for modes whose drafts cost only verified rows).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Drafter {
-    /// Parameters of one pass per GPU.
-    pub params_per_gpu: f64,
-    /// Bytes those parameters occupy.
-    pub bytes_per_gpu: f64,
-    /// Sequential passes per step.
-    pub passes: f64,
-}
-
-impl TimingSpec {
-    /// A 16-bit-activation engine of `shape` in `weights`/`kv_cache` precision over `tp` GPUs (trtllm-build's
-    /// default limits, all-tensor-parallel experts).
-    pub fn new(shape: &ModelShape, weights: WeightDtype, kv_cache: KvCacheDtype, tp: usize) -> Self {
-        let weights = match weights {
-            WeightDtype::Bf16 | WeightDtype::Fp16 => WeightFormat { bytes_per_param: 2.0, fp8_math: false },
-            WeightDtype::Fp8 => WeightFormat { bytes_per_param: 1.0, fp8_math: true },
-        };
-        let kv_bytes_per_element = match kv_cache {
-            KvCacheDtype::Auto => 2.0,
-            KvCacheDtype::Fp8 | KvCacheDtype::Int8 => 1.0,
-        };
-        TimingSpec {
-            shape: *shape,
-            weights,
-            kv_bytes_per_element,
-            kv_cache_fp8: kv_cache == KvCacheDtype::Fp8,
-            activation_bytes: 2.0,
-            tp,
-            pp: 1,
-            moe_tp: tp,
-            moe_ep: 1,
-            moe_imbalance: DEFAULT_MOE_IMBALANCE,
-            parallel_embedding: false,
-            cuda_graphs: false,
-            drafter: Drafter::default(),
-            limits: BuildLimits {
-                max_input_len: 1024,
-                max_seq_len: 8192,
-                max_batch_size: 2048,
-                max_beam_width: 1,
-                max_num_tokens: 8192,
-                tokens_per_block: 32,
-                paged_kv_cache: true,
-                paged_context_fmha: true,
-                gather_context_logits: false,
-                parallel_embedding: false,
-            },
-        }
-    }
-}
-
-/// Routing imbalance assumed when simulation.json states none: uniform routing in expectation.
-pub const DEFAULT_MOE_IMBALANCE: f64 = 1.0;
 
 /// The timing and memory model of one engine (model shape, precision, parallelism) on one GPU.
 ///
