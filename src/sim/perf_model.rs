@@ -250,6 +250,8 @@ impl PerfModel {
 
     /// One decoding step of a single request whose cache holds `context` tokens, milliseconds.
     pub fn decode_step_ms(&self, context: usize) -> f64 {
+        // A sliding window (Mistral) attends to at most its width of cached tokens.
+        let context = self.spec.shape.sliding_window.map_or(context, |window| context.min(window));
         self.iteration(BatchWork::default().add_generation(context as f64, 1.0)).total_ms
     }
 

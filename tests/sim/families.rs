@@ -216,6 +216,10 @@ fn each_family_has_its_operations() {
     }
     assert!(!mixtral.contains(&"gate/up projection") && !mixtral.contains(&"shared expert gate/up"));
     assert!(op_names(&model(&all[7].2, "h100-sxm")).contains(&"shared expert gate/up"));
+    // Mistral attends to its 4,096-token window: a longer cache costs no more per step.
+    let mistral = model(&all[3].2, "h100-sxm");
+    assert_eq!(mistral.decode_step_ms(16_000), mistral.decode_step_ms(4096));
+    assert!(mistral.decode_step_ms(4096) > mistral.decode_step_ms(100));
     // Resident weights are the op list's weight bytes plus the embedding: the parameter count in 16 bits.
     for (name, _, config, _) in &all {
         let m = model(config, "h200");
