@@ -316,7 +316,7 @@ def sample_messages():
             cache_hit_rate=0.3, num_used_tokens=100, max_total_num_tokens=8192,
             memory=c.EngineMemory(weight_gb=14.0, kv_cache_gb=20.5, graph_gb=1.0, token_capacity=8192),
             queues=c.EngineQueues(waiting=1, grammar=0, paused=2, retracted=3),
-            speculative=c.TimingSpeculative(accept_length=2.5, accept_rate=0.6),
+            speculative=c.EngineSpeculative(accept_length=2.5, accept_rate=0.6),
             lora=c.EngineLora(slots_used=1, slots_total=4, utilization=0.25),
             disaggregation=c.EngineDisaggregation(
                 mode="decode", prefill_prealloc_queue_reqs=1, prefill_inflight_queue_reqs=2,
