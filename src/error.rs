@@ -5,7 +5,7 @@ use std::path::PathBuf;
 pub use invalid_request::{InvalidGuide, InvalidRequest};
 pub use kind::ErrorKind;
 
-mod invalid_request;
+pub(crate) mod invalid_request;
 pub(crate) mod kind;
 
 /// A `Result` whose error is this crate's [`Error`].
@@ -123,7 +123,7 @@ pub enum Error {
     /// The grammar engine refused a guided-decoding configuration or guide.
     #[cfg(feature = "guided")]
     #[error(transparent)]
-    Guided(#[from] crate::guided::GuidedError),
+    Guided(#[from] crate::guided::error::GuidedError),
     // Other modules
     /// The text layer failed (tokenizer files, encoding, decoding, chat templates, stop strings).
     #[cfg(feature = "text")]

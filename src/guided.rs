@@ -31,7 +31,7 @@
 //! Users: the executor's pre-check (`executor/guide_check.rs`) and the C++ simulator, through the
 //! sim-only cxx bridge in `sim/guided/bridge.rs`.
 
-pub use crate::error::InvalidGuide;
+pub use crate::error::invalid_request::InvalidGuide;
 pub use crate::types::guided::{
     GuideType, GuidedDecodingBackend, GuidedDecodingConfig, GuidedDecodingParams, GuidedVocabulary,
 };
@@ -39,7 +39,7 @@ pub use crate::types::guided::{
 #[cfg(feature = "guided")]
 mod cache;
 #[cfg(feature = "guided")]
-mod error;
+pub(crate) mod error;
 #[cfg(feature = "guided")]
 mod gbnf;
 #[cfg(feature = "guided")]

@@ -1,7 +1,7 @@
 //! Errors of the grammar engine: a vocabulary it cannot build on, a guide it refuses, a step that
 //! fails; each says its own [`ErrorKind`].
 
-use crate::error::InvalidGuide;
+use crate::error::invalid_request::InvalidGuide;
 use crate::error::kind::ErrorKind;
 use crate::types::guided::GuideType;
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::error::InvalidGuide;
+use crate::error::invalid_request::InvalidGuide;
 
 /// A grammar is GBNF when some line defines a rule with `::=`.
 pub(super) fn looks_like_gbnf(grammar: &str) -> bool {

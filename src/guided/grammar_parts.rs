@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::error::InvalidGuide;
+use crate::error::invalid_request::InvalidGuide;
 
 use super::gbnf;
 

@@ -4,7 +4,7 @@
 use llguidance::api::{GrammarWithLexer, TopLevelGrammar};
 use serde_json::json;
 
-use crate::error::InvalidGuide;
+use crate::error::invalid_request::InvalidGuide;
 use crate::types::guided::GuideType;
 
 use super::error::GuidedError;

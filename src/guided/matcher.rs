@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use llguidance::toktrie::{SimpleVob, TokEnv};
 use llguidance::{Matcher, ParserFactory};
 
-use crate::error::InvalidGuide;
+use crate::error::invalid_request::InvalidGuide;
 use crate::types::guided::GuideType;
 
 use super::cache::GrammarCache;

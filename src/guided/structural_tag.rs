@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::error::InvalidGuide;
+use crate::error::invalid_request::InvalidGuide;
 
 use super::grammar_parts::{check_regex, grammar_to_lark, with_compact_json};
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::error::kind::ErrorKind;
 
 /// Result alias for the text layer.
-pub type Result<T, E = TextError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = TextError> = std::result::Result<T, E>;
 
 /// Everything that can go wrong while turning text into token ids and back.
 #[derive(Debug, thiserror::Error)]

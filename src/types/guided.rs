@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{InvalidGuide, InvalidRequest};
+use crate::error::invalid_request::{InvalidGuide, InvalidRequest};
 use crate::ffi::sys;
 
 /// What a guided request constrains its output to (TensorRT-LLM's `GuidedDecodingParams::GuideType`):
