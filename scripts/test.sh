@@ -17,8 +17,11 @@ scripts/py-venv.sh target/tmp/py-venv >target/py-venv.log 2>&1 &
 venv_job=$!
 
 cargo fmt --all -- --check
-# No module under src/ may import its way back to itself (exits non-zero and names the cycle).
-python3 scripts/module_cycles.py src >/dev/null
+# Imports follow docs/architecture.md's layer order, and no file imports its way back to itself (exits
+# non-zero naming the file, line and modules); the checker's own tests run on their fixture trees first.
+scripts/py-venv.sh target/tmp/layers-venv scripts/layers-requirements.txt 'import tree_sitter, tree_sitter_rust'
+target/tmp/layers-venv/bin/python -m unittest discover -s scripts/tests
+target/tmp/layers-venv/bin/python scripts/layers.py
 
 # Lint and build in one pass. `cargo clippy` is `cargo check` with clippy's driver wrapping rustc
 # for this package's crates; wrapping the test build the same way lints exactly what
