@@ -42,5 +42,10 @@ wait "$venv_job" || { echo "warning: the test venv could not be prepared in adva
 log=target/test-suite.log
 cargo test --lib --bins --tests --locked 2>&1 | tee "$log"
 cargo test --doc --locked 2>&1 | tee -a "$log"
+# The real-TensorRT-LLM code path, compiled and run against the simulator built as a stand-in library
+# (docs/real-gpu.md); it builds the crate once more, sharing every dependency with the build above.
+real_mode=0
+scripts/real-mode-check.sh || real_mode=$?
 awk '/^test result:/ { passed += $4; failed += $6 }
      END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
+[ "$real_mode" -eq 0 ] || { echo "the real-mode check failed (exit $real_mode)" >&2; exit "$real_mode"; }
