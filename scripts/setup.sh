@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs on a fresh machine (no-op when they are there):
 #   - a C++17 compiler for the shim and the simulated executor
-#   - with --tests, valgrind too, for the FFI memcheck test
+#   - with --tests, valgrind too, for the FFI memcheck test, and Python's venv module (python3-venv),
+#     for the test venvs scripts/py-venv.sh makes (the layer checker's parser, the protocol stubs)
 # Usage: scripts/setup.sh [--tests]
 set -euo pipefail
 
@@ -9,6 +10,7 @@ need_apt=()
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 if [ "${1:-}" = "--tests" ]; then
     command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
     sudo=()

@@ -15,7 +15,7 @@ pub(crate) mod error;
 mod executor_files;
 mod gpu;
 #[cfg(feature = "guided")]
-pub mod guided;
+mod guided;
 pub mod kernel_table;
 mod kernels;
 mod memory;

@@ -60,6 +60,9 @@ pub struct CalibrateArgs {
     /// Where to write the calibration file (JSON).
     #[arg(long)]
     output: PathBuf,
+    /// Print the fit as JSON (measurements used, fitted figures, held-out error) instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 fn parse_pair(text: &str) -> Result<(f64, f64), String> {
@@ -159,17 +162,36 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let preset = GpuPreset::by_id(args.gpu.as_deref().unwrap_or(&default_gpu))?;
     let fit = calibrate::fit(preset, spec.as_ref(), &samples, &figures)?;
     let (median, p90, worst) = error_summary(&fit.held_out_errors);
-    println!("{} measurements ({source}), fitted on half, checked on the other half", samples.len());
-    println!("  {:30}{:>12}{:>12}", "figure", "preset", "fitted");
-    for (name, value) in &fit.figures {
-        println!("  {name:30}{:>12.4}{value:>12.4}", preset.figure(name).unwrap_or(f64::NAN));
+    if args.json {
+        let fitted = serde_json::json!({
+            "measurements": samples.len(),
+            "source": source,
+            "gpu": preset.id,
+            "figures": fit.figures,
+            "held_out_error": [median, p90, worst],
+            "output": args.output,
+        });
+        println!("{}", serde_json::to_string_pretty(&fitted)?);
+    } else {
+        println!("{} measurements ({source}), fitted on half, checked on the other half", samples.len());
+        println!("  {:30}{:>12}{:>12}", "figure", "preset", "fitted");
+        for (name, value) in &fit.figures {
+            println!("  {name:30}{:>12.4}{value:>12.4}", preset.figure(name).unwrap_or(f64::NAN));
+        }
+        println!(
+            "  held-out error: median {:.1}%, p90 {:.1}%, worst {:.1}%",
+            median * 100.0,
+            p90 * 100.0,
+            worst * 100.0
+        );
     }
-    println!("  held-out error: median {:.1}%, p90 {:.1}%, worst {:.1}%", median * 100.0, p90 * 100.0, worst * 100.0);
     let calibration =
         GpuCalibration { gpu: preset.id.clone(), figures: fit.figures, source, held_out_error: [median, p90, worst] };
     std::fs::write(&args.output, serde_json::to_string_pretty(&calibration)? + "\n")
         .with_context(|| format!("writing {}", args.output.display()))?;
-    println!("wrote {} (use: trtllm sim build --calibration {})", args.output.display(), args.output.display());
+    if !args.json {
+        println!("wrote {} (use: trtllm sim build --calibration {})", args.output.display(), args.output.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

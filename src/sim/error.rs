@@ -1,5 +1,7 @@
 //! Errors of simulated-engine planning: unknown presets and engines a simulated GPU cannot run.
 
+use crate::error::kind::ErrorKind;
+
 /// Why a simulated engine cannot be described or run as asked.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -59,4 +61,24 @@ pub enum SimError {
     /// A shape or parallelism setting that cannot work (zero sizes, heads not divisible by tp, ...).
     #[error("invalid simulated engine: {0}")]
     Invalid(String),
+}
+
+impl SimError {
+    /// What kind of failure this is: always [`ErrorKind::Configuration`], a simulated engine
+    /// described or set up wrong.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Configuration
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_simulated_engine_error_is_a_configuration_error() {
+        let unknown = SimError::UnknownGpu { id: "x100".into(), known: "h100".into() };
+        assert_eq!(unknown.kind(), ErrorKind::Configuration);
+        assert_eq!(SimError::Invalid("zero layers".into()).kind(), ErrorKind::Configuration);
+    }
 }
