@@ -12,20 +12,35 @@ use crate::engine::description::BuildLimits;
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// The CUDA context with the engine's kernels loaded (TensorRT's engine code, the plugins' and cuBLAS's
-/// modules), per GPU. An estimate: about half of it the driver's context, the rest the loaded code; the
-/// previous flat reserve of the whole runtime, kept so that small-GPU plans prune as before.
+/// modules), per GPU. An estimate, not from TensorRT-LLM's source: the context is the driver's, and its size
+/// depends on the driver, the GPU and lazy module loading (a few hundred MiB on Hopper before any module
+/// loads); the loaded kernels come on top.
 const CUDA_CONTEXT_BYTES: f64 = GIB;
 
-/// The cuBLAS(Lt) workspace the GEMM plugin's handle keeps (TensorRT-LLM sizes it at 32 MiB).
+/// The cuBLAS(Lt) workspace the GEMM plugin's handle keeps: 32 MiB (`CUBLAS_WORKSPACE_SIZE` in
+/// cpp/include/tensorrt_llm/common/cudaUtils.h).
 const CUBLAS_WORKSPACE_BYTES: f64 = 32.0 * MIB;
 
 /// NCCL's communicator buffers between tensor- or pipeline-parallel ranks (its default 4 MiB per channel
-/// and direction, over the channels NVLink systems open); an estimate.
+/// and direction, over the channels NVLink systems open). An estimate: NCCL sizes them at run time.
 const NCCL_BYTES: f64 = 256.0 * MIB;
 
-/// Bytes the decoder keeps per sequence slot and position: output token ids (int32) and their
-/// log-probabilities (float32), for max_batch_size x max_beam_width slots over max_seq_len positions.
-const DECODER_BYTES_PER_POSITION: f64 = 8.0;
+/// Bytes the decoder state keeps per sequence slot and position (runtime/decoderState.cpp): output ids and
+/// parent ids (int32) and log-probabilities in two layouts (float32), each [max_batch, max_beam, max_seq_len].
+const DECODER_BYTES_PER_POSITION: f64 = 16.0;
+
+/// With beam search the decoder also keeps the gathered ids (int32) per slot and position.
+const BEAM_GATHER_BYTES_PER_POSITION: f64 = 4.0;
+
+/// The custom all-reduce's ceiling on one rank's share of a ping or pong buffer
+/// (`getMaxRequiredWorkspaceSize` in cpp/tensorrt_llm/common/customAllReduceUtils.h): 16 MB up to two
+/// ranks, 8 MB beyond.
+fn allreduce_share_cap(tp: usize) -> f64 {
+    if tp <= 2 { 16e6 } else { 8e6 }
+}
+
+/// Tokens the fused all-reduce's Lamport buffers hold (`kLamportTokenNumThreshold`).
+const LAMPORT_TOKENS: f64 = 16.0;
 
 /// One line of the budget.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -116,9 +131,11 @@ impl PerfModel {
         let tokens = limits.max_num_tokens as f64;
         let slots = (limits.max_batch_size * limits.max_beam_width) as f64;
         let vocab = (s.vocab_size.div_ceil(spec.tp) * spec.tp) as f64;
-        // The engine's activation memory: TensorRT sizes it for max_num_tokens rows at the widest point of
-        // a layer (the residual stream and normed input, plus the attention's QKV and output or the MLP's
-        // gate/up and activation, whichever is wider), with FP8 inputs beside the 16-bit ones.
+        // The engine's activation memory, TensorRT's `device_memory_size` for the largest profile: TensorRT
+        // computes it at build time from the optimized graph, so this is an estimate. It follows what the
+        // graph holds at a layer's widest point for max_num_tokens rows (the residual stream and normed input,
+        // plus the attention's QKV and output or the MLP's gate/up and activation, whichever is wider), with
+        // FP8 inputs beside the 16-bit ones.
         let attention = (s.q_width() as f64 * 2.0 + 2.0 * s.kv_width() as f64) / tp;
         let mlp = match &s.moe {
             None => 3.0 * s.intermediate_size as f64 / tp,
@@ -130,15 +147,31 @@ impl PerfModel {
         };
         let fp8_copies = if spec.weights.fp8_math { 1.5 } else { 1.0 };
         let activations = tokens * (3.0 * h + attention.max(mlp)) * act * fp8_copies;
-        // Logits of every slot in float32 (every prompt row with gather_context_logits).
+        // Logits of every slot in float32, the default `logits_dtype` (every prompt row with
+        // gather_context_logits): the runtime buffers' logits (batch_manager/runtimeBuffers.cpp).
         let logit_rows = if limits.gather_context_logits { tokens.max(slots) } else { slots };
         let logits = logit_rows * vocab * 4.0;
-        let decoder = slots * limits.max_seq_len as f64 * DECODER_BYTES_PER_POSITION;
-        // Top-k/top-p sampling sorts each slot's probabilities: a float32 vocabulary-wide workspace per slot.
-        let sampling = slots * vocab * 4.0;
+        // The decoder state (runtime/decoderState.cpp): per-position ids and log-probabilities, and an
+        // embedding bias of max_batch x vocab in the model's dtype.
+        let per_position =
+            DECODER_BYTES_PER_POSITION + if limits.max_beam_width > 1 { BEAM_GATHER_BYTES_PER_POSITION } else { 0.0 };
+        let decoder = slots * limits.max_seq_len as f64 * per_position + limits.max_batch_size as f64 * vocab * act;
+        // Sampling (layers/penaltyLayer.cpp, kernels/samplingTopPKernels.cu): the penalty layer's occurrence
+        // workspace, an int32 per slot and vocabulary entry, and the Air top-P sort's buffers per slot: two
+        // value/index pairs of vocab / 32 entries (4 + 4 B each) and two 2048-bucket histograms.
+        let top_p = 2.0 * 8.0 * (vocab / 32.0) + 2.0 * 4.0 * 2048.0;
+        let sampling = slots * (vocab * 4.0 + top_p);
         let ranks = spec.tp * spec.pp;
-        // The custom all-reduce's peer-visible buffers: two of max_num_tokens x hidden in float32.
-        let allreduce = if spec.tp > 1 { 2.0 * tokens * h * 4.0 } else { 0.0 };
+        // The custom all-reduce's peer-visible buffers (runtime/ipcUtils.cpp, AllReduceBuffers): a ping and a
+        // pong buffer of tp shares, each the smaller of max_batch x beam x max_seq_len rows of this rank's
+        // hidden slice in float32 and the workspace cap, and three Lamport buffers of tp x 16 tokens of the
+        // full hidden width in 16-bit.
+        let allreduce = if spec.tp > 1 {
+            let share = (slots * limits.max_seq_len as f64 * (h / tp) * 4.0).min(allreduce_share_cap(spec.tp));
+            2.0 * tp * share + 3.0 * tp * LAMPORT_TOKENS * h * 2.0
+        } else {
+            0.0
+        };
         let mut lines = vec![
             BudgetLine { what: "CUDA context and kernels", bytes: CUDA_CONTEXT_BYTES },
             BudgetLine { what: "weights", bytes: self.weight_bytes_per_gpu() },
@@ -148,8 +181,11 @@ impl PerfModel {
             BudgetLine { what: "sampling workspace", bytes: sampling },
             BudgetLine { what: "cuBLAS workspace", bytes: CUBLAS_WORKSPACE_BYTES },
         ];
+        if spec.tp > 1 {
+            lines.push(BudgetLine { what: "custom all-reduce buffers", bytes: allreduce });
+        }
         if ranks > 1 {
-            lines.push(BudgetLine { what: "NCCL and all-reduce buffers", bytes: NCCL_BYTES + allreduce });
+            lines.push(BudgetLine { what: "NCCL communicator buffers", bytes: NCCL_BYTES });
         }
         let gpu_bytes = self.gpu().memory_bytes();
         let free_bytes = gpu_bytes - lines.iter().map(|l| l.bytes).sum::<f64>();

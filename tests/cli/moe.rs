@@ -49,7 +49,14 @@ fn sim_build_writes_the_expert_split_and_prints_the_memory_budget() {
     let out = dir.path().join("mixtral");
     let stdout = build_mixtral(&out);
     assert!(stdout.contains("46.7B parameters, 12.9B active") && stdout.contains("moe_tp 1 x moe_ep 2"), "{stdout}");
-    for line in ["weights", "engine activations", "decoder buffers", "NCCL and all-reduce buffers", "KV-cache pool"] {
+    for line in [
+        "weights",
+        "engine activations",
+        "decoder buffers",
+        "custom all-reduce buffers",
+        "NCCL communicator buffers",
+        "KV-cache pool",
+    ] {
         assert!(stdout.contains(line), "{line}: {stdout}");
     }
     let config: serde_json::Value =
