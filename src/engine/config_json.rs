@@ -119,6 +119,12 @@ pub struct PretrainedConfig {
     /// Width of the shared expert (Qwen2-MoE); absent means `moe.shared_expert_intermediate_size`, else none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe_shared_expert_intermediate_size: Option<usize>,
+    /// Layers (0-based) whose MLP is dense in a Mixture-of-Experts model (Qwen2-MoE's `mlp_only_layers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mlp_only_layers: Option<Vec<usize>>,
+    /// Every `decoder_sparse_step`-th layer has experts, the others a dense MLP (Qwen2-MoE; default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decoder_sparse_step: Option<usize>,
 }
 
 /// `pretrained_config.moe`: the experts of a Mixture-of-Experts model.

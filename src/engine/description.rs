@@ -319,7 +319,7 @@ fn resolve_shape(p: &PretrainedConfig, family: Option<Family>) -> Result<ModelSh
     let intermediate = size(p.intermediate_size, "pretrained_config.intermediate_size", 4 * hidden, 1)?;
     let family_or_llama = family.unwrap_or(Family::Llama);
     let moe = match (&p.moe, family_or_llama.is_moe()) {
-        (Some(moe), _) if moe.num_experts.unwrap_or(0) > 0 => Some(resolve_moe(p, moe, intermediate)?),
+        (Some(moe), _) if moe.num_experts.unwrap_or(0) > 0 => Some(resolve_moe(p, moe, intermediate, layers)?),
         (_, true) => {
             return fail(format!(
                 "{} is a Mixture-of-Experts architecture: pretrained_config.moe.num_experts and top_k are required",
@@ -353,6 +353,7 @@ fn resolve_moe(
     p: &PretrainedConfig,
     moe: &super::config_json::MoeConfigJson,
     intermediate: usize,
+    layers: usize,
 ) -> Result<MoeShape, DescriptionError> {
     let num_experts = required(moe.num_experts, "pretrained_config.moe.num_experts")?;
     let top_k = required(moe.top_k, "pretrained_config.moe.top_k")?;
@@ -370,7 +371,25 @@ fn resolve_moe(
             1,
         )?,
         shared_expert_intermediate_size: size(shared, "pretrained_config.moe_shared_expert_intermediate_size", 0, 0)?,
+        dense_layers: dense_mlp_layers(p, layers)?,
     })
+}
+
+/// Layers of a Mixture-of-Experts model whose MLP is dense, by Hugging Face's Qwen2-MoE rule: layer `i` has
+/// experts unless it is in `mlp_only_layers` or `(i + 1)` is not a multiple of `decoder_sparse_step`.
+fn dense_mlp_layers(p: &PretrainedConfig, layers: usize) -> Result<usize, DescriptionError> {
+    let step = size(p.decoder_sparse_step, "pretrained_config.decoder_sparse_step", 1, 1)?;
+    let dense_only = p.mlp_only_layers.as_deref().unwrap_or_default();
+    if let Some(bad) = dense_only.iter().find(|&&layer| layer >= layers) {
+        return fail(format!("pretrained_config.mlp_only_layers names layer {bad} of a {layers}-layer model"));
+    }
+    let dense = (0..layers).filter(|i| dense_only.contains(i) || !(i + 1).is_multiple_of(step)).count();
+    if dense == layers {
+        return fail(format!(
+            "pretrained_config.mlp_only_layers and decoder_sparse_step ({step}) leave no layer with experts"
+        ));
+    }
+    Ok(dense)
 }
 
 fn resolve_parallelism(p: &PretrainedConfig, shape: &ModelShape) -> Result<Parallelism, DescriptionError> {

@@ -35,6 +35,9 @@ struct HfConfig {
     num_experts_per_tok: Option<usize>,
     moe_intermediate_size: Option<usize>,
     shared_expert_intermediate_size: Option<usize>,
+    /// Qwen2-MoE: layers with a dense MLP, and the stride of the layers with experts.
+    mlp_only_layers: Option<Vec<usize>>,
+    decoder_sparse_step: Option<usize>,
     quantization_config: Option<HfQuantization>,
 }
 
@@ -97,6 +100,8 @@ pub fn engine_config(json: &serde_json::Value) -> Result<ConfigJson, Description
         // Qwen configs state a window and switch it off with use_sliding_window.
         sliding_window: hf.sliding_window.filter(|_| hf.use_sliding_window.unwrap_or(true)),
         moe_intermediate_size: hf.moe_intermediate_size.filter(|_| moe.is_some()),
+        mlp_only_layers: hf.mlp_only_layers.filter(|_| moe.is_some()),
+        decoder_sparse_step: hf.decoder_sparse_step.filter(|_| moe.is_some()),
         moe,
         quantization: hf.quantization_config.map(quantization).unwrap_or_default(),
         ..PretrainedConfig::default()

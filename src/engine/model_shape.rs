@@ -74,6 +74,9 @@ pub struct MoeShape {
     pub expert_intermediate_size: usize,
     /// Width of the shared expert every token also passes (Qwen2-MoE); 0 for none.
     pub shared_expert_intermediate_size: usize,
+    /// Layers whose MLP is dense (`intermediate_size` wide) instead of the experts: Qwen2-MoE's
+    /// `mlp_only_layers` and the layers `decoder_sparse_step` skips; 0 when every layer has experts.
+    pub dense_layers: usize,
 }
 
 impl MoeShape {
@@ -161,11 +164,21 @@ impl ModelShape {
         2.0 * h * q + 2.0 * h * kv + bias + norms
     }
 
+    /// Layers with a dense MLP and layers with experts.
+    pub fn mlp_layers(&self) -> (usize, usize) {
+        match &self.moe {
+            None => (self.num_layers, 0),
+            Some(moe) => (moe.dense_layers, self.num_layers - moe.dense_layers),
+        }
+    }
+
     /// Parameters by part.
     pub fn parameters(&self) -> ParameterCount {
         let (h, layers) = (self.hidden_size as f64, self.num_layers as f64);
-        let (dense_mlp, experts) = match &self.moe {
-            None => (3.0 * h * self.intermediate_size as f64, 0.0),
+        let (dense_layers, sparse_layers) = self.mlp_layers();
+        let dense = 3.0 * h * self.intermediate_size as f64 * dense_layers as f64;
+        let (sparse_dense_parts, experts) = match &self.moe {
+            None => (0.0, 0.0),
             Some(moe) => {
                 let router = h * moe.num_experts as f64;
                 // Qwen2-MoE gates its shared expert with a hidden -> 1 projection.
@@ -177,8 +190,8 @@ impl ModelShape {
         let table = self.vocab_size as f64 * h;
         ParameterCount {
             attention: self.attention_params_per_layer() * layers,
-            dense_mlp: dense_mlp * layers,
-            experts: experts * layers,
+            dense_mlp: dense + sparse_dense_parts * sparse_layers as f64,
+            experts: experts * sparse_layers as f64,
             norms: (2.0 * layers + 1.0) * h,
             embedding: table,
             lm_head: if self.tie_word_embeddings { 0.0 } else { table },

@@ -82,6 +82,7 @@ mod ffi {
         max_num_tokens: i32,
         gather_context_logits: bool,
         tokens_per_block: i32,
+        attention_window: i32,
         paged_kv_cache: bool,
         paged_context_fmha: bool,
         speculative_mode: SimSpecMode,
@@ -181,6 +182,7 @@ fn engine_limits(timing: &SimTiming) -> ffi::SimEngineLimits {
         max_num_tokens: l.max_num_tokens,
         gather_context_logits: l.gather_context_logits,
         tokens_per_block: l.tokens_per_block,
+        attention_window: l.attention_window,
         paged_kv_cache: l.paged_kv_cache,
         paged_context_fmha: l.paged_context_fmha,
         speculative_mode: match l.speculative_mode {

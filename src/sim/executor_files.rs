@@ -97,6 +97,9 @@ pub(crate) struct ExecutorLimits {
     pub gather_context_logits: bool,
     /// `plugin_config.tokens_per_block` (default 32).
     pub tokens_per_block: i32,
+    /// The attention window a sequence's KV cache keeps: the sliding window when shorter than max_seq_len,
+    /// else max_seq_len.
+    pub attention_window: i32,
     /// `plugin_config.paged_kv_cache` (default true).
     pub paged_kv_cache: bool,
     /// `plugin_config.use_paged_context_fmha` (default true).
@@ -132,6 +135,7 @@ impl ExecutorLimits {
             max_num_tokens: int(limits.max_num_tokens),
             gather_context_logits: limits.gather_context_logits,
             tokens_per_block: int(limits.tokens_per_block),
+            attention_window: int(shape.sliding_window.map_or(limits.max_seq_len, |w| w.min(limits.max_seq_len))),
             paged_kv_cache: limits.paged_kv_cache,
             paged_context_fmha: limits.paged_context_fmha,
             speculative_mode: spec.mode,

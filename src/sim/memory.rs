@@ -137,12 +137,13 @@ impl PerfModel {
         // plus the attention's QKV and output or the MLP's gate/up and activation, whichever is wider), with
         // FP8 inputs beside the 16-bit ones.
         let attention = (s.q_width() as f64 * 2.0 + 2.0 * s.kv_width() as f64) / tp;
+        let dense = if s.mlp_layers().0 > 0 { 3.0 * s.intermediate_size as f64 / tp } else { 0.0 };
         let mlp = match &s.moe {
-            None => 3.0 * s.intermediate_size as f64 / tp,
+            None => dense,
             Some(moe) => {
                 let routed =
                     moe.top_k as f64 * (2.0 * h + 3.0 * moe.expert_intermediate_size as f64 / spec.moe_tp as f64);
-                routed + 3.0 * moe.shared_expert_intermediate_size as f64 / tp
+                (routed + 3.0 * moe.shared_expert_intermediate_size as f64 / tp).max(dense)
             }
         };
         let fp8_copies = if spec.weights.fp8_math { 1.5 } else { 1.0 };

@@ -66,68 +66,64 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
     op("all-reduce", Part::AllReduce, 2.0 * layers, allreduce, 0.0);
 
     // ---- MLP: dense, or experts ----
-    let mut quantized_inputs = vec![h, q];
-    match &s.moe {
-        None => {
-            let inter = s.intermediate_size as f64 / tp;
-            op("gate/up projection", Part::Gemm, layers, gemm(h, 2.0 * inter, w), h * 2.0 * inter * w.bytes_per_param);
-            // SiLU-and-multiply: read gate and up, write one.
-            op("SiLU and multiply", Part::MemoryPasses, layers, pass(3.0 * inter * act), 0.0);
-            op("down projection", Part::Gemm, layers, gemm(inter, h, w), inter * h * w.bytes_per_param);
-            quantized_inputs.extend([h, inter]);
-        }
-        Some(moe) => {
-            let experts = moe.num_experts as f64;
-            let top_k = moe.top_k as f64;
-            let (moe_tp, ep) = (spec.moe_tp as f64, spec.moe_ep as f64);
-            let inter = moe.expert_intermediate_size as f64 / moe_tp;
-            let router = WeightFormat { bytes_per_param: act, fp8_math: false };
-            op("MoE router", Part::Moe, layers, gemm(h, experts, router), h * experts * act);
-            op("MoE top-k softmax", Part::Moe, layers, pass(experts * ROUTER_LOGIT_BYTES), 0.0);
-            // Rows copied into expert order, k copies of each.
-            op("MoE permute", Part::Moe, layers, pass(2.0 * top_k * h * act), 0.0);
-            let grouped = |k: f64, n: f64| {
-                Kernel::GroupedGemm(GroupedGemm { k, n, experts, top_k, ep, imbalance: spec.moe_imbalance, weights: w })
-            };
-            let rank_experts = experts / ep;
+    // A Mixture-of-Experts model may keep a dense MLP in some layers (Qwen2-MoE's mlp_only_layers).
+    let (dense_layers, layers_with_experts) = s.mlp_layers();
+    let (dense_layers, sparse) = (dense_layers as f64, layers_with_experts as f64);
+    // GEMM inputs FP8 math quantizes, with the layers that have them.
+    let mut quantized_inputs = vec![(h, layers), (q, layers)];
+    let inter = s.intermediate_size as f64 / tp;
+    op("gate/up projection", Part::Gemm, dense_layers, gemm(h, 2.0 * inter, w), h * 2.0 * inter * w.bytes_per_param);
+    // SiLU-and-multiply: read gate and up, write one.
+    op("SiLU and multiply", Part::MemoryPasses, dense_layers, pass(3.0 * inter * act), 0.0);
+    op("down projection", Part::Gemm, dense_layers, gemm(inter, h, w), inter * h * w.bytes_per_param);
+    if dense_layers > 0.0 {
+        quantized_inputs.extend([(h, dense_layers), (inter, dense_layers)]);
+    }
+    if let Some(moe) = &s.moe {
+        let experts = moe.num_experts as f64;
+        let top_k = moe.top_k as f64;
+        let (moe_tp, ep) = (spec.moe_tp as f64, spec.moe_ep as f64);
+        let inter = moe.expert_intermediate_size as f64 / moe_tp;
+        let router = WeightFormat { bytes_per_param: act, fp8_math: false };
+        op("MoE router", Part::Moe, sparse, gemm(h, experts, router), h * experts * act);
+        op("MoE top-k softmax", Part::Moe, sparse, pass(experts * ROUTER_LOGIT_BYTES), 0.0);
+        // Rows copied into expert order, k copies of each.
+        op("MoE permute", Part::Moe, sparse, pass(2.0 * top_k * h * act), 0.0);
+        let grouped = |k: f64, n: f64| {
+            Kernel::GroupedGemm(GroupedGemm { k, n, experts, top_k, ep, imbalance: spec.moe_imbalance, weights: w })
+        };
+        let rank_experts = experts / ep;
+        op(
+            "expert gate/up (grouped)",
+            Part::Moe,
+            sparse,
+            grouped(h, 2.0 * inter),
+            rank_experts * h * 2.0 * inter * w.bytes_per_param,
+        );
+        // SiLU-and-multiply over the rank's routed rows (k per token, split over the expert-parallel ranks).
+        op("expert SiLU and multiply", Part::Moe, sparse, pass(3.0 * inter * act * top_k / ep), 0.0);
+        op("expert down (grouped)", Part::Moe, sparse, grouped(inter, h), rank_experts * inter * h * w.bytes_per_param);
+        // Finalize: un-permute and the weighted sum of the k expert outputs.
+        op("MoE finalize", Part::Moe, sparse, pass((top_k + 1.0) * h * act), 0.0);
+        if moe.shared_expert_intermediate_size > 0 {
+            let shared = moe.shared_expert_intermediate_size as f64 / tp;
             op(
-                "expert gate/up (grouped)",
-                Part::Moe,
-                layers,
-                grouped(h, 2.0 * inter),
-                rank_experts * h * 2.0 * inter * w.bytes_per_param,
+                "shared expert gate/up",
+                Part::Gemm,
+                sparse,
+                gemm(h, 2.0 * shared, w),
+                h * 2.0 * shared * w.bytes_per_param,
             );
-            // SiLU-and-multiply over the rank's routed rows (k per token, split over the expert-parallel ranks).
-            op("expert SiLU and multiply", Part::Moe, layers, pass(3.0 * inter * act * top_k / ep), 0.0);
-            op(
-                "expert down (grouped)",
-                Part::Moe,
-                layers,
-                grouped(inter, h),
-                rank_experts * inter * h * w.bytes_per_param,
-            );
-            // Finalize: un-permute and the weighted sum of the k expert outputs.
-            op("MoE finalize", Part::Moe, layers, pass((top_k + 1.0) * h * act), 0.0);
-            if moe.shared_expert_intermediate_size > 0 {
-                let shared = moe.shared_expert_intermediate_size as f64 / tp;
-                op(
-                    "shared expert gate/up",
-                    Part::Gemm,
-                    layers,
-                    gemm(h, 2.0 * shared, w),
-                    h * 2.0 * shared * w.bytes_per_param,
-                );
-                op("shared expert SiLU and multiply", Part::MemoryPasses, layers, pass(3.0 * shared * act), 0.0);
-                op("shared expert down", Part::Gemm, layers, gemm(shared, h, w), shared * h * w.bytes_per_param);
-                quantized_inputs.extend([h, shared]);
-            }
-            quantized_inputs.extend([h * top_k / ep, inter * top_k / ep]);
+            op("shared expert SiLU and multiply", Part::MemoryPasses, sparse, pass(3.0 * shared * act), 0.0);
+            op("shared expert down", Part::Gemm, sparse, gemm(shared, h, w), shared * h * w.bytes_per_param);
+            quantized_inputs.extend([(h, sparse), (shared, sparse)]);
         }
+        quantized_inputs.extend([(h * top_k / ep, sparse), (inter * top_k / ep, sparse)]);
     }
     if w.fp8_math {
         // FP8 math: one quantization pass per GEMM input (read 16-bit, write 8-bit).
-        for width in quantized_inputs {
-            op("FP8 activation quantization", Part::MemoryPasses, layers, pass(width * (act + 1.0)), 0.0);
+        for (width, count) in quantized_inputs {
+            op("FP8 activation quantization", Part::MemoryPasses, count, pass(width * (act + 1.0)), 0.0);
         }
     }
 

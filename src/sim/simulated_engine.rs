@@ -212,6 +212,9 @@ impl SimulatedEngine {
                 }),
                 moe_intermediate_size: shape.moe.map(|m| m.expert_intermediate_size),
                 moe_shared_expert_intermediate_size: None,
+                // The dense layers by count: the first ones (which layers they are does not change the timing).
+                mlp_only_layers: shape.moe.filter(|m| m.dense_layers > 0).map(|m| (0..m.dense_layers).collect()),
+                decoder_sparse_step: None,
             },
             build_config: BuildConfig {
                 max_input_len: Some(self.max_input_len),

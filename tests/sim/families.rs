@@ -340,3 +340,55 @@ fn runtime_buffers_are_sized_as_tensorrt_llm_sizes_them() {
     assert_eq!(line(&engine(8, 1), "custom all-reduce"), Some(2.0 * 8.0 * 8e6 + lamport(8.0)));
     assert!(line(&engine(2, 1), "NCCL").is_some());
 }
+
+#[test]
+fn qwen2_moe_layers_without_experts_are_dense() {
+    let qwen = |extra: Value| {
+        let mut config = families()[7].2.clone();
+        for (key, value) in extra.as_object().unwrap() {
+            config[key] = value.clone();
+        }
+        config
+    };
+    let all_sparse = resolve_hf(&qwen(json!({})));
+    assert_eq!(all_sparse.shape.moe.unwrap().dense_layers, 0);
+    // Layers 0 and 1 dense by name, and every odd-numbered (1-based) layer skipped by a step of 2: 13 of 24.
+    let mixed_config = qwen(json!({"mlp_only_layers": [0, 1], "decoder_sparse_step": 2}));
+    let mixed = resolve_hf(&mixed_config);
+    assert_eq!(mixed.shape.moe.unwrap().dense_layers, 13);
+    assert_eq!(mixed.shape.mlp_layers(), (13, 11));
+    // Thirteen layers trade the 60 experts, router and shared expert for one dense MLP of intermediate_size.
+    let (h, moe) = (2048.0, all_sparse.shape.moe.unwrap());
+    let sparse_layer = 60.0 * 3.0 * h * 1408.0 + h * 60.0 + 3.0 * h * 5632.0 + h;
+    let dense_layer = 3.0 * h * 5632.0;
+    let expected = all_sparse.shape.parameter_count() - 13.0 * (sparse_layer - dense_layer);
+    assert!((mixed.shape.parameter_count() - expected).abs() < 1.0);
+    assert_eq!(moe.num_experts, 60);
+    // The operation list runs the dense MLP in 13 layers and the experts in 11, and its weights follow.
+    let ops = model(&mixed_config, "h100-sxm");
+    let count = |name: &str| ops.ops().iter().find(|op| op.name == name).map(|op| op.count);
+    assert_eq!(count("gate/up projection"), Some(13.0));
+    assert_eq!(count("down projection"), Some(13.0));
+    assert_eq!(count("expert gate/up (grouped)"), Some(11.0));
+    assert_eq!(count("MoE router"), Some(11.0));
+    assert_eq!(count("shared expert down"), Some(11.0));
+    assert_eq!(count("QKV projection"), Some(24.0));
+    let sparse_model = model(&qwen(json!({})), "h100-sxm");
+    assert!(ops.weight_bytes_per_gpu() < sparse_model.weight_bytes_per_gpu());
+    let saved = sparse_model.weight_bytes_per_gpu() - ops.weight_bytes_per_gpu();
+    // (The shared expert's hidden -> 1 gate is a parameter but no operation of its own.)
+    assert!((saved - 13.0 * (sparse_layer - dense_layer) * 2.0).abs() <= 13.0 * 2.0 * h, "{saved}");
+    // A simulated engine writes the dense layers into its config.json and reads back the same shape.
+    let preset = ModelPreset::from_config("qwen-mixed", &mixed_config).unwrap();
+    let engine = SimulatedEngine::builder().model(&preset).gpu("h100-sxm").build();
+    assert_eq!(engine.perf_model().unwrap().spec().shape, mixed.shape);
+    // Layers that do not exist, or no layer left with experts, are refused.
+    for (extra, message) in [
+        (json!({"mlp_only_layers": [24]}), "mlp_only_layers names layer 24 of a 24-layer model"),
+        (json!({"decoder_sparse_step": 25}), "leave no layer with experts"),
+        (json!({"decoder_sparse_step": 0}), "decoder_sparse_step"),
+    ] {
+        let err = EngineDescription::resolve(&hf_config::engine_config(&qwen(extra)).unwrap()).unwrap_err();
+        assert!(err.to_string().contains(message), "{err}");
+    }
+}

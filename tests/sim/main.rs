@@ -7,4 +7,5 @@ mod cpp;
 mod engine_checks;
 mod families;
 mod kernel_table;
+mod sliding_window;
 mod timing;

@@ -5,6 +5,7 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace tensorrt_llm::executor::sim
 {
@@ -38,9 +39,12 @@ void BatchWork::addVerification(double pastTokens, double draftTokens)
     kvTokensWritten += rows;
 }
 
-BatchWork describeBatch(BatchPlan const& plan)
+BatchWork describeBatch(BatchPlan const& plan, SizeType32 attentionWindow)
 {
     BatchWork work;
+    // A sliding window (0: none) bounds the cached tokens each new token attends to.
+    double const window = attentionWindow > 0 ? attentionWindow : std::numeric_limits<double>::infinity();
+    auto const attended = [window](double past) { return std::min(std::max(0.0, past), window); };
     std::vector<IdType> adapters;
     for (Sequence const* sequence : plan.scheduled)
     {
@@ -60,7 +64,7 @@ BatchWork describeBatch(BatchPlan const& plan)
         if (sequence->state == SequenceState::kContext)
         {
             bool const samples = sequence->contextPosition + sequence->chunkTokens >= sequence->contextLength;
-            work.addContext(sequence->chunkTokens, sequence->contextPosition, samples);
+            work.addContext(sequence->chunkTokens, attended(sequence->contextPosition), samples);
             if (samples && sequence->request->speculative)
             {
                 // Medusa / Eagle: the first drafts come from the prompt's last hidden state.
@@ -77,13 +81,13 @@ BatchWork describeBatch(BatchPlan const& plan)
             // The drafter proposes the next step's drafts from this step's hidden state.
             work.drafterRequests += 1.0;
             double const past = static_cast<double>(sequence->request->prompt.size()) + sequence->numGenerated() - 1;
-            work.addVerification(std::max(0.0, past), sequence->stepDraftTokens);
+            work.addVerification(attended(past), sequence->stepDraftTokens);
         }
         else
         {
             // Every token but the last generated one is in the cache; the last one is this step's input.
             double const past = static_cast<double>(sequence->request->prompt.size()) + sequence->numGenerated() - 1;
-            work.addGeneration(std::max(0.0, past), sequence->request->beamWidth);
+            work.addGeneration(attended(past), sequence->request->beamWidth);
         }
     }
     return work;

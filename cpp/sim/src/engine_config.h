@@ -52,6 +52,8 @@ struct EngineConfig
 
     // build_config.plugin_config
     SizeType32 tokensPerBlock{32};
+    /// Tokens of KV cache a sequence keeps (the sliding window, else max_seq_len); 0 means max_seq_len.
+    SizeType32 maxAttentionWindow{0};
     bool pagedKvCache{true};
     bool usePagedContextFmha{true};
 

@@ -177,7 +177,7 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     }
 
     // The simulated forward pass: a fixed time when simulation.json sets iteration_ms, else the timing model's.
-    auto work = sim::describeBatch(plan);
+    auto work = sim::describeBatch(plan, mEngine.maxAttentionWindow);
     work.loraCopyBytes = loraCopyBytes;
     auto const timed = mTiming.iteration(work);
     double const simulatedMs = mSim.iterationMs ? *mSim.iterationMs : timed.totalMs;

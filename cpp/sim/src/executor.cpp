@@ -72,6 +72,11 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(sim::EngineConfig const&
                                  + ") must be between 1 and the engine's max_beam_width ("
                                  + std::to_string(engine.maxBeamWidth) + ")");
     }
+    // As TensorRT-LLM's KV-cache manager: a cyclic (sliding-window) cache cannot serve beam search.
+    if (engine.maxAttentionWindow > 0 && engine.maxAttentionWindow < engine.maxSeqLen && settings.maxBeamWidth > 1)
+    {
+        throw std::runtime_error("Can't support cyclic kv cache with beam search.");
+    }
     // Runtime caps never exceed what the engine was built for.
     auto const cap = [](std::optional<SizeType32> requested, SizeType32 engineLimit, char const* name)
     {
@@ -144,7 +149,7 @@ Executor::Impl::Impl(sim::LoadedEngine loaded, ModelType modelType, ExecutorConf
     , mKvEvents(std::make_shared<batch_manager::kv_cache_manager::BaseKVCacheManager>(
           executorConfig.getKvCacheConfig().getEventBufferMaxSize(), mEngine.maxSeqLen))
     , mPool(static_cast<SizeType32>(mSettings.kvCacheTokens / mEngine.tokensPerBlock), mEngine.tokensPerBlock,
-          sim::KvReuseConfig::from(executorConfig.getKvCacheConfig()), mKvEvents)
+          mEngine.maxAttentionWindow, sim::KvReuseConfig::from(executorConfig.getKvCacheConfig()), mKvEvents)
     , mScheduler(mSettings.scheduler, mPool)
     , mTokens(mEngine.vocabSizePadded, mSim.seed)
     , mSpeculator(mEngine, mSim.draftAcceptance, mSim.seed, executorConfig)

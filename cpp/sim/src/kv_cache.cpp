@@ -2,6 +2,7 @@
 #include "kv_cache.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace tensorrt_llm::executor::sim
@@ -43,10 +44,14 @@ KvReuseConfig KvReuseConfig::from(KvCacheConfig const& config)
         config.getEnableBlockReuse(), config.getEnablePartialReuse(), config.getCopyOnPartialReuse()};
 }
 
-KvCachePool::KvCachePool(SizeType32 totalBlocks, SizeType32 tokensPerBlock, KvReuseConfig reuse,
-    std::shared_ptr<batch_manager::kv_cache_manager::BaseKVCacheManager> events)
+KvCachePool::KvCachePool(SizeType32 totalBlocks, SizeType32 tokensPerBlock, SizeType32 attentionWindow,
+    KvReuseConfig reuse, std::shared_ptr<batch_manager::kv_cache_manager::BaseKVCacheManager> events)
     : mTotalBlocks(totalBlocks)
     , mTokensPerBlock(tokensPerBlock)
+    // As KVCacheManager::calculateMaxBlockRequirementsPerBeam (batch_manager/kvCacheManager.cpp): a sequence
+    // needs the blocks of min(its length, the window); beyond the window the cache is cyclic.
+    , mWindowBlocks(attentionWindow > 0 ? ceilDiv(attentionWindow, tokensPerBlock) : std::numeric_limits<SizeType32>::max())
+    , mWindowTokens(attentionWindow > 0 ? attentionWindow : std::numeric_limits<SizeType32>::max())
     , mReuse(reuse)
     , mEvents(std::move(events))
 {
@@ -60,13 +65,13 @@ KvCachePool::KvCachePool(SizeType32 totalBlocks, SizeType32 tokensPerBlock, KvRe
 
 SizeType32 KvCachePool::contextBlocksOf(SizeType32 contextTokens) const
 {
-    return std::max<SizeType32>(1, ceilDiv(contextTokens, mTokensPerBlock));
+    return std::min(mWindowBlocks, std::max<SizeType32>(1, ceilDiv(contextTokens, mTokensPerBlock)));
 }
 
 SizeType32 KvCachePool::blocksFor(SizeType32 contextTokens, SizeType32 tokens, SizeType32 beamWidth) const
 {
     SizeType32 const contextBlocks = contextBlocksOf(contextTokens);
-    SizeType32 const positions = std::max(contextBlocks, ceilDiv(tokens, mTokensPerBlock));
+    SizeType32 const positions = std::min(mWindowBlocks, std::max(contextBlocks, ceilDiv(tokens, mTokensPerBlock)));
     // Beams share the context blocks but the last, which each beam writes its own continuation into.
     SizeType32 const shared = beamWidth > 1 ? contextBlocks - 1 : contextBlocks;
     return shared + (positions - shared) * beamWidth;
@@ -118,7 +123,8 @@ void KvCachePool::addSequence(Sequence& sequence)
     SizeType32 const contextBlocks = contextBlocksOf(contextTokens);
     SizeType32 const sharedBlocks = beamWidth > 1 ? contextBlocks - 1 : contextBlocks;
     SizeType32 reusedTokens = 0;
-    if (mReuse.enableBlockReuse)
+    // A context longer than the window wraps around its blocks, which then hold no prefix to share.
+    if (mReuse.enableBlockReuse && contextTokens <= mWindowTokens)
     {
         reusedTokens = loadOrAllocateContext(sequence, tokensOf(sequence), contextBlocks, sharedBlocks);
     }
@@ -260,7 +266,7 @@ SizeType32 KvCachePool::loadOrAllocateContext(
 void KvCachePool::growTo(Sequence& sequence, SizeType32 tokens)
 {
     SizeType32 const beamWidth = sequence.request->beamWidth;
-    auto const positions = static_cast<std::size_t>(ceilDiv(tokens, mTokensPerBlock));
+    auto const positions = static_cast<std::size_t>(std::min(mWindowBlocks, ceilDiv(tokens, mTokensPerBlock)));
     while (sequence.blockIds.size() < positions)
     {
         // A block filled during generation gets a successor per beam.
@@ -278,7 +284,7 @@ void KvCachePool::growTo(Sequence& sequence, SizeType32 tokens)
 
 void KvCachePool::storeContext(Sequence const& sequence)
 {
-    if (!mReuse.enableBlockReuse || sequence.blockIds.empty())
+    if (!mReuse.enableBlockReuse || sequence.blockIds.empty() || sequence.contextLength > mWindowTokens)
     {
         return;
     }
@@ -290,7 +296,11 @@ void KvCachePool::storeContext(Sequence const& sequence)
 void KvCachePool::release(Sequence& sequence, bool storeForReuse)
 {
     // Beam search results are not stored (as TensorRT-LLM): the beams' last blocks differ.
-    if (storeForReuse && mReuse.enableBlockReuse && sequence.request->beamWidth == 1 && !sequence.blockIds.empty())
+    // Blocks that wrapped around the window hold no prefix to share.
+    bool const wrapped = sequence.request->prompt.size() + sequence.generated.at(0).size()
+        > static_cast<std::size_t>(mWindowTokens);
+    if (storeForReuse && mReuse.enableBlockReuse && sequence.request->beamWidth == 1 && !sequence.blockIds.empty()
+        && !wrapped)
     {
         VecTokens const tokens = tokensOf(sequence);
         // Only computed tokens are stored: all but the last token once the context is done, else the prefix so far.

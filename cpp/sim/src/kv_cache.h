@@ -41,8 +41,9 @@ struct KvReuseConfig
 class KvCachePool
 {
 public:
-    /// Records the Created event on `events` (which may be disabled).
-    KvCachePool(SizeType32 totalBlocks, SizeType32 tokensPerBlock, KvReuseConfig reuse,
+    /// Records the Created event on `events` (which may be disabled). A sequence holds at most the blocks of
+    /// `attentionWindow` tokens (0: no limit), as TensorRT-LLM's cyclic KV cache does for a sliding window.
+    KvCachePool(SizeType32 totalBlocks, SizeType32 tokensPerBlock, SizeType32 attentionWindow, KvReuseConfig reuse,
         std::shared_ptr<batch_manager::kv_cache_manager::BaseKVCacheManager> events);
 
     [[nodiscard]] SizeType32 totalBlocks() const { return mTotalBlocks; }
@@ -103,6 +104,10 @@ private:
 
     SizeType32 mTotalBlocks;
     SizeType32 mTokensPerBlock;
+    /// Blocks one sequence (one beam) holds at most: its attention window's.
+    SizeType32 mWindowBlocks;
+    /// Tokens of the attention window (the largest SizeType32 when there is none).
+    SizeType32 mWindowTokens;
     KvReuseConfig mReuse;
     std::shared_ptr<batch_manager::kv_cache_manager::BaseKVCacheManager> mEvents;
     ReuseTree mTree;

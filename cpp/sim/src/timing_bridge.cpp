@@ -84,6 +84,7 @@ EngineConfig engineConfigOf(bridge::SimEngineLimits const& l)
     e.maxDraftLen = l.max_draft_len;
     e.numMedusaHeads = l.num_medusa_heads;
     e.tokensPerBlock = l.tokens_per_block;
+    e.maxAttentionWindow = l.attention_window;
     e.pagedKvCache = l.paged_kv_cache;
     e.usePagedContextFmha = l.paged_context_fmha;
     e.loraEnabled = l.lora_enabled;

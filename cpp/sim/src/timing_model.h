@@ -57,8 +57,9 @@ struct BatchWork
     void addVerification(double pastTokens, double draftTokens);
 };
 
-/// The work of a planned batch, read from its scheduled sequences (chunk sizes, positions, beams).
-BatchWork describeBatch(BatchPlan const& plan);
+/// The work of a planned batch, read from its scheduled sequences (chunk sizes, positions, beams); each token
+/// attends to at most `attentionWindow` cached tokens (0: all).
+BatchWork describeBatch(BatchPlan const& plan, SizeType32 attentionWindow);
 
 /// One iteration's simulated time and the drafter's share of it, in milliseconds.
 struct IterationTime
