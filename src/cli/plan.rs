@@ -273,9 +273,13 @@ fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study
 /// The console report: the top of the ranking, the front, the recommendation and its commands.
 fn render(report: &SearchReport, study: &Study) -> String {
     let mut out = format!(
-        "{} configurations ({} resumed, {} pruned), {} load points, {:.1} s wall; SLOs {}\n\n",
+        "{} configurations ({} resumed, {} pruned), {} load points, {:.1} s wall; SLOs {}\n",
         report.configurations, report.resumed, report.pruned, report.points, report.wall_s, study.slos
     );
+    if report.lost_statistics > 0 {
+        out += &format!("{} iteration statistics lost: those points' figures miss them\n", report.lost_statistics);
+    }
+    out += "\n";
     out +=
         &format!("{:<56} {:>17} {:>10} {:>5}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
     for row in report.ranking.iter().take(10) {

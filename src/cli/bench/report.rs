@@ -105,6 +105,14 @@ impl<'a> Report<'a> {
             .iter(iter)
             .metadata(self.metadata.clone());
         let mut notes = Vec::new();
+        // Said once, here: a wall-clock collector that fell behind the executor (the summary's
+        // `iter.lost_iterations`); the virtual clock waits for it and loses none.
+        if let Some(lost) = run.iterations.as_ref().map(|log| log.lagged).filter(|&n| n > 0) {
+            notes.push(format!(
+                "{}: {lost} iteration statistics lost (the collector fell behind the executor; iteration figures cover the rest)",
+                point.stem
+            ));
+        }
         match virtual_run {
             Some(v) => {
                 notes.push(format!(

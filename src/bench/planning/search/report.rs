@@ -72,6 +72,8 @@ pub struct SearchReport {
     pub points: usize,
     /// Wall-clock seconds of this run.
     pub wall_s: f64,
+    /// Iteration statistics lost over every point (0: each point's log covers every iteration).
+    pub lost_statistics: u64,
     /// The recommendation, if any configuration met the SLOs.
     pub recommendation: Option<Recommendation>,
     /// The Pareto front of the points within the SLOs.
@@ -132,6 +134,7 @@ pub fn build_report(space: &SearchSpace, study: &Study, outcome: &SearchOutcome,
         pruned: outcome.pruned.len(),
         points: results.iter().map(|r| r.points.len()).sum(),
         wall_s: outcome.wall_s,
+        lost_statistics: results.iter().flat_map(|r| &r.points).map(|p| p.lost_statistics).sum(),
         recommendation,
         pareto_front: pareto_front(&all_points(results)),
         ranking,

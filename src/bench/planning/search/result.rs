@@ -37,6 +37,10 @@ pub struct PointResult {
     pub simulated_s: f64,
     /// Wall-clock seconds the point took.
     pub wall_s: f64,
+    /// Iteration statistics the point's log lacks (lost to a collector that fell behind, or
+    /// absent between the first and last iteration); 0 on the virtual clock.
+    #[serde(default)]
+    pub lost_statistics: u64,
 }
 
 impl PointResult {
@@ -82,6 +86,7 @@ impl PointResult {
             violations,
             simulated_s: window,
             wall_s: 0.0,
+            lost_statistics: 0,
         }
     }
 

@@ -15,19 +15,30 @@ use crate::ExecutorConfig;
 use crate::bench::planning::virtual_clock::{VirtualRunOptions, run_virtual_point_with};
 use crate::bench::{Load, LoadPlan, RequestRecord, Workload};
 
+/// What one load point's run gave back.
+struct PointRun {
+    /// The records, in simulated time.
+    records: Vec<RequestRecord>,
+    /// Wall seconds.
+    wall_s: f64,
+    /// Iteration statistics lost to the collector or missing from the log (0 on the virtual
+    /// clock, which waits for the reader).
+    lost_statistics: u64,
+}
+
 /// The one call into the virtual-clock runner: `plan` on the engine in `engine_dir` with the
-/// executor started with `runtime` (passed as its settings). Returns the records (simulated
-/// time) and wall seconds.
+/// executor started with `runtime` (passed as its settings).
 async fn run_point(
     engine_dir: &Path,
     workload: &Workload,
     point: u64,
     plan: &LoadPlan,
     runtime: RuntimeKnobs,
-) -> Result<(Vec<RequestRecord>, f64), crate::bench::PlanningError> {
+) -> Result<PointRun, crate::bench::PlanningError> {
     let options = VirtualRunOptions { executor: Some(runtime.apply(ExecutorConfig::default())), ..Default::default() };
-    let (records, clock) = run_virtual_point_with(engine_dir, workload, point, plan, &options, |_| {}).await?;
-    Ok((records.records, clock.wall_s))
+    let (run, clock) = run_virtual_point_with(engine_dir, workload, point, plan, &options, |_| {}).await?;
+    let lost_statistics = run.iterations.as_ref().map_or(0, |log| log.lagged + log.missing_iterations());
+    Ok(PointRun { records: run.records, wall_s: clock.wall_s, lost_statistics })
 }
 
 /// One value of the load axis.
@@ -208,13 +219,13 @@ async fn run_config(
             break;
         }
         match run_point(dir.path(), &study.workload, index as u64, &study.plan(step), candidate.runtime).await {
-            Ok((records, wall_s)) => {
+            Ok(PointRun { records, wall_s, lost_statistics }) => {
                 let point = PointResult::from_records(step.name(), &records, candidate.gpus(), &study.slos);
                 let met = point.meets_slos();
                 if let Some(error) = records.iter().filter(|r| r.is_measured()).find_map(|r| r.error.as_deref()) {
                     result.error = Some(format!("{}: {} requests failed, e.g.: {error}", step.name(), point.failed));
                 }
-                result.points.push(PointResult { wall_s, ..point });
+                result.points.push(PointResult { wall_s, lost_statistics, ..point });
                 if !met {
                     break;
                 }
