@@ -66,8 +66,11 @@ pub struct SearchReport {
     pub configurations: usize,
     /// Of those, taken from earlier runs.
     pub resumed: usize,
-    /// Configurations pruned before running.
+    /// Configurations not run: those that cannot run, and those whose steady-state bound could
+    /// not reach the best (`bounded`).
     pub pruned: usize,
+    /// Of `pruned`, those skipped by their bound.
+    pub bounded: usize,
     /// Load points run over all configurations.
     pub points: usize,
     /// Wall-clock seconds of this run.
@@ -132,6 +135,7 @@ pub fn build_report(space: &SearchSpace, study: &Study, outcome: &SearchOutcome,
         configurations: results.len(),
         resumed: outcome.resumed,
         pruned: outcome.pruned.len(),
+        bounded: outcome.bounded,
         points: results.iter().map(|r| r.points.len()).sum(),
         wall_s: outcome.wall_s,
         lost_statistics: results.iter().flat_map(|r| &r.points).map(|p| p.lost_statistics).sum(),

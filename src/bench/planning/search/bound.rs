@@ -1,0 +1,144 @@
+//! A fast steady-state bound on what a configuration can reach, from the timing model alone: the
+//! search runs a configuration only while that bound could still place it among the best.
+//!
+//! No load point can produce tokens faster than its largest possible batch (max_batch_size, the
+//! most users of any load, and the requests the KV cache holds at the shortest prompt) decoding
+//! at the shortest context with every request producing a token in every iteration: prompt
+//! chunks, longer contexts and idle gaps only add time. So a point's output tokens/s per GPU is at
+//! most `max over b of b / step(b)` divided by the GPUs, and one user's decode speed at most one
+//! token per single-request step. Both are upper bounds, so a configuration whose bound lies
+//! below the goodput of the `k`-th best configuration already run cannot rank among the best
+//! `k`: pruning by it leaves the recommendation and the top `k` exactly as an exhaustive search.
+
+use serde::Serialize;
+
+use super::space::{Candidate, SearchSpace, WorkloadShape};
+use crate::sim::perf_model::BatchWork;
+use crate::sim::{ModelPreset, PerfModel};
+
+/// Headroom on the bound for the rounding of figures measured from simulated timestamps.
+const ROUNDING_HEADROOM: f64 = 1.001;
+
+/// The most a configuration can reach at any load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bound {
+    /// Output tokens/s per GPU at most.
+    pub tokens_per_s_per_gpu: f64,
+    /// Decode speed of one user, tokens/s, at most.
+    pub tokens_per_s_per_user: f64,
+    /// The largest batch the bound allows.
+    pub max_batch: usize,
+}
+
+impl Bound {
+    /// The bound of `candidate` for `workload`, whose points have at most `max_users` users
+    /// (`None`: open loop, bounded by the engine alone).
+    pub fn of(
+        space: &SearchSpace,
+        candidate: &Candidate,
+        workload: &WorkloadShape,
+        max_users: Option<usize>,
+    ) -> Result<Bound, crate::sim::SimError> {
+        let model = ModelPreset::by_id(&space.model)?;
+        let engine = super::space::engine_for(model, space, candidate, workload).build();
+        let perf = engine.perf_model()?;
+        let e = &candidate.engine;
+        let reserve = perf.runtime_reserve_bytes(e.max_num_tokens, e.max_batch_size, 1);
+        let capacity = perf.kv_capacity_tokens(candidate.runtime.kv_fraction, reserve)? as usize;
+        // A request holds at least its prompt and the token being generated.
+        let held = capacity / (workload.min_input_len + 1);
+        let max_batch = e.max_batch_size.min(max_users.unwrap_or(usize::MAX)).min(held).max(1);
+        // Graphs or not, whichever is faster: the executor's CUDA graph mode may turn them on.
+        let models = [perf.clone().with_cuda_graphs(false), perf.with_cuda_graphs(true)];
+        let context = workload.min_input_len as f64;
+        let mut work = BatchWork::default();
+        let (mut best_rate, mut single_step_ms) = (0.0_f64, f64::INFINITY);
+        for b in 1..=max_batch {
+            work.add_generation(context, 1.0);
+            let step_ms = fastest_step_ms(&models, &work);
+            if b == 1 {
+                single_step_ms = step_ms;
+            }
+            best_rate = best_rate.max(b as f64 * 1e3 / step_ms);
+        }
+        Ok(Bound {
+            tokens_per_s_per_gpu: best_rate / candidate.gpus().max(1) as f64 * ROUNDING_HEADROOM,
+            tokens_per_s_per_user: 1e3 / single_step_ms * ROUNDING_HEADROOM,
+            max_batch,
+        })
+    }
+}
+
+fn fastest_step_ms(models: &[PerfModel], work: &BatchWork) -> f64 {
+    models.iter().map(|m| m.iteration(work).total_ms).fold(f64::INFINITY, f64::min)
+}
+
+/// The goodput the `k`-th best configuration so far must be beaten by: `None` until `k` have a
+/// goodput.
+pub fn kth_best(goodputs: &[f64], k: usize) -> Option<f64> {
+    let mut sorted: Vec<f64> = goodputs.iter().copied().filter(|g| *g > 0.0).collect();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    (k > 0).then(|| sorted.get(k - 1).copied()).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::bench::search::{EngineKnobs, RuntimeKnobs, SchedulerChoice};
+
+    fn candidate(tp: usize, max_batch_size: usize) -> Candidate {
+        Candidate {
+            engine: EngineKnobs { tp, fp8_weights: false, fp8_kv_cache: false, max_batch_size, max_num_tokens: 8192 },
+            runtime: RuntimeKnobs {
+                kv_fraction: 0.9,
+                block_reuse: true,
+                chunked_context: true,
+                scheduler: SchedulerChoice::GuaranteedNoEvict,
+            },
+        }
+    }
+
+    fn space() -> SearchSpace {
+        SearchSpace {
+            model: "llama-3.1-8b".into(),
+            gpu: "h100-sxm".into(),
+            gpu_overrides: BTreeMap::new(),
+            tp: vec![1, 2],
+            try_fp8: false,
+            max_batch_size: vec![16, 256],
+            max_num_tokens: vec![8192],
+            kv_fraction: vec![0.9],
+            block_reuse: vec![true],
+            chunked_context: vec![true],
+            scheduler: vec![SchedulerChoice::GuaranteedNoEvict],
+        }
+    }
+
+    const SHAPE: WorkloadShape =
+        WorkloadShape { min_input_len: 1000, max_input_len: 1000, max_output_len: 1000, shared_prefixes: false };
+
+    #[test]
+    fn bigger_batches_and_fewer_gpus_bound_higher_per_gpu() {
+        let s = space();
+        let small = Bound::of(&s, &candidate(1, 16), &SHAPE, None).unwrap();
+        let big = Bound::of(&s, &candidate(1, 256), &SHAPE, None).unwrap();
+        let users = Bound::of(&s, &candidate(1, 256), &SHAPE, Some(16)).unwrap();
+        let two = Bound::of(&s, &candidate(2, 256), &SHAPE, None).unwrap();
+        assert!(big.tokens_per_s_per_gpu > 4.0 * small.tokens_per_s_per_gpu, "{small:?} {big:?}");
+        assert_eq!(users, small, "16 users batch no more than max_batch_size 16");
+        assert!(
+            two.tokens_per_s_per_gpu < big.tokens_per_s_per_gpu
+                && two.tokens_per_s_per_user > big.tokens_per_s_per_user
+        );
+        assert_eq!(small.tokens_per_s_per_user, big.tokens_per_s_per_user);
+    }
+
+    #[test]
+    fn the_kth_best_needs_k_goodputs() {
+        assert_eq!(kth_best(&[3.0, 0.0, 1.0], 2), Some(1.0));
+        assert_eq!(kth_best(&[3.0, 0.0, 1.0], 3), None);
+        assert_eq!(kth_best(&[3.0], 0), None);
+    }
+}
