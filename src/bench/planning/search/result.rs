@@ -63,9 +63,11 @@ impl PointResult {
         };
         let mut percentiles = PercentileTable::new();
         for metric in SloMetric::ALL {
-            let values: Vec<f64> = samples(metric).into_iter().map(|s| s * 1e3).collect();
+            // Sorted once: ITL has a sample per token of every request.
+            let values =
+                crate::bench::Distribution::from_samples(samples(metric).into_iter().map(|s| s * 1e3).collect(), &[]);
             for p in REPORTED_PERCENTILES.into_iter().chain(slos.percentiles_of(metric)) {
-                if let Some(v) = crate::bench::percentile(&values, p) {
+                if let Some(v) = values.percentile(p) {
                     percentiles.insert(crate::bench::percentile_key(p, metric.name()), v);
                 }
             }
