@@ -173,6 +173,7 @@ pub async fn run_virtual_point_with(
         config.peft_cache = traffic.spec().peft_cache.clone().or(config.peft_cache);
     }
     config.validate()?;
+    let load_start = Instant::now();
     let executor = AsyncExecutor::load(engine_dir, config).await?;
     if let Some(traffic) = &lora {
         traffic.reset(executor.clone());
@@ -298,9 +299,11 @@ pub async fn run_virtual_point_with(
     records.extend(measured);
     // In request order, not completion order: sums then add up in the same order every run.
     records.sort_by_key(|r| r.index);
+    let ran_s = wall_start.elapsed().as_secs_f64();
     let log = collector.finish(executor.executor()).await;
     let wall_s = wall_start.elapsed().as_secs_f64();
     executor.shutdown(crate::ShutdownMode::Cancel).await?;
+    let rebuild_start = Instant::now();
 
     let latencies = iteration_latencies_ms(&log);
     // `kv` and `iter` describe the measured window, as in a wall-clock run: from the iteration
@@ -313,6 +316,16 @@ pub async fn run_virtual_point_with(
     };
     let (records, itl_unmapped_requests) = to_simulated_time(records, &latencies);
     let simulated_s = records.iter().filter_map(|r| r.end_s).fold(0.0_f64, f64::max);
+    // Where a point's wall time goes (`RUST_LOG=trtllm::bench=debug`).
+    tracing::debug!(
+        load_s = (wall_start - load_start).as_secs_f64(),
+        run_s = ran_s,
+        stats_wait_s = wall_s - ran_s,
+        rebuild_s = rebuild_start.elapsed().as_secs_f64(),
+        iterations = latencies.len(),
+        requests = records.len(),
+        "virtual-clock point"
+    );
     let clock_run = VirtualClockRun {
         wall_s,
         simulated_s,
@@ -533,9 +546,13 @@ fn token_times(
     let mut times = Vec::with_capacity(tokens as usize);
     let mut t = first;
     times.push(t);
-    for iter in f + 1..=l {
-        t += latencies_ms.get(&iter)? / 1e3;
+    // One walk over the range (not a lookup per token); a missing iteration leaves it short.
+    for (_, latency_ms) in latencies_ms.range(f + 1..=l) {
+        t += latency_ms / 1e3;
         times.push(t);
+    }
+    if times.len() as u64 != tokens {
+        return None;
     }
     // The executor's own stamps are the reference; a mismatch means a gap we cannot see.
     (((t - last).abs()) <= 1e-6 * tokens as f64 + 1e-6).then_some(times)

@@ -253,7 +253,14 @@ async fn run_config(
         let index = result.points.len() as u64;
         match run_point(dir.path(), &study.workload, index, &study.plan(step), candidate.runtime).await {
             Ok(PointRun { records, wall_s, lost_statistics }) => {
+                let summarized = Instant::now();
                 let point = PointResult::from_records(step.name(), &records, candidate.gpus(), &study.slos);
+                tracing::debug!(
+                    load = %step.name(),
+                    summarize_s = summarized.elapsed().as_secs_f64(),
+                    config = %candidate.label(),
+                    "point summarized"
+                );
                 if let Some(error) = records.iter().filter(|r| r.is_measured()).find_map(|r| r.error.as_deref()) {
                     result.error = Some(format!("{}: {} requests failed, e.g.: {error}", step.name(), point.failed));
                 }
