@@ -6,9 +6,13 @@
 //! at the shortest context with every request producing a token in every iteration: prompt
 //! chunks, longer contexts and idle gaps only add time. So a point's output tokens/s per GPU is at
 //! most `max over b of b / step(b)` divided by the GPUs, and one user's decode speed at most one
-//! token per single-request step. Both are upper bounds, so a configuration whose bound lies
-//! below the goodput of the `k`-th best configuration already run cannot rank among the best
-//! `k`: pruning by it leaves the recommendation and the top `k` exactly as an exhaustive search.
+//! token per single-request step.
+//!
+//! A TPOT or ITL objective caps the batch as well, as a steady-state estimate: a batch whose
+//! decode step at the shortest context already takes more than [`STEP_SLACK`] times the limit
+//! cannot hold its users within it, so it is left out of the maximum. Without such objectives
+//! the bound is exact, and a configuration whose bound lies below the goodput of the `k`-th best
+//! configuration already run cannot rank among the best `k`.
 
 use serde::Serialize;
 
@@ -18,6 +22,12 @@ use crate::sim::{ModelPreset, PerfModel};
 
 /// Headroom on the bound for the rounding of figures measured from simulated timestamps.
 const ROUNDING_HEADROOM: f64 = 1.001;
+
+/// How far a batch's shortest decode step may exceed a TPOT or ITL limit and still count: steps
+/// of a steady state at that batch are longer still (longer contexts, prompt chunks), so a
+/// batch past this cannot meet the objective; the headroom covers the ramp-up and drain, whose
+/// smaller batches pull a percentile down.
+pub const STEP_SLACK: f64 = 1.5;
 
 /// The most a configuration can reach at any load.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -32,12 +42,15 @@ pub struct Bound {
 
 impl Bound {
     /// The bound of `candidate` for `workload`, whose points have at most `max_users` users
-    /// (`None`: open loop, bounded by the engine alone).
+    /// (`None`: open loop, bounded by the engine alone), under a TPOT or ITL limit of
+    /// `step_limit_ms` if any (batches whose shortest step exceeds [`STEP_SLACK`] times it do not
+    /// count).
     pub fn of(
         space: &SearchSpace,
         candidate: &Candidate,
         workload: &WorkloadShape,
         max_users: Option<usize>,
+        step_limit_ms: Option<f64>,
     ) -> Result<Bound, crate::sim::SimError> {
         let model = ModelPreset::by_id(&space.model)?;
         let engine = super::space::engine_for(model, space, candidate, workload).build();
@@ -58,6 +71,9 @@ impl Bound {
             let step_ms = fastest_step_ms(&models, &work);
             if b == 1 {
                 single_step_ms = step_ms;
+            } else if step_limit_ms.is_some_and(|limit| step_ms > STEP_SLACK * limit) {
+                // Steps only grow with the batch.
+                break;
             }
             best_rate = best_rate.max(b as f64 * 1e3 / step_ms);
         }
@@ -122,10 +138,10 @@ mod tests {
     #[test]
     fn bigger_batches_and_fewer_gpus_bound_higher_per_gpu() {
         let s = space();
-        let small = Bound::of(&s, &candidate(1, 16), &SHAPE, None).unwrap();
-        let big = Bound::of(&s, &candidate(1, 256), &SHAPE, None).unwrap();
-        let users = Bound::of(&s, &candidate(1, 256), &SHAPE, Some(16)).unwrap();
-        let two = Bound::of(&s, &candidate(2, 256), &SHAPE, None).unwrap();
+        let small = Bound::of(&s, &candidate(1, 16), &SHAPE, None, None).unwrap();
+        let big = Bound::of(&s, &candidate(1, 256), &SHAPE, None, None).unwrap();
+        let users = Bound::of(&s, &candidate(1, 256), &SHAPE, Some(16), None).unwrap();
+        let two = Bound::of(&s, &candidate(2, 256), &SHAPE, None, None).unwrap();
         assert!(big.tokens_per_s_per_gpu > 4.0 * small.tokens_per_s_per_gpu, "{small:?} {big:?}");
         assert_eq!(users, small, "16 users batch no more than max_batch_size 16");
         assert!(
@@ -133,6 +149,19 @@ mod tests {
                 && two.tokens_per_s_per_user > big.tokens_per_s_per_user
         );
         assert_eq!(small.tokens_per_s_per_user, big.tokens_per_s_per_user);
+    }
+
+    #[test]
+    fn a_step_limit_caps_the_batch() {
+        let s = space();
+        let free = Bound::of(&s, &candidate(1, 256), &SHAPE, None, None).unwrap();
+        let single_ms = 1e3 / (free.tokens_per_s_per_user / ROUNDING_HEADROOM);
+        let capped = Bound::of(&s, &candidate(1, 256), &SHAPE, None, Some(1.2 * single_ms)).unwrap();
+        assert!(capped.tokens_per_s_per_gpu < free.tokens_per_s_per_gpu, "{capped:?} {free:?}");
+        assert_eq!(capped.tokens_per_s_per_user, free.tokens_per_s_per_user);
+        // A limit below even one request's step leaves the single request: no point meets it anyway.
+        let none = Bound::of(&s, &candidate(1, 256), &SHAPE, None, Some(0.1 * single_ms)).unwrap();
+        assert!((none.tokens_per_s_per_gpu - none.tokens_per_s_per_user).abs() < 1e-9);
     }
 
     #[test]

@@ -155,9 +155,10 @@ pub async fn run_search(
     }
     let fingerprint = study.fingerprint(space);
     let max_users = study.loads.max_concurrency();
+    let step_limit_ms = study.slos.step_limit_ms();
     let mut bounds = Vec::with_capacity(candidates.len());
     for candidate in &candidates {
-        bounds.push(Bound::of(space, candidate, &study.shape, max_users)?);
+        bounds.push(Bound::of(space, candidate, &study.shape, max_users, step_limit_ms)?);
     }
     let mut results: Vec<Option<ConfigResult>> = vec![None; candidates.len()];
     let mut to_run = Vec::new();
