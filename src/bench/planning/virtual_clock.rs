@@ -173,7 +173,6 @@ pub async fn run_virtual_point_with(
         config.peft_cache = traffic.spec().peft_cache.clone().or(config.peft_cache);
     }
     config.validate()?;
-    let load_start = Instant::now();
     let executor = AsyncExecutor::load(engine_dir, config).await?;
     if let Some(traffic) = &lora {
         traffic.reset(executor.clone());
@@ -317,15 +316,8 @@ pub async fn run_virtual_point_with(
     let (records, itl_unmapped_requests) = to_simulated_time(records, &latencies);
     let simulated_s = records.iter().filter_map(|r| r.end_s).fold(0.0_f64, f64::max);
     // Where a point's wall time goes (`RUST_LOG=trtllm::bench=debug`).
-    tracing::debug!(
-        load_s = (wall_start - load_start).as_secs_f64(),
-        run_s = ran_s,
-        stats_wait_s = wall_s - ran_s,
-        rebuild_s = rebuild_start.elapsed().as_secs_f64(),
-        iterations = latencies.len(),
-        requests = records.len(),
-        "virtual-clock point"
-    );
+    let rebuild_s = rebuild_start.elapsed().as_secs_f64();
+    tracing::debug!(run_s = ran_s, stats_wait_s = wall_s - ran_s, rebuild_s, iterations = latencies.len(), "point");
     let clock_run = VirtualClockRun {
         wall_s,
         simulated_s,
