@@ -30,7 +30,7 @@ const ROUNDING_HEADROOM: f64 = 1.001;
 pub const STEP_SLACK: f64 = 1.5;
 
 /// The most a configuration can reach at any load.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bound {
     /// Output tokens/s per GPU at most.
     pub tokens_per_s_per_gpu: f64,
@@ -38,6 +38,9 @@ pub struct Bound {
     pub tokens_per_s_per_user: f64,
     /// The largest batch the bound allows.
     pub max_batch: usize,
+    /// Output tokens/s per GPU at most with `b + 1` users at most, by `b`.
+    #[serde(skip)]
+    pub per_gpu_by_users: Vec<f64>,
 }
 
 impl Bound {
@@ -66,6 +69,8 @@ impl Bound {
         let context = workload.min_input_len as f64;
         let mut work = BatchWork::default();
         let (mut best_rate, mut single_step_ms) = (0.0_f64, f64::INFINITY);
+        let per_gpu = |rate: f64| rate / candidate.gpus().max(1) as f64 * ROUNDING_HEADROOM;
+        let mut per_gpu_by_users = Vec::with_capacity(max_batch);
         for b in 1..=max_batch {
             work.add_generation(context, 1.0);
             let step_ms = fastest_step_ms(&models, &work);
@@ -76,12 +81,22 @@ impl Bound {
                 break;
             }
             best_rate = best_rate.max(b as f64 * 1e3 / step_ms);
+            per_gpu_by_users.push(per_gpu(best_rate));
         }
         Ok(Bound {
-            tokens_per_s_per_gpu: best_rate / candidate.gpus().max(1) as f64 * ROUNDING_HEADROOM,
+            tokens_per_s_per_gpu: per_gpu(best_rate),
+            per_gpu_by_users,
             tokens_per_s_per_user: 1e3 / single_step_ms * ROUNDING_HEADROOM,
             max_batch,
         })
+    }
+}
+
+impl Bound {
+    /// Output tokens/s per GPU at most at a point with `users` users.
+    pub fn per_gpu_at(&self, users: usize) -> f64 {
+        let index = users.clamp(1, self.per_gpu_by_users.len().max(1)) - 1;
+        self.per_gpu_by_users.get(index).copied().unwrap_or(self.tokens_per_s_per_gpu)
     }
 }
 
@@ -143,7 +158,9 @@ mod tests {
         let users = Bound::of(&s, &candidate(1, 256), &SHAPE, Some(16), None).unwrap();
         let two = Bound::of(&s, &candidate(2, 256), &SHAPE, None, None).unwrap();
         assert!(big.tokens_per_s_per_gpu > 4.0 * small.tokens_per_s_per_gpu, "{small:?} {big:?}");
-        assert_eq!(users, small, "16 users batch no more than max_batch_size 16");
+        assert_eq!(users.tokens_per_s_per_gpu, small.tokens_per_s_per_gpu, "16 users batch no more than 16");
+        assert_eq!(big.per_gpu_at(16), small.tokens_per_s_per_gpu);
+        assert!(big.per_gpu_at(1) < big.per_gpu_at(2) && big.per_gpu_at(4096) == big.tokens_per_s_per_gpu);
         assert!(
             two.tokens_per_s_per_gpu < big.tokens_per_s_per_gpu
                 && two.tokens_per_s_per_user > big.tokens_per_s_per_user

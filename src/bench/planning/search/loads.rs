@@ -72,8 +72,14 @@ impl Loads {
     /// The load to run after `done` (the points so far, in the order run) on an engine built
     /// for `max_batch_size` requests, or `None` when the sweep is over. A point that misses an
     /// SLO ends the climb (more load only adds delay); closed-loop loads above max_batch_size
-    /// are not run (they only queue), except a first one.
-    pub fn next(&self, done: &[PointResult], max_batch_size: usize) -> Option<LoadStep> {
+    /// are not run (they only queue), except a first one. An [`Loads::UntilPeak`] climb starts
+    /// at the first of 1, 2, 4, ... that `worth_running` accepts (lower loads cannot be the best).
+    pub fn next(
+        &self,
+        done: &[PointResult],
+        max_batch_size: usize,
+        worth_running: impl Fn(usize) -> bool,
+    ) -> Option<LoadStep> {
         match self {
             Loads::Listed(steps) => {
                 if done.last().is_some_and(|p| !p.meets_slos()) {
@@ -85,16 +91,22 @@ impl Loads {
                     _ => Some(step),
                 }
             }
-            Loads::UntilPeak => until_peak(done, max_batch_size.max(1)).map(LoadStep::Concurrency),
+            Loads::UntilPeak => {
+                let cap = max_batch_size.max(1);
+                let start = std::iter::successors(Some(1_usize), |c| (*c < cap).then(|| (2 * c).min(cap)))
+                    .find(|&c| worth_running(c))
+                    .unwrap_or(cap);
+                until_peak(done, cap, start).map(LoadStep::Concurrency)
+            }
         }
     }
 }
 
 /// The next number of users of an [`Loads::UntilPeak`] sweep.
-fn until_peak(done: &[PointResult], cap: usize) -> Option<usize> {
+fn until_peak(done: &[PointResult], cap: usize, start: usize) -> Option<usize> {
     let users: Vec<usize> =
         done.iter().map(|p| p.load.strip_prefix('c').and_then(|c| c.parse().ok())).collect::<Option<_>>()?;
-    let Some(&last) = users.last() else { return Some(1) };
+    let Some(&last) = users.last() else { return Some(start) };
     let peak = done.iter().filter(|p| p.meets_slos()).map(|p| p.tokens_per_s_per_gpu).fold(f64::NEG_INFINITY, f64::max);
     // Climbing while each load doubles the one before.
     let climbing = users.windows(2).all(|w| w[1] == (2 * w[0]).min(cap));
@@ -146,7 +158,7 @@ mod tests {
     /// Runs the sweep against `goodput(users)` (`None`: the point misses an SLO).
     fn sweep(cap: usize, goodput: impl Fn(usize) -> Option<f64>) -> Vec<usize> {
         let mut done = Vec::new();
-        while let Some(LoadStep::Concurrency(c)) = Loads::UntilPeak.next(&done, cap) {
+        while let Some(LoadStep::Concurrency(c)) = Loads::UntilPeak.next(&done, cap, |_| true) {
             done.push(match goodput(c) {
                 Some(g) => point(c, g, true),
                 None => point(c, 0.0, false),
@@ -174,15 +186,22 @@ mod tests {
         assert_eq!(loads, [1, 2, 4, 8, 16, 32, 64, 100]);
         // Nothing met the SLOs: nothing to refine.
         assert_eq!(sweep(100, |_| None), [1]);
+        // Loads that cannot be the best are not climbed through.
+        let mut done = Vec::new();
+        while let Some(LoadStep::Concurrency(c)) = Loads::UntilPeak.next(&done, 100, |c| c >= 10) {
+            done.push(point(c, c as f64, true));
+        }
+        assert_eq!(done.iter().map(|p| p.load.as_str()).collect::<Vec<_>>(), ["c16", "c32", "c64", "c100"]);
     }
 
     #[test]
     fn listed_loads_stop_at_the_first_miss_and_above_the_cap() {
         let listed = Loads::Listed(vec![LoadStep::Concurrency(1), LoadStep::Concurrency(8), LoadStep::Concurrency(64)]);
-        assert_eq!(listed.next(&[], 16), Some(LoadStep::Concurrency(1)));
-        assert_eq!(listed.next(&[point(1, 1.0, true)], 16), Some(LoadStep::Concurrency(8)));
-        assert_eq!(listed.next(&[point(1, 1.0, true), point(8, 8.0, true)], 16), None);
-        assert_eq!(listed.next(&[point(1, 1.0, false)], 16), None);
+        let all = |_: usize| true;
+        assert_eq!(listed.next(&[], 16, all), Some(LoadStep::Concurrency(1)));
+        assert_eq!(listed.next(&[point(1, 1.0, true)], 16, all), Some(LoadStep::Concurrency(8)));
+        assert_eq!(listed.next(&[point(1, 1.0, true), point(8, 8.0, true)], 16, all), None);
+        assert_eq!(listed.next(&[point(1, 1.0, false)], 16, all), None);
         assert_eq!(listed.max_concurrency(), Some(64));
     }
 }

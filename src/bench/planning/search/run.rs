@@ -184,7 +184,7 @@ pub async fn run_search(
     let runs = futures::stream::iter(to_run)
         .map(|(i, candidate)| {
             let fingerprint = fingerprint.clone();
-            let (bound, goodputs) = (bounds[i], &goodputs);
+            let (bound, goodputs) = (bounds[i].clone(), &goodputs);
             async move {
                 // Decided when the candidate's turn comes, against the results in by then.
                 if let Some(bar) = bar(goodputs).filter(|&bar| bound.tokens_per_s_per_gpu < bar) {
@@ -194,7 +194,11 @@ pub async fn run_search(
                     );
                     return (i, Err(Pruned { candidate, reason }));
                 }
-                (i, Ok(run_config(space, study, store.root(), candidate, fingerprint).await))
+                // Loads whose own bound is below the bar cannot give the configuration a goodput
+                // among the best either.
+                let bar = bar(goodputs);
+                let worth = |users: usize| bar.is_none_or(|bar| bound.per_gpu_at(users) >= bar);
+                (i, Ok(run_config(space, study, store.root(), candidate, fingerprint, worth).await))
             }
         })
         .buffer_unordered(options.jobs.max(1));
@@ -233,6 +237,7 @@ async fn run_config(
     root: &Path,
     candidate: Candidate,
     fingerprint: serde_json::Value,
+    worth_running: impl Fn(usize) -> bool + Copy,
 ) -> ConfigResult {
     let started = Instant::now();
     let mut result = ConfigResult {
@@ -250,8 +255,13 @@ async fn run_config(
             return result;
         }
     };
-    while let Some(step) = study.loads.next(&result.points, candidate.engine.max_batch_size) {
-        let index = result.points.len() as u64;
+    while let Some(step) = study.loads.next(&result.points, candidate.engine.max_batch_size, worth_running) {
+        // The point's number seeds its requests: a climbed load's is its users, the same
+        // whichever loads below it were run.
+        let index = match (&study.loads, step) {
+            (Loads::UntilPeak, LoadStep::Concurrency(c)) => c as u64,
+            _ => result.points.len() as u64,
+        };
         match run_point(dir.path(), &study.workload, index, &study.plan(step), candidate.runtime).await {
             Ok(PointRun { records, wall_s, lost_statistics }) => {
                 let summarized = Instant::now();
