@@ -142,21 +142,28 @@ fn bad_slos_and_knobs_are_refused_before_running() {
     assert!(!Path::new("x").exists());
 }
 
-/// One configuration (TinyLlama on an A6000, batch 16, chunked context) at 1 and 16 users, with the
-/// extra arguments given; returns the run's output directory's configuration result.
-fn plan_one(dir: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
-    let mut args = vec![
+/// `trtllm plan` of TinyLlama on an A6000 under `slo`, 96-token prompts and 16 output tokens.
+fn tinyllama_96_16(slo: &str) -> Vec<&str> {
+    vec![
         "plan",
         "--model",
         "tinyllama-1.1b",
         "--gpu",
         "rtx-a6000",
         "--slo",
-        "ttft:p95:5000",
+        slo,
         "--input-len",
         "96",
         "--output-len",
         "16",
+    ]
+}
+
+/// One configuration (TinyLlama on an A6000, batch 16, chunked context) at 1 and 16 users, with the
+/// extra arguments given; returns the run's output directory's configuration result.
+fn plan_one(dir: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
+    let mut args = tinyllama_96_16("ttft:p95:5000");
+    args.extend([
         "--concurrency",
         "1,16",
         "--num-prompts",
@@ -174,7 +181,7 @@ fn plan_one(dir: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
         "--quiet",
         "--output-dir",
         dir.to_str().unwrap(),
-    ];
+    ]);
     args.extend_from_slice(extra);
     let out = trtllm(&args);
     let summary = if out.status.success() { json(&dir.join("summary.json")) } else { serde_json::Value::Null };
@@ -242,18 +249,8 @@ fn a_pruned_search_keeps_the_recommendation_and_the_five_best() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str, extra: &[&str]| {
         let out_dir = dir.path().join(name);
-        let mut args = vec![
-            "plan",
-            "--model",
-            "tinyllama-1.1b",
-            "--gpu",
-            "rtx-a6000",
-            "--slo",
-            "ttft:p95:400,tpot:p95:12",
-            "--input-len",
-            "96",
-            "--output-len",
-            "16",
+        let mut args = tinyllama_96_16("ttft:p95:400,tpot:p95:12");
+        args.extend([
             "--num-prompts",
             "8",
             "--max-batch-size",
@@ -267,7 +264,7 @@ fn a_pruned_search_keeps_the_recommendation_and_the_five_best() {
             "engine",
             "--output-dir",
             out_dir.to_str().unwrap(),
-        ];
+        ]);
         args.extend_from_slice(extra);
         let out = trtllm(&args);
         assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
