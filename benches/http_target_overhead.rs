@@ -251,6 +251,7 @@ fn rounds(values: &[f64]) -> String {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
+    println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
     let (_dir, executor) = start_executor().await;
     let scratch = tempfile::tempdir().unwrap();
     let builtin = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path()).unwrap();
