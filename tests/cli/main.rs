@@ -1,7 +1,5 @@
 //! Integration tests of the `trtllm` command: bench, generate, serve, sim and version.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod bench;
 mod bench_gateway;
