@@ -71,7 +71,7 @@ pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
 pub use metrics::load_shape::{SteadyWindow, TOGETHER_S, arrival_sync, sessions_by_turn};
-pub use metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
+pub use metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats, repeats_section, t_quantile_975};
 pub use metrics::saturation::{BacklogWatch, over_saturated_at};
 pub use metrics::slo::{SloError, Slos};
@@ -122,4 +122,4 @@ pub use traffic::session::{
 };
 pub use traffic::trace::{MOONCAKE_BLOCK_SIZE, Trace, TraceError, TraceOptions, TraceRecord, TraceReplay};
 pub use traffic::words::WordVocabulary;
-pub use traffic::workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};
+pub use traffic::workload::{PromptSampler, PromptSource, RequestSpec, SampledPrompt, Workload, WorkloadPhase};

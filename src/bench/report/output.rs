@@ -91,7 +91,7 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
     let ms = |v: Option<f64>| opt_num(v.map(|s| s * 1000.0));
     for r in records {
         let server = r.server.unwrap_or_default();
-        let join = |f: &dyn Fn(&crate::bench::metrics::record::TokenChunk) -> String| {
+        let join = |f: &dyn Fn(&crate::bench::metrics::record::RecordedChunk) -> String| {
             r.chunks.iter().map(f).collect::<Vec<_>>().join(";")
         };
         push_row(

@@ -8,7 +8,7 @@ use rand::{RngExt, SeedableRng};
 
 use crate::types::guided::GuidedDecodingParams;
 
-pub use super::prompt::Prompt;
+pub use super::prompt::SampledPrompt;
 use super::session::{Session, SessionPlan, SessionScript, TurnPrompt, UserMessage};
 use crate::text::ChatMessage;
 
@@ -30,7 +30,7 @@ pub enum PromptSource {
     },
     /// Prompts of a dataset, drawn without replacement in a seeded order (reshuffled when used
     /// up), so each point and phase draws its own order.
-    Dataset(Arc<[Prompt]>),
+    Dataset(Arc<[SampledPrompt]>),
     /// A request trace (`--dataset trace`): its prompts in arrival order, each sent at its
     /// trace time (see [`crate::bench::TraceReplay`]); the runner takes the arrivals from here.
     Trace(Arc<super::trace::TraceReplay>),
@@ -146,7 +146,7 @@ impl Workload {
     /// The request for one turn of `session`: its prompt (the whole history), its tag and its
     /// messages, under the workload's output-length and stopping rules.
     pub fn session_request(&self, session: &Session, turn: TurnPrompt) -> RequestSpec {
-        let mut spec = self.request(Prompt { token_ids: turn.prompt, output_len: turn.output_len });
+        let mut spec = self.request(SampledPrompt { token_ids: turn.prompt, output_len: turn.output_len });
         spec.session = Some(turn.tag);
         spec.messages = Some(session.messages().to_vec().into());
         spec
@@ -215,7 +215,7 @@ impl Workload {
     }
 
     /// The request for `prompt` under this workload's output-length and stopping rules.
-    pub fn request(&self, prompt: Prompt) -> RequestSpec {
+    pub fn request(&self, prompt: SampledPrompt) -> RequestSpec {
         let max_tokens = self.output_len.or(prompt.output_len).unwrap_or(self.fallback_output_len).max(1);
         RequestSpec {
             prompt: prompt.token_ids,
@@ -246,17 +246,17 @@ pub struct PromptSampler {
 
 impl PromptSampler {
     /// The next prompt.
-    pub fn next_prompt(&mut self) -> Prompt {
+    pub fn next_prompt(&mut self) -> SampledPrompt {
         match &self.workload.source {
             PromptSource::Random { vocab_size, input_len, .. } => {
                 let vocab = (*vocab_size).max(2) as u32;
                 let mut ids = self.prefix.clone();
                 ids.extend((self.prefix.len()..*input_len).map(|_| self.rng.random_range(1..vocab)));
-                Prompt { token_ids: ids, output_len: None }
+                SampledPrompt { token_ids: ids, output_len: None }
             }
             PromptSource::Dataset(prompts) => {
                 if prompts.is_empty() {
-                    return Prompt { token_ids: Vec::new(), output_len: None };
+                    return SampledPrompt { token_ids: Vec::new(), output_len: None };
                 }
                 if self.next == self.order.len() {
                     self.order.shuffle(&mut self.rng);
@@ -272,18 +272,18 @@ impl PromptSampler {
                 if !ids.is_empty() {
                     prompt.extend((self.prefix.len()..*input_len).map(|_| ids[self.rng.random_range(0..ids.len())]));
                 }
-                Prompt { token_ids: prompt, output_len: None }
+                SampledPrompt { token_ids: prompt, output_len: None }
             }
             PromptSource::Sessions(_) => {
                 let mut session = self.next_session();
                 match session.first() {
-                    Ok(turn) => Prompt { token_ids: turn.prompt, output_len: turn.output_len },
-                    Err(_) => Prompt { token_ids: Vec::new(), output_len: None },
+                    Ok(turn) => SampledPrompt { token_ids: turn.prompt, output_len: turn.output_len },
+                    Err(_) => SampledPrompt { token_ids: Vec::new(), output_len: None },
                 }
             }
             PromptSource::Trace(trace) => {
                 if trace.prompts.is_empty() {
-                    return Prompt { token_ids: Vec::new(), output_len: None };
+                    return SampledPrompt { token_ids: Vec::new(), output_len: None };
                 }
                 let prompt = trace.prompts[self.next % trace.prompts.len()].clone();
                 self.next += 1;
@@ -403,8 +403,8 @@ mod tests {
 
     #[test]
     fn dataset_prompts_cycle_in_seeded_order() {
-        let prompts: Arc<[Prompt]> =
-            (0..5).map(|i| Prompt { token_ids: vec![i + 1], output_len: Some(10 + i) }).collect();
+        let prompts: Arc<[SampledPrompt]> =
+            (0..5).map(|i| SampledPrompt { token_ids: vec![i + 1], output_len: Some(10 + i) }).collect();
         let w = Workload { source: PromptSource::Dataset(prompts), output_len: None, ..random(0) };
         let mut s = w.sampler(0, WorkloadPhase::Measure);
         let mut first: Vec<u32> = (0..5).map(|_| s.next_prompt().token_ids[0]).collect();
