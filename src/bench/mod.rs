@@ -96,6 +96,7 @@ pub use planning::virtual_clock::{
 };
 pub use report::compare::{CompareError, compare, compare_files};
 pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
+pub use report::lengths::length_section;
 pub use report::output::{
     OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
 };
@@ -116,6 +117,7 @@ pub use traffic::dataset::{
     DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, load_sharegpt_sessions,
     tokenize_entries, tokenize_sessions,
 };
+pub use traffic::lengths::{LengthDistribution, LengthError, LengthShape, LengthSpread};
 pub use traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, UserStart, arrival_schedule, ramp_start_s};
 pub use traffic::session::{
     Answer, Session, SessionError, SessionPlan, SessionScript, SessionTurn, TurnPrompt, UserMessage,

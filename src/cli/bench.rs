@@ -4,6 +4,7 @@ mod args;
 mod draft_target;
 mod http_setup;
 mod layers;
+mod lengths;
 mod lora;
 mod plan;
 mod report;
@@ -91,14 +92,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let end_id = tokenizer.as_ref().and_then(|t| t.eos_token_ids().first()).map(|&id| id as i32);
     let sources = plan::prompt_sources(&args, setup.vocab_size, tokenizer.as_ref())?;
-    let points = plan::points(&args, sources, end_id)?;
+    let mut points = plan::points(&args, sources, end_id)?;
+    lengths::apply(&args, &mut points)?;
     std::fs::create_dir_all(&output_dir).with_context(|| format!("creating {}", output_dir.display()))?;
 
     let fixed_total: Option<u64> = points
         .iter()
         .map(|p| p.plan.duration.is_none().then_some(p.plan.num_prompts as u64 * u64::from(args.repeats)))
         .sum();
-    let bar = match (std::io::IsTerminal::is_terminal(&std::io::stderr()), fixed_total) {
+    let bar = match (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !args.quiet, fixed_total) {
         (false, _) => ProgressBar::hidden(),
         (true, Some(total)) => {
             ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} requests {msg}")?)

@@ -260,6 +260,7 @@ fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study
         streaming: true,
         seed: args.seed,
         guide: None,
+        lengths: Default::default(),
     };
     Ok(Study {
         workload,

@@ -34,6 +34,7 @@ fn workload() -> Workload {
         streaming: true,
         seed: 3,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

@@ -28,6 +28,7 @@ fn random(input_len: usize, output_len: u32, shared_prefix: usize) -> Workload {
         streaming: true,
         seed: 11,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

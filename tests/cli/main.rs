@@ -6,6 +6,7 @@ mod common;
 mod bench;
 mod bench_gateway;
 mod bench_layers;
+mod bench_lengths;
 mod bench_load;
 mod bench_plan;
 mod bench_repeats;

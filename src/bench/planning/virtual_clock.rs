@@ -124,6 +124,7 @@ pub struct VirtualClockRun {
 ///     streaming: true,
 ///     seed: 0,
 ///     guide: None,
+///     lengths: Default::default(),
 /// };
 /// let plan = LoadPlan { warmup: 1, ..LoadPlan::closed(1, 3) };
 /// let (run, clock) = run_virtual_point(dir.path(), &workload, 0, &plan, |_| {}).await?;

@@ -78,6 +78,7 @@ pub(crate) fn warmup_latency(records: &[RequestRecord]) -> Option<Duration> {
 ///     streaming: true,
 ///     seed: 0,
 ///     guide: None,
+///     lengths: Default::default(),
 /// };
 /// let target = BenchTarget::InProcess(executor.clone());
 /// let run = run_point(&target, &workload, 0, &LoadPlan::closed(2, 4), &RunClock::start(), |_| {}).await?;
@@ -381,6 +382,7 @@ mod tests {
             streaming: true,
             seed: 1,
             guide: None,
+            lengths: Default::default(),
         }
     }
 

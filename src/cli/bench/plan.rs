@@ -391,6 +391,7 @@ pub fn points(
                     streaming: !args.non_streaming,
                     seed: args.seed,
                     guide: guide.clone(),
+                    lengths: Default::default(),
                 };
                 let shape = match input_len {
                     Some(n) => format!("in{n}"),

@@ -205,6 +205,13 @@ impl<'a> Report<'a> {
                 ));
             }
         }
+        // Drawn lengths (`--input-dist`, `--output-dist`): what was asked beside what was sent.
+        if let Some(section) = trtllm::bench::length_section(&point.workload.lengths, &run.records, &self.percentiles)
+            && let Some(Value::Object(workload)) = &mut summary.workload
+        {
+            notes.push(length_line(&point.stem, &section));
+            workload.insert("length_distribution".into(), section);
+        }
         notes.extend(load_shape_lines(&point.stem, &summary));
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
@@ -380,6 +387,24 @@ fn load_shape_lines(stem: &str, summary: &trtllm::bench::Summary) -> Vec<String>
         ));
     }
     lines
+}
+
+/// One console line for a point's `length_distribution` section.
+fn length_line(stem: &str, section: &Value) -> String {
+    let part = |name: &str| -> Option<String> {
+        let s = &section[name];
+        let d = &s["drawn"];
+        Some(format!(
+            "{name} {} drew mean {:.1} sd {:.1} over {}..={}",
+            s["describe"].as_str()?,
+            d["mean"].as_f64()?,
+            d["std"].as_f64()?,
+            d["min"].as_f64()?,
+            d["max"].as_f64()?
+        ))
+    };
+    let parts: Vec<String> = ["input", "output"].iter().filter_map(|n| part(n)).collect();
+    format!("lengths {stem}: {}", parts.join("; "))
 }
 
 /// One console line for a point's `lora` section.
