@@ -70,6 +70,7 @@ pub use metrics::calibration::{Calibration, itl_errors_s};
 pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
+pub use metrics::live::{LiveSnapshot, LiveStats};
 pub use metrics::load_shape::{SteadyWindow, TOGETHER_S, arrival_sync, sessions_by_turn};
 pub use metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats, repeats_section, t_quantile_975};
@@ -97,6 +98,7 @@ pub use planning::virtual_clock::{
 pub use report::compare::{CompareError, compare, compare_files};
 pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
 pub use report::lengths::length_section;
+pub use report::live::{LIVE_VIEW_HEIGHT, draw_live_view, progress_line};
 pub use report::output::{
     OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
 };
@@ -110,7 +112,7 @@ pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, Run
 pub use report::sweep::{SweepRow, console_table, sweep_csv};
 pub use runner::draft_target::DraftTargetBench;
 pub use runner::openai::{HttpOptions, OpenAiApi, OpenAiError, OpenAiTarget};
-pub use runner::point::{PointRun, run_point};
+pub use runner::point::{PointRun, run_point, run_point_live};
 pub use runner::target::{BenchTarget, GrpcTarget};
 pub use simulation::{EngineSimulation, SimulationError};
 pub use traffic::dataset::{

@@ -5,6 +5,7 @@ mod draft_target;
 mod http_setup;
 mod layers;
 mod lengths;
+mod live;
 mod lora;
 mod plan;
 mod report;
@@ -16,9 +17,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::{
-    Phase, RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point,
+    RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point_live,
     run_virtual_point_with,
 };
 
@@ -96,18 +96,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     lengths::apply(&args, &mut points)?;
     std::fs::create_dir_all(&output_dir).with_context(|| format!("creating {}", output_dir.display()))?;
 
-    let fixed_total: Option<u64> = points
-        .iter()
-        .map(|p| p.plan.duration.is_none().then_some(p.plan.num_prompts as u64 * u64::from(args.repeats)))
-        .sum();
-    let bar = match (std::io::IsTerminal::is_terminal(&std::io::stderr()) && !args.quiet, fixed_total) {
-        (false, _) => ProgressBar::hidden(),
-        (true, Some(total)) => {
-            ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} requests {msg}")?)
-        }
-        (true, None) => ProgressBar::new_spinner()
-            .with_style(ProgressStyle::with_template("{spinner} {pos} requests {elapsed} {msg}")?),
-    };
+    let live = self::live::LiveOutput::start(args.live, args.quiet);
 
     // Real-time figures are read against the host's noise: measure it next to them.
     let jitter = match &planning_dir {
@@ -145,7 +134,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         planning_dir: planning_dir.as_deref(),
         virtual_options: &virtual_options,
         report: &report,
-        bar: &bar,
+        live: &live,
+        target: &args.target,
     };
     if args.saturate.saturate {
         args.saturate.validate()?;
@@ -193,7 +183,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             notes.push(self::report::write_repeats(&output_dir, &base.stem, &repeats)?);
         }
     }
-    bar.finish_and_clear();
+    live.stop();
     report.write_sweep(&rows)?;
     println!("{}", console_table(&rows));
     for note in &notes {
@@ -210,7 +200,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// What running one point needs: the target, the virtual-clock engine (planning), the report
-/// and the progress bar.
+/// and the live view.
 struct OnePoint<'a> {
     setup: &'a Setup,
     planning_dir: Option<&'a std::path::Path>,
@@ -218,7 +208,9 @@ struct OnePoint<'a> {
     twin_dir: Option<&'a std::path::Path>,
     virtual_options: &'a trtllm::bench::VirtualRunOptions,
     report: &'a Report<'a>,
-    bar: &'a ProgressBar,
+    live: &'a self::live::LiveOutput,
+    /// `--target` as given, naming the target in the live view.
+    target: &'a str,
 }
 
 impl OnePoint<'_> {
@@ -229,14 +221,12 @@ impl OnePoint<'_> {
         point: &self::plan::Point,
         index: usize,
     ) -> anyhow::Result<(SweepRow, Vec<String>, serde_json::Value, usize)> {
-        self.bar.set_message(point.stem.clone());
+        let total = point.plan.duration.is_none().then_some(point.plan.num_prompts as u64);
+        self.live.start_point(&format!("{} {}", self.target, point.stem), total);
         let clock = RunClock::start();
         let anchor = WallAnchor::now();
-        let count = |r: &trtllm::bench::RequestRecord| {
-            if r.phase == Phase::Measure {
-                self.bar.inc(1);
-            }
-        };
+        let stats = &self.live.stats;
+        let count = |r: &trtllm::bench::RequestRecord| stats.record(r);
         let (run, virtual_run) = match self.planning_dir {
             Some(dir) => {
                 let options = self.virtual_options;
@@ -245,9 +235,12 @@ impl OnePoint<'_> {
                 (run, Some(v))
             }
             None => {
-                (run_point(&self.setup.target, &point.workload, index as u64, &point.plan, &clock, count).await?, None)
+                let target = &self.setup.target;
+                let run = run_point_live(target, &point.workload, index as u64, &point.plan, &clock, count, stats);
+                (run.await?, None)
             }
         };
+        self.live.finish_point();
         let ok = run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
         let twin = match self.twin_dir {
             Some(dir) => {

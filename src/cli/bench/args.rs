@@ -233,7 +233,12 @@ pub struct RunArgs {
     /// Where to write results (default bench-results/<date>).
     #[arg(long)]
     pub output_dir: Option<PathBuf>,
-    /// No progress bar, live view or progress lines; the table and notes at the end only.
+    /// The live view while the run goes (requests done, in flight and queued, token rate, TTFT
+    /// and ITL percentiles, KV use, GPU figures) [default: true when stdout is a terminal].
+    /// Without it, a plain progress line every few seconds on stderr.
+    #[arg(long, action = ArgAction::Set)]
+    pub live: Option<bool>,
+    /// No live view: plain progress lines on stderr (as when stdout is not a terminal).
     #[arg(long)]
     pub quiet: bool,
 }
