@@ -21,6 +21,7 @@ mod model;
 pub mod perf_model;
 mod simulated_engine;
 mod speculation;
+pub mod telemetry;
 
 pub use crate::engine::config_json::{
     BuildConfig, ConfigJson, LoraConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization,

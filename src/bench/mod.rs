@@ -64,6 +64,7 @@ mod planning;
 mod report;
 mod runner;
 mod simulation;
+mod telemetry;
 mod traffic;
 
 pub use metrics::calibration::{Calibration, itl_errors_s};
@@ -103,8 +104,8 @@ pub use report::output::{
     OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
 };
 pub use report::plot::{
-    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput, plot_time_series,
-    plot_ttft_vs_inflight_tokens, write_svg,
+    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_gpu_telemetry, plot_latency_vs_throughput,
+    plot_time_series, plot_ttft_vs_inflight_tokens, write_svg,
 };
 pub use report::summary::Summary;
 pub use report::summary_builder::{SummaryBuilder, SummaryError};
@@ -115,6 +116,10 @@ pub use runner::openai::{HttpOptions, OpenAiApi, OpenAiError, OpenAiTarget};
 pub use runner::point::{PointRun, run_point, run_point_live};
 pub use runner::target::{BenchTarget, GrpcTarget};
 pub use simulation::{EngineSimulation, SimulationError};
+pub use telemetry::{
+    GpuSample, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler, TelemetrySource, telemetry_line,
+    telemetry_section,
+};
 pub use traffic::dataset::{
     DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, load_sharegpt_sessions,
     tokenize_entries, tokenize_sessions,

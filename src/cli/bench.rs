@@ -61,6 +61,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let args = *args.run;
     let percentiles = parse_percentiles(&args.percentiles)?;
     let slos = args.slo.as_deref().map(Slos::parse).transpose()?;
+    if !(args.gpu_sample_interval.is_finite() && args.gpu_sample_interval > 0.0) {
+        anyhow::bail!("--gpu-sample-interval must be a positive number of seconds");
+    }
     if let Some(interval) = args.sample_interval
         && !(interval.is_finite() && interval > 0.0)
     {
@@ -136,6 +139,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         report: &report,
         live: &live,
         target: &args.target,
+        gpu_telemetry: args.gpu_telemetry,
+        gpu_sample_interval: args.gpu_sample_interval,
     };
     if args.saturate.saturate {
         args.saturate.validate()?;
@@ -211,6 +216,10 @@ struct OnePoint<'a> {
     live: &'a self::live::LiveOutput,
     /// `--target` as given, naming the target in the live view.
     target: &'a str,
+    /// `--gpu-telemetry`.
+    gpu_telemetry: Option<bool>,
+    /// `--gpu-sample-interval`, seconds.
+    gpu_sample_interval: f64,
 }
 
 impl OnePoint<'_> {
@@ -227,6 +236,13 @@ impl OnePoint<'_> {
         let anchor = WallAnchor::now();
         let stats = &self.live.stats;
         let count = |r: &trtllm::bench::RequestRecord| stats.record(r);
+        let sampler = self.telemetry_source().map(|source| {
+            let live = stats.clone();
+            let interval = std::time::Duration::from_secs_f64(self.gpu_sample_interval);
+            trtllm::bench::TelemetrySampler::start(source, interval, move |round| {
+                live.set_gpu(trtllm::bench::telemetry_line(round));
+            })
+        });
         let (run, virtual_run) = match self.planning_dir {
             Some(dir) => {
                 let options = self.virtual_options;
@@ -241,6 +257,7 @@ impl OnePoint<'_> {
             }
         };
         self.live.finish_point();
+        let telemetry = sampler.map(|s| (s.kind(), s.finish()));
         let ok = run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
         let twin = match self.twin_dir {
             Some(dir) => {
@@ -251,7 +268,29 @@ impl OnePoint<'_> {
             None => None,
         };
         let (row, notes, summary) =
-            self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref())?;
+            self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref(), telemetry)?;
         Ok((row, notes, summary, ok))
+    }
+
+    /// Where GPU figures come from for this run, if anywhere: a simulated engine's timing model
+    /// in process (real time), else NVML when it loads (in process by default, any target with
+    /// `--gpu-telemetry true`).
+    fn telemetry_source(&self) -> Option<Box<dyn trtllm::bench::TelemetrySource>> {
+        let in_process = self.setup.target.executor().is_some();
+        if self.planning_dir.is_some() || !self.gpu_telemetry.unwrap_or(in_process) {
+            return None;
+        }
+        if in_process && self.setup.simulation.is_some() {
+            return Some(Box::new(trtllm::bench::SimulatedSource::new()));
+        }
+        match trtllm::bench::NvmlSource::open(None) {
+            Ok(nvml) => Some(Box::new(nvml)),
+            Err(e) => {
+                if self.gpu_telemetry == Some(true) {
+                    eprintln!("GPU telemetry: {e}; running without it");
+                }
+                None
+            }
+        }
     }
 }

@@ -222,6 +222,23 @@ impl ResultFiles {
         self.with_suffix(".timeseries.svg")
     }
 
+    /// `<stem>.gpu.jsonl`: GPU telemetry samples.
+    pub fn gpu_jsonl_path(&self) -> PathBuf {
+        self.with_suffix(".gpu.jsonl")
+    }
+
+    /// `<stem>.gpu.svg`: GPU telemetry beside throughput.
+    pub fn gpu_svg_path(&self) -> PathBuf {
+        self.with_suffix(".gpu.svg")
+    }
+
+    /// Writes `<stem>.gpu.jsonl`, one [`crate::bench::GpuSample`] per line; returns its path.
+    pub fn write_gpu_telemetry(&self, samples: &[crate::bench::GpuSample]) -> Result<PathBuf, OutputError> {
+        let path = self.gpu_jsonl_path();
+        write_file(&path, jsonl(samples, "GPU sample")?.as_bytes())?;
+        Ok(path)
+    }
+
     /// Writes `<stem>.timeseries.jsonl`, one [`TimeSample`] per line; returns its path.
     pub fn write_time_series(&self, samples: &[TimeSample]) -> Result<PathBuf, OutputError> {
         let path = self.timeseries_jsonl_path();

@@ -126,6 +126,8 @@ pub struct Summary {
     pub steady_state: Option<Value>,
     /// The executor's runtime settings the run used (filled by the runner).
     pub executor_settings: Option<Value>,
+    /// GPU telemetry averages ([`crate::bench::telemetry_section`], filled by the runner).
+    pub gpu_telemetry: Option<Value>,
 }
 
 impl Summary {
@@ -227,6 +229,7 @@ impl Summary {
             ("metadata", &self.metadata),
             ("lora", &self.lora),
             ("executor_settings", &self.executor_settings),
+            ("gpu_telemetry", &self.gpu_telemetry),
             ("arrivals", &self.arrivals),
             ("steady_state", &self.steady_state),
             ("sessions", &self.sessions),

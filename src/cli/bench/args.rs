@@ -238,6 +238,15 @@ pub struct RunArgs {
     /// Without it, a plain progress line every few seconds on stderr.
     #[arg(long, action = ArgAction::Set)]
     pub live: Option<bool>,
+    /// Sample GPU telemetry during each point: power, clocks, utilization, memory, temperature
+    /// and throttle reasons through NVML, or on a simulated engine in process the timing
+    /// model's counterparts. [default: in process; other targets only when given true, sampling
+    /// this host's GPUs through NVML, as for a local server].
+    #[arg(long, action = ArgAction::Set)]
+    pub gpu_telemetry: Option<bool>,
+    /// Seconds between GPU telemetry samples.
+    #[arg(long, default_value_t = 0.5)]
+    pub gpu_sample_interval: f64,
     /// No live view: plain progress lines on stderr (as when stdout is not a terminal).
     #[arg(long)]
     pub quiet: bool,

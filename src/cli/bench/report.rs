@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use trtllm::bench::{
-    ClockKind, LatencyMetric, LatencyThroughputPoint, Phase, PointRun, Prediction, PressurePoint, RequestRecord,
-    ResultFiles, RunClock, RunInfo, Slos, Summary, SweepRow, VirtualClockRun, WallAnchor, fill_kv_utilization,
-    plot_latency_vs_throughput, plot_time_series, plot_ttft_vs_inflight_tokens, time_series, unavailable_section,
-    write_svg, write_sweep_csv,
+    ClockKind, GpuSample, LatencyMetric, LatencyThroughputPoint, Phase, PointRun, Prediction, PressurePoint,
+    RequestRecord, ResultFiles, RunClock, RunInfo, Slos, Summary, SweepRow, VirtualClockRun, WallAnchor,
+    fill_kv_utilization, plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series,
+    plot_ttft_vs_inflight_tokens, telemetry_section, time_series, unavailable_section, write_svg, write_sweep_csv,
 };
 
 use super::args::RunArgs;
@@ -71,6 +71,7 @@ impl<'a> Report<'a> {
 
     /// Writes the point's summary, request and iteration files (and its time series when it
     /// ran for a duration); returns its sweep row and lines for the console.
+    #[allow(clippy::too_many_arguments)]
     pub fn write_point(
         &self,
         point: &Point,
@@ -79,6 +80,7 @@ impl<'a> Report<'a> {
         anchor: &WallAnchor,
         virtual_run: Option<&VirtualClockRun>,
         twin: Option<&PointRun>,
+        telemetry: Option<(&'static str, Vec<GpuSample>)>,
     ) -> anyhow::Result<(SweepRow, Vec<String>, Value)> {
         let run_info = RunInfo {
             date: self.date.clone(),
@@ -215,6 +217,14 @@ impl<'a> Report<'a> {
         notes.extend(load_shape_lines(&point.stem, &summary));
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
+        if let Some((kind, samples)) = &telemetry {
+            summary.gpu_telemetry = Some(telemetry_section(kind, samples));
+            files.write_gpu_telemetry(samples)?;
+            if let Ok(svg) = plot_gpu_telemetry(samples, &output_rate(&run.records)) {
+                write_svg(&files.gpu_svg_path(), &svg)?;
+            }
+            notes.push(gpu_line(&point.stem, kind, summary.gpu_telemetry.as_ref()));
+        }
         files.write_summary(&summary)?;
         files.write_requests(&run.records)?;
         let iterations: Vec<Value> = match &run.iterations {
@@ -387,6 +397,39 @@ fn load_shape_lines(stem: &str, summary: &trtllm::bench::Summary) -> Vec<String>
         ));
     }
     lines
+}
+
+/// Output tokens per second in each whole second of the run (the measured and ramp-up requests'
+/// chunks), as `(mid-second, tokens/s)`, for the GPU telemetry plot.
+fn output_rate(records: &[RequestRecord]) -> Vec<(f64, f64)> {
+    let mut buckets: std::collections::BTreeMap<i64, f64> = Default::default();
+    for chunk in records.iter().filter(|r| r.phase != Phase::Warmup).flat_map(|r| &r.chunks) {
+        *buckets.entry(chunk.t_s.floor() as i64).or_default() += chunk.tokens as f64;
+    }
+    buckets.into_iter().map(|(s, tokens)| (s as f64 + 0.5, tokens)).collect()
+}
+
+/// One console line of a point's GPU telemetry averages (the first GPU's).
+fn gpu_line(stem: &str, kind: &str, section: Option<&Value>) -> String {
+    let gpu = section.map(|s| &s["gpus"][0]).cloned().unwrap_or(Value::Null);
+    let figure = |key: &str, label: &str, scale: f64, unit: &str| {
+        gpu[key].as_f64().map(|v| format!("{label} {:.1}{unit}", v / scale))
+    };
+    let parts: Vec<String> = [
+        figure("mean_power_w", "power", 1.0, " W"),
+        figure("mean_gpu_util_pct", "compute", 1.0, "%"),
+        figure("mean_mem_util_pct", "memory bandwidth", 1.0, "%"),
+        figure("mean_memory_used_bytes", "memory", f64::from(1u32 << 30), " GiB"),
+        figure("mean_sm_clock_mhz", "SM clock", 1.0, " MHz"),
+        figure("mean_temperature_c", "temperature", 1.0, " C"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    format!(
+        "gpu {stem} ({kind}, mean over the point): {}",
+        if parts.is_empty() { "no samples".into() } else { parts.join(", ") }
+    )
 }
 
 /// One console line for a point's `length_distribution` section.
