@@ -117,6 +117,10 @@ pub use runner::point::{PointRun, run_point, run_point_live};
 pub use runner::target::{BenchTarget, GrpcTarget};
 pub use simulation::{EngineSimulation, SimulationError};
 pub use telemetry::{
+    EndpointLog, Scraped, SeriesKind, ServerMetricsError, ServerMetricsWatch, parse_prometheus, scrape,
+    server_metrics_rows, server_metrics_section,
+};
+pub use telemetry::{
     GpuSample, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler, TelemetrySource, telemetry_line,
     telemetry_section,
 };

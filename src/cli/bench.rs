@@ -61,6 +61,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let args = *args.run;
     let percentiles = parse_percentiles(&args.percentiles)?;
     let slos = args.slo.as_deref().map(Slos::parse).transpose()?;
+    if !(args.metrics_interval.is_finite() && args.metrics_interval > 0.0) {
+        anyhow::bail!("--metrics-interval must be a positive number of seconds");
+    }
     if !(args.gpu_sample_interval.is_finite() && args.gpu_sample_interval > 0.0) {
         anyhow::bail!("--gpu-sample-interval must be a positive number of seconds");
     }
@@ -141,6 +144,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         target: &args.target,
         gpu_telemetry: args.gpu_telemetry,
         gpu_sample_interval: args.gpu_sample_interval,
+        metrics_urls: &args.metrics_url,
+        metrics_interval: args.metrics_interval,
     };
     if args.saturate.saturate {
         args.saturate.validate()?;
@@ -220,6 +225,10 @@ struct OnePoint<'a> {
     gpu_telemetry: Option<bool>,
     /// `--gpu-sample-interval`, seconds.
     gpu_sample_interval: f64,
+    /// `--metrics-url`: Prometheus endpoints to scrape.
+    metrics_urls: &'a [String],
+    /// `--metrics-interval`, seconds.
+    metrics_interval: f64,
 }
 
 impl OnePoint<'_> {
@@ -236,6 +245,13 @@ impl OnePoint<'_> {
         let anchor = WallAnchor::now();
         let stats = &self.live.stats;
         let count = |r: &trtllm::bench::RequestRecord| stats.record(r);
+        let scrapes = match self.metrics_urls.is_empty() {
+            true => None,
+            false => {
+                let interval = std::time::Duration::from_secs_f64(self.metrics_interval);
+                Some(trtllm::bench::ServerMetricsWatch::start(self.metrics_urls, interval).await)
+            }
+        };
         let sampler = self.telemetry_source().map(|source| {
             let live = stats.clone();
             let interval = std::time::Duration::from_secs_f64(self.gpu_sample_interval);
@@ -258,6 +274,11 @@ impl OnePoint<'_> {
         };
         self.live.finish_point();
         let telemetry = sampler.map(|s| (s.kind(), s.finish()));
+        let servers = match scrapes {
+            Some(watch) => watch.finish().await,
+            None => Vec::new(),
+        };
+        let observed = self::report::Observed { gpu: telemetry, servers };
         let ok = run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
         let twin = match self.twin_dir {
             Some(dir) => {
@@ -268,7 +289,7 @@ impl OnePoint<'_> {
             None => None,
         };
         let (row, notes, summary) =
-            self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref(), telemetry)?;
+            self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref(), observed)?;
         Ok((row, notes, summary, ok))
     }
 

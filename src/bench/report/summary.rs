@@ -128,6 +128,8 @@ pub struct Summary {
     pub executor_settings: Option<Value>,
     /// GPU telemetry averages ([`crate::bench::telemetry_section`], filled by the runner).
     pub gpu_telemetry: Option<Value>,
+    /// Scraped Prometheus endpoints ([`crate::bench::server_metrics_section`], filled by the runner).
+    pub server_metrics: Option<Value>,
 }
 
 impl Summary {
@@ -230,6 +232,7 @@ impl Summary {
             ("lora", &self.lora),
             ("executor_settings", &self.executor_settings),
             ("gpu_telemetry", &self.gpu_telemetry),
+            ("server_metrics", &self.server_metrics),
             ("arrivals", &self.arrivals),
             ("steady_state", &self.steady_state),
             ("sessions", &self.sessions),

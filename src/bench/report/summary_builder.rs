@@ -221,6 +221,7 @@ impl SummaryBuilder {
             steady_state: SteadyWindow::find(records).map(|w| w.section(records, ps)),
             executor_settings: None,
             gpu_telemetry: None,
+            server_metrics: None,
             speculative: SpeculativeSummary::compute(
                 ok.iter().filter_map(|r| r.speculative.as_ref().map(|c| (r.output_tokens, c))),
             ),

@@ -3,6 +3,7 @@
 //! source on its own thread, and the summary's averages. NVML is one source ([`NvmlSource`]).
 
 mod nvml;
+mod server_metrics;
 mod simulated;
 
 use std::sync::Arc;
@@ -14,6 +15,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 pub use self::nvml::NvmlSource;
+pub use self::server_metrics::{
+    EndpointLog, Scraped, SeriesKind, ServerMetricsError, ServerMetricsWatch, parse_prometheus, scrape,
+    server_metrics_rows, server_metrics_section,
+};
 pub use self::simulated::SimulatedSource;
 
 /// A telemetry source that could not be opened or read.

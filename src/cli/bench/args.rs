@@ -247,6 +247,14 @@ pub struct RunArgs {
     /// Seconds between GPU telemetry samples.
     #[arg(long, default_value_t = 0.5)]
     pub gpu_sample_interval: f64,
+    /// Prometheus endpoints to scrape before, during and after each point (e.g. a `trtllm
+    /// serve --metrics-port` worker's `http://HOST:PORT/metrics`, the smg gateway's
+    /// `--prometheus-port`): counter deltas and gauge series in the summary's `server_metrics`.
+    #[arg(long, value_delimiter = ',')]
+    pub metrics_url: Vec<String>,
+    /// Seconds between scrapes of `--metrics-url` during a point.
+    #[arg(long, default_value_t = 1.0)]
+    pub metrics_interval: f64,
     /// No live view: plain progress lines on stderr (as when stdout is not a terminal).
     #[arg(long)]
     pub quiet: bool,

@@ -20,6 +20,14 @@ const DEFAULT_SAMPLE_INTERVAL_S: f64 = 5.0;
 const NO_ITERATION_STATS: &str =
     "iteration statistics are not exposed over trtllm.TrtllmService; run in process to see them";
 
+/// What was watched beside the requests during a point.
+pub struct Observed {
+    /// GPU telemetry: the source's kind and its samples.
+    pub gpu: Option<(&'static str, Vec<GpuSample>)>,
+    /// The `--metrics-url` endpoints' scrapes.
+    pub servers: Vec<trtllm::bench::EndpointLog>,
+}
+
 /// What every point's files share.
 pub struct Report<'a> {
     args: &'a RunArgs,
@@ -80,7 +88,7 @@ impl<'a> Report<'a> {
         anchor: &WallAnchor,
         virtual_run: Option<&VirtualClockRun>,
         twin: Option<&PointRun>,
-        telemetry: Option<(&'static str, Vec<GpuSample>)>,
+        observed: Observed,
     ) -> anyhow::Result<(SweepRow, Vec<String>, Value)> {
         let run_info = RunInfo {
             date: self.date.clone(),
@@ -217,7 +225,13 @@ impl<'a> Report<'a> {
         notes.extend(load_shape_lines(&point.stem, &summary));
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
-        if let Some((kind, samples)) = &telemetry {
+        if !observed.servers.is_empty() {
+            summary.server_metrics = Some(trtllm::bench::server_metrics_section(&observed.servers));
+            let rows: String =
+                trtllm::bench::server_metrics_rows(&observed.servers).iter().map(|r| r.to_string() + "\n").collect();
+            std::fs::write(self.output_dir.join(format!("{}.server_metrics.jsonl", point.stem)), rows)?;
+        }
+        if let Some((kind, samples)) = &observed.gpu {
             summary.gpu_telemetry = Some(telemetry_section(kind, samples));
             files.write_gpu_telemetry(samples)?;
             if let Ok(svg) = plot_gpu_telemetry(samples, &output_rate(&run.records)) {
