@@ -97,6 +97,7 @@ pub use planning::virtual_clock::{
     iteration_latencies_ms, run_virtual_point, run_virtual_point_with, to_simulated_time,
 };
 pub use report::compare::{CompareError, compare, compare_files};
+pub use report::html::{HtmlReport, compare_html};
 pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
 pub use report::lengths::length_section;
 pub use report::live::{LIVE_VIEW_HEIGHT, draw_live_view, progress_line};

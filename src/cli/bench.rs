@@ -50,7 +50,10 @@ enum Compare {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Compare::Compare { a, b }) = args.compare {
-        print!("{}", trtllm::bench::compare_files(&a, &b)?);
+        let text = trtllm::bench::compare_files(&a, &b)?;
+        print!("{text}");
+        let path = self::report::write_compare_html(&a, &b, &text)?;
+        println!("report in {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     // Layers side by side: `--target a,b,c` runs each target in turn (see layers.rs).
@@ -116,6 +119,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
     report.timer_jitter = jitter.as_ref().map(trtllm::bench::TimerJitter::to_json);
     let mut rows: Vec<SweepRow> = Vec::new();
+    let mut summaries: Vec<(String, serde_json::Value)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;
     // A virtual-clock point loads its own executor: with the same settings as a real one.
@@ -169,6 +173,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             point.stem = format!("sat_r{r}_{}", points[0].stem.split_once('_').map_or("", |s| s.1));
             let (row, point_notes, summary, ok) = one.run(&point, judged.len()).await?;
             succeeded += ok;
+            summaries.push((point.stem.clone(), summary.clone()));
             rows.push(row);
             notes.extend(point_notes);
             judged.push(self::saturate::judge(r, &point.stem, &summary, args.saturate.slo_attainment));
@@ -184,6 +189,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let (row, point_notes, summary, ok) = one.run(&point, index).await?;
             succeeded += ok;
             if repeat == 0 {
+                summaries.push((point.stem.clone(), summary.clone()));
                 rows.push(row);
                 notes.extend(point_notes);
             }
@@ -202,7 +208,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(jitter) = &jitter {
         println!("{}", jitter.console_line());
     }
-    println!("results in {}", output_dir.display());
+    let html = report.write_html(&summaries, &notes)?;
+    println!("results in {} (report: {})", output_dir.display(), html.display());
     if let Some(executor) = setup.target.executor() {
         executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
     }

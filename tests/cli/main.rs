@@ -5,6 +5,7 @@ mod common;
 
 mod bench;
 mod bench_gateway;
+mod bench_html;
 mod bench_layers;
 mod bench_lengths;
 mod bench_load;

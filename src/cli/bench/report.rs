@@ -276,6 +276,43 @@ impl<'a> Report<'a> {
         Ok(())
     }
 
+    /// Writes `report.html`: the run's settings, every point's summary and sections, every SVG
+    /// plot in the output directory inline, and the console notes; returns its path.
+    pub fn write_html(&self, points: &[(String, Value)], notes: &[String]) -> anyhow::Result<PathBuf> {
+        let mut svgs: Vec<PathBuf> = std::fs::read_dir(&self.output_dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+            .collect();
+        svgs.sort();
+        let plots = svgs
+            .iter()
+            .map(|p| {
+                Ok((p.file_name().unwrap_or_default().to_string_lossy().into_owned(), std::fs::read_to_string(p)?))
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let text = |v: &Value| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+        let settings = vec![
+            ("date".to_owned(), self.date.clone()),
+            ("command line".to_owned(), std::env::args().collect::<Vec<_>>().join(" ")),
+            ("target".to_owned(), self.args.target.clone()),
+            ("backend".to_owned(), text(&self.metadata["backend"])),
+            ("gpu".to_owned(), text(&self.metadata["gpu"])),
+            ("model".to_owned(), self.setup.model_id.clone()),
+            ("label".to_owned(), self.args.label.clone().unwrap_or_default()),
+            ("host timer jitter".to_owned(), self.timer_jitter.as_ref().map(Value::to_string).unwrap_or_default()),
+        ];
+        let page = trtllm::bench::HtmlReport {
+            title: format!("trtllm bench {} {}", self.args.target, self.date),
+            settings,
+            points: points.to_vec(),
+            plots,
+            notes: notes.to_vec(),
+        };
+        let path = self.output_dir.join("report.html");
+        std::fs::write(&path, page.render())?;
+        Ok(path)
+    }
+
     /// Writes the aggregate CSV and the sweep plots.
     pub fn write_sweep(&self, rows: &[SweepRow]) -> anyhow::Result<()> {
         let dir = &self.output_dir;
@@ -293,6 +330,22 @@ impl<'a> Report<'a> {
         }
         Ok(())
     }
+}
+
+/// Writes `bench compare`'s HTML report beside B, `<B stem>.compare.html`; returns its path.
+pub fn write_compare_html(a: &Path, b: &Path, comparison: &str) -> anyhow::Result<PathBuf> {
+    let read = |p: &Path| -> anyhow::Result<Value> { Ok(serde_json::from_str(&std::fs::read_to_string(p)?)?) };
+    let name = |p: &Path| p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    let html = trtllm::bench::compare_html(
+        &a.display().to_string(),
+        &read(a)?,
+        &b.display().to_string(),
+        &read(b)?,
+        comparison,
+    );
+    let path = b.with_file_name(format!("{}.compare.html", name(b)));
+    std::fs::write(&path, html)?;
+    Ok(path)
 }
 
 /// One console line comparing the twin's predicted figures with the measured ones.
