@@ -17,6 +17,7 @@ mod bench_telemetry;
 mod generate;
 mod guided;
 mod lora;
+mod moe;
 mod plan;
 mod serve;
 mod sim;

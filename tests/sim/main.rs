@@ -5,5 +5,6 @@ mod common;
 
 mod cpp;
 mod engine_checks;
+mod families;
 mod kernel_table;
 mod timing;

@@ -3,14 +3,15 @@
 
 use serde_json::{Value, json};
 
-use super::error::GuidedError;
+use crate::error::invalid_request::InvalidGuide;
+
 use super::gbnf;
 
 /// A JSON Schema: a JSON object or boolean.
-pub(super) fn parse_schema(text: &str) -> Result<Value, GuidedError> {
-    let schema: Value = serde_json::from_str(text).map_err(|e| GuidedError::InvalidSchema(e.to_string()))?;
+pub(super) fn parse_schema(text: &str) -> Result<Value, InvalidGuide> {
+    let schema: Value = serde_json::from_str(text).map_err(|e| InvalidGuide::Schema(e.to_string()))?;
     if !(schema.is_object() || schema.is_boolean()) {
-        return Err(GuidedError::InvalidSchema("a schema is a JSON object or boolean".into()));
+        return Err(InvalidGuide::Schema("a schema is a JSON object or boolean".into()));
     }
     Ok(schema)
 }
@@ -30,11 +31,11 @@ pub(super) fn with_compact_json(mut schema: Value) -> Value {
 }
 
 /// The regex parses with Rust's regex syntax (what llguidance uses).
-pub(super) fn check_regex(regex: &str) -> Result<(), GuidedError> {
-    regex_syntax::Parser::new().parse(regex).map(|_| ()).map_err(|e| GuidedError::InvalidRegex(e.to_string()))
+pub(super) fn check_regex(regex: &str) -> Result<(), InvalidGuide> {
+    regex_syntax::Parser::new().parse(regex).map(|_| ()).map_err(|e| InvalidGuide::Regex(e.to_string()))
 }
 
 /// GBNF (`::=` rules) is converted; anything else is taken as llguidance Lark text.
-pub(super) fn grammar_to_lark(grammar: &str) -> Result<String, GuidedError> {
+pub(super) fn grammar_to_lark(grammar: &str) -> Result<String, InvalidGuide> {
     if gbnf::looks_like_gbnf(grammar) { gbnf::to_lark(grammar) } else { Ok(grammar.to_string()) }
 }

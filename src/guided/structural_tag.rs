@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::error::GuidedError;
+use crate::error::invalid_request::InvalidGuide;
+
 use super::grammar_parts::{check_regex, grammar_to_lark, with_compact_json};
 
 /// One node of a structural tag.
@@ -36,13 +37,13 @@ struct Tag {
     end: String,
 }
 
-fn invalid<T>(what: impl Into<String>) -> Result<T, GuidedError> {
-    Err(GuidedError::InvalidStructuralTag(what.into()))
+fn invalid<T>(what: impl Into<String>) -> Result<T, InvalidGuide> {
+    Err(InvalidGuide::StructuralTag(what.into()))
 }
 
 /// Converts a structural tag document to Lark text.
-pub(super) fn to_lark(text: &str) -> Result<String, GuidedError> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| GuidedError::InvalidStructuralTag(e.to_string()))?;
+pub(super) fn to_lark(text: &str) -> Result<String, InvalidGuide> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| InvalidGuide::StructuralTag(e.to_string()))?;
     if !doc.is_object() {
         return invalid("the document is not a JSON object");
     }
@@ -63,7 +64,7 @@ pub(super) fn to_lark(text: &str) -> Result<String, GuidedError> {
     Ok(out)
 }
 
-fn legacy(doc: &Value) -> Result<Format, GuidedError> {
+fn legacy(doc: &Value) -> Result<Format, InvalidGuide> {
     let Some(structures) = doc["structures"].as_array() else {
         return invalid("`structures` is not an array");
     };
@@ -76,7 +77,7 @@ fn legacy(doc: &Value) -> Result<Format, GuidedError> {
                 end: string_field(s, "end")?,
             })
         })
-        .collect::<Result<Vec<_>, GuidedError>>()?;
+        .collect::<Result<Vec<_>, InvalidGuide>>()?;
     Ok(Format::TriggeredTags {
         triggers: strings(doc, "triggers")?,
         tags,
@@ -89,7 +90,7 @@ fn kind(v: &Value) -> Option<&str> {
     v.get("type").and_then(Value::as_str).or_else(|| v.get("format").and_then(Value::as_str))
 }
 
-fn parse_format(v: &Value) -> Result<Format, GuidedError> {
+fn parse_format(v: &Value) -> Result<Format, InvalidGuide> {
     let Some(kind) = kind(v) else {
         return invalid(format!("a format object needs a `type`: {v}"));
     };
@@ -131,7 +132,7 @@ fn parse_format(v: &Value) -> Result<Format, GuidedError> {
     })
 }
 
-fn parse_tag(v: &Value) -> Result<Tag, GuidedError> {
+fn parse_tag(v: &Value) -> Result<Tag, InvalidGuide> {
     let Some(content) = v.get("content") else {
         return invalid("a tag needs `content`");
     };
@@ -142,7 +143,7 @@ fn parse_tag(v: &Value) -> Result<Tag, GuidedError> {
     })
 }
 
-fn tags(v: &Value) -> Result<Vec<Tag>, GuidedError> {
+fn tags(v: &Value) -> Result<Vec<Tag>, InvalidGuide> {
     let Some(list) = v.get("tags").and_then(Value::as_array) else {
         return invalid("`tags` is not an array");
     };
@@ -152,21 +153,21 @@ fn tags(v: &Value) -> Result<Vec<Tag>, GuidedError> {
     list.iter().map(parse_tag).collect()
 }
 
-fn elements(v: &Value) -> Result<Vec<Format>, GuidedError> {
+fn elements(v: &Value) -> Result<Vec<Format>, InvalidGuide> {
     match v.get("elements").and_then(Value::as_array) {
         Some(list) if !list.is_empty() => list.iter().map(parse_format).collect(),
         _ => invalid("`elements` must be a non-empty array"),
     }
 }
 
-fn string_field(v: &Value, key: &str) -> Result<String, GuidedError> {
+fn string_field(v: &Value, key: &str) -> Result<String, InvalidGuide> {
     match v.get(key).and_then(Value::as_str) {
         Some(s) => Ok(s.to_string()),
         None => invalid(format!("`{key}` must be a string")),
     }
 }
 
-fn strings(v: &Value, key: &str) -> Result<Vec<String>, GuidedError> {
+fn strings(v: &Value, key: &str) -> Result<Vec<String>, InvalidGuide> {
     match v.get(key).and_then(Value::as_array) {
         Some(list) => list
             .iter()
@@ -176,7 +177,7 @@ fn strings(v: &Value, key: &str) -> Result<Vec<String>, GuidedError> {
     }
 }
 
-fn optional_strings(v: &Value, key: &str) -> Result<Vec<String>, GuidedError> {
+fn optional_strings(v: &Value, key: &str) -> Result<Vec<String>, InvalidGuide> {
     if v.get(key).is_none() { Ok(Vec::new()) } else { strings(v, key) }
 }
 
@@ -186,10 +187,10 @@ fn flag(v: &Value, key: &str) -> bool {
 
 /// The schema of a json_schema format or legacy structure (`json_schema` or `schema`; an object or
 /// a JSON text).
-fn schema_field(v: &Value) -> Result<Value, GuidedError> {
+fn schema_field(v: &Value) -> Result<Value, InvalidGuide> {
     let schema = match v.get("json_schema").or_else(|| v.get("schema")) {
         Some(Value::String(text)) => serde_json::from_str(text)
-            .map_err(|e| GuidedError::InvalidStructuralTag(format!("the schema is not JSON: {e}")))?,
+            .map_err(|e| InvalidGuide::StructuralTag(format!("the schema is not JSON: {e}")))?,
         Some(schema) => schema.clone(),
         None => return invalid("a json_schema format needs `json_schema`"),
     };
@@ -212,7 +213,7 @@ impl Builder {
         name
     }
 
-    fn expr(&mut self, format: &Format) -> Result<String, GuidedError> {
+    fn expr(&mut self, format: &Format) -> Result<String, InvalidGuide> {
         Ok(match format {
             Format::ConstString(s) => quote(s),
             Format::JsonSchema(schema) => {
@@ -253,7 +254,7 @@ impl Builder {
     }
 
     /// `begin content end`; any text inside a tag runs lazily up to the first `end`.
-    fn tag(&mut self, tag: &Tag) -> Result<String, GuidedError> {
+    fn tag(&mut self, tag: &Tag) -> Result<String, InvalidGuide> {
         let begin = quote(&tag.begin);
         if let Format::AnyText { excluded } = tag.content.as_ref()
             && excluded.is_empty()
@@ -286,7 +287,7 @@ impl Builder {
         tags: &[Tag],
         at_least_one: bool,
         stop_after_first: bool,
-    ) -> Result<String, GuidedError> {
+    ) -> Result<String, InvalidGuide> {
         // Each tag belongs to the one trigger its `begin` starts with.
         let mut by_trigger: Vec<Vec<&Tag>> = vec![Vec::new(); triggers.len()];
         for tag in tags {

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::error::GuidedError;
+use crate::error::invalid_request::InvalidGuide;
 
 /// A grammar is GBNF when some line defines a rule with `::=`.
 pub(super) fn looks_like_gbnf(grammar: &str) -> bool {
@@ -19,17 +19,17 @@ pub(super) fn looks_like_gbnf(grammar: &str) -> bool {
 }
 
 /// Converts a GBNF grammar to Lark text whose `start` rule is the GBNF `root`.
-pub(super) fn to_lark(grammar: &str) -> Result<String, GuidedError> {
+pub(super) fn to_lark(grammar: &str) -> Result<String, InvalidGuide> {
     let rules = Parser { chars: grammar.chars().collect(), pos: 0 }.grammar()?;
     if !rules.iter().any(|(name, _)| name == "root") {
-        return Err(GuidedError::InvalidGrammar("the grammar has no `root` rule".into()));
+        return Err(InvalidGuide::Grammar("the grammar has no `root` rule".into()));
     }
     let mut names = HashMap::new();
     for (name, _) in &rules {
         let lark = if name == "root" { "start".to_string() } else { format!("r_{}", sanitize(name)) };
         let unique = if names.values().any(|v| v == &lark) { format!("{lark}_{}", names.len()) } else { lark };
         if names.insert(name.clone(), unique).is_some() {
-            return Err(GuidedError::InvalidGrammar(format!("rule `{name}` is defined twice")));
+            return Err(InvalidGuide::Grammar(format!("rule `{name}` is defined twice")));
         }
     }
     let mut out = String::new();
@@ -57,10 +57,10 @@ enum Expr {
     Repeat { inner: Box<Expr>, min: u32, max: Option<u32> },
 }
 
-fn emit(expr: &Expr, names: &HashMap<String, String>, out: &mut String) -> Result<(), GuidedError> {
+fn emit(expr: &Expr, names: &HashMap<String, String>, out: &mut String) -> Result<(), InvalidGuide> {
     match expr {
         Expr::Literal(text) => {
-            out.push_str(&serde_json::to_string(text).map_err(|e| GuidedError::InvalidGrammar(e.to_string()))?)
+            out.push_str(&serde_json::to_string(text).map_err(|e| InvalidGuide::Grammar(e.to_string()))?)
         }
         Expr::Class { negated, ranges } => {
             out.push_str("/[");
@@ -79,7 +79,7 @@ fn emit(expr: &Expr, names: &HashMap<String, String>, out: &mut String) -> Resul
         Expr::AnyChar => out.push_str("/(?s:.)/"),
         Expr::Rule(name) => match names.get(name) {
             Some(lark) => out.push_str(lark),
-            None => return Err(GuidedError::InvalidGrammar(format!("rule `{name}` is used but not defined"))),
+            None => return Err(InvalidGuide::Grammar(format!("rule `{name}` is used but not defined"))),
         },
         Expr::Sequence(items) if items.is_empty() => out.push_str("\"\""),
         Expr::Sequence(items) => {
@@ -135,9 +135,9 @@ struct Parser {
 }
 
 impl Parser {
-    fn error<T>(&self, what: &str) -> Result<T, GuidedError> {
+    fn error<T>(&self, what: &str) -> Result<T, InvalidGuide> {
         let line = self.chars[..self.pos.min(self.chars.len())].iter().filter(|&&c| c == '\n').count() + 1;
-        Err(GuidedError::InvalidGrammar(format!("line {line}: {what}")))
+        Err(InvalidGuide::Grammar(format!("line {line}: {what}")))
     }
 
     fn peek(&self) -> Option<char> {
@@ -178,7 +178,7 @@ impl Parser {
         probe.chars[probe.pos..].starts_with(&[':', ':', '='])
     }
 
-    fn grammar(mut self) -> Result<Vec<(String, Expr)>, GuidedError> {
+    fn grammar(mut self) -> Result<Vec<(String, Expr)>, InvalidGuide> {
         let mut rules = Vec::new();
         loop {
             self.skip(true);
@@ -197,12 +197,12 @@ impl Parser {
             rules.push((name, body));
         }
         if rules.is_empty() {
-            return Err(GuidedError::InvalidGrammar("the grammar defines no rule".into()));
+            return Err(InvalidGuide::Grammar("the grammar defines no rule".into()));
         }
         Ok(rules)
     }
 
-    fn choice(&mut self) -> Result<Expr, GuidedError> {
+    fn choice(&mut self) -> Result<Expr, InvalidGuide> {
         let mut options = vec![self.sequence()?];
         loop {
             self.skip(true);
@@ -216,7 +216,7 @@ impl Parser {
         Ok(if options.len() == 1 { options.remove(0) } else { Expr::Choice(options) })
     }
 
-    fn sequence(&mut self) -> Result<Expr, GuidedError> {
+    fn sequence(&mut self) -> Result<Expr, InvalidGuide> {
         let mut items = Vec::new();
         loop {
             self.skip(true);
@@ -231,7 +231,7 @@ impl Parser {
         Ok(if items.len() == 1 { items.remove(0) } else { Expr::Sequence(items) })
     }
 
-    fn atom(&mut self) -> Result<Expr, GuidedError> {
+    fn atom(&mut self) -> Result<Expr, InvalidGuide> {
         match self.peek() {
             Some('"') => {
                 self.pos += 1;
@@ -276,7 +276,7 @@ impl Parser {
         }
     }
 
-    fn class(&mut self) -> Result<Expr, GuidedError> {
+    fn class(&mut self) -> Result<Expr, InvalidGuide> {
         self.pos += 1;
         let negated = self.peek() == Some('^');
         if negated {
@@ -312,7 +312,7 @@ impl Parser {
     }
 
     /// One (possibly escaped) character of a string literal or class.
-    fn char_in_literal(&mut self) -> Result<char, GuidedError> {
+    fn char_in_literal(&mut self) -> Result<char, InvalidGuide> {
         let Some(c) = self.peek() else {
             return self.error("unexpected end of grammar");
         };
@@ -342,7 +342,7 @@ impl Parser {
         }
     }
 
-    fn postfix(&mut self, mut atom: Expr) -> Result<Expr, GuidedError> {
+    fn postfix(&mut self, mut atom: Expr) -> Result<Expr, InvalidGuide> {
         loop {
             let (min, max) = match self.peek() {
                 Some('*') => (0, None),

@@ -8,9 +8,12 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use llguidance::toktrie::{SimpleVob, TokEnv};
 use llguidance::{Matcher, ParserFactory};
 
+use crate::error::invalid_request::InvalidGuide;
+use crate::types::guided::GuideType;
+
 use super::cache::GrammarCache;
 use super::error::GuidedError;
-use super::guide::{GuideType, grammar_for};
+use super::guide::grammar_for;
 use super::text_tokens::TextTokens;
 use super::vocab;
 
@@ -58,7 +61,7 @@ impl GrammarMatcherFactory {
         stop_token_ids: &[u32],
     ) -> Result<Self, GuidedError> {
         let env: TokEnv = vocab::tok_env(encoded_vocab, tokenizer_json, stop_token_ids)?;
-        let mut parsers = ParserFactory::new_simple(&env).map_err(|e| GuidedError::Compile(e.to_string()))?;
+        let mut parsers = ParserFactory::new_simple(&env).map_err(|e| GuidedError::Vocabulary(e.to_string()))?;
         parsers.quiet();
         Ok(Self {
             parsers: Arc::new(parsers),
@@ -126,12 +129,13 @@ impl GrammarMatcherFactory {
     /// A fresh matcher for one sequence: the guide's grammar compiled, or copied from the cache when
     /// this factory compiled the same guide recently.
     pub fn matcher(&self, guide_type: GuideType, guide: Option<&str>) -> Result<GrammarMatcher, GuidedError> {
+        let refused = |e: String| GuidedError::Guide { guide_type, reason: InvalidGuide::Compile(e) };
         let parser = self.compiled.parser(guide_type, guide, || {
-            self.parsers.create_parser(grammar_for(guide_type, guide)?).map_err(|e| GuidedError::Compile(e.to_string()))
+            self.parsers.create_parser(grammar_for(guide_type, guide)?).map_err(|e| refused(e.to_string()))
         })?;
         let inner = Matcher::new(Ok(parser));
         if let Some(err) = inner.get_error() {
-            return Err(GuidedError::Compile(err));
+            return Err(refused(err));
         }
         Ok(GrammarMatcher {
             inner,

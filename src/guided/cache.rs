@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use llguidance::TokenParser;
 
-use super::guide::GuideType;
+use crate::types::guided::GuideType;
 
 /// What identifies a compiled grammar: the guide type and the guide text.
 type GuideKey = (GuideType, Option<String>);

@@ -10,6 +10,7 @@ use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{AddedToken, Tokenizer};
 
 use super::*;
+use crate::types::guided::GuideType;
 
 const SEEDS: u64 = 24;
 const MAX_TOKENS: usize = 256;
@@ -340,35 +341,50 @@ fn special_tokens_are_never_text() {
 
 #[test]
 fn malformed_guides_name_the_problem() {
-    let cases: [(GuideType, Option<&str>, &str); 10] = [
-        (GuideType::JsonSchema, Some("{type: object}"), "guide: the JSON schema is not valid"),
-        (GuideType::JsonSchema, Some("[1, 2]"), "guide: the JSON schema is not valid"),
-        (GuideType::JsonSchema, None, "guide: a JSON_SCHEMA guide needs a non-empty guide"),
-        (GuideType::Regex, Some(""), "guide: a REGEX guide needs a non-empty guide"),
-        (GuideType::Regex, Some("(ab"), "guide: the regular expression is not valid"),
-        (GuideType::EbnfGrammar, Some("   "), "guide: a EBNF_GRAMMAR guide needs a non-empty guide"),
-        (GuideType::EbnfGrammar, Some("root ::= foo"), "rule `foo` is used but not defined"),
-        (GuideType::EbnfGrammar, Some("expr ::= \"a\""), "the grammar has no `root` rule"),
+    use crate::error::InvalidGuide as G;
+    let missing = |r: &G| matches!(r, G::Missing);
+    let schema = |r: &G| matches!(r, G::Schema(_));
+    let regex = |r: &G| matches!(r, G::Regex(_));
+    let grammar = |r: &G| matches!(r, G::Grammar(_));
+    let tag = |r: &G| matches!(r, G::StructuralTag(_));
+    type Case<'a> = (GuideType, Option<&'a str>, fn(&G) -> bool, &'a str);
+    let cases: [Case; 10] = [
+        (GuideType::JsonSchema, Some("{type: object}"), schema, ""),
+        (GuideType::JsonSchema, Some("[1, 2]"), schema, "a schema is a JSON object or boolean"),
+        (GuideType::JsonSchema, None, missing, ""),
+        (GuideType::Regex, Some(""), missing, ""),
+        (GuideType::Regex, Some("(ab"), regex, ""),
+        (GuideType::EbnfGrammar, Some("   "), missing, ""),
+        (GuideType::EbnfGrammar, Some("root ::= foo"), grammar, "rule `foo` is used but not defined"),
+        (GuideType::EbnfGrammar, Some("expr ::= \"a\""), grammar, "the grammar has no `root` rule"),
         (
             GuideType::StructuralTag,
             Some(r#"{"structures": [{"begin": "<x>", "schema": {}, "end": "</x>"}], "triggers": ["<f="]}"#),
+            tag,
             "starts with none of the triggers",
         ),
         (
             GuideType::StructuralTag,
             Some(r#"{"type": "structural_tag", "format": {"type": "qwen_xml_parameter"}}"#),
+            tag,
             "format type `qwen_xml_parameter` is not supported",
         ),
     ];
-    for (guide_type, guide, expected) in cases {
-        let err = validate_guide(guide_type, guide).expect_err(expected);
-        assert!(err.to_string().contains(expected), "{guide:?}: {err} (expected {expected:?})");
+    for (guide_type, guide, expected, detail) in cases {
+        let err = validate_guide(guide_type, guide).expect_err("a malformed guide");
+        let GuidedError::Guide { guide_type: named, reason } = &err else { panic!("{guide:?}: {err:?}") };
+        assert_eq!(*named, guide_type);
+        assert!(expected(reason), "{guide:?}: {reason:?}");
+        // The converter's own detail, which names the rule or trigger at fault.
+        assert!(reason.to_string().contains(detail), "{guide:?}: {reason} (expected {detail:?})");
         assert!(factory().matcher(guide_type, guide).is_err());
     }
-    assert!(matches!(GuideType::from_executor(5), Err(GuidedError::UnknownGuideType(5))));
     // Well-formed JSON the engine still cannot satisfy is refused at compile time.
     let unsatisfiable = r#"{"type": "integer", "minimum": 5, "maximum": 1}"#;
-    assert!(matches!(factory().matcher(GuideType::JsonSchema, Some(unsatisfiable)), Err(GuidedError::Compile(_))));
+    assert!(matches!(
+        factory().matcher(GuideType::JsonSchema, Some(unsatisfiable)),
+        Err(GuidedError::Guide { reason: G::Compile(_), .. })
+    ));
 }
 
 #[test]
