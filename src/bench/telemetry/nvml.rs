@@ -4,7 +4,7 @@
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 
-use super::{GpuSample, TelemetryError, TelemetrySource};
+use super::source::{GpuSample, TelemetryError, TelemetrySource};
 
 /// Samples the GPUs NVML sees (or those named) through the NVIDIA Management Library.
 pub struct NvmlSource {

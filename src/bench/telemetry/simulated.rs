@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::{GpuSample, TelemetrySource};
+use super::source::{GpuSample, TelemetrySource};
 
 /// Reads [`crate::sim::telemetry`]'s accumulated iterations each sample: utilization is the
 /// modelled bytes and FLOPs over the period's wall time at the simulated GPU's peaks.
