@@ -11,7 +11,7 @@
 mod bench {
     use std::time::{Duration, Instant};
 
-    use trtllm::sim::guided::{GRAMMAR_CACHE_CAPACITY, GrammarMatcherFactory, GuideType};
+    use trtllm::guided::{GRAMMAR_CACHE_CAPACITY, GrammarMatcherFactory, GuideType};
 
     const SCHEMA: &str = r#"{"type": "object", "properties": {
         "name": {"type": "string", "maxLength": 24},

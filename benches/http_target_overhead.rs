@@ -228,6 +228,7 @@ async fn run_tokens(target: &BenchTarget, output_len: u32) -> Vec<RequestRecord>
         streaming: true,
         seed: 1,
         guide: None,
+        lengths: Default::default(),
     };
     let plan = LoadPlan::closed(STREAMS, STREAMS);
     let run = run_point(target, &workload, 0, &plan, &RunClock::start(), |_| {}).await.expect("valid plan");

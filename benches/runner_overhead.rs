@@ -69,6 +69,7 @@ fn workload(output_len: usize) -> Workload {
         streaming: true,
         seed: 1,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

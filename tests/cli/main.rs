@@ -3,14 +3,19 @@
 
 mod bench;
 mod bench_gateway;
+mod bench_html;
 mod bench_layers;
+mod bench_lengths;
 mod bench_load;
 mod bench_plan;
 mod bench_repeats;
 mod bench_saturate;
+mod bench_server_metrics;
+mod bench_telemetry;
 mod generate;
 mod guided;
 mod lora;
+mod moe;
 mod plan;
 mod serve;
 mod sim;

@@ -3,5 +3,6 @@
 
 mod cpp;
 mod engine_checks;
+mod families;
 mod kernel_table;
 mod timing;
