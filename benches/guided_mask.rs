@@ -11,7 +11,7 @@
 mod bench {
     use std::time::{Duration, Instant};
 
-    use trtllm::sim::guided::{GRAMMAR_CACHE_CAPACITY, GrammarMatcherFactory, GuideType};
+    use trtllm::guided::{GRAMMAR_CACHE_CAPACITY, GrammarMatcherFactory, GuideType};
 
     const SCHEMA: &str = r#"{"type": "object", "properties": {
         "name": {"type": "string", "maxLength": 24},
@@ -91,6 +91,7 @@ mod bench {
     }
 
     pub fn main() {
+        println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
         for size in [32_000, 128_000] {
             let vocab = vocabulary(size);
             let started = Instant::now();

@@ -17,8 +17,11 @@ scripts/py-venv.sh target/tmp/py-venv >target/py-venv.log 2>&1 &
 venv_job=$!
 
 cargo fmt --all -- --check
-# No module under src/ may import its way back to itself (exits non-zero and names the cycle).
-python3 scripts/module_cycles.py src >/dev/null
+# Imports follow docs/architecture.md's layer order, and no file imports its way back to itself (exits
+# non-zero naming the file, line and modules); the checker's own tests run on their fixture trees first.
+scripts/py-venv.sh target/tmp/layers-venv scripts/layers-requirements.txt 'import tree_sitter, tree_sitter_rust'
+target/tmp/layers-venv/bin/python -m unittest discover -s scripts/tests
+target/tmp/layers-venv/bin/python scripts/layers.py
 
 # Lint and build in one pass. `cargo clippy` is `cargo check` with clippy's driver wrapping rustc
 # for this package's crates; wrapping the test build the same way lints exactly what
@@ -39,5 +42,10 @@ wait "$venv_job" || { echo "warning: the test venv could not be prepared in adva
 log=target/test-suite.log
 cargo test --lib --bins --tests --locked 2>&1 | tee "$log"
 cargo test --doc --locked 2>&1 | tee -a "$log"
+# The real-TensorRT-LLM code path, compiled and run against the simulator built as a stand-in library
+# (docs/real-gpu.md); it builds the crate once more, sharing every dependency with the build above.
+real_mode=0
+scripts/real-mode-check.sh || real_mode=$?
 awk '/^test result:/ { passed += $4; failed += $6 }
      END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
+[ "$real_mode" -eq 0 ] || { echo "the real-mode check failed (exit $real_mode)" >&2; exit "$real_mode"; }

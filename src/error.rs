@@ -2,6 +2,12 @@
 
 use std::path::PathBuf;
 
+pub use invalid_request::{InvalidGuide, InvalidRequest};
+pub use kind::ErrorKind;
+
+pub(crate) mod invalid_request;
+pub(crate) mod kind;
+
 /// A `Result` whose error is this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -117,7 +123,7 @@ pub enum Error {
     /// The grammar engine refused a guided-decoding configuration or guide.
     #[cfg(feature = "guided")]
     #[error(transparent)]
-    Guided(#[from] crate::sim::guided::error::GuidedError),
+    Guided(#[from] crate::guided::error::GuidedError),
     // Other modules
     /// The text layer failed (tokenizer files, encoding, decoding, chat templates, stop strings).
     #[cfg(feature = "text")]
@@ -132,61 +138,12 @@ pub enum Error {
     /// Reading or writing a file failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    /// An error of the bench module (workloads, metrics, reports, planning).
-    #[cfg(feature = "bench")]
-    #[error(transparent)]
-    Bench(Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// What kind of failure an [`Error`] is, for a service to map onto its protocol's status without
-/// reading messages: [`ErrorKind::grpc_code`] and [`ErrorKind::http_status`] give the usual codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The request is malformed or breaks a limit: the caller must change it.
-    InvalidRequest,
-    /// The executor is at capacity (full queue, consumer too slow): retry later.
-    Overloaded,
-    /// The executor is failing, draining or shut down: retry on another server.
-    Unavailable,
-    /// This one request failed in the executor while others run: retrying elsewhere is unlikely to help.
-    RequestFailed,
-    /// The setup is wrong (engine directory, config, versions, a feature not enabled).
-    Configuration,
-    /// A local failure (I/O, threads, broken invariants).
-    Internal,
-}
-
-impl ErrorKind {
-    /// The gRPC status code's name (`INVALID_ARGUMENT`, ...) and number a service answers with.
-    pub fn grpc_code(self) -> (&'static str, i32) {
-        match self {
-            ErrorKind::InvalidRequest => ("INVALID_ARGUMENT", 3),
-            ErrorKind::Overloaded => ("RESOURCE_EXHAUSTED", 8),
-            ErrorKind::Configuration => ("FAILED_PRECONDITION", 9),
-            ErrorKind::RequestFailed | ErrorKind::Internal => ("INTERNAL", 13),
-            ErrorKind::Unavailable => ("UNAVAILABLE", 14),
-        }
-    }
-
-    /// The HTTP status an HTTP service answers with.
-    pub fn http_status(self) -> u16 {
-        match self {
-            ErrorKind::InvalidRequest => 400,
-            ErrorKind::Overloaded => 429,
-            ErrorKind::RequestFailed | ErrorKind::Internal | ErrorKind::Configuration => 500,
-            ErrorKind::Unavailable => 503,
-        }
-    }
 }
 
 impl Error {
-    /// What kind of failure this is.
+    /// What kind of failure this is. The executor's own failures are classified here; a module's
+    /// error says its own kind (`TextError::kind`, `LoraError::kind`, ...), so this only delegates.
     pub fn kind(&self) -> ErrorKind {
-        #[cfg(feature = "text")]
-        use crate::text::error::TextError as T;
         match self {
             Error::InvalidRequest(_) | Error::InvalidBatchRequest { .. } | Error::RequestRejected(_) => {
                 ErrorKind::InvalidRequest
@@ -200,30 +157,14 @@ impl Error {
             | Error::UnsupportedVersion(_)
             | Error::KvEventsDisabled
             | Error::SimulatorOnly(_)
-            | Error::GuidedDecodingDisabled
-            | Error::Sim(_) => ErrorKind::Configuration,
-            #[cfg(feature = "guided")]
-            Error::Guided(e) if e.is_guide_error() => ErrorKind::InvalidRequest,
-            #[cfg(feature = "guided")]
-            Error::Guided(_) => ErrorKind::Configuration,
-            Error::Lora(_) => ErrorKind::InvalidRequest,
-            #[cfg(feature = "text")]
-            Error::Text(
-                T::Encode(_)
-                | T::TemplateRender(_)
-                | T::TemplateRaised(_)
-                | T::EmptyStopString { .. }
-                | T::StopStrings(_)
-                | T::TokenIdTooLarge(_),
-            ) => ErrorKind::InvalidRequest,
-            #[cfg(feature = "text")]
-            Error::Text(T::Io { .. } | T::MissingTokenizerJson { .. } | T::TokenizerLoad { .. } | T::Config { .. })
-            | Error::Text(T::TemplateSyntax(_)) => ErrorKind::Configuration,
-            #[cfg(feature = "text")]
-            Error::Text(_) => ErrorKind::Internal,
+            | Error::GuidedDecodingDisabled => ErrorKind::Configuration,
             Error::Thread { .. } | Error::Internal(_) | Error::Io(_) => ErrorKind::Internal,
-            #[cfg(feature = "bench")]
-            Error::Bench(_) => ErrorKind::Internal,
+            #[cfg(feature = "guided")]
+            Error::Guided(e) => e.kind(),
+            #[cfg(feature = "text")]
+            Error::Text(e) => e.kind(),
+            Error::Lora(e) => e.kind(),
+            Error::Sim(e) => e.kind(),
         }
     }
 
@@ -232,103 +173,6 @@ impl Error {
     pub fn is_request_caused(&self) -> bool {
         self.kind() == ErrorKind::InvalidRequest
     }
-}
-
-/// Why a request was refused before it reached the executor.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InvalidRequest {
-    /// The prompt has no tokens.
-    #[error("prompt is empty")]
-    EmptyPrompt,
-    /// The prompt is longer than the engine's max_input_len.
-    #[error("prompt has {len} tokens, over the engine's max_input_len of {max}")]
-    PromptTooLong {
-        /// Prompt tokens.
-        len: usize,
-        /// The engine's max_input_len.
-        max: usize,
-    },
-    /// Prompt plus max_tokens exceeds the engine's max_seq_len.
-    #[error("prompt ({prompt}) + max_tokens ({max_tokens}) = {} exceeds the engine's max_seq_len of {max_seq_len}", prompt + max_tokens)]
-    SequenceTooLong {
-        /// Prompt tokens.
-        prompt: usize,
-        /// Requested new tokens.
-        max_tokens: usize,
-        /// The engine's max_seq_len.
-        max_seq_len: usize,
-    },
-    /// max_tokens is zero.
-    #[error("max_tokens must be at least 1")]
-    ZeroMaxTokens,
-    /// A prompt token id is not in the vocabulary.
-    #[error("prompt token {token} at position {position} is outside the vocabulary (size {vocab_size})")]
-    TokenOutOfVocab {
-        /// The offending id.
-        token: u32,
-        /// Its position in the prompt.
-        position: usize,
-        /// The engine's vocab_size.
-        vocab_size: usize,
-    },
-    /// A token id given in a parameter (end id, pad id, stop or bad words) is not in the vocabulary.
-    #[error("{field} token {token} is outside the vocabulary (size {vocab_size})")]
-    ParamTokenOutOfVocab {
-        /// The parameter.
-        field: &'static str,
-        /// The offending id.
-        token: i64,
-        /// The engine's vocab_size.
-        vocab_size: usize,
-    },
-    /// The beam width is zero or above the engine's max_beam_width.
-    #[error("beam width {requested} is outside 1..={max} (the engine's max_beam_width)")]
-    BeamWidth {
-        /// Requested beam width.
-        requested: u32,
-        /// The engine's max_beam_width.
-        max: u32,
-    },
-    /// A sampling or output parameter is outside its valid range.
-    #[error("{field} = {value} is invalid: {rule}")]
-    Parameter {
-        /// The parameter name.
-        field: &'static str,
-        /// Its value, as text.
-        value: String,
-        /// The rule it breaks.
-        rule: &'static str,
-    },
-    /// A request names a LoRA adapter but the engine was built without LoRA support.
-    #[error("LoRA adapter (task {task_id}) sent to an engine built without LoRA support (no lora_plugin)")]
-    LoraNotSupported {
-        /// The adapter's task id.
-        task_id: u64,
-    },
-    /// A LoRA adapter's weights do not fit the engine (wrong rank, module, layer, dtype); the reason names it.
-    #[error("LoRA adapter (task {task_id}): {reason}")]
-    Lora {
-        /// The adapter's task id.
-        task_id: u64,
-        /// What is wrong, naming the module and layer.
-        reason: String,
-    },
-    /// A stop or bad word is an empty token sequence.
-    #[error("{field} contains an empty token sequence")]
-    EmptyWord {
-        /// `stop_words` or `bad_words`.
-        field: &'static str,
-    },
-    // Guided decoding
-    /// A guided-decoding guide is malformed (a schema that is not JSON, an empty regex, ...).
-    #[error("guided_decoding.{field}: {reason}")]
-    Guide {
-        /// The guide type's field name (`json_schema`, `regex`, ...).
-        field: &'static str,
-        /// What is wrong with it.
-        reason: String,
-    },
 }
 
 /// How TensorRT-LLM's executor words the error response of a request it refused when admitting it
@@ -369,5 +213,46 @@ impl Error {
     }
 }
 
-#[cfg(feature = "bench")]
-mod bench;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_executors_own_failures_have_their_kinds() {
+        let cases = [
+            (Error::InvalidRequest(InvalidRequest::EmptyPrompt), ErrorKind::InvalidRequest),
+            (Error::RequestRejected("bad adapter".into()), ErrorKind::InvalidRequest),
+            (Error::QueueFull("full".into()), ErrorKind::Overloaded),
+            (Error::ConsumerTooSlow { capacity: 4 }, ErrorKind::Overloaded),
+            (Error::ShutDown, ErrorKind::Unavailable),
+            (Error::Draining, ErrorKind::Unavailable),
+            (Error::ExecutorFailed("threw".into()), ErrorKind::Unavailable),
+            (Error::RequestFailed("forward failed".into()), ErrorKind::RequestFailed),
+            (Error::InvalidConfig("max_batch_size".into()), ErrorKind::Configuration),
+            (Error::GuidedDecodingDisabled, ErrorKind::Configuration),
+            (Error::SimulatorOnly("sim_control"), ErrorKind::Configuration),
+            (Error::Internal("poisoned".into()), ErrorKind::Internal),
+            (Error::Io(std::io::Error::other("disk")), ErrorKind::Internal),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind(), kind, "{error}");
+        }
+    }
+
+    #[test]
+    fn a_module_error_keeps_the_kind_it_gives_itself() {
+        let lora = crate::lora::LoraError::InvalidSettings("max_lora_rank is 0".into());
+        assert_eq!(Error::from(lora).kind(), ErrorKind::Configuration);
+        let sim = crate::sim::SimError::Invalid("zero layers".into());
+        assert_eq!(Error::from(sim).kind(), ErrorKind::Configuration);
+    }
+
+    #[test]
+    fn executor_messages_are_classified_by_their_wording() {
+        assert!(matches!(Error::from_executor("Maximum queue size of 4 reached"), Error::QueueFull(_)));
+        assert!(matches!(Error::from_executor("Shutdown called"), Error::ShutDown));
+        let refused = Error::from_response("Encountered an error when fetching new request: bad guide\n  at frame 1");
+        assert!(matches!(&refused, Error::RequestRejected(reason) if reason == "bad guide"));
+        assert!(matches!(Error::from_response("CUDA error"), Error::RequestFailed(_)));
+    }
+}

@@ -6,6 +6,7 @@
 //! the GPU timing model behind it in docs/simulator.md. [`GpuPreset`] and [`ModelPreset`] describe the
 //! simulated hardware and models, and [`perf_model`] predicts their timing without running anything.
 
+mod batch_work;
 #[cfg(not(trtllm_real))]
 mod bridge;
 pub mod calibrate;
@@ -14,17 +15,27 @@ pub(crate) mod error;
 mod executor_files;
 mod gpu;
 #[cfg(feature = "guided")]
-pub mod guided;
+mod guided;
 pub mod kernel_table;
 mod kernels;
+mod memory;
 mod model;
+mod op_list;
+pub mod ops;
 pub mod perf_model;
 mod simulated_engine;
 mod speculation;
+pub mod telemetry;
+mod timing_spec;
 
 pub use crate::engine::config_json::{
-    BuildConfig, ConfigJson, LoraConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization,
+    BuildConfig, ConfigJson, LoraConfigJson, Mapping, MoeConfigJson, PluginConfig, PretrainedConfig, Quantization,
 };
+pub use crate::engine::description::{
+    BuildLimits, DescriptionError, EngineDescription, KvQuant, LoraLimits, Parallelism, Precision, Speculative,
+    WeightQuant,
+};
+pub use crate::engine::hf_config;
 pub use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
 // The simulated executor's virtual-clock controls (`Executor::sim_control`).
 pub use crate::executor::SimControl;
@@ -33,7 +44,8 @@ pub use crate::types::ids::HoldKey;
 pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
 pub use kernels::WeightFormat;
-pub use model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};
-pub use perf_model::{BatchWork, Drafter, EngineSpec, IterationTime, PerfModel};
+pub use memory::{BudgetLine, MemoryBudget};
+pub use model::{Family, KvCacheDtype, ModelPreset, ModelShape, MoeShape, ParameterCount, WeightDtype};
+pub use perf_model::{BatchWork, Drafter, IterationTime, PerfModel, TimingSpec};
 pub use simulated_engine::{SimLora, SimulatedEngine, SimulatedEngineBuilder};
 pub use speculation::SimulatedSpeculation;

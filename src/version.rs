@@ -28,6 +28,25 @@ impl Backend {
     pub fn is_simulated(&self) -> bool {
         self.kind == "simulated"
     }
+
+    /// The release part of the library's version (`1.2.0rc5` of `1.2.0rc5.post1`), the part an
+    /// engine's version must match.
+    pub fn release(&self) -> &str {
+        release(&self.version)
+    }
+
+    /// Whether an engine built by TensorRT-LLM `engine_version` is of this library's release, the
+    /// condition for loading it (unless `ExecutorConfig::allow_version_mismatch` is set).
+    ///
+    /// ```
+    /// let backend = trtllm::Backend { kind: "tensorrt-llm".into(), version: "1.2.0rc5.post1".into() };
+    /// assert_eq!(backend.release(), "1.2.0rc5");
+    /// assert!(backend.same_release("1.2.0rc5"));
+    /// assert!(!backend.same_release("1.2.0rc4"));
+    /// ```
+    pub fn same_release(&self, engine_version: &str) -> bool {
+        release(engine_version) == self.release()
+    }
 }
 
 impl std::fmt::Display for Backend {
@@ -51,7 +70,7 @@ pub(crate) fn release(version: &str) -> &str {
 
 /// Refuses a library outside the supported lines and an engine built by another version.
 pub(crate) fn check(backend: &Backend, engine: &EngineConfig) -> Result<()> {
-    let library = release(&backend.version);
+    let library = backend.release();
     if !SUPPORTED_LINES.iter().any(|line| library.strip_prefix(line).is_some_and(|rest| rest.starts_with('.'))) {
         return Err(Error::UnsupportedVersion(format!(
             "the linked TensorRT-LLM is {}, but only the {} lines ship the TensorRT-engine Executor",
@@ -59,8 +78,7 @@ pub(crate) fn check(backend: &Backend, engine: &EngineConfig) -> Result<()> {
             SUPPORTED_LINES.join(" and ")
         )));
     }
-    let built = release(&engine.version);
-    if built != library {
+    if !backend.same_release(&engine.version) {
         return Err(Error::UnsupportedVersion(format!(
             "engine {} was built by TensorRT-LLM {} but the library is {}; rebuild the engine with \
              trtllm-build {library}, or set allow_version_mismatch to try anyway",

@@ -1,4 +1,5 @@
-//! What a simulated engine directory says about its timing: the GPU, the clock, and the performance model.
+//! What a simulated engine directory says about its timing: the GPU, the clock, and the performance model,
+//! a view of the engine's resolved description.
 
 use std::path::{Path, PathBuf};
 
@@ -97,26 +98,11 @@ impl EngineSimulation {
         let config: ConfigJson = read_engine_file(&config_path)?;
         let sim: SimulationJson = read_engine_file(&dir.join("simulation.json"))?;
 
-        let pretrained = &config.pretrained_config;
-        let quantization = &pretrained.quantization;
-        let weights = match (quantization.quant_algo.as_deref(), pretrained.dtype.as_deref()) {
-            (Some(algo), _) if algo.starts_with("FP8") => Some(WeightDtype::Fp8),
-            // Weight-only quantization: the simulator runs it, this model does not describe it.
-            (Some(_), _) => None,
-            (None, Some("float16")) => Some(WeightDtype::Fp16),
-            (None, _) => Some(WeightDtype::Bf16),
-        };
-        let kv_cache = match quantization.kv_cache_quant_algo.as_deref() {
-            None => Some(KvCacheDtype::Auto),
-            Some("FP8") => Some(KvCacheDtype::Fp8),
-            Some("INT8") => Some(KvCacheDtype::Int8),
-            Some(_) => None,
-        };
-        let tp_size = pretrained.mapping.tp_size().max(1);
-
-        // The simulator's own model of this engine (the same documents, the same code).
+        let description = crate::engine::EngineDescription::resolve(&config)
+            .map_err(|e| SimulationError::Format { path: config_path.clone(), message: e.0 })?;
+        // The simulator's own model of this engine (the same description, the same code).
         let perf_model = match sim.iteration_ms {
-            None => Some(PerfModel::from_documents(&config, &sim)?),
+            None => Some(PerfModel::from_description(&description, &sim)?),
             Some(_) => None,
         };
         Ok(EngineSimulation {
@@ -124,11 +110,11 @@ impl EngineSimulation {
             clock: sim.clock,
             time_scale: sim.time_scale,
             iteration_ms: sim.iteration_ms,
-            weights,
-            kv_cache,
-            tp_size,
-            max_num_tokens: config.build_config.max_num_tokens(),
-            tokens_per_block: config.build_config.plugin_config.tokens_per_block(),
+            weights: WeightDtype::of(&description.precision),
+            kv_cache: Some(KvCacheDtype::of(&description.precision)),
+            tp_size: description.parallelism.tp,
+            max_num_tokens: description.limits.max_num_tokens,
+            tokens_per_block: description.limits.tokens_per_block,
             perf_model,
         })
     }

@@ -1,4 +1,5 @@
-//! `trtllm inspect`: an engine directory's configuration as JSON.
+//! `trtllm inspect`: an engine directory's configuration as JSON, with the simulated GPU's memory budget
+//! line by line when the directory is a simulated engine.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +14,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let engine = trtllm::EngineConfig::from_dir(&args.engine_dir)?;
-    println!("{}", serde_json::to_string_pretty(&engine)?);
+    let mut doc = serde_json::to_value(&engine)?;
+    if args.engine_dir.join("simulation.json").is_file() {
+        let model = trtllm::sim::PerfModel::from_engine_dir(&args.engine_dir)?;
+        let budget =
+            model.memory_budget(&model.spec().limits, trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION);
+        doc["memory_budget"] = serde_json::to_value(&budget)?;
+        eprintln!("{budget}");
+    }
+    println!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,9 @@ use trtllm::bench::search::{
     LoadStep, Loads, ResultStore, SchedulerChoice, SearchOptions, SearchReport, SearchSpace, SloSet, Study,
     WorkloadShape, build_report, default_tensor_parallel, run_search, write_report,
 };
-use trtllm::bench::{Prompt, PromptSource, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries};
+use trtllm::bench::{
+    PromptSource, SampledPrompt, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries,
+};
 use trtllm::sim::ModelPreset;
 use trtllm::text::Tokenizer;
 
@@ -249,7 +251,7 @@ fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study
             let tokenizer = args.tokenizer.as_deref().map(Tokenizer::from_dir).transpose()?;
             let options =
                 TokenizeOptions { tokenizer: tokenizer.as_ref(), chat_template: false, reply_output_len: true };
-            let prompts: Vec<Prompt> = tokenize_entries(&entries, options)?;
+            let prompts: Vec<SampledPrompt> = tokenize_entries(&entries, options)?;
             if prompts.is_empty() {
                 bail!("{} holds no prompts", path.display());
             }
@@ -277,6 +279,7 @@ fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study
         streaming: true,
         seed: args.seed,
         guide: None,
+        lengths: Default::default(),
     };
     Ok(Study {
         workload,

@@ -36,15 +36,30 @@ enum Command {
 /// Limits default to trtllm-build's defaults; max_seq_len to the model's context length.
 #[derive(Debug, clap::Args)]
 struct BuildArgs {
-    /// Model preset (see `trtllm sim presets`).
+    /// Model: a preset id (see `trtllm sim presets`), a config.json (Hugging Face or TensorRT-LLM form)
+    /// or a directory holding one.
     #[arg(long)]
     model: String,
     /// GPU preset (see `trtllm sim presets`).
-    #[arg(long)]
-    gpu: String,
+    #[arg(long, required_unless_present = "gpu_spec")]
+    gpu: Option<String>,
+    /// A JSON file describing a GPU without a preset (the members of a preset: `trtllm sim presets --json`).
+    #[arg(long, value_name = "FILE", conflicts_with = "gpu")]
+    gpu_spec: Option<PathBuf>,
     /// Tensor-parallel GPUs.
     #[arg(long, default_value_t = 1)]
     tp: usize,
+    /// Mixture-of-Experts models: expert-parallel ranks among the tensor-parallel GPUs (each holds
+    /// experts / N whole experts; the rest of tp splits each expert). Must divide --tp and the expert count.
+    #[arg(long, default_value_t = 1)]
+    moe_ep: usize,
+    /// Mixture-of-Experts models: tensor parallelism inside each expert (default --tp / --moe-ep).
+    #[arg(long)]
+    moe_tp: Option<usize>,
+    /// Mixture-of-Experts routing imbalance: routed rows of the busiest expert-parallel rank over the mean
+    /// (simulation.json `moe_imbalance`; default 1, uniform routing).
+    #[arg(long)]
+    moe_imbalance: Option<f64>,
     /// Weight precision.
     #[arg(long, value_enum, default_value_t = WeightDtype::Bf16)]
     dtype: WeightDtype,
@@ -162,11 +177,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let model = ModelPreset::by_id(&args.model)?;
-    let mut builder = SimulatedEngine::builder()
-        .model(model)
-        .gpu(&args.gpu)
+    let model = ModelPreset::from_arg(&args.model)?;
+    let model = &model;
+    if let Some(moe_tp) = args.moe_tp {
+        anyhow::ensure!(
+            moe_tp * args.moe_ep == args.tp,
+            "--moe-tp ({moe_tp}) x --moe-ep ({}) must equal --tp ({})",
+            args.moe_ep,
+            args.tp
+        );
+    }
+    anyhow::ensure!(
+        args.moe_ep >= 1 && args.tp.is_multiple_of(args.moe_ep),
+        "--moe-ep ({}) must divide --tp ({})",
+        args.moe_ep,
+        args.tp
+    );
+    let mut builder = SimulatedEngine::builder().model(model);
+    builder = match &args.gpu_spec {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let spec: serde_json::Value =
+                serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+            GpuPreset::from_spec_json(&spec).with_context(|| format!("{} does not describe a GPU", path.display()))?;
+            builder.gpu_spec(spec)
+        }
+        None => builder.gpu(args.gpu.as_deref().unwrap_or_default()),
+    };
+    if let Some(factor) = args.moe_imbalance {
+        anyhow::ensure!(factor >= 1.0 && factor.is_finite(), "--moe-imbalance must be at least 1");
+        builder = builder.moe_imbalance(factor);
+    }
+    let mut builder = builder
         .tensor_parallel(args.tp)
+        .expert_parallel(args.moe_ep)
         .dtype(args.dtype)
         .kv_cache_dtype(args.kv_cache_dtype)
         .max_batch_size(args.max_batch_size)
@@ -179,7 +223,8 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         .time_scale(args.time_scale)
         .cuda_graphs(args.cuda_graphs);
     if let Some(path) = &args.calibration {
-        for (figure, value) in super::sim_model::calibration_overrides(path, &args.gpu)? {
+        let gpu = args.gpu.as_deref().context("--calibration needs a --gpu preset")?;
+        for (figure, value) in super::sim_model::calibration_overrides(path, gpu)? {
             builder = builder.gpu_override(figure, value);
         }
     }
@@ -212,17 +257,26 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     engine.write_to(&args.output).with_context(|| format!("writing {}", args.output.display()))?;
 
     let gpu = perf.gpu();
-    let reserve = perf.runtime_reserve_bytes(engine.max_num_tokens, engine.max_batch_size, engine.max_beam_width);
-    let capacity = match engine.kv_cache_max_tokens {
-        Some(tokens) => tokens as u64,
-        None => perf.kv_capacity_tokens(trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve)?,
-    };
-    let gib = |bytes: f64| bytes / (1024.0 * 1024.0 * 1024.0);
+    let budget = perf.memory_budget(&perf.spec().limits, trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION);
     println!("wrote {}", args.output.display());
+    let parallel = match model.shape.moe {
+        Some(_) => format!(
+            "{} (moe_tp {} x moe_ep {})",
+            engine.tp_size,
+            engine.tp_size / engine.moe_ep_size,
+            engine.moe_ep_size
+        ),
+        None => engine.tp_size.to_string(),
+    };
     println!(
-        "  {} on {} x {} ({}), {} weights, {} KV cache",
+        "  {} ({:.1}B parameters{}) on {parallel} x {} ({}), {} weights, {} KV cache",
         model.name,
-        engine.tp_size,
+        model.shape.parameter_count() / 1e9,
+        if model.shape.moe.is_some() {
+            format!(", {:.1}B active", model.shape.active_parameter_count() / 1e9)
+        } else {
+            String::new()
+        },
         gpu.name,
         gpu.architecture,
         format!("{:?}", engine.weight_dtype).to_uppercase(),
@@ -232,13 +286,10 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
             KvCacheDtype::Int8 => "INT8",
         },
     );
-    println!(
-        "  per GPU: {:.1} GiB weights, {:.1} GiB activations and runtime, KV cache {} tokens ({:.0} KiB/token)",
-        gib(perf.weight_bytes_per_gpu()),
-        gib(reserve),
-        capacity,
-        perf.kv_bytes_per_token_per_gpu() / 1024.0
-    );
+    println!("{budget}");
+    if let Some(tokens) = engine.kv_cache_max_tokens {
+        println!("  KV cache fixed at {tokens} tokens (simulation.json kv_cache_max_tokens)");
+    }
     let prompt = 1024.min(engine.max_input_len);
     let single = perf.single_stream(prompt, 128, engine.max_num_tokens, engine.tokens_per_block);
     println!(
@@ -283,13 +334,13 @@ fn check_limits(engine: &SimulatedEngine) -> anyhow::Result<()> {
 fn presets_tables() -> String {
     let mut out = String::from("Models\n");
     out += &format!(
-        "  {:<15} {:<36} {:>7} {:>6} {:>6} {:>9} {:>5} {:>6} {:>7} {:>7}  eos ids\n",
+        "  {:<15} {:<38} {:>7} {:>6} {:>6} {:>9} {:>5} {:>6} {:>7} {:>7}  eos ids\n",
         "id", "name", "params", "layers", "hidden", "heads/kv", "head", "mlp", "vocab", "context"
     );
     for m in ModelPreset::all() {
         let s = &m.shape;
         out += &format!(
-            "  {:<15} {:<36} {:>6.2}B {:>6} {:>6} {:>9} {:>5} {:>6} {:>7} {:>7}  {:?}\n",
+            "  {:<15} {:<38} {:>6.2}B {:>6} {:>6} {:>9} {:>5} {:>6} {:>7} {:>7}  {:?}\n",
             m.id,
             m.name,
             s.parameter_count() / 1e9,
@@ -302,6 +353,21 @@ fn presets_tables() -> String {
             m.max_position_embeddings,
             m.eos_token_ids
         );
+        if let Some(moe) = &s.moe {
+            out += &format!(
+                "  {:<15} {} experts, top {}, expert MLP {}{}, {:.1}B active\n",
+                "",
+                moe.num_experts,
+                moe.top_k,
+                moe.expert_intermediate_size,
+                if moe.shared_expert_intermediate_size > 0 {
+                    format!(", shared {}", moe.shared_expert_intermediate_size)
+                } else {
+                    String::new()
+                },
+                s.active_parameter_count() / 1e9
+            );
+        }
     }
     out += "\nGPUs (efficiency factors: achieved bandwidth fraction, prefill MFU, fixed per-iteration overhead)\n";
     out += &format!(

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use trtllm::sim::calibrate::{self, Calibration, KERNEL_FIGURES, Sample};
+use trtllm::sim::calibrate::{self, GpuCalibration, KERNEL_FIGURES, Sample};
 use trtllm::sim::kernel_table::{self, error_summary};
 use trtllm::sim::perf_model::BatchWork;
 use trtllm::sim::{GpuPreset, PerfModel};
@@ -22,6 +22,15 @@ pub struct PredictArgs {
     /// A prefill chunk: `T` new tokens, or `T:P` after P cached tokens (repeatable).
     #[arg(long = "prefill", value_name = "T[:P]", value_parser = parse_chunk)]
     prefill: Vec<(f64, f64)>,
+    /// Every decode sequence also runs the engine's speculative drafter (Medusa heads, Eagle layer).
+    #[arg(long)]
+    drafting: bool,
+    /// Adapter weights the batch's LoRA adapters read, bytes (each distinct adapter once).
+    #[arg(long, default_value_t = 0.0)]
+    lora_weight_bytes: f64,
+    /// FLOPs the batch's LoRA adapters add.
+    #[arg(long, default_value_t = 0.0)]
+    lora_flops: f64,
     /// Launch kernels from CUDA graphs.
     #[arg(long)]
     cuda_graphs: bool,
@@ -51,6 +60,9 @@ pub struct CalibrateArgs {
     /// Where to write the calibration file (JSON).
     #[arg(long)]
     output: PathBuf,
+    /// Print the fit as JSON (measurements used, fitted figures, held-out error) instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 fn parse_pair(text: &str) -> Result<(f64, f64), String> {
@@ -74,35 +86,41 @@ pub fn run_predict(args: PredictArgs) -> anyhow::Result<ExitCode> {
     }
     let mut model = PerfModel::from_engine_dir(&args.engine_dir)?;
     if let Some(path) = &args.calibration {
-        let gpu = Calibration::parse(&read(path)?)?.apply()?;
+        let gpu = GpuCalibration::parse(&read(path)?)?.apply()?;
         model = PerfModel::from_spec(model.spec().clone(), &gpu)?;
     }
     let model = model.with_cuda_graphs(args.cuda_graphs);
     let mut work = BatchWork::default();
     for &(batch, context) in &args.decode {
         work.add_generation(context, batch);
+        if args.drafting {
+            work.drafter_requests += batch;
+        }
     }
+    work.lora_weight_bytes = args.lora_weight_bytes;
+    work.lora_flops = args.lora_flops;
     for &(tokens, past) in &args.prefill {
         work.add_context(tokens, past, true);
     }
     let time = model.iteration(&work);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "work": work, "time": time }))?);
+        let ops: Vec<serde_json::Value> = model
+            .op_times(&work)
+            .into_iter()
+            .map(|(op, ms)| serde_json::json!({"name": op.name, "part": op.part, "count": op.count, "ms": ms}))
+            .collect();
+        let doc = serde_json::json!({ "work": work, "time": time, "ops": ops });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     println!("{} on {}: {:.3} ms per iteration", args.engine_dir.display(), model.gpu().id, time.total_ms);
-    for (part, ms) in [
-        ("GEMMs", time.gemm_ms),
-        ("context attention", time.context_attention_ms),
-        ("decode attention", time.decode_attention_ms),
-        ("norms, activations, quantization", time.memory_passes_ms),
-        ("logits and sampling", time.logits_ms),
-        ("all-reduces", time.allreduce_ms),
-        ("pipeline hand-offs", time.pipeline_ms),
-        ("host overhead", time.overhead_ms),
-    ] {
-        println!("  {part:34}{ms:10.3} ms");
+    // Every operation of the list the iteration time folds, with its runs per iteration.
+    for (op, ms) in model.op_times(&work) {
+        if ms > 0.0 {
+            println!("  {:34}{ms:10.3} ms  (x{})", op.name, op.count);
+        }
     }
+    println!("  {:34}{:10.3} ms", "host overhead", time.overhead_ms);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -144,23 +162,42 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let preset = GpuPreset::by_id(args.gpu.as_deref().unwrap_or(&default_gpu))?;
     let fit = calibrate::fit(preset, spec.as_ref(), &samples, &figures)?;
     let (median, p90, worst) = error_summary(&fit.held_out_errors);
-    println!("{} measurements ({source}), fitted on half, checked on the other half", samples.len());
-    println!("  {:30}{:>12}{:>12}", "figure", "preset", "fitted");
-    for (name, value) in &fit.figures {
-        println!("  {name:30}{:>12.4}{value:>12.4}", preset.figure(name).unwrap_or(f64::NAN));
+    if args.json {
+        let fitted = serde_json::json!({
+            "measurements": samples.len(),
+            "source": source,
+            "gpu": preset.id,
+            "figures": fit.figures,
+            "held_out_error": [median, p90, worst],
+            "output": args.output,
+        });
+        println!("{}", serde_json::to_string_pretty(&fitted)?);
+    } else {
+        println!("{} measurements ({source}), fitted on half, checked on the other half", samples.len());
+        println!("  {:30}{:>12}{:>12}", "figure", "preset", "fitted");
+        for (name, value) in &fit.figures {
+            println!("  {name:30}{:>12.4}{value:>12.4}", preset.figure(name).unwrap_or(f64::NAN));
+        }
+        println!(
+            "  held-out error: median {:.1}%, p90 {:.1}%, worst {:.1}%",
+            median * 100.0,
+            p90 * 100.0,
+            worst * 100.0
+        );
     }
-    println!("  held-out error: median {:.1}%, p90 {:.1}%, worst {:.1}%", median * 100.0, p90 * 100.0, worst * 100.0);
     let calibration =
-        Calibration { gpu: preset.id.clone(), figures: fit.figures, source, held_out_error: [median, p90, worst] };
+        GpuCalibration { gpu: preset.id.clone(), figures: fit.figures, source, held_out_error: [median, p90, worst] };
     std::fs::write(&args.output, serde_json::to_string_pretty(&calibration)? + "\n")
         .with_context(|| format!("writing {}", args.output.display()))?;
-    println!("wrote {} (use: trtllm sim build --calibration {})", args.output.display(), args.output.display());
+    if !args.json {
+        println!("wrote {} (use: trtllm sim build --calibration {})", args.output.display(), args.output.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// A calibration file's figures, as `--gpu-override` pairs for `sim build`.
 pub fn calibration_overrides(path: &PathBuf, gpu: &str) -> anyhow::Result<Vec<(String, f64)>> {
-    let calibration = Calibration::parse(&read(path)?)?;
+    let calibration = GpuCalibration::parse(&read(path)?)?;
     if calibration.gpu != gpu {
         anyhow::bail!("{} calibrates the {} preset, not {gpu}", path.display(), calibration.gpu);
     }

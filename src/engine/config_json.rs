@@ -1,9 +1,10 @@
 //! The subset of TensorRT-LLM's engine `config.json` (written by `trtllm-build`) that this crate reads or writes.
 //!
 //! Every member is optional at this level and unknown members are ignored, since real engines carry many
-//! more: which members are required, and their defaults, is decided by the readers
-//! ([`EngineConfig`](crate::EngineConfig), the simulator's timing description) so that each names the missing
-//! field in its own error. To read a new member, add it here as an `Option` (or a `#[serde(default)]` value).
+//! more: which members are required, and their defaults, is decided once by
+//! [`EngineDescription::resolve`](super::EngineDescription::resolve), which names a missing or invalid
+//! member in its error. To read a new member, add it here as an `Option` (or a `#[serde(default)]` value)
+//! and resolve it there.
 
 use serde::{Deserialize, Serialize};
 
@@ -100,6 +101,39 @@ pub struct PretrainedConfig {
     /// Medusa heads (Medusa engines): the longest draft chain per step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_medusa_heads: Option<usize>,
+    /// The Q, K and V projections carry a bias; absent means the family's default (Qwen2: yes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attn_bias: Option<bool>,
+    /// RMS norms on queries and keys; absent means the family's default (Qwen3: yes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qk_layernorm: Option<bool>,
+    /// Attention window in tokens (Mistral); absent means full attention.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<usize>,
+    /// Mixture-of-Experts settings (Mixtral, Qwen MoE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe: Option<MoeConfigJson>,
+    /// Width of one expert's MLP (Qwen MoE); absent means `intermediate_size` (Mixtral).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_intermediate_size: Option<usize>,
+    /// Width of the shared expert (Qwen2-MoE); absent means `moe.shared_expert_intermediate_size`, else none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_shared_expert_intermediate_size: Option<usize>,
+}
+
+/// `pretrained_config.moe`: the experts of a Mixture-of-Experts model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MoeConfigJson {
+    /// Routed experts per layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_experts: Option<usize>,
+    /// Experts each token is routed to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<usize>,
+    /// Width of the shared expert, 0 for none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_expert_intermediate_size: Option<usize>,
 }
 
 impl PretrainedConfig {
@@ -125,6 +159,12 @@ pub struct Mapping {
     /// Context-parallel size.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cp_size: Option<usize>,
+    /// Tensor parallelism inside each expert (MoE); absent means tp_size / moe_ep_size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_tp_size: Option<usize>,
+    /// Expert parallelism (MoE: whole experts per rank); absent means tp_size / moe_tp_size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_ep_size: Option<usize>,
 }
 
 impl Mapping {

@@ -1,7 +1,11 @@
 //! The engine directory's files: one serde schema for config.json ([`config_json`]) and simulation.json
-//! ([`simulation_json`]), and [`EngineConfig`], what the executor needs from config.json before enqueue.
+//! ([`simulation_json`]), config.json resolved once ([`EngineDescription`]), and [`EngineConfig`], the
+//! view of it the executor needs before enqueue.
 
 pub mod config_json;
+pub mod description;
+pub mod hf_config;
+pub mod model_shape;
 mod null_default;
 pub mod simulation_json;
 pub mod speculative;
@@ -15,6 +19,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 pub use config_json::ConfigJson;
+pub use description::{DescriptionError, EngineDescription};
 // The bench reads simulation.json through this path; the library alone does not.
 #[cfg_attr(not(feature = "bench"), allow(unused_imports))]
 pub use simulation_json::SimulationJson;
@@ -102,58 +107,43 @@ impl EngineConfig {
         Self::from_json(dir, &path, &json)
     }
 
-    /// The limits and shape of `json`, the config.json at `path` in `dir`.
+    /// The view of `json`, the config.json at `path` in `dir`, resolved by [`EngineDescription`].
     fn from_json(dir: &Path, path: &Path, json: &ConfigJson) -> Result<Self> {
         let fail = |message: String| Error::EngineConfig { path: path.to_path_buf(), message };
-        let required = |value: Option<usize>, name: &str| value.ok_or_else(|| fail(format!("{name} is missing")));
-        let pretrained = &json.pretrained_config;
-        let build = &json.build_config;
-        let mapping = &pretrained.mapping;
-        let num_heads = required(pretrained.num_attention_heads, "pretrained_config.num_attention_heads")?;
-        let config = EngineConfig {
+        let version = json.version.clone().ok_or_else(|| fail("version is missing".to_string()))?;
+        let d = EngineDescription::resolve(json).map_err(|e| fail(e.0))?;
+        let lora = d.lora_settings().map_err(|e| fail(e.to_string()))?;
+        let (shape, parallel, limits) = (&d.shape, &d.parallelism, &d.limits);
+        Ok(EngineConfig {
             dir: dir.to_path_buf(),
-            version: json.version.clone().ok_or_else(|| fail("version is missing".to_string()))?,
-            architecture: pretrained.architecture.clone().unwrap_or_else(|| "unknown".to_string()),
-            dtype: pretrained.dtype.clone().unwrap_or_else(|| "unknown".to_string()),
-            vocab_size: required(pretrained.vocab_size, "pretrained_config.vocab_size")?,
-            hidden_size: pretrained.hidden_size.unwrap_or(0),
-            num_layers: pretrained.num_hidden_layers.unwrap_or(0),
-            num_heads,
-            num_kv_heads: pretrained.num_key_value_heads.unwrap_or(num_heads),
-            tp_size: mapping.tp_size(),
-            pp_size: mapping.pp_size(),
-            cp_size: mapping.cp_size(),
-            world_size: mapping.world_size(),
-            max_input_len: required(build.max_input_len, "build_config.max_input_len")?,
-            max_seq_len: required(build.max_seq_len, "build_config.max_seq_len")?,
-            max_batch_size: required(build.max_batch_size, "build_config.max_batch_size")?,
-            max_beam_width: build.max_beam_width(),
-            max_num_tokens: build.max_num_tokens(),
-            tokens_per_block: build.plugin_config.tokens_per_block(),
-            paged_context_fmha: build.plugin_config.use_paged_context_fmha.unwrap_or(true),
-            model_name: pretrained
+            version,
+            architecture: d.architecture.clone(),
+            dtype: d.precision.dtype.clone(),
+            vocab_size: shape.vocab_size,
+            hidden_size: shape.hidden_size,
+            num_layers: shape.num_layers,
+            num_heads: shape.num_heads,
+            num_kv_heads: shape.num_kv_heads,
+            tp_size: parallel.tp,
+            pp_size: parallel.pp,
+            cp_size: parallel.cp,
+            world_size: parallel.world,
+            max_input_len: limits.max_input_len,
+            max_seq_len: limits.max_seq_len,
+            max_batch_size: limits.max_batch_size,
+            max_beam_width: limits.max_beam_width,
+            max_num_tokens: limits.max_num_tokens,
+            tokens_per_block: limits.tokens_per_block,
+            paged_context_fmha: limits.paged_context_fmha,
+            model_name: d
                 .model_name
                 .clone()
-                .or_else(|| pretrained.name_or_path.clone())
                 .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "engine".to_string()),
             tokenizer_dir: tokenizer_dir(dir, json.tokenizer_dir.as_deref()),
-            lora: lora_settings(json).map_err(|e| fail(e.to_string()))?,
-        };
-        if config.max_input_len > config.max_seq_len {
-            return Err(fail(format!(
-                "build_config.max_input_len ({}) exceeds max_seq_len ({})",
-                config.max_input_len, config.max_seq_len
-            )));
-        }
-        Ok(config)
+            lora,
+        })
     }
-}
-
-/// The LoRA settings of the typed config.json (the reader works on its JSON form, which keeps every member it needs).
-fn lora_settings(json: &ConfigJson) -> std::result::Result<Option<crate::lora::EngineLoraSettings>, String> {
-    let value = serde_json::to_value(json).map_err(|e| e.to_string())?;
-    crate::lora::EngineLoraSettings::from_engine_config(&value).map_err(|e| e.to_string())
 }
 
 fn tokenizer_dir(dir: &Path, named: Option<&str>) -> Option<PathBuf> {

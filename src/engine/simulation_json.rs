@@ -56,6 +56,14 @@ pub struct SimulationJson {
     /// enqueue each). Off by default, as in TensorRT-LLM; the executor's `cuda_graph_mode` turns it on too.
     #[serde(deserialize_with = "super::null_default::null_as_default", skip_serializing_if = "std::ops::Not::not")]
     pub cuda_graphs: bool,
+    /// A GPU without a preset, described in full (the members of a GPU preset, docs/simulator.md); `gpu`
+    /// then names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_spec: Option<serde_json::Value>,
+    /// Mixture-of-Experts routing imbalance: rows of the busiest expert-parallel rank over the mean
+    /// (absent: 1, uniform routing in expectation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_imbalance: Option<f64>,
 }
 
 impl Default for SimulationJson {
@@ -71,6 +79,8 @@ impl Default for SimulationJson {
             faults: SimFaults::default(),
             speculative: None,
             cuda_graphs: false,
+            gpu_spec: None,
+            moe_imbalance: None,
         }
     }
 }

@@ -3,8 +3,8 @@
 //! read as an executor error.
 
 use crate::error::InvalidRequest;
-use crate::sim::guided::{GrammarMatcherFactory, GuideType as EngineGuideType};
-use crate::types::guided::{GuideType, GuidedDecodingBackend, GuidedDecodingConfig, GuidedDecodingParams};
+use crate::guided::{GrammarMatcherFactory, GuidedError};
+use crate::types::guided::{GuidedDecodingBackend, GuidedDecodingConfig, GuidedDecodingParams};
 
 /// Compiles guides against the executor's vocabulary with llguidance, the grammar engine the
 /// simulated executor runs and TensorRT-LLM's `kLLGUIDANCE` backend uses. The factory is the one
@@ -30,21 +30,16 @@ impl GuideCompiler {
         Ok(Some(GuideCompiler { factory }))
     }
 
-    /// Compiles the guide (or takes it from the cache), naming the guide type's field on failure.
-    pub(crate) fn check(&self, params: &GuidedDecodingParams) -> Result<(), InvalidRequest> {
-        let guide_type = match params.guide_type {
-            GuideType::Json => EngineGuideType::Json,
-            GuideType::JsonSchema => EngineGuideType::JsonSchema,
-            GuideType::Regex => EngineGuideType::Regex,
-            GuideType::EbnfGrammar => EngineGuideType::EbnfGrammar,
-            GuideType::StructuralTag => EngineGuideType::StructuralTag,
-        };
-        self.factory.matcher(guide_type, params.guide.as_deref()).map(|_| ()).map_err(|e| {
-            let reason = e.to_string();
-            InvalidRequest::Guide {
-                field: params.guide_type.name(),
-                reason: reason.strip_prefix("guide: ").unwrap_or(&reason).to_string(),
+    /// Compiles the guide (or takes it from the cache). A guide the engine refuses is the request's
+    /// [`InvalidRequest::Guide`], naming the guide type's field and the typed reason; any other
+    /// failure of the engine is its own error.
+    pub(crate) fn check(&self, params: &GuidedDecodingParams) -> crate::Result<()> {
+        match self.factory.matcher(params.guide_type, params.guide.as_deref()) {
+            Ok(_) => Ok(()),
+            Err(GuidedError::Guide { reason, .. }) => {
+                Err(InvalidRequest::Guide { field: params.guide_type.name(), reason }.into())
             }
-        })
+            Err(other) => Err(other.into()),
+        }
     }
 }

@@ -100,6 +100,30 @@ impl Engine {
         }
     }
 
+    /// Checks that a tokenizer fits an engine: no more tokens than the engine's vocabulary (a
+    /// tokenizer with more is another model's). [`EngineBuilder::load`] and `trtllm doctor` both
+    /// run it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let engine_dir = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), dir.path())?;
+    /// let engine = trtllm::EngineConfig::from_dir(&engine_dir)?;
+    /// let tokenizer = trtllm::text::Tokenizer::from_dir(engine.tokenizer_dir.as_ref().expect("shipped"))?;
+    /// assert!(trtllm::Engine::check_tokenizer(&engine, &tokenizer).is_ok());
+    /// # Ok(()) }
+    /// ```
+    pub fn check_tokenizer(engine: &crate::EngineConfig, tokenizer: &Tokenizer) -> Result<()> {
+        if tokenizer.vocab_size() > engine.vocab_size {
+            return Err(Error::InvalidConfig(format!(
+                "the tokenizer has {} tokens but the engine's vocabulary is {}: wrong tokenizer for this engine",
+                tokenizer.vocab_size(),
+                engine.vocab_size
+            )));
+        }
+        Ok(())
+    }
+
     /// Starts generating: the prompt is encoded (a conversation rendered by the tokenizer's chat
     /// template first), enqueued, and its tokens come back as text. Dropping the stream cancels
     /// the request.
@@ -205,13 +229,7 @@ impl EngineBuilder {
                 Tokenizer::from_dir(tokenizer_dir)?
             }
         };
-        if tokenizer.vocab_size() > engine.vocab_size {
-            return Err(Error::InvalidConfig(format!(
-                "the tokenizer has {} tokens, more than the engine's vocabulary of {}: it is not this engine's tokenizer",
-                tokenizer.vocab_size(),
-                engine.vocab_size
-            )));
-        }
+        Engine::check_tokenizer(&engine, &tokenizer)?;
         let mut config = config.build()?;
         match &config.guided_decoding {
             Some(given) => check_guided_vocabulary(given, &tokenizer)?,

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::error::kind::ErrorKind;
+
 use super::dtype::LoraDtype;
 use super::module::LoraModule;
 
@@ -192,4 +194,57 @@ pub enum LoraError {
         /// Its safetensors dtype.
         dtype: String,
     },
+}
+
+impl LoraError {
+    /// What kind of failure this is: an adapter or row the request brought that does not fit is the
+    /// request's fault; the engine's LoRA settings, and a local PEFT adapter directory that does not
+    /// fit the engine, are the setup's; a file that cannot be read is a local failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            LoraError::Io { .. } => ErrorKind::Internal,
+            LoraError::InvalidSettings(_)
+            | LoraError::AdapterConfig { .. }
+            | LoraError::Safetensors { .. }
+            | LoraError::UnsupportedTensor { .. }
+            | LoraError::MissingTensor { .. }
+            | LoraError::ShapeMismatch { .. }
+            | LoraError::TensorDtype { .. } => ErrorKind::Configuration,
+            LoraError::UnknownModuleId(_)
+            | LoraError::UnknownModuleName(_)
+            | LoraError::UnsupportedModule(_)
+            | LoraError::UnsupportedDtype(_)
+            | LoraError::NotEnabled
+            | LoraError::ModuleNotEnabled { .. }
+            | LoraError::LayerOutOfRange { .. }
+            | LoraError::InvalidRank { .. }
+            | LoraError::DuplicateRow { .. }
+            | LoraError::RowTooShort { .. }
+            | LoraError::WeightsSize { .. }
+            | LoraError::DtypeMismatch { .. }
+            | LoraError::Empty
+            | LoraError::MalformedRow { .. }
+            | LoraError::InvalidWire(_) => ErrorKind::InvalidRequest,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adapters_settings_and_files_have_their_kinds() {
+        let io =
+            LoraError::Io { path: "adapter/adapter_model.safetensors".into(), source: std::io::Error::other("eio") };
+        assert_eq!(io.kind(), ErrorKind::Internal);
+        assert_eq!(LoraError::InvalidSettings("max_lora_rank is 0".into()).kind(), ErrorKind::Configuration);
+        let peft = LoraError::AdapterConfig { path: "adapter/adapter_config.json".into(), reason: "no r".into() };
+        assert_eq!(peft.kind(), ErrorKind::Configuration);
+        assert_eq!(LoraError::NotEnabled.kind(), ErrorKind::InvalidRequest);
+        assert_eq!(LoraError::Empty.kind(), ErrorKind::InvalidRequest);
+        assert_eq!(LoraError::InvalidWire("odd length".into()).kind(), ErrorKind::InvalidRequest);
+        let rank = LoraError::InvalidRank { module: LoraModule::AttnQ, layer: 0, rank: 99, max_rank: 8 };
+        assert_eq!(rank.kind(), ErrorKind::InvalidRequest);
+    }
 }

@@ -1,7 +1,5 @@
 //! What an engine accepts as LoRA adapters: its target modules, maximum rank, dtype and sizes.
 
-use serde_json::Value;
-
 use super::dtype::LoraDtype;
 use super::error::LoraError;
 use super::module::{LoraModule, ModelDims, ModuleDims};
@@ -11,7 +9,8 @@ use super::module::{LoraModule, ModelDims, ModuleDims};
 /// An engine built with `trtllm-build --lora_plugin <dtype> --lora_target_modules ...
 /// --max_lora_rank R` records them in config.json as `build_config.lora_config`
 /// (`lora_target_modules`, `max_lora_rank`) and `build_config.plugin_config.lora_plugin`; the
-/// widths come from `pretrained_config`. [`EngineLoraSettings::from_engine_config`] reads them.
+/// widths come from `pretrained_config`. [`EngineDescription::lora_settings`](crate::engine::EngineDescription::lora_settings)
+/// reads them.
 ///
 /// ```
 /// use trtllm::lora::{EngineLoraSettings, LoraDtype, LoraModule, ModelDims};
@@ -66,46 +65,6 @@ impl EngineLoraSettings {
         Ok(Self { modules: with_dims, max_rank, dtype, num_layers, dims })
     }
 
-    /// Reads the LoRA settings from an engine's parsed config.json. `Ok(None)` when the engine has
-    /// no LoRA support (`plugin_config.lora_plugin` absent, null or false, or no target modules).
-    ///
-    /// The LoRA dtype is `pretrained_config.dtype`: TensorRT-LLM checks adapter weights against the
-    /// model's data type, and `lora_plugin` names the same type (or `auto`).
-    pub fn from_engine_config(config: &Value) -> Result<Option<Self>, LoraError> {
-        let build = &config["build_config"];
-        let plugin = &build["plugin_config"]["lora_plugin"];
-        if plugin.is_null() || plugin == &Value::Bool(false) {
-            return Ok(None);
-        }
-        let lora = &build["lora_config"];
-        let targets = match &lora["lora_target_modules"] {
-            Value::Array(items) => items,
-            Value::Null => return Ok(None),
-            other => return Err(bad(format!("lora_target_modules is not a list: {other}"))),
-        };
-        if targets.is_empty() {
-            return Ok(None);
-        }
-        let modules = targets
-            .iter()
-            .map(|t| t.as_str().ok_or_else(|| bad(format!("lora_target_modules entry {t} is not a string"))))
-            .map(|name| name.and_then(LoraModule::from_name))
-            .collect::<Result<Vec<_>, _>>()?;
-        let max_rank = read_u32(lora, "max_lora_rank")?;
-        let pretrained = &config["pretrained_config"];
-        let dtype_name =
-            pretrained["dtype"].as_str().ok_or_else(|| bad("pretrained_config.dtype is missing".into()))?;
-        let dtype = LoraDtype::from_name(dtype_name)?;
-        let hidden_size = read_u32(pretrained, "hidden_size")?;
-        let num_heads = read_u32(pretrained, "num_attention_heads")?;
-        let num_kv_heads = read_u32_or(pretrained, "num_key_value_heads", num_heads)?;
-        let head_size = read_u32_or(pretrained, "head_size", hidden_size.checked_div(num_heads).unwrap_or(0))?;
-        let intermediate_size = read_u32_or(pretrained, "intermediate_size", 4 * hidden_size)?;
-        let num_layers = read_u32(pretrained, "num_hidden_layers")?;
-        let dims = ModelDims { hidden_size, intermediate_size, num_heads, num_kv_heads, head_size };
-        Self::new(modules, max_rank, dtype, num_layers, dims).map(Some)
-    }
-
     /// The modules the engine adapts, in the order its config lists them.
     pub fn modules(&self) -> impl Iterator<Item = LoraModule> + '_ {
         self.modules.iter().map(|(m, _)| *m)
@@ -151,80 +110,5 @@ impl EngineLoraSettings {
     pub fn max_adapter_bytes(&self) -> u64 {
         let per_layer: u64 = self.modules.iter().map(|(_, d)| d.row_values(self.max_rank) as u64).sum();
         per_layer * u64::from(self.num_layers) * self.dtype.size() as u64
-    }
-}
-
-fn bad(reason: String) -> LoraError {
-    LoraError::InvalidSettings(reason)
-}
-
-fn read_u32(object: &Value, key: &str) -> Result<u32, LoraError> {
-    match &object[key] {
-        Value::Null => Err(bad(format!("{key} is missing"))),
-        value => value.as_u64().and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad(format!("{key} is {value}"))),
-    }
-}
-
-fn read_u32_or(object: &Value, key: &str, default: u32) -> Result<u32, LoraError> {
-    if object[key].is_null() { Ok(default) } else { read_u32(object, key) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn engine_json(lora_plugin: Value, modules: Value) -> Value {
-        json!({
-            "pretrained_config": {
-                "dtype": "bfloat16", "hidden_size": 64, "num_attention_heads": 4,
-                "num_key_value_heads": 2, "intermediate_size": 96, "num_hidden_layers": 3
-            },
-            "build_config": {
-                "lora_config": { "lora_target_modules": modules, "max_lora_rank": 16 },
-                "plugin_config": { "lora_plugin": lora_plugin }
-            }
-        })
-    }
-
-    #[test]
-    fn reads_an_engine_built_with_lora() {
-        let config = engine_json(json!("auto"), json!(["attn_q", "attn_k", "attn_v", "mlp_4h_to_h"]));
-        let settings = EngineLoraSettings::from_engine_config(&config).unwrap().unwrap();
-        assert_eq!(settings.dtype(), LoraDtype::Bf16);
-        assert_eq!(settings.max_rank(), 16);
-        assert_eq!(settings.num_layers(), 3);
-        assert_eq!(settings.model_dims().head_size, 16);
-        assert_eq!(settings.module_dims(LoraModule::AttnK), Some(ModuleDims { in_dim: 64, out_dim: 32 }));
-        assert_eq!(settings.module_dims(LoraModule::Mlp4hToH), Some(ModuleDims { in_dim: 96, out_dim: 64 }));
-        // q 16·(64+64) + k 16·(64+32) + v 16·(64+32) + down 16·(96+64) = 7680 values per layer.
-        assert_eq!(settings.max_adapter_bytes(), 7680 * 3 * 2);
-    }
-
-    #[test]
-    fn an_engine_without_the_plugin_has_no_lora() {
-        for plugin in [Value::Null, json!(false)] {
-            let config = engine_json(plugin, json!(["attn_q"]));
-            assert_eq!(EngineLoraSettings::from_engine_config(&config).unwrap(), None);
-        }
-        let config = engine_json(json!("float16"), json!([]));
-        assert_eq!(EngineLoraSettings::from_engine_config(&config).unwrap(), None);
-    }
-
-    #[test]
-    fn unknown_target_modules_and_bad_sizes_are_errors() {
-        let config = engine_json(json!("auto"), json!(["attn_q", "attn_z"]));
-        assert!(matches!(
-            EngineLoraSettings::from_engine_config(&config),
-            Err(LoraError::UnknownModuleName(name)) if name == "attn_z"
-        ));
-        let mut config = engine_json(json!("auto"), json!(["attn_q"]));
-        config["build_config"]["lora_config"]["max_lora_rank"] = json!(0);
-        assert!(matches!(EngineLoraSettings::from_engine_config(&config), Err(LoraError::InvalidSettings(_))));
-        let config = engine_json(json!("auto"), json!(["moe_gate"]));
-        assert!(matches!(
-            EngineLoraSettings::from_engine_config(&config),
-            Err(LoraError::UnsupportedModule(LoraModule::MoeGate))
-        ));
     }
 }

@@ -11,8 +11,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use super::error::SimError;
-use super::executor_files::{EngineFiles, ExecutorLimits, check_simulation, fault_method};
+use super::executor_files::{EngineFiles, ExecutorLimits, check_simulation};
 use super::perf_model::{BatchWork, PerfModel};
+use crate::engine::EngineDescription;
 use crate::engine::simulation_json::{ClockMode, SimulationJson};
 use crate::engine::speculative::SpeculativeDecodingMode;
 
@@ -51,6 +52,19 @@ mod ffi {
         Eagle,
     }
 
+    /// simulation.json's `faults.throw_in`: the executor method that throws (`None` for none),
+    /// mapped by name on both sides.
+    enum SimFaultMethod {
+        None,
+        Constructor,
+        EnqueueRequest,
+        AwaitResponses,
+        CancelRequest,
+        GetLatestIterationStats,
+        GetLatestRequestStats,
+        Shutdown,
+    }
+
     /// config.json as the simulated executor enforces it, defaults applied (see `ExecutorLimits`).
     struct SimEngineLimits {
         vocab_size_padded: i32,
@@ -87,8 +101,7 @@ mod ffi {
         has_kv_cache_max_tokens: bool,
         kv_cache_max_tokens: i64,
         seed: u64,
-        /// Index into the fault methods (constructor, enqueueRequest, ..., shutdown), -1 for none.
-        throw_in: i32,
+        throw_in: SimFaultMethod,
         throw_after_calls: u64,
         throw_non_std: bool,
         has_fail_prompt_token: bool,
@@ -140,9 +153,10 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
 fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>, SimError> {
     guarded(|| {
         let files = EngineFiles::read(Path::new(engine_dir))?;
-        let limits = ExecutorLimits::from_config(&files.config)?;
+        let description = EngineDescription::resolve(&files.config)?;
+        let limits = ExecutorLimits::of(&description);
         check_simulation(&files.simulation)?;
-        let model = PerfModel::from_documents(&files.config, &files.simulation)?;
+        let model = PerfModel::from_description(&description, &files.simulation)?;
         let model = model.with_cuda_graphs(files.simulation.cuda_graphs || cuda_graphs);
         Ok(Box::new(SimTiming { model, limits, simulation: files.simulation }))
     })
@@ -181,7 +195,23 @@ fn engine_limits(timing: &SimTiming) -> ffi::SimEngineLimits {
         num_medusa_heads: l.num_medusa_heads,
         lora_enabled: lora.is_some(),
         lora_target_modules: lora.map(|l| l.target_modules.clone()).unwrap_or_default(),
-        max_lora_rank: lora.map_or(0, |l| l.max_rank),
+        max_lora_rank: lora.map_or(0, |l| i32::try_from(l.max_rank).unwrap_or(i32::MAX)),
+    }
+}
+
+/// The bridge's fault method for simulation.json's `faults.throw_in` (one of `FAULT_METHODS`,
+/// which `check_simulation` enforced at load).
+fn fault_method_of(name: Option<&str>) -> ffi::SimFaultMethod {
+    use ffi::SimFaultMethod as M;
+    match name {
+        Some("constructor") => M::Constructor,
+        Some("enqueueRequest") => M::EnqueueRequest,
+        Some("awaitResponses") => M::AwaitResponses,
+        Some("cancelRequest") => M::CancelRequest,
+        Some("getLatestIterationStats") => M::GetLatestIterationStats,
+        Some("getLatestRequestStats") => M::GetLatestRequestStats,
+        Some("shutdown") => M::Shutdown,
+        _ => M::None,
     }
 }
 
@@ -198,7 +228,7 @@ fn sim_settings(timing: &SimTiming) -> ffi::SimSettings {
         has_kv_cache_max_tokens: s.kv_cache_max_tokens.is_some(),
         kv_cache_max_tokens: s.kv_cache_max_tokens.map_or(0, |t| i64::try_from(t).unwrap_or(i64::MAX)),
         seed: s.seed,
-        throw_in: f.throw_in.as_deref().and_then(fault_method).map_or(-1, |i| i as i32),
+        throw_in: fault_method_of(f.throw_in.as_deref()),
         throw_after_calls: f.throw_after_calls,
         throw_non_std: f.throw_non_std,
         has_fail_prompt_token: f.fail_prompt_token.is_some(),
@@ -232,6 +262,7 @@ fn iteration_time(timing: &SimTiming, w: &ffi::SimBatchWork) -> ffi::SimIteratio
     };
     // Arithmetic on plain numbers: nothing here can panic.
     let time = timing.model.iteration(&work);
+    super::telemetry::record_iteration(&timing.model, &work, time.total_ms);
     ffi::SimIterationTime { total_ms: time.total_ms, drafter_ms: time.drafter_ms }
 }
 
@@ -257,4 +288,20 @@ fn kv_capacity_tokens(timing: &SimTiming, free_fraction: f64, reserve_bytes: f64
         let tokens = timing.model.kv_capacity_tokens(free_fraction, reserve_bytes)?;
         Ok(i64::try_from(tokens).unwrap_or(i64::MAX))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::executor_files::FAULT_METHODS;
+
+    #[test]
+    fn every_fault_method_name_crosses_as_its_own_variant() {
+        let crossed: Vec<ffi::SimFaultMethod> = FAULT_METHODS.iter().map(|name| fault_method_of(Some(name))).collect();
+        for (i, method) in crossed.iter().enumerate() {
+            assert!(*method != ffi::SimFaultMethod::None, "{} crosses as none", FAULT_METHODS[i]);
+            assert!(!crossed[..i].contains(method), "{} crosses as an earlier method", FAULT_METHODS[i]);
+        }
+        assert!(fault_method_of(None) == ffi::SimFaultMethod::None);
+    }
 }

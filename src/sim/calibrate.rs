@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::error::SimError;
 use super::gpu::GpuPreset;
 use super::kernel_table::{self, KernelRow};
-use super::perf_model::{BatchWork, EngineSpec, PerfModel};
+use super::perf_model::{BatchWork, PerfModel, TimingSpec};
 
 /// One measurement the model should reproduce.
 #[derive(Debug, Clone)]
@@ -37,7 +37,7 @@ impl Sample {
 /// A calibration file: the GPU preset it refines and the fitted figures (applied as `gpu_overrides`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Calibration {
+pub struct GpuCalibration {
     /// The GPU preset id the figures refine.
     pub gpu: String,
     /// Fitted figures by name (see `OVERRIDABLE_FIGURES`).
@@ -50,7 +50,7 @@ pub struct Calibration {
     pub held_out_error: [f64; 3],
 }
 
-impl Calibration {
+impl GpuCalibration {
     /// Reads a calibration file's text.
     pub fn parse(text: &str) -> Result<Self, SimError> {
         serde_json::from_str(text).map_err(|e| SimError::Invalid(format!("calibration file: {e}")))
@@ -95,7 +95,7 @@ pub const KERNEL_FIGURES: [&str; 6] = [
 ];
 
 /// The model's time for a sample, milliseconds.
-fn predict(sample: &Sample, gpu: &GpuPreset, spec: Option<&EngineSpec>) -> Result<f64, SimError> {
+fn predict(sample: &Sample, gpu: &GpuPreset, spec: Option<&TimingSpec>) -> Result<f64, SimError> {
     match sample {
         Sample::Iteration { work, .. } => {
             let spec = spec.ok_or_else(|| SimError::Invalid("iteration samples need the engine".into()))?;
@@ -106,7 +106,7 @@ fn predict(sample: &Sample, gpu: &GpuPreset, spec: Option<&EngineSpec>) -> Resul
 }
 
 /// Log residuals ln(model / measured) of the model over `samples` (a large one where the model fails).
-fn residuals(samples: &[&Sample], gpu: &GpuPreset, spec: Option<&EngineSpec>) -> Vec<f64> {
+fn residuals(samples: &[&Sample], gpu: &GpuPreset, spec: Option<&TimingSpec>) -> Vec<f64> {
     samples
         .iter()
         .map(|sample| {
@@ -162,7 +162,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 /// its valid range.
 pub fn fit(
     preset: &GpuPreset,
-    spec: Option<&EngineSpec>,
+    spec: Option<&TimingSpec>,
     samples: &[Sample],
     figures: &[&str],
 ) -> Result<Fit, SimError> {
@@ -338,7 +338,7 @@ mod tests {
 
     /// Bench-format files of a run of `requests` on an engine whose GPU has `gpu`'s figures: staggered
     /// arrivals of varied prompts, each request decoding `output` tokens.
-    fn bench_files(spec: &EngineSpec, gpu: &GpuPreset) -> (String, String) {
+    fn bench_files(spec: &TimingSpec, gpu: &GpuPreset) -> (String, String) {
         let model = PerfModel::from_spec(spec.clone(), gpu).unwrap();
         let mut requests = String::new();
         let mut active: Vec<(u64, f64, u64)> = Vec::new(); // (first iter, prompt, last iter)
@@ -373,7 +373,7 @@ mod tests {
     #[test]
     fn hidden_figures_are_recovered_from_iteration_logs() {
         let shape = ModelPreset::by_id("llama-3.1-8b").unwrap().shape;
-        let spec = EngineSpec::new(&shape, WeightDtype::Bf16, KvCacheDtype::Auto, 1);
+        let spec = TimingSpec::new(&shape, WeightDtype::Bf16, KvCacheDtype::Auto, 1);
         let preset = GpuPreset::by_id("h100-sxm").unwrap();
         let mut hidden = preset.clone();
         for (name, value) in [

@@ -1,5 +1,7 @@
 //! Errors of simulated-engine planning: unknown presets and engines a simulated GPU cannot run.
 
+use crate::error::kind::ErrorKind;
+
 /// Why a simulated engine cannot be described or run as asked.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -34,7 +36,7 @@ pub enum SimError {
     },
     /// The weights and the runtime reserve alone exceed one GPU's memory.
     #[error(
-        "the model does not fit the simulated GPU: {weights_gib:.1} GiB of weights per GPU plus {reserve_gib:.1} GiB of activations and runtime exceed the {gpu}'s {memory_gib:.1} GiB; use more tensor-parallel GPUs, FP8 weights or a larger GPU"
+        "the model does not fit the simulated GPU, so the engine would not load: {weights_gib:.1} GiB of weights per GPU plus {reserve_gib:.1} GiB the runtime holds leave no room for the KV cache in the {gpu}'s {memory_gib:.1} GiB; use more GPUs, FP8 weights, lower build limits or a larger GPU\n{budget}"
     )]
     DoesNotFit {
         /// The GPU preset id.
@@ -45,6 +47,8 @@ pub enum SimError {
         reserve_gib: f64,
         /// The GPU's memory, GiB.
         memory_gib: f64,
+        /// The memory budget, line by line.
+        budget: String,
     },
     /// An engine directory's file is missing, unreadable or not valid for its schema.
     #[error("{}: {message}", path.display())]
@@ -57,4 +61,24 @@ pub enum SimError {
     /// A shape or parallelism setting that cannot work (zero sizes, heads not divisible by tp, ...).
     #[error("invalid simulated engine: {0}")]
     Invalid(String),
+}
+
+impl SimError {
+    /// What kind of failure this is: always [`ErrorKind::Configuration`], a simulated engine
+    /// described or set up wrong.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Configuration
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_simulated_engine_error_is_a_configuration_error() {
+        let unknown = SimError::UnknownGpu { id: "x100".into(), known: "h100".into() };
+        assert_eq!(unknown.kind(), ErrorKind::Configuration);
+        assert_eq!(SimError::Invalid("zero layers".into()).kind(), ErrorKind::Configuration);
+    }
 }

@@ -9,7 +9,9 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 
 use super::error::SimError;
+use crate::engine::EngineDescription;
 use crate::engine::config_json::ConfigJson;
+pub(crate) use crate::engine::description::LoraLimits;
 use crate::engine::simulation_json::SimulationJson;
 use crate::engine::speculative::SpeculativeDecodingMode;
 
@@ -23,18 +25,6 @@ pub(crate) const FAULT_METHODS: [&str; 7] = [
     "getLatestRequestStats",
     "shutdown",
 ];
-
-/// Longest draft (max_draft_len, num_medusa_heads) the simulator accepts.
-const MAX_DRAFT: usize = 1024;
-
-/// Bytes per element of a dtype name (`float16`, `bfloat16`, `float32`, ...).
-pub(crate) fn dtype_bytes(dtype: Option<&str>) -> f64 {
-    match dtype {
-        Some("float32") => 4.0,
-        Some("int8" | "fp8") => 1.0,
-        _ => 2.0,
-    }
-}
 
 /// An engine directory's two documents, read once.
 #[derive(Debug, Clone)]
@@ -74,15 +64,6 @@ fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, SimError> {
     crate::engine::read_json(path).map_err(|e| file_error(path, e.to_string()))
 }
 
-/// The LoRA settings the simulated executor checks adapters against.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LoraLimits {
-    /// `lora_config.lora_target_modules` (TensorRT-LLM module names).
-    pub target_modules: Vec<String>,
-    /// `lora_config.max_lora_rank`.
-    pub max_rank: i32,
-}
-
 /// config.json as the simulated executor enforces it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ExecutorLimits {
@@ -104,7 +85,7 @@ pub(crate) struct ExecutorLimits {
     pub dtype_bytes: i32,
     /// `max_input_len` (default 1024).
     pub max_input_len: i32,
-    /// `max_seq_len` (default: `max_position_embeddings`, else the larger of 2048 and max_input_len + 1).
+    /// `max_seq_len`.
     pub max_seq_len: i32,
     /// `max_batch_size` (default 2048).
     pub max_batch_size: i32,
@@ -130,141 +111,41 @@ pub(crate) struct ExecutorLimits {
     pub lora: Option<LoraLimits>,
 }
 
-/// A size member: absent takes `default`; present must lie in [`min`, i32::MAX].
-fn size(value: Option<usize>, name: &str, default: usize, min: usize) -> Result<i32, SimError> {
-    checked(value.unwrap_or(default), name, min)
-}
-
-/// A size member whose default `ConfigJson` applies: it must lie in [`min`, i32::MAX].
-fn checked(value: usize, name: &str, min: usize) -> Result<i32, SimError> {
-    i32::try_from(value)
-        .ok()
-        .filter(|_| value >= min)
-        .ok_or_else(|| SimError::Invalid(format!("config.json: {name} must be in [{min}, {}], got {value}", i32::MAX)))
-}
-
-/// A size member that must be present.
-fn required(value: Option<usize>, name: &str) -> Result<i32, SimError> {
-    match value {
-        None => Err(SimError::Invalid(format!("config.json: {name} is required"))),
-        Some(_) => size(value, name, 0, 1),
-    }
-}
-
 impl ExecutorLimits {
-    /// Applies TensorRT-LLM's defaults to `config` and checks it as trtllm-build would have.
-    pub fn from_config(config: &ConfigJson) -> Result<Self, SimError> {
-        let p = &config.pretrained_config;
-        let b = &config.build_config;
-        let plugins = &b.plugin_config;
-        let hidden = required(p.hidden_size, "pretrained_config.hidden_size")?;
-        let heads = required(p.num_attention_heads, "pretrained_config.num_attention_heads")?;
-        let kv_heads = size(p.num_key_value_heads, "pretrained_config.num_key_value_heads", heads as usize, 1)?;
-        let vocab = required(p.vocab_size, "pretrained_config.vocab_size")?;
-        let mapping = &p.mapping;
-        let tp = checked(mapping.tp_size(), "pretrained_config.mapping.tp_size", 1)?;
-        let pp = checked(mapping.pp_size(), "pretrained_config.mapping.pp_size", 1)?;
-        let cp = checked(mapping.cp_size(), "pretrained_config.mapping.cp_size", 1)?;
-        let ranks = tp as usize * pp as usize * cp as usize;
-        let world = checked(mapping.world_size(), "pretrained_config.mapping.world_size", 1)?;
-        if world as usize != ranks {
-            return Err(SimError::Invalid(format!(
-                "config.json: pretrained_config.mapping.world_size ({world}) must equal tp_size * pp_size * cp_size ({ranks})"
-            )));
+    /// The view of `description` the C++ simulator enforces.
+    pub fn of(description: &EngineDescription) -> Self {
+        let int = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
+        let (shape, limits, spec) = (&description.shape, &description.limits, &description.speculative);
+        ExecutorLimits {
+            vocab_size_padded: int(description.vocab_size_padded()),
+            hidden_size: int(shape.hidden_size),
+            num_layers: int(shape.num_layers),
+            num_heads: int(shape.num_heads),
+            num_kv_heads: int(shape.num_kv_heads),
+            head_size: int(shape.head_size),
+            intermediate_size: int(shape.intermediate_size),
+            dtype_bytes: description.precision.activation_bytes as i32,
+            max_input_len: int(limits.max_input_len),
+            max_seq_len: int(limits.max_seq_len),
+            max_batch_size: int(limits.max_batch_size),
+            max_beam_width: int(limits.max_beam_width),
+            max_num_tokens: int(limits.max_num_tokens),
+            gather_context_logits: limits.gather_context_logits,
+            tokens_per_block: int(limits.tokens_per_block),
+            paged_kv_cache: limits.paged_kv_cache,
+            paged_context_fmha: limits.paged_context_fmha,
+            speculative_mode: spec.mode,
+            max_draft_len: int(spec.max_draft_len),
+            num_medusa_heads: int(spec.num_medusa_heads),
+            lora: description.lora.clone(),
         }
-        check_head_split(heads, kv_heads, tp)?;
-        let max_position = size(p.max_position_embeddings, "pretrained_config.max_position_embeddings", 1, 1)?;
-        let max_input_len = size(b.max_input_len, "build_config.max_input_len", 1024, 1)?;
-        let default_seq_len = match p.max_position_embeddings {
-            Some(_) => max_position as usize,
-            None => 2048.max(max_input_len as usize + 1),
-        };
-        let max_seq_len = size(b.max_seq_len, "build_config.max_seq_len", default_seq_len, 1)?;
-        if max_input_len > max_seq_len {
-            return Err(SimError::Invalid(format!(
-                "config.json: build_config.max_input_len ({max_input_len}) must not exceed max_seq_len ({max_seq_len})"
-            )));
-        }
-        let speculative_mode = b.speculative_decoding_mode.unwrap_or(SpeculativeDecodingMode::None);
-        let max_draft_len = size(b.max_draft_len, "build_config.max_draft_len", 0, 0)?;
-        let num_medusa_heads = size(p.num_medusa_heads, "pretrained_config.num_medusa_heads", 0, 0)?;
-        for (value, name) in [(max_draft_len, "build_config.max_draft_len"), (num_medusa_heads, "num_medusa_heads")] {
-            if value as usize > MAX_DRAFT {
-                return Err(SimError::Invalid(format!("config.json: {name} ({value}) must be at most {MAX_DRAFT}")));
-            }
-        }
-        let drafts =
-            !matches!(speculative_mode, SpeculativeDecodingMode::None | SpeculativeDecodingMode::LookaheadDecoding);
-        if drafts && max_draft_len == 0 {
-            return Err(SimError::Invalid(format!(
-                "config.json: build_config.max_draft_len must be positive for speculative_decoding_mode {}",
-                speculative_mode.name()
-            )));
-        }
-        Ok(ExecutorLimits {
-            vocab_size_padded: (vocab + tp - 1) / tp * tp,
-            hidden_size: hidden,
-            num_layers: required(p.num_hidden_layers, "pretrained_config.num_hidden_layers")?,
-            num_heads: heads,
-            num_kv_heads: kv_heads,
-            head_size: size(p.head_size, "pretrained_config.head_size", (hidden / heads) as usize, 1)?,
-            intermediate_size: size(
-                p.intermediate_size,
-                "pretrained_config.intermediate_size",
-                4 * hidden as usize,
-                1,
-            )?,
-            dtype_bytes: dtype_bytes(p.dtype.as_deref()) as i32,
-            max_input_len,
-            max_seq_len,
-            max_batch_size: size(b.max_batch_size, "build_config.max_batch_size", 2048, 1)?,
-            max_beam_width: checked(b.max_beam_width(), "build_config.max_beam_width", 1)?,
-            max_num_tokens: checked(b.max_num_tokens(), "build_config.max_num_tokens", 1)?,
-            gather_context_logits: b.gather_context_logits,
-            tokens_per_block: checked(plugins.tokens_per_block(), "build_config.plugin_config.tokens_per_block", 1)?,
-            paged_kv_cache: plugins.paged_kv_cache.unwrap_or(true),
-            paged_context_fmha: plugins.use_paged_context_fmha.unwrap_or(true),
-            speculative_mode,
-            max_draft_len,
-            num_medusa_heads,
-            lora: lora_limits(config)?,
-        })
     }
-}
 
-/// Tensor parallelism splits the attention heads across the ranks: each needs a whole number of query heads,
-/// and of KV heads unless there are fewer KV heads than ranks, which then share replicated ones.
-fn check_head_split(heads: i32, kv_heads: i32, tp: i32) -> Result<(), SimError> {
-    if heads % tp != 0 {
-        return Err(SimError::Invalid(format!(
-            "config.json: pretrained_config.mapping.tp_size ({tp}) must divide pretrained_config.num_attention_heads ({heads}): every tensor-parallel rank runs a whole number of attention heads"
-        )));
+    /// Resolves `config` and takes the simulator's view (tests).
+    #[cfg(test)]
+    fn from_config(config: &ConfigJson) -> Result<Self, SimError> {
+        Ok(Self::of(&EngineDescription::resolve(config)?))
     }
-    let split = kv_heads % tp == 0;
-    let replicated = kv_heads < tp && tp % kv_heads == 0;
-    if !split && !replicated {
-        return Err(SimError::Invalid(format!(
-            "config.json: pretrained_config.mapping.tp_size ({tp}) must divide pretrained_config.num_key_value_heads ({kv_heads}), or be a multiple of it (each KV head then replicated on tp_size / num_key_value_heads ranks)"
-        )));
-    }
-    Ok(())
-}
-
-/// The plugin is a dtype name (`auto`, `float16`, ...), or null / false when off; LoRA is on with the plugin,
-/// at least one target module and a positive rank.
-fn lora_limits(config: &ConfigJson) -> Result<Option<LoraLimits>, SimError> {
-    let build = &config.build_config;
-    let plugin_on =
-        build.plugin_config.lora_plugin.as_ref().is_some_and(|p| !p.is_null() && *p != serde_json::Value::Bool(false));
-    let Some(lora) = build.lora_config.as_ref().filter(|_| plugin_on) else {
-        return Ok(None);
-    };
-    let modules = lora.lora_target_modules.clone().unwrap_or_default();
-    let rank = lora.max_lora_rank.unwrap_or(0);
-    let max_rank = i32::try_from(rank).map_err(|_| {
-        SimError::Invalid(format!("config.json: build_config.lora_config.max_lora_rank ({rank}) is too large"))
-    })?;
-    Ok((!modules.is_empty() && max_rank > 0).then_some(LoraLimits { target_modules: modules, max_rank }))
 }
 
 /// Checks what serde's schema leaves open in simulation.json: value ranges and fault method names.
@@ -279,6 +160,9 @@ pub(crate) fn check_simulation(sim: &SimulationJson) -> Result<(), SimError> {
         if let Some(value) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
             return fail(format!("{name} must be at least 0, got {value}"));
         }
+    }
+    if let Some(factor) = sim.moe_imbalance.filter(|f| !(f.is_finite() && *f >= 1.0)) {
+        return fail(format!("moe_imbalance must be at least 1, got {factor}"));
     }
     if sim.kv_cache_max_tokens == Some(0) {
         return fail("kv_cache_max_tokens must be at least 1".into());
@@ -352,7 +236,7 @@ mod tests {
             ExecutorLimits::from_config(&config(json)).unwrap_err().to_string()
         };
         let e = error(&|j| j["pretrained_config"]["vocab_size"] = serde_json::Value::Null);
-        assert!(e.contains("config.json: pretrained_config.vocab_size is required"), "{e}");
+        assert!(e.contains("config.json: pretrained_config.vocab_size is missing"), "{e}");
         let e = error(&|j| j["build_config"]["max_batch_size"] = 0.into());
         assert!(e.contains("build_config.max_batch_size must be in [1, 2147483647], got 0"), "{e}");
         let e = error(&|j| j["build_config"]["max_num_tokens"] = (1u64 << 40).into());
@@ -417,6 +301,8 @@ mod tests {
         );
         let e = check(r#"{"time_scale": -1}"#).unwrap_err();
         assert!(e.contains("simulation.json: time_scale must be at least 0"), "{e}");
+        let e = check(r#"{"moe_imbalance": 0.5}"#).unwrap_err();
+        assert!(e.contains("moe_imbalance must be at least 1, got 0.5"), "{e}");
         let e = check(r#"{"kv_cache_max_tokens": 0}"#).unwrap_err();
         assert!(e.contains("kv_cache_max_tokens must be at least 1"), "{e}");
         let e = check(r#"{"speculative": {"draft_agreement": 1.5}}"#).unwrap_err();

@@ -82,6 +82,9 @@ pub struct GpuPreset {
     pub graph_launch_us: f64,
     /// Fixed cost of one executor iteration (scheduling, host work), milliseconds.
     pub iteration_overhead_ms: f64,
+    /// Where the figures come from: datasheet, borrowed from a calibrated preset of the architecture, or measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How a GPU figure may be overridden: a fraction in (0, 1], a value >= 0, or a value > 0.
@@ -118,6 +121,33 @@ impl GpuPreset {
             id: id.to_string(),
             known: Self::all().iter().map(|gpu| gpu.id.as_str()).collect::<Vec<_>>().join(", "),
         })
+    }
+
+    /// The GPU a simulation.json describes: its inline `gpu_spec`, else the preset `gpu` names, with its
+    /// `gpu_overrides` applied.
+    pub fn for_simulation(sim: &crate::engine::SimulationJson) -> Result<GpuPreset, SimError> {
+        let mut gpu = match &sim.gpu_spec {
+            Some(spec) => {
+                Self::from_spec_json(spec).map_err(|e| SimError::Invalid(format!("simulation.json: gpu_spec: {e}")))?
+            }
+            None => Self::by_id(&sim.gpu)?.clone(),
+        };
+        for (name, value) in &sim.gpu_overrides {
+            gpu.set_figure(name, *value)
+                .map_err(|e| SimError::Invalid(format!("simulation.json: gpu_overrides: {e}")))?;
+        }
+        Ok(gpu)
+    }
+
+    /// A GPU described in full by a JSON object with a preset's members (`trtllm sim build --gpu-spec`).
+    pub fn from_spec_json(json: &serde_json::Value) -> Result<GpuPreset, SimError> {
+        let gpu: GpuPreset = serde_json::from_value(json.clone()).map_err(|e| SimError::Invalid(e.to_string()))?;
+        for name in OVERRIDABLE_FIGURES {
+            if let Some(value) = gpu.figure(name) {
+                gpu.clone().set_figure(name, value)?;
+            }
+        }
+        Ok(gpu)
     }
 
     /// True when the GPU has FP8 tensor cores (Ada and Hopper).
@@ -211,9 +241,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_shared_document_lists_the_five_presets() {
+    fn the_shared_document_lists_the_presets() {
         let ids: Vec<&str> = GpuPreset::all().iter().map(|g| g.id.as_str()).collect();
-        assert_eq!(ids, ["rtx-a6000", "l40s", "a100-sxm-80gb", "h100-sxm", "h200"]);
+        let expected = [
+            "rtx-a6000",
+            "l40s",
+            "a100-sxm-80gb",
+            "h100-sxm",
+            "h200",
+            "a100-pcie-80gb",
+            "a100-sxm-40gb",
+            "a10g",
+            "l4",
+            "l40",
+            "h100-pcie",
+            "h100-nvl",
+            "h20",
+            "gh200",
+        ];
+        assert_eq!(ids, expected);
         for gpu in GpuPreset::all() {
             assert_eq!(gpu.has_fp8(), gpu.architecture != "Ampere", "{}", gpu.id);
             assert!(gpu.bandwidth_efficiency > 0.0 && gpu.bandwidth_efficiency <= 1.0);

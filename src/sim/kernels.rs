@@ -45,10 +45,16 @@ impl<'a> Kernels<'a> {
     /// weight and the activations bounds it at few rows, the tensor rate at many; the two blend smoothly
     /// (a 4-norm: the tile pipeline overlaps loads and math only partly near the knee), plus the floor.
     pub(crate) fn gemm(&self, rows: f64, k: f64, n: f64, weights: WeightFormat) -> f64 {
+        self.grouped_gemm(rows, 1.0, k, n, weights)
+    }
+
+    /// One rank's grouped expert GEMM: `rows` routed rows, each by its expert's `k` x `n` weight, reading the
+    /// weights of the `experts` distinct experts the rows touch; blended like [`Kernels::gemm`].
+    pub(crate) fn grouped_gemm(&self, rows: f64, experts: f64, k: f64, n: f64, weights: WeightFormat) -> f64 {
         if rows <= 0.0 || k <= 0.0 || n <= 0.0 {
             return 0.0;
         }
-        let bytes = k * n * weights.bytes_per_param + rows * (k + n) * 2.0;
+        let bytes = experts * k * n * weights.bytes_per_param + rows * (k + n) * 2.0;
         let memory = bytes / self.bandwidth(self.gpu.bandwidth_efficiency);
         let compute = 2.0 * rows * k * n / self.gemm_rate(weights.fp8_math);
         self.floor_s + (memory.powi(4) + compute.powi(4)).powf(0.25)

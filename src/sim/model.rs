@@ -1,41 +1,44 @@
-//! Model presets (exact shapes of public checkpoints) and the precisions a simulated engine can use.
+//! Model presets (the published configs of public checkpoints, in src/sim/model_presets.json) and the
+//! precisions a simulated engine can be built in.
 
-use serde::Serialize;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
 
 use super::error::SimError;
+use crate::engine::EngineDescription;
+use crate::engine::description::{KvQuant, Precision, WeightQuant};
+use crate::engine::hf_config;
+pub use crate::engine::model_shape::{Family, ModelShape, MoeShape, ParameterCount};
 
-/// The shape of a decoder-only transformer, as its config.json states it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ModelShape {
-    /// Vocabulary size.
-    pub vocab_size: usize,
-    /// Hidden size.
-    pub hidden_size: usize,
-    /// Transformer layers.
-    pub num_layers: usize,
-    /// Attention (query) heads.
-    pub num_heads: usize,
-    /// Key/value heads (grouped-query attention).
-    pub num_kv_heads: usize,
-    /// Dimension of one head.
-    pub head_size: usize,
-    /// Width of the gated MLP.
-    pub intermediate_size: usize,
-    /// The output head shares the input embedding's weights.
-    pub tie_word_embeddings: bool,
+/// The presets document.
+const PRESETS_SOURCE: &str = include_str!("model_presets.json");
+
+#[derive(Deserialize)]
+struct PresetsDocument {
+    #[allow(dead_code)] // documentation inside the data file
+    units: String,
+    presets: Vec<PresetEntry>,
 }
 
-impl ModelShape {
-    /// Parameters: attention and gated-MLP matrices of every layer, norms, embedding and output head.
-    pub fn parameter_count(&self) -> f64 {
-        let hidden = self.hidden_size as f64;
-        let q = (self.num_heads * self.head_size) as f64;
-        let kv = (self.num_kv_heads * self.head_size) as f64;
-        let per_layer = 2.0 * hidden * q + 2.0 * hidden * kv + 3.0 * hidden * self.intermediate_size as f64;
-        let embeddings = self.vocab_size as f64 * hidden * if self.tie_word_embeddings { 1.0 } else { 2.0 };
-        per_layer * self.num_layers as f64 + (2.0 * self.num_layers as f64 + 1.0) * hidden + embeddings
-    }
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PresetEntry {
+    id: String,
+    name: String,
+    published_params_b: f64,
+    bos_token_id: u32,
+    eos_token_ids: Vec<u32>,
+    config: serde_json::Value,
 }
+
+static MODEL_PRESETS: LazyLock<Vec<ModelPreset>> = LazyLock::new(|| {
+    let doc: PresetsDocument = serde_json::from_str(PRESETS_SOURCE).expect("model_presets.json is a presets document");
+    doc.presets
+        .into_iter()
+        .map(|p| ModelPreset::from_entry(p).expect("model_presets.json describes its models"))
+        .collect()
+});
 
 /// A public model's exact configuration, for simulated engines.
 ///
@@ -43,16 +46,18 @@ impl ModelShape {
 /// let qwen = trtllm::sim::ModelPreset::by_id("qwen2.5-7b")?;
 /// assert_eq!(qwen.shape.intermediate_size, 18944);
 /// assert!((qwen.shape.parameter_count() / 1e9 - 7.6).abs() < 0.05);
+/// let mixtral = trtllm::sim::ModelPreset::by_id("mixtral-8x7b")?;
+/// assert_eq!(mixtral.shape.moe.unwrap().num_experts, 8);
 /// # Ok::<(), trtllm::sim::SimError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelPreset {
     /// Preset id used on the command line, e.g. `llama-3.1-70b`.
-    pub id: &'static str,
+    pub id: String,
     /// The checkpoint's Hugging Face name, recorded as the engine's model name.
-    pub name: &'static str,
+    pub name: String,
     /// TensorRT-LLM architecture name (`pretrained_config.architecture`).
-    pub architecture: &'static str,
+    pub architecture: String,
     /// The shape.
     pub shape: ModelShape,
     /// Longest context the model was trained for.
@@ -64,7 +69,9 @@ pub struct ModelPreset {
     /// Beginning-of-sequence token id.
     pub bos_token_id: u32,
     /// Token ids that end generation (generation_config.json's `eos_token_id`).
-    pub eos_token_ids: &'static [u32],
+    pub eos_token_ids: Vec<u32>,
+    /// The parameter count the model's publisher states, billions.
+    pub published_params_b: f64,
 }
 
 impl ModelPreset {
@@ -75,118 +82,84 @@ impl ModelPreset {
 
     /// The preset with this id.
     pub fn by_id(id: &str) -> Result<&'static ModelPreset, SimError> {
-        MODEL_PRESETS.iter().find(|m| m.id == id).ok_or_else(|| SimError::UnknownModel {
+        Self::all().iter().find(|m| m.id == id).ok_or_else(|| SimError::UnknownModel {
             id: id.to_string(),
-            known: MODEL_PRESETS.iter().map(|m| m.id).collect::<Vec<_>>().join(", "),
+            known: Self::all().iter().map(|m| m.id.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// A model given as a preset id, a config.json (Hugging Face or TensorRT-LLM form) or a directory
+    /// holding one.
+    pub fn from_arg(model: &str) -> Result<ModelPreset, SimError> {
+        let path = std::path::Path::new(model);
+        if !path.exists() {
+            return Self::by_id(model).cloned();
+        }
+        let file = if path.is_dir() { path.join("config.json") } else { path.to_path_buf() };
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| SimError::EngineFile { path: file.clone(), message: format!("cannot read: {e}") })?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| SimError::EngineFile { path: file.clone(), message: format!("not valid JSON: {e}") })?;
+        let id = path.file_name().map_or_else(|| model.to_string(), |n| n.to_string_lossy().into_owned());
+        Self::from_config(&id, &json).map_err(|e| SimError::EngineFile { path: file, message: e.to_string() })
+    }
+
+    /// A model from a config.json document (Hugging Face or TensorRT-LLM form).
+    pub fn from_config(id: &str, json: &serde_json::Value) -> Result<ModelPreset, SimError> {
+        let entry = PresetEntry {
+            id: id.to_string(),
+            name: json.get("_name_or_path").and_then(|v| v.as_str()).unwrap_or(id).to_string(),
+            published_params_b: 0.0,
+            bos_token_id: json.get("bos_token_id").and_then(|v| v.as_u64()).unwrap_or(1) as u32,
+            eos_token_ids: match json.get("eos_token_id") {
+                Some(serde_json::Value::Array(ids)) => {
+                    ids.iter().filter_map(|v| v.as_u64()).map(|v| v as u32).collect()
+                }
+                Some(v) => v.as_u64().map(|v| vec![v as u32]).unwrap_or_default(),
+                None => Vec::new(),
+            },
+            config: json.clone(),
+        };
+        let mut preset = Self::from_entry(entry)?;
+        preset.published_params_b = preset.shape.parameter_count() / 1e9;
+        Ok(preset)
+    }
+
+    fn from_entry(entry: PresetEntry) -> Result<ModelPreset, SimError> {
+        let json = &entry.config;
+        // The architecture first: an unmodelled one is refused by name, whatever else its config lacks.
+        let architecture = match json.get("pretrained_config") {
+            Some(p) => p.get("architecture").and_then(|a| a.as_str()),
+            None => json.get("architectures").and_then(|a| a.get(0)).and_then(|a| a.as_str()),
+        };
+        if let Some(architecture) = architecture {
+            Family::from_architecture(architecture).map_err(|e| SimError::Invalid(format!("config.json: {e}")))?;
+        }
+        let config = if hf_config::is_engine_config(json) {
+            serde_json::from_value(json.clone()).map_err(|e| SimError::Invalid(format!("config.json: {e}")))?
+        } else {
+            hf_config::engine_config(json)?
+        };
+        let description = EngineDescription::resolve(&config)?;
+        let shape = *description.modelled_shape()?;
+        let pretrained = json.get("pretrained_config").unwrap_or(json);
+        let number = |names: &[&str], default: f64| {
+            names.iter().find_map(|n| pretrained.get(*n).and_then(|v| v.as_f64())).unwrap_or(default)
+        };
+        Ok(ModelPreset {
+            id: entry.id,
+            name: entry.name,
+            architecture: description.architecture,
+            shape,
+            max_position_embeddings: description.max_position_embeddings.unwrap_or(2048),
+            rotary_base: number(&["rope_theta", "rotary_base"], 10000.0),
+            norm_epsilon: number(&["rms_norm_eps", "norm_epsilon"], 1e-5),
+            bos_token_id: entry.bos_token_id,
+            eos_token_ids: entry.eos_token_ids,
+            published_params_b: entry.published_params_b,
         })
     }
 }
-
-const LLAMA3_EOS: &[u32] = &[128001, 128008, 128009];
-
-static MODEL_PRESETS: [ModelPreset; 5] = [
-    ModelPreset {
-        id: "tinyllama-1.1b",
-        name: "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-        architecture: "LlamaForCausalLM",
-        shape: ModelShape {
-            vocab_size: 32000,
-            hidden_size: 2048,
-            num_layers: 22,
-            num_heads: 32,
-            num_kv_heads: 4,
-            head_size: 64,
-            intermediate_size: 5632,
-            tie_word_embeddings: false,
-        },
-        max_position_embeddings: 2048,
-        rotary_base: 10000.0,
-        norm_epsilon: 1e-5,
-        bos_token_id: 1,
-        eos_token_ids: &[2],
-    },
-    ModelPreset {
-        id: "qwen2.5-7b",
-        name: "Qwen/Qwen2.5-7B-Instruct",
-        architecture: "Qwen2ForCausalLM",
-        shape: ModelShape {
-            vocab_size: 152064,
-            hidden_size: 3584,
-            num_layers: 28,
-            num_heads: 28,
-            num_kv_heads: 4,
-            head_size: 128,
-            intermediate_size: 18944,
-            tie_word_embeddings: false,
-        },
-        max_position_embeddings: 32768,
-        rotary_base: 1_000_000.0,
-        norm_epsilon: 1e-6,
-        bos_token_id: 151643,
-        eos_token_ids: &[151645, 151643],
-    },
-    ModelPreset {
-        id: "llama-3.1-8b",
-        name: "meta-llama/Llama-3.1-8B-Instruct",
-        architecture: "LlamaForCausalLM",
-        shape: ModelShape {
-            vocab_size: 128256,
-            hidden_size: 4096,
-            num_layers: 32,
-            num_heads: 32,
-            num_kv_heads: 8,
-            head_size: 128,
-            intermediate_size: 14336,
-            tie_word_embeddings: false,
-        },
-        max_position_embeddings: 131072,
-        rotary_base: 500_000.0,
-        norm_epsilon: 1e-5,
-        bos_token_id: 128000,
-        eos_token_ids: LLAMA3_EOS,
-    },
-    ModelPreset {
-        id: "llama-3.1-70b",
-        name: "meta-llama/Llama-3.1-70B-Instruct",
-        architecture: "LlamaForCausalLM",
-        shape: ModelShape {
-            vocab_size: 128256,
-            hidden_size: 8192,
-            num_layers: 80,
-            num_heads: 64,
-            num_kv_heads: 8,
-            head_size: 128,
-            intermediate_size: 28672,
-            tie_word_embeddings: false,
-        },
-        max_position_embeddings: 131072,
-        rotary_base: 500_000.0,
-        norm_epsilon: 1e-5,
-        bos_token_id: 128000,
-        eos_token_ids: LLAMA3_EOS,
-    },
-    // The draft model for Llama-3.1 targets in draft-target speculative decoding (same vocabulary).
-    ModelPreset {
-        id: "llama-3.2-1b",
-        name: "meta-llama/Llama-3.2-1B-Instruct",
-        architecture: "LlamaForCausalLM",
-        shape: ModelShape {
-            vocab_size: 128256,
-            hidden_size: 2048,
-            num_layers: 16,
-            num_heads: 32,
-            num_kv_heads: 8,
-            head_size: 64,
-            intermediate_size: 8192,
-            tie_word_embeddings: true,
-        },
-        max_position_embeddings: 131072,
-        rotary_base: 500_000.0,
-        norm_epsilon: 1e-5,
-        bos_token_id: 128000,
-        eos_token_ids: LLAMA3_EOS,
-    },
-];
 
 /// How the weights of the linear layers are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -213,7 +186,24 @@ impl WeightDtype {
 
     /// `pretrained_config.quantization.quant_algo`.
     pub fn quant_algo(self) -> Option<&'static str> {
-        matches!(self, WeightDtype::Fp8).then_some("FP8")
+        self.quant().quant_algo()
+    }
+
+    fn quant(self) -> WeightQuant {
+        match self {
+            WeightDtype::Fp8 => WeightQuant::Fp8,
+            WeightDtype::Bf16 | WeightDtype::Fp16 => WeightQuant::None,
+        }
+    }
+
+    /// The choice that an engine's precision is, `None` for weight-only quantization (not a choice here).
+    pub fn of(precision: &Precision) -> Option<Self> {
+        match (precision.weights, precision.dtype.as_str()) {
+            (WeightQuant::Fp8, _) => Some(WeightDtype::Fp8),
+            (WeightQuant::None, "float16") => Some(WeightDtype::Fp16),
+            (WeightQuant::None, _) => Some(WeightDtype::Bf16),
+            (WeightQuant::W8A16 | WeightQuant::W4A16, _) => None,
+        }
     }
 }
 
@@ -235,9 +225,19 @@ impl KvCacheDtype {
     /// `pretrained_config.quantization.kv_cache_quant_algo`.
     pub fn quant_algo(self) -> Option<&'static str> {
         match self {
-            KvCacheDtype::Auto => None,
-            KvCacheDtype::Fp8 => Some("FP8"),
-            KvCacheDtype::Int8 => Some("INT8"),
+            KvCacheDtype::Auto => KvQuant::None,
+            KvCacheDtype::Fp8 => KvQuant::Fp8,
+            KvCacheDtype::Int8 => KvQuant::Int8,
+        }
+        .quant_algo()
+    }
+
+    /// The choice that an engine's KV-cache precision is.
+    pub fn of(precision: &Precision) -> Self {
+        match precision.kv_cache {
+            KvQuant::None => KvCacheDtype::Auto,
+            KvQuant::Fp8 => KvCacheDtype::Fp8,
+            KvQuant::Int8 => KvCacheDtype::Int8,
         }
     }
 }
@@ -248,12 +248,17 @@ mod tests {
 
     #[test]
     fn parameter_counts_match_the_published_sizes() {
+        for preset in ModelPreset::all() {
+            let billions = preset.shape.parameter_count() / 1e9;
+            let error = (billions / preset.published_params_b - 1.0).abs();
+            assert!(error < 0.02, "{}: {billions:.2}B against the published {}B", preset.id, preset.published_params_b);
+        }
         let billions = |id: &str| ModelPreset::by_id(id).unwrap().shape.parameter_count() / 1e9;
-        assert!((billions("tinyllama-1.1b") - 1.1).abs() < 0.01);
-        assert!((billions("qwen2.5-7b") - 7.6).abs() < 0.02);
-        assert!((billions("llama-3.1-8b") - 8.03).abs() < 0.01);
         assert!((billions("llama-3.1-70b") - 70.6).abs() < 0.05);
-        assert!((billions("llama-3.2-1b") - 1.24).abs() < 0.02);
+        let active = |id: &str| ModelPreset::by_id(id).unwrap().shape.active_parameter_count() / 1e9;
+        assert!((active("mixtral-8x7b") - 12.9).abs() < 0.1, "{}", active("mixtral-8x7b"));
+        assert!((active("qwen3-30b-a3b") - 3.3).abs() < 0.1, "{}", active("qwen3-30b-a3b"));
+        assert!((active("qwen3-235b-a22b") - 22.0).abs() < 0.3, "{}", active("qwen3-235b-a22b"));
     }
 
     #[test]

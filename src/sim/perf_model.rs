@@ -2,101 +2,35 @@
 //! iteration's time through a sim-only bridge (src/sim/bridge.rs), `trtllm plan` prunes with it and
 //! the benchmark puts its predictions next to measured figures.
 //!
-//! An iteration is the sum of its operations (src/sim/kernels.rs), per layer and pipeline stage:
-//! fused residual-add + RMSNorm, (FP8) activation quantization, the QKV, output, gate/up and down GEMMs,
-//! context (flash) attention and decode attention, SiLU-and-multiply, two tensor-parallel all-reduces;
-//! then the output head over the sampled rows, the logits gather and sampling; pipeline stages run one
-//! after another (one micro-batch per iteration); plus LoRA, the speculative drafter and a fixed
-//! per-iteration host overhead. docs/simulator.md derives every term and says which figures are measured.
+//! An iteration is a fold over the engine's list of operations (src/sim/ops.rs, built once by
+//! src/sim/op_list.rs from the engine's description): per layer the norms, projections, attention and
+//! the dense MLP or the Mixture-of-Experts pipeline, the all-reduces; then the output head, the logits
+//! gather and sampling; pipeline hand-offs, LoRA, the speculative drafter, plus a fixed per-iteration
+//! host overhead. docs/simulator.md derives every term and says which figures are measured.
 
 use serde::Serialize;
 
+pub use super::batch_work::BatchWork;
 use super::error::SimError;
-use super::gpu::{GIB, GpuPreset};
-use super::kernels::{Kernels, WeightFormat};
+use super::gpu::GpuPreset;
+use super::kernels::Kernels;
 use super::model::{KvCacheDtype, ModelShape, WeightDtype};
+use super::ops::{Op, Part};
 use super::simulated_engine::SimulatedEngine;
-
-/// CUDA context, cuBLAS/NCCL workspaces and runtime buffers every GPU keeps besides activations.
-const RUNTIME_BYTES: f64 = GIB;
-
-/// Host -> device copy bandwidth for LoRA adapters (pinned host memory over PCIe Gen5 x16, effective), GB/s.
-const HOST_TO_DEVICE_GB_S: f64 = 25.0;
+pub use super::timing_spec::{DEFAULT_MOE_IMBALANCE, Drafter, TimingSpec};
 
 /// TensorRT-LLM's default `free_gpu_memory_fraction`, as the single-precision value the executor holds.
 pub const DEFAULT_FREE_GPU_MEMORY_FRACTION: f64 = 0.9f32 as f64;
-
-/// The work of one iteration, reduced to the sums the model needs. Plain numbers, so that the C++
-/// simulator can describe each iteration without allocating.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct BatchWork {
-    /// Rows through the linear layers: context tokens plus one per beam (and draft) of each generation request.
-    pub tokens: f64,
-    /// Of those, context (prefill) rows.
-    pub context_tokens: f64,
-    /// Rows through the output head: one per generation beam, one per prompt completed.
-    pub sampled_rows: f64,
-    /// Query-key pairs context attention computes.
-    pub context_pairs: f64,
-    /// Query-key pairs decode attention computes (one per cached token per generation row).
-    pub attention_pairs: f64,
-    /// Tokens of cached K/V read by decode attention.
-    pub kv_tokens_read: f64,
-    /// Tokens of K/V written.
-    pub kv_tokens_written: f64,
-    /// FLOPs the batch's LoRA adapters add.
-    pub lora_flops: f64,
-    /// Bytes of adapter weights read (each distinct adapter once).
-    pub lora_weight_bytes: f64,
-    /// Bytes of adapters copied host -> device before this iteration.
-    pub lora_copy_bytes: f64,
-    /// Requests whose speculative drafter (Medusa heads, Eagle layer) runs this iteration.
-    pub drafter_requests: f64,
-}
-
-impl BatchWork {
-    /// Adds a context chunk of `new_tokens` after `past_tokens` already cached; `samples` when it completes
-    /// the prompt.
-    pub fn add_context(&mut self, new_tokens: f64, past_tokens: f64, samples: bool) -> &mut Self {
-        self.tokens += new_tokens;
-        self.context_tokens += new_tokens;
-        self.sampled_rows += if samples { 1.0 } else { 0.0 };
-        // Causal attention: the i-th new token (1-based) sees the cached context and i new tokens.
-        self.context_pairs += new_tokens * past_tokens + new_tokens * (new_tokens + 1.0) / 2.0;
-        self.kv_tokens_written += new_tokens;
-        self
-    }
-
-    /// Adds one decoding step of a request with `beam_width` beams over `past_tokens` cached tokens each.
-    pub fn add_generation(&mut self, past_tokens: f64, beam_width: f64) -> &mut Self {
-        self.tokens += beam_width;
-        self.sampled_rows += beam_width;
-        self.attention_pairs += beam_width * (past_tokens + 1.0);
-        self.kv_tokens_read += beam_width * past_tokens;
-        self.kv_tokens_written += beam_width;
-        self
-    }
-
-    /// Adds one speculative verification step: the last token plus `draft_tokens` drafts over `past_tokens`
-    /// cached tokens; the rows share one read of the cache.
-    pub fn add_verification(&mut self, past_tokens: f64, draft_tokens: f64) -> &mut Self {
-        let rows = 1.0 + draft_tokens;
-        self.tokens += rows;
-        self.sampled_rows += rows;
-        self.attention_pairs += rows * past_tokens + rows * (rows + 1.0) / 2.0;
-        self.kv_tokens_read += past_tokens;
-        self.kv_tokens_written += rows;
-        self
-    }
-}
 
 /// One iteration's time and its parts, milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct IterationTime {
     /// Fixed per-iteration host overhead.
     pub overhead_ms: f64,
-    /// The linear layers' GEMMs.
+    /// The dense linear layers' GEMMs.
     pub gemm_ms: f64,
+    /// Mixture-of-Experts layers: router, permutation, grouped expert GEMMs and finalize.
+    pub moe_ms: f64,
     /// Context (flash) attention.
     pub context_attention_ms: f64,
     /// Decode attention (KV-cache reads).
@@ -113,7 +47,7 @@ pub struct IterationTime {
     pub lora_ms: f64,
     /// Speculative decoding: the drafter's own passes.
     pub drafter_ms: f64,
-    /// The sum: overhead + every pipeline stage's operations + hand-offs + LoRA + drafter.
+    /// The sum: overhead + every operation.
     pub total_ms: f64,
 }
 
@@ -141,68 +75,6 @@ pub struct SingleStream {
     pub prefill_tokens_per_s: f64,
 }
 
-/// What an engine is, as far as timing and memory go: shape, precisions and parallelism.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EngineSpec {
-    /// The model's shape.
-    pub shape: ModelShape,
-    /// How the linear layers' weights are stored and multiplied.
-    pub weights: WeightFormat,
-    /// Bytes per KV-cache element.
-    pub kv_bytes_per_element: f64,
-    /// The KV cache is FP8 (needs FP8 support; INT8 does not).
-    pub kv_cache_fp8: bool,
-    /// Bytes per activation element (the engine's dtype).
-    pub activation_bytes: f64,
-    /// Tensor-parallel ranks.
-    pub tp: usize,
-    /// Pipeline-parallel stages.
-    pub pp: usize,
-    /// The embedding table is split across tensor-parallel ranks.
-    pub parallel_embedding: bool,
-    /// Kernels launch from CUDA graphs (otherwise one host enqueue each).
-    pub cuda_graphs: bool,
-    /// Speculative drafter: parameters per GPU of one pass, bytes they read, and sequential passes per step.
-    pub drafter: Drafter,
-}
-
-/// The speculative drafter's work per step (zero for modes whose drafts cost only verified rows).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Drafter {
-    /// Parameters of one pass per GPU.
-    pub params_per_gpu: f64,
-    /// Bytes those parameters occupy.
-    pub bytes_per_gpu: f64,
-    /// Sequential passes per step.
-    pub passes: f64,
-}
-
-impl EngineSpec {
-    /// A 16-bit-activation engine of `shape` in `weights`/`kv_cache` precision over `tp` GPUs.
-    pub fn new(shape: &ModelShape, weights: WeightDtype, kv_cache: KvCacheDtype, tp: usize) -> Self {
-        let weights = match weights {
-            WeightDtype::Bf16 | WeightDtype::Fp16 => WeightFormat { bytes_per_param: 2.0, fp8_math: false },
-            WeightDtype::Fp8 => WeightFormat { bytes_per_param: 1.0, fp8_math: true },
-        };
-        let kv_bytes_per_element = match kv_cache {
-            KvCacheDtype::Auto => 2.0,
-            KvCacheDtype::Fp8 | KvCacheDtype::Int8 => 1.0,
-        };
-        EngineSpec {
-            shape: *shape,
-            weights,
-            kv_bytes_per_element,
-            kv_cache_fp8: kv_cache == KvCacheDtype::Fp8,
-            activation_bytes: 2.0,
-            tp,
-            pp: 1,
-            parallel_embedding: false,
-            cuda_graphs: false,
-            drafter: Drafter::default(),
-        }
-    }
-}
-
 /// The timing and memory model of one engine (model shape, precision, parallelism) on one GPU.
 ///
 /// ```
@@ -219,17 +91,10 @@ impl EngineSpec {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PerfModel {
     gpu: GpuPreset,
-    spec: EngineSpec,
-    tp: f64,
-    pp: f64,
-    layers_per_stage: f64,
-    hidden: f64,
-    q_width_per_gpu: f64,
-    kv_width_per_gpu: f64,
-    intermediate_per_gpu: f64,
-    vocab_per_gpu: f64,
+    spec: TimingSpec,
+    ops: Vec<Op>,
+    /// Weight bytes each GPU holds.
     resident_weight_bytes: f64,
-    streamed_weight_bytes: f64,
     /// KV-cache bytes one token occupies on each GPU (its stage's layers, its KV heads).
     kv_bytes_per_token: f64,
 }
@@ -245,11 +110,11 @@ impl PerfModel {
         kv_cache: KvCacheDtype,
         tp: usize,
     ) -> Result<Self, SimError> {
-        Self::from_spec(EngineSpec::new(shape, weights, kv_cache, tp), gpu)
+        Self::from_spec(TimingSpec::new(shape, weights, kv_cache, tp), gpu)
     }
 
     /// The model of an engine described by `spec` on `gpu`.
-    pub fn from_spec(spec: EngineSpec, gpu: &GpuPreset) -> Result<Self, SimError> {
+    pub fn from_spec(spec: TimingSpec, gpu: &GpuPreset) -> Result<Self, SimError> {
         let shape = &spec.shape;
         let tp = spec.tp;
         if tp == 0 || shape.num_heads == 0 || !shape.num_heads.is_multiple_of(tp) {
@@ -261,6 +126,12 @@ impl PerfModel {
         if spec.pp == 0 || shape.num_layers == 0 {
             return Err(SimError::Invalid("pipeline parallelism and the layer count must be at least 1".into()));
         }
+        if spec.moe_tp * spec.moe_ep != tp {
+            return Err(SimError::Invalid(format!(
+                "moe_tp ({}) x moe_ep ({}) must equal tensor parallelism {tp}",
+                spec.moe_tp, spec.moe_ep
+            )));
+        }
         let fp8_unsupported =
             |what| SimError::Fp8Unsupported { what, gpu: gpu.id.clone(), architecture: gpu.architecture.clone() };
         if spec.weights.fp8_math && !gpu.has_fp8() {
@@ -269,48 +140,26 @@ impl PerfModel {
         if spec.kv_cache_fp8 && !gpu.has_fp8() {
             return Err(fp8_unsupported("an FP8 KV cache"));
         }
-        let tp_f = tp as f64;
-        let pp_f = spec.pp as f64;
-        let layers = shape.num_layers as f64;
-        let hidden = shape.hidden_size as f64;
-        let act = spec.activation_bytes;
-        let q_width = (shape.num_heads * shape.head_size) as f64;
-        let kv_width = (shape.num_kv_heads * shape.head_size) as f64;
-        let intermediate = shape.intermediate_size as f64;
-        let linear_per_layer =
-            hidden * q_width + 2.0 * hidden * kv_width + q_width * hidden + 3.0 * hidden * intermediate;
-        // The engine pads the vocabulary to a multiple of the tensor-parallel size.
-        let vocab = shape.vocab_size.div_ceil(tp) as f64 * tp_f;
-        // With more ranks than KV heads each rank keeps a copy of one head.
-        let kv_heads_per_gpu = (shape.num_kv_heads as f64 / tp_f).ceil();
-
-        // The output head stays in 16 bits (quantization recipes leave it out); norms are replicated. Layers
-        // are divided among pipeline stages; the embedding table is replicated across tensor-parallel ranks
-        // unless the engine shards it.
-        let linear_bytes = linear_per_layer * layers / tp_f * spec.weights.bytes_per_param;
-        let lm_head_bytes = vocab * hidden / tp_f * act;
-        let norms = (2.0 * layers + 1.0) * hidden * act;
-        let embedding_bytes = if shape.tie_word_embeddings {
+        let ops = super::op_list::build(&spec, gpu);
+        let embedding = if shape.tie_word_embeddings {
             0.0
         } else {
-            vocab * hidden * act / if spec.parallel_embedding { tp_f } else { 1.0 }
+            let vocab = (shape.vocab_size.div_ceil(tp) * tp) as f64;
+            vocab * shape.hidden_size as f64 * spec.activation_bytes
+                / if spec.parallel_embedding { tp as f64 } else { 1.0 }
         };
-        let resident_weight_bytes =
-            (linear_bytes * tp_f + lm_head_bytes * tp_f + norms) / (tp_f * pp_f) + embedding_bytes;
+        let streamed: f64 = ops.iter().map(Op::streamed_bytes).sum();
+        let kv_heads_per_gpu = shape.num_kv_heads.div_ceil(tp) as f64;
         Ok(PerfModel {
             gpu: gpu.clone(),
-            tp: tp_f,
-            pp: pp_f,
-            layers_per_stage: layers / pp_f,
-            hidden,
-            q_width_per_gpu: q_width / tp_f,
-            kv_width_per_gpu: kv_heads_per_gpu * shape.head_size as f64,
-            intermediate_per_gpu: intermediate / tp_f,
-            vocab_per_gpu: vocab / tp_f,
-            resident_weight_bytes,
-            streamed_weight_bytes: linear_bytes + lm_head_bytes + norms,
-            kv_bytes_per_token: 2.0 * layers * kv_heads_per_gpu * shape.head_size as f64 * spec.kv_bytes_per_element
-                / pp_f,
+            resident_weight_bytes: streamed / spec.pp as f64 + embedding,
+            kv_bytes_per_token: 2.0
+                * shape.num_layers as f64
+                * kv_heads_per_gpu
+                * shape.head_size as f64
+                * spec.kv_bytes_per_element
+                / spec.pp as f64,
+            ops,
             spec,
         })
     }
@@ -327,8 +176,13 @@ impl PerfModel {
     }
 
     /// The engine description.
-    pub fn spec(&self) -> &EngineSpec {
+    pub fn spec(&self) -> &TimingSpec {
         &self.spec
+    }
+
+    /// The operations of one forward pass, in order.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
     }
 
     /// The same model with kernels launched from CUDA graphs (`true`) or one host enqueue each.
@@ -337,100 +191,40 @@ impl PerfModel {
         self
     }
 
+    /// Each operation's milliseconds in an iteration doing `work` (for `trtllm sim predict`).
+    pub fn op_times(&self, work: &BatchWork) -> Vec<(&Op, f64)> {
+        let k = Kernels::new(&self.gpu, self.spec.cuda_graphs);
+        self.ops.iter().map(|op| (op, if work.tokens > 0.0 { op.seconds(&k, work) * 1e3 } else { 0.0 })).collect()
+    }
+
     /// The time of an iteration doing `work`.
     pub fn iteration(&self, work: &BatchWork) -> IterationTime {
-        let gpu = &self.gpu;
-        let mut time = IterationTime { overhead_ms: gpu.iteration_overhead_ms, ..IterationTime::default() };
+        let mut time = IterationTime { overhead_ms: self.gpu.iteration_overhead_ms, ..IterationTime::default() };
         if work.tokens <= 0.0 {
             // Nothing scheduled: no forward pass.
             time.total_ms = time.overhead_ms;
             return time;
         }
-        let k = Kernels::new(gpu, self.spec.cuda_graphs);
-        let rows = work.tokens;
-        let (h, q, kv, inter) = (self.hidden, self.q_width_per_gpu, self.kv_width_per_gpu, self.intermediate_per_gpu);
-        let act = self.spec.activation_bytes;
-        let w = self.spec.weights;
-
-        // ---- One layer on one GPU ----
-        let gemm = k.gemm(rows, h, q + 2.0 * kv, w)
-            + k.gemm(rows, q, h, w)
-            + k.gemm(rows, h, 2.0 * inter, w)
-            + k.gemm(rows, inter, h, w);
-        // Two fused residual-add + RMSNorm passes (read x and the residual, write both), SiLU-and-multiply
-        // (read gate and up, write one), and with FP8 math one quantization pass per GEMM input.
-        // The attention's preprocessing kernel reads the QKV rows and writes rotated Q plus K/V into the cache.
-        let mut passes = 2.0 * k.memory_pass(4.0 * rows * h * act)
-            + k.memory_pass(3.0 * rows * inter * act)
-            + k.memory_pass(2.0 * rows * (q + 2.0 * kv) * act);
-        if w.fp8_math {
-            for width in [h, q, h, inter] {
-                passes += k.memory_pass(rows * width * (act + 1.0));
-            }
+        let k = Kernels::new(&self.gpu, self.spec.cuda_graphs);
+        let mut total = 0.0;
+        for op in &self.ops {
+            let ms = op.seconds(&k, work) * 1e3;
+            total += ms;
+            *match op.part {
+                Part::Gemm => &mut time.gemm_ms,
+                Part::Moe => &mut time.moe_ms,
+                Part::ContextAttention => &mut time.context_attention_ms,
+                Part::DecodeAttention => &mut time.decode_attention_ms,
+                Part::MemoryPasses => &mut time.memory_passes_ms,
+                Part::Logits => &mut time.logits_ms,
+                Part::AllReduce => &mut time.allreduce_ms,
+                Part::Pipeline => &mut time.pipeline_ms,
+                Part::Lora => &mut time.lora_ms,
+                Part::Drafter => &mut time.drafter_ms,
+            } += ms;
         }
-        let context_attention = k.context_attention(work.context_tokens, 4.0 * q * work.context_pairs);
-        let kv_layer_bytes = 2.0 * kv * self.spec.kv_bytes_per_element;
-        let decode_rows = rows - work.context_tokens;
-        let decode_attention = if decode_rows > 0.0 {
-            // Reads the cache, writes the new rows' K/V; the queries' FLOPs hide under the reads.
-            k.decode_attention(kv_layer_bytes * (work.kv_tokens_read + decode_rows))
-        } else {
-            0.0
-        };
-        let allreduce = 2.0 * k.allreduce(rows * h * act, self.tp);
-
-        let layers = self.layers_per_stage;
-        time.gemm_ms = gemm * layers * self.pp * 1e3;
-        time.memory_passes_ms = passes * layers * self.pp * 1e3;
-        time.context_attention_ms = context_attention * layers * self.pp * 1e3;
-        time.decode_attention_ms = decode_attention * layers * self.pp * 1e3;
-        time.allreduce_ms = allreduce * layers * self.pp * 1e3;
-
-        // ---- Embedding lookup, final norm, output head, logits gather, sampling ----
-        time.memory_passes_ms +=
-            (k.memory_pass(rows * h * act) + k.memory_pass(2.0 * work.sampled_rows * h * act)) * 1e3;
-        let head = WeightFormat { bytes_per_param: act, fp8_math: false };
-        let logits_bytes = work.sampled_rows * self.vocab_per_gpu * self.tp * 4.0;
-        let gather = if self.tp > 1.0 { k.allreduce(logits_bytes / 2.0, self.tp) } else { 0.0 };
-        time.logits_ms =
-            (k.gemm(work.sampled_rows, h, self.vocab_per_gpu, head) + gather + k.memory_pass(2.0 * logits_bytes)) * 1e3;
-
-        // ---- Pipeline: one micro-batch goes through the stages one after another ----
-        if self.pp > 1.0 {
-            time.pipeline_ms = (self.pp - 1.0) * k.send(rows * h * act) * 1e3;
-        }
-        // ---- LoRA: adapter weights streamed once, their FLOPs at the 16-bit rate, split like the base ----
-        if work.lora_flops > 0.0 || work.lora_weight_bytes > 0.0 {
-            let bandwidth = gpu.bandwidth_gb_s * 1e9 * gpu.bandwidth_efficiency;
-            time.lora_ms =
-                (work.lora_weight_bytes / self.tp / bandwidth + work.lora_flops / self.tp / k.gemm_rate(false)) * 1e3;
-        }
-        time.lora_ms += work.lora_copy_bytes / (HOST_TO_DEVICE_GB_S * 1e9) * 1e3;
-        time.drafter_ms = self.drafter_ms(work.drafter_requests, &k);
-
-        time.total_ms = time.overhead_ms
-            + time.gemm_ms
-            + time.memory_passes_ms
-            + time.context_attention_ms
-            + time.decode_attention_ms
-            + time.allreduce_ms
-            + time.logits_ms
-            + time.pipeline_ms
-            + time.lora_ms
-            + time.drafter_ms;
+        time.total_ms = time.overhead_ms + total;
         time
-    }
-
-    /// The drafter's time for `requests` drafting requests, milliseconds.
-    fn drafter_ms(&self, requests: f64, k: &Kernels<'_>) -> f64 {
-        let d = &self.spec.drafter;
-        if requests <= 0.0 || d.passes <= 0.0 {
-            return 0.0;
-        }
-        let bandwidth = self.gpu.bandwidth_gb_s * 1e9 * self.gpu.bandwidth_efficiency;
-        let memory = d.bytes_per_gpu / bandwidth;
-        let compute = 2.0 * d.params_per_gpu * requests / k.gemm_rate(false);
-        d.passes * memory.max(compute) * 1e3
     }
 
     /// Weight bytes each GPU holds.
@@ -438,9 +232,9 @@ impl PerfModel {
         self.resident_weight_bytes
     }
 
-    /// Weight bytes each GPU reads per forward pass (all but the input embedding table).
+    /// Weight bytes each GPU reads per forward pass (all but the input embedding table; every expert).
     pub fn streamed_weight_bytes_per_gpu(&self) -> f64 {
-        self.streamed_weight_bytes
+        self.ops.iter().map(Op::streamed_bytes).sum()
     }
 
     /// KV-cache bytes per token on each GPU.
@@ -448,13 +242,16 @@ impl PerfModel {
         self.kv_bytes_per_token
     }
 
-    /// The single-stream bandwidth bound: one pass over the weights at peak bandwidth per token, tokens/s.
+    /// The single-stream bandwidth bound: one pass over the weights a token reads (MoE: its experts) at peak
+    /// bandwidth per token, tokens/s.
     pub fn bandwidth_bound_tokens_per_s(&self) -> f64 {
-        self.gpu.bandwidth_gb_s * 1e9 / self.streamed_weight_bytes
+        self.gpu.bandwidth_gb_s * 1e9 / self.ops.iter().map(Op::single_token_bytes).sum::<f64>()
     }
 
     /// One decoding step of a single request whose cache holds `context` tokens, milliseconds.
     pub fn decode_step_ms(&self, context: usize) -> f64 {
+        // A sliding window (Mistral) attends to at most its width of cached tokens.
+        let context = self.spec.shape.sliding_window.map_or(context, |window| context.min(window));
         self.iteration(BatchWork::default().add_generation(context as f64, 1.0)).total_ms
     }
 
@@ -501,38 +298,14 @@ impl PerfModel {
             prefill_tokens_per_s: prompt as f64 / (ttft_ms / 1000.0),
         }
     }
-
-    /// Memory each GPU keeps for activations of `max_num_tokens`, float32 logits of the largest batch and the
-    /// CUDA runtime.
-    pub fn runtime_reserve_bytes(&self, max_num_tokens: usize, max_batch_size: usize, max_beam_width: usize) -> f64 {
-        let activations =
-            max_num_tokens as f64 * (4.0 * self.hidden + 2.0 * self.intermediate_per_gpu) * self.spec.activation_bytes;
-        let logits = max_batch_size as f64 * max_beam_width as f64 * self.vocab_per_gpu * 4.0;
-        RUNTIME_BYTES + activations + logits
-    }
-
-    /// KV-cache tokens that fit: (memory − weights − reserve) × `free_fraction` / KV bytes per token.
-    pub fn kv_capacity_tokens(&self, free_fraction: f64, reserve_bytes: f64) -> Result<u64, SimError> {
-        let free = self.gpu.memory_bytes() - self.resident_weight_bytes - reserve_bytes;
-        if free <= 0.0 {
-            return Err(SimError::DoesNotFit {
-                gpu: self.gpu.id.clone(),
-                weights_gib: self.resident_weight_bytes / GIB,
-                reserve_gib: reserve_bytes / GIB,
-                memory_gib: self.gpu.memory_gib,
-            });
-        }
-        Ok((free * free_fraction / self.kv_bytes_per_token).floor() as u64)
-    }
 }
 
 impl SimulatedEngine {
     /// The timing and memory model of this engine on its GPU; fails as the simulator would refuse to load it
-    /// (FP8 without FP8 tensor cores, weights that do not fit, an unknown GPU).
+    /// (FP8 without FP8 tensor cores, a memory budget with no room for the KV cache, an unknown GPU).
     pub fn perf_model(&self) -> Result<PerfModel, SimError> {
         let model = PerfModel::for_engine(self)?;
-        let reserve = model.runtime_reserve_bytes(self.max_num_tokens, self.max_batch_size, self.max_beam_width);
-        model.kv_capacity_tokens(DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve)?;
+        model.memory_budget(&model.spec().limits, DEFAULT_FREE_GPU_MEMORY_FRACTION).check()?;
         Ok(model)
     }
 }
@@ -591,8 +364,8 @@ mod tests {
         assert!(matches!(err, SimError::Fp8Unsupported { .. }), "{err}");
         assert!(err.to_string().contains("Ampere"), "{err}");
         let one = PerfModel::new(&shape, a100, WeightDtype::Bf16, KvCacheDtype::Auto, 1).unwrap();
-        let reserve = one.runtime_reserve_bytes(8192, 256, 1);
-        assert!(matches!(one.kv_capacity_tokens(0.9, reserve), Err(SimError::DoesNotFit { .. })));
+        let budget = one.memory_budget(&one.spec().limits, 0.9);
+        assert!(matches!(budget.check(), Err(SimError::DoesNotFit { .. })));
         assert!(PerfModel::new(&shape, a100, WeightDtype::Bf16, KvCacheDtype::Auto, 3).is_err());
     }
 }

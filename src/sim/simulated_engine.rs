@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::model::{KvCacheDtype, ModelPreset, ModelShape, WeightDtype};
 use super::speculation::SimulatedSpeculation;
 use crate::engine::config_json::{
-    BuildConfig, ConfigJson, LoraConfigJson, Mapping, PluginConfig, PretrainedConfig, Quantization,
+    BuildConfig, ConfigJson, LoraConfigJson, Mapping, MoeConfigJson, PluginConfig, PretrainedConfig, Quantization,
 };
 use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
 use crate::error::{Error, Result};
@@ -43,30 +43,18 @@ pub struct SimulatedEngine {
     pub version: String,
     /// `pretrained_config.architecture`.
     pub architecture: String,
-    /// Vocabulary size.
-    pub vocab_size: usize,
-    /// Hidden size.
-    pub hidden_size: usize,
-    /// Transformer layers.
-    pub num_layers: usize,
-    /// Attention heads.
-    pub num_heads: usize,
-    /// KV heads.
-    pub num_kv_heads: usize,
-    /// Head dimension; `None` for hidden_size / num_heads.
-    pub head_size: Option<usize>,
-    /// Width of the gated MLP.
-    pub intermediate_size: usize,
+    /// The model's shape (family, widths, experts).
+    pub shape: ModelShape,
     /// `pretrained_config.max_position_embeddings`; `None` for max_seq_len.
     pub max_position_embeddings: Option<usize>,
-    /// The output head shares the input embedding's weights.
-    pub tie_word_embeddings: bool,
     /// Weight precision (`dtype` and `quantization.quant_algo`).
     pub weight_dtype: WeightDtype,
     /// KV-cache precision (`quantization.kv_cache_quant_algo`).
     pub kv_cache_dtype: KvCacheDtype,
     /// Tensor-parallel GPUs (`mapping.tp_size` and `world_size`).
     pub tp_size: usize,
+    /// Expert-parallel ranks among them (`mapping.moe_ep_size`; `moe_tp_size` is tp_size / this).
+    pub moe_ep_size: usize,
     /// `build_config.max_input_len`.
     pub max_input_len: usize,
     /// `build_config.max_seq_len`.
@@ -101,6 +89,10 @@ pub struct SimulatedEngine {
     pub speculation: Option<SimulatedSpeculation>,
     /// Kernels launch from CUDA graphs (simulation.json `cuda_graphs`).
     pub cuda_graphs: bool,
+    /// A GPU without a preset, described in full (simulation.json `gpu_spec`).
+    pub gpu_spec: Option<serde_json::Value>,
+    /// MoE routing imbalance (simulation.json `moe_imbalance`); `None` assumes uniform routing.
+    pub moe_imbalance: Option<f64>,
 }
 
 /// The LoRA build settings of a simulated engine (`trtllm-build --lora_plugin auto
@@ -136,19 +128,13 @@ impl Default for SimulatedEngine {
         SimulatedEngine {
             model_name: "sim-tiny".into(),
             version: crate::version::release(&crate::Backend::current().version).to_string(),
-            architecture: tiny.architecture.into(),
-            vocab_size: tiny.shape.vocab_size,
-            hidden_size: tiny.shape.hidden_size,
-            num_layers: tiny.shape.num_layers,
-            num_heads: tiny.shape.num_heads,
-            num_kv_heads: tiny.shape.num_kv_heads,
-            head_size: None,
-            intermediate_size: tiny.shape.intermediate_size,
+            architecture: tiny.architecture.clone(),
+            shape: tiny.shape,
             max_position_embeddings: None,
-            tie_word_embeddings: tiny.shape.tie_word_embeddings,
             weight_dtype: WeightDtype::Bf16,
             kv_cache_dtype: KvCacheDtype::Auto,
             tp_size: 1,
+            moe_ep_size: 1,
             max_input_len: 4096,
             max_seq_len: 8192,
             max_batch_size: 256,
@@ -166,6 +152,8 @@ impl Default for SimulatedEngine {
             lora: None,
             speculation: None,
             cuda_graphs: false,
+            gpu_spec: None,
+            moe_imbalance: None,
         }
     }
 }
@@ -176,24 +164,11 @@ impl SimulatedEngine {
         SimulatedEngineBuilder { engine: SimulatedEngine::default() }
     }
 
-    /// The model's shape.
-    pub fn shape(&self) -> ModelShape {
-        ModelShape {
-            vocab_size: self.vocab_size,
-            hidden_size: self.hidden_size,
-            num_layers: self.num_layers,
-            num_heads: self.num_heads,
-            num_kv_heads: self.num_kv_heads,
-            head_size: self.head_size.unwrap_or(self.hidden_size / self.num_heads.max(1)),
-            intermediate_size: self.intermediate_size,
-            tie_word_embeddings: self.tie_word_embeddings,
-        }
-    }
-
     /// The config.json document, shaped as `trtllm-build` writes it.
     pub fn config_json(&self) -> ConfigJson {
-        let shape = self.shape();
+        let shape = self.shape;
         let some = |s: &str| Some(s.to_string());
+        let moe_tp = self.tp_size / self.moe_ep_size.max(1);
         ConfigJson {
             version: Some(self.version.clone()),
             pretrained_config: PretrainedConfig {
@@ -219,12 +194,24 @@ impl SimulatedEngine {
                     tp_size: Some(self.tp_size),
                     pp_size: Some(1),
                     cp_size: Some(1),
+                    moe_tp_size: shape.moe.map(|_| moe_tp),
+                    moe_ep_size: shape.moe.map(|_| self.moe_ep_size),
                 },
                 quantization: Quantization {
                     quant_algo: self.weight_dtype.quant_algo().map(str::to_string),
                     kv_cache_quant_algo: self.kv_cache_dtype.quant_algo().map(str::to_string),
                 },
                 num_medusa_heads: self.speculation.as_ref().and_then(SimulatedSpeculation::medusa_heads),
+                attn_bias: Some(shape.qkv_bias),
+                qk_layernorm: Some(shape.qk_norm),
+                sliding_window: shape.sliding_window,
+                moe: shape.moe.map(|m| MoeConfigJson {
+                    num_experts: Some(m.num_experts),
+                    top_k: Some(m.top_k),
+                    shared_expert_intermediate_size: Some(m.shared_expert_intermediate_size),
+                }),
+                moe_intermediate_size: shape.moe.map(|m| m.expert_intermediate_size),
+                moe_shared_expert_intermediate_size: None,
             },
             build_config: BuildConfig {
                 max_input_len: Some(self.max_input_len),
@@ -275,6 +262,8 @@ impl SimulatedEngine {
             faults: self.faults.clone(),
             speculative: self.speculation.as_ref().map(SimulatedSpeculation::simulation),
             cuda_graphs: self.cuda_graphs,
+            gpu_spec: self.gpu_spec.clone(),
+            moe_imbalance: self.moe_imbalance,
         }
     }
 
@@ -332,17 +321,9 @@ impl SimulatedEngineBuilder {
     /// max_input_len are capped at its max_position_embeddings).
     pub fn model(mut self, preset: &ModelPreset) -> Self {
         let e = &mut self.engine;
-        let shape = preset.shape;
-        e.model_name = preset.name.into();
-        e.architecture = preset.architecture.into();
-        e.vocab_size = shape.vocab_size;
-        e.hidden_size = shape.hidden_size;
-        e.num_layers = shape.num_layers;
-        e.num_heads = shape.num_heads;
-        e.num_kv_heads = shape.num_kv_heads;
-        e.head_size = Some(shape.head_size);
-        e.intermediate_size = shape.intermediate_size;
-        e.tie_word_embeddings = shape.tie_word_embeddings;
+        e.model_name = preset.name.clone();
+        e.architecture = preset.architecture.clone();
+        e.shape = preset.shape;
         e.max_position_embeddings = Some(preset.max_position_embeddings);
         e.max_seq_len = e.max_seq_len.min(preset.max_position_embeddings);
         e.max_input_len = e.max_input_len.min(e.max_seq_len);
@@ -364,6 +345,69 @@ impl SimulatedEngineBuilder {
     /// Tensor-parallel GPUs.
     pub fn tensor_parallel(mut self, tp: usize) -> Self {
         self.engine.tp_size = tp;
+        self
+    }
+
+    /// Expert-parallel ranks among the tensor-parallel GPUs of a Mixture-of-Experts model
+    /// (`mapping.moe_ep_size`; each expert is then split over tp / `ep` ranks, `moe_tp_size`). Ignored
+    /// for dense models; must divide the tensor-parallel size and the expert count.
+    pub fn expert_parallel(mut self, ep: usize) -> Self {
+        self.engine.moe_ep_size = ep;
+        self
+    }
+
+    /// A GPU without a preset, described in full by a JSON object with a preset's members
+    /// (simulation.json `gpu_spec`); its `id` becomes the engine's GPU.
+    pub fn gpu_spec(mut self, spec: serde_json::Value) -> Self {
+        if let Some(id) = spec.get("id").and_then(|v| v.as_str()) {
+            self.engine.gpu = id.to_string();
+        }
+        self.engine.gpu_spec = Some(spec);
+        self
+    }
+
+    /// MoE routing imbalance: rows of the busiest expert-parallel rank over the mean (simulation.json
+    /// `moe_imbalance`).
+    pub fn moe_imbalance(mut self, factor: f64) -> Self {
+        self.engine.moe_imbalance = Some(factor);
+        self
+    }
+
+    /// Vocabulary size.
+    pub fn vocab_size(mut self, value: usize) -> Self {
+        self.engine.shape.vocab_size = value;
+        self
+    }
+
+    /// Hidden size (the head size follows: hidden / heads).
+    pub fn hidden_size(mut self, value: usize) -> Self {
+        self.engine.shape.hidden_size = value;
+        self.engine.shape.head_size = value / self.engine.shape.num_heads.max(1);
+        self
+    }
+
+    /// Layers.
+    pub fn num_layers(mut self, value: usize) -> Self {
+        self.engine.shape.num_layers = value;
+        self
+    }
+
+    /// Attention heads (the head size follows: hidden / heads).
+    pub fn num_heads(mut self, value: usize) -> Self {
+        self.engine.shape.num_heads = value;
+        self.engine.shape.head_size = self.engine.shape.hidden_size / value.max(1);
+        self
+    }
+
+    /// KV heads.
+    pub fn num_kv_heads(mut self, value: usize) -> Self {
+        self.engine.shape.num_kv_heads = value;
+        self
+    }
+
+    /// Width of the gated MLP (of each expert, for Mixtral).
+    pub fn intermediate_size(mut self, value: usize) -> Self {
+        self.engine.shape.intermediate_size = value;
         self
     }
 
@@ -399,18 +443,6 @@ impl SimulatedEngineBuilder {
 }
 
 engine_setters! {
-    /// Vocabulary size.
-    vocab_size: usize;
-    /// Hidden size.
-    hidden_size: usize;
-    /// Layers.
-    num_layers: usize;
-    /// Attention heads.
-    num_heads: usize;
-    /// KV heads.
-    num_kv_heads: usize;
-    /// Width of the gated MLP.
-    intermediate_size: usize;
     /// max_input_len.
     max_input_len: usize;
     /// max_seq_len.

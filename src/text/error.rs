@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
+use crate::error::kind::ErrorKind;
+
 /// Result alias for the text layer.
-pub type Result<T, E = TextError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = TextError> = std::result::Result<T, E>;
 
 /// Everything that can go wrong while turning text into token ids and back.
 #[derive(Debug, thiserror::Error)]
@@ -70,4 +72,48 @@ pub enum TextError {
     /// The stop strings could not be compiled into one automaton (too large for it).
     #[error("cannot compile the stop strings: {0}")]
     StopStrings(String),
+}
+
+impl TextError {
+    /// What kind of failure this is: text the request brought that cannot be encoded, templated or
+    /// used as a stop string is the request's fault; tokenizer files and templates that do not load
+    /// are the setup's; a decode that fails is ours.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            TextError::Encode(_)
+            | TextError::TemplateRender(_)
+            | TextError::TemplateRaised(_)
+            | TextError::EmptyStopString { .. }
+            | TextError::StopStrings(_)
+            | TextError::TokenIdTooLarge(_) => ErrorKind::InvalidRequest,
+            TextError::Io { .. }
+            | TextError::MissingTokenizerJson { .. }
+            | TextError::TokenizerLoad { .. }
+            | TextError::Config { .. }
+            | TextError::TemplateSyntax(_) => ErrorKind::Configuration,
+            TextError::Decode(_) | TextError::NegativeTokenId(_) => ErrorKind::Internal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_text_setup_files_and_decoding_have_their_kinds() {
+        let cases = [
+            (TextError::Encode("bad".into()), ErrorKind::InvalidRequest),
+            (TextError::TemplateRaised("no system role".into()), ErrorKind::InvalidRequest),
+            (TextError::EmptyStopString { index: 0 }, ErrorKind::InvalidRequest),
+            (TextError::TokenIdTooLarge(u32::MAX), ErrorKind::InvalidRequest),
+            (TextError::MissingTokenizerJson { dir: "model".into() }, ErrorKind::Configuration),
+            (TextError::TemplateSyntax("{% if".into()), ErrorKind::Configuration),
+            (TextError::Decode("bad id".into()), ErrorKind::Internal),
+            (TextError::NegativeTokenId(-1), ErrorKind::Internal),
+        ];
+        for (error, kind) in cases {
+            assert_eq!(error.kind(), kind, "{error}");
+        }
+    }
 }

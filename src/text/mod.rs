@@ -78,7 +78,7 @@ mod tokenizer;
 pub use chat_message::ChatMessage;
 pub use chat_template::ChatTemplate;
 pub use detokenizer::IncrementalDecoder;
-pub use error::{Result, TextError};
+pub use error::TextError;
 pub use request::{TextOptions, TextPlan, TextRequest};
 pub use stop::{StopMatcher, StopMatcherBuilder, StopStep, TokenStopSequences, token_stop_sequences};
 pub use stream::{TextEvent, TextStream};

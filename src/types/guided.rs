@@ -3,10 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::InvalidRequest;
+use crate::error::invalid_request::{InvalidGuide, InvalidRequest};
 use crate::ffi::sys;
 
-/// What a guided request constrains its output to (TensorRT-LLM's `GuidedDecodingParams::GuideType`).
+/// What a guided request constrains its output to (TensorRT-LLM's `GuidedDecodingParams::GuideType`):
+/// what a request asks for, what crosses to the executor, and what the grammar engine compiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GuideType {
@@ -88,31 +89,30 @@ impl GuidedDecodingParams {
     /// Checks what a client can get wrong without the vocabulary: a schema or structural tag that is not
     /// JSON, a regex that is empty or does not parse, an empty grammar. The error names the field.
     pub fn validate(&self) -> Result<(), InvalidRequest> {
-        let bad = |reason: String| Err(InvalidRequest::Guide { field: self.guide_type.name(), reason });
+        self.check().map_err(|reason| InvalidRequest::Guide { field: self.guide_type.name(), reason })
+    }
+
+    fn check(&self) -> Result<(), InvalidGuide> {
         let guide = self.guide.as_deref();
+        let not_json = |e: String| match self.guide_type {
+            GuideType::StructuralTag => InvalidGuide::StructuralTag(e),
+            _ => InvalidGuide::Schema(e),
+        };
         match self.guide_type {
             GuideType::Json => Ok(()),
             GuideType::JsonSchema | GuideType::StructuralTag => {
-                let Some(text) = guide.filter(|g| !g.trim().is_empty()) else {
-                    return bad("needs a non-empty guide".into());
-                };
+                let text = guide.filter(|g| !g.trim().is_empty()).ok_or(InvalidGuide::Missing)?;
                 match serde_json::from_str::<serde_json::Value>(text) {
                     Ok(v) if v.is_object() || (v.is_boolean() && self.guide_type == GuideType::JsonSchema) => Ok(()),
-                    Ok(_) => bad("must be a JSON object".into()),
-                    Err(e) => bad(format!("is not valid JSON: {e}")),
+                    Ok(_) => Err(not_json("must be a JSON object".into())),
+                    Err(e) => Err(not_json(format!("not JSON: {e}"))),
                 }
             }
-            GuideType::Regex => match guide.filter(|g| !g.is_empty()) {
-                None => bad("needs a non-empty regular expression".into()),
-                Some(regex) => match regex_syntax::Parser::new().parse(regex) {
-                    Ok(_) => Ok(()),
-                    Err(e) => bad(format!("is not a valid regular expression: {e}")),
-                },
-            },
-            GuideType::EbnfGrammar => match guide.filter(|g| !g.trim().is_empty()) {
-                None => bad("needs a non-empty grammar".into()),
-                Some(_) => Ok(()),
-            },
+            GuideType::Regex => {
+                let regex = guide.filter(|g| !g.is_empty()).ok_or(InvalidGuide::Missing)?;
+                regex_syntax::Parser::new().parse(regex).map(|_| ()).map_err(|e| InvalidGuide::Regex(e.to_string()))
+            }
+            GuideType::EbnfGrammar => guide.filter(|g| !g.trim().is_empty()).map(|_| ()).ok_or(InvalidGuide::Missing),
         }
     }
 

@@ -375,7 +375,7 @@ impl GenerationRequest {
             if beam > 1 {
                 return Err(InvalidRequest::Guide {
                     field: guide.guide_type.name(),
-                    reason: format!("guided decoding needs beam width 1, not {beam}"),
+                    reason: crate::error::InvalidGuide::BeamWidth(beam),
                 });
             }
         }

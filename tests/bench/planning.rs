@@ -14,6 +14,7 @@ fn workload() -> Workload {
         streaming: true,
         seed: 5,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

@@ -287,13 +287,14 @@ fn bench_round_trip(engine_args: &[&str], hidden: &[(&str, f64)]) {
         stem.to_str().unwrap(),
         "--output",
         calibration.to_str().unwrap(),
+        "--json",
     ]);
     assert!(fitted.status.success(), "{}", stderr(&fitted));
-    let printed = String::from_utf8_lossy(&fitted.stdout);
-    println!("{printed}");
+    let fit: serde_json::Value = serde_json::from_slice(&fitted.stdout).unwrap();
+    println!("{fit:#}");
     // Iterations with chunked prompts are dropped (the files do not say how a prompt was split); most remain.
     let iterations = std::fs::read_to_string(format!("{}.iters.jsonl", stem.display())).unwrap().lines().count();
-    let used: usize = printed.split_whitespace().next().unwrap().parse().unwrap();
+    let used = fit["measurements"].as_u64().unwrap() as usize;
     println!("{used} of {iterations} iterations explained by the requests file");
     assert!(used * 10 >= iterations * 6, "{used} of {iterations}");
     let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&calibration).unwrap()).unwrap();

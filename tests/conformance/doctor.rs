@@ -111,7 +111,12 @@ fn doctor_fails_a_tokenizer_that_does_not_fit_the_engine() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    write_simulated_engine(dir.path(), |e| trtllm::sim::SimulatedEngine { vocab_size: 1000, lora: None, ..e }).unwrap();
+    write_simulated_engine(dir.path(), |e| trtllm::sim::SimulatedEngine {
+        shape: trtllm::sim::ModelShape { vocab_size: 1000, ..e.shape },
+        lora: None,
+        ..e
+    })
+    .unwrap();
     fails(dir.path(), &["--no-smoke"], "tokenizer", "wrong tokenizer for this engine", "tokenizer of the model");
     // And a directory without a tokenizer at all.
     let empty = tempfile::tempdir().unwrap();

@@ -78,8 +78,12 @@ fn a_broken_engine_or_tokenizer_fails_the_suite_with_the_reason() {
 
     // An engine whose vocabulary is smaller than its tokenizer's: the wrong tokenizer.
     let engine = tempfile::tempdir().unwrap();
-    write_simulated_engine(engine.path(), |e| trtllm::sim::SimulatedEngine { vocab_size: 1000, lora: None, ..e })
-        .unwrap();
+    write_simulated_engine(engine.path(), |e| trtllm::sim::SimulatedEngine {
+        shape: trtllm::sim::ModelShape { vocab_size: 1000, ..e.shape },
+        lora: None,
+        ..e
+    })
+    .unwrap();
     let out = run_suite(&[(ENGINE_DIR_ENV, engine.path())], &["stream::streaming_and_not"]);
     let log = text(&out);
     assert!(!out.status.success(), "a tokenizer larger than the engine's vocabulary must fail:\n{log}");

@@ -19,33 +19,21 @@ fn every_module_error_converts_with_the_question_mark() {
     assert_eq!(question_mark(text).unwrap_err().kind(), ErrorKind::Configuration);
     let lora = trtllm::lora::LoraError::NotEnabled;
     assert_eq!(question_mark(lora).unwrap_err().kind(), ErrorKind::InvalidRequest);
+    let settings = trtllm::lora::LoraError::InvalidSettings("max_lora_rank is 0".into());
+    assert_eq!(question_mark(settings).unwrap_err().kind(), ErrorKind::Configuration);
+    let adapter_io = trtllm::lora::LoraError::Io { path: "adapter".into(), source: std::io::Error::other("eio") };
+    assert_eq!(question_mark(adapter_io).unwrap_err().kind(), ErrorKind::Internal);
     let sim = trtllm::sim::SimError::Invalid("zero layers".into());
     assert_eq!(question_mark(sim).unwrap_err().kind(), ErrorKind::Configuration);
-    let guide = trtllm::sim::guided::GuidedError::InvalidRegex("(".into());
+    let reason = trtllm::guided::InvalidGuide::Regex("(".into());
+    let guide = trtllm::guided::GuidedError::Guide { guide_type: trtllm::guided::GuideType::Regex, reason };
     assert_eq!(question_mark(guide).unwrap_err().kind(), ErrorKind::InvalidRequest);
+    let vocabulary = trtllm::guided::GuidedError::NoStopTokens;
+    assert_eq!(question_mark(vocabulary).unwrap_err().kind(), ErrorKind::Configuration);
     assert_eq!(question_mark(InvalidRequest::EmptyPrompt).unwrap_err().kind(), ErrorKind::InvalidRequest);
     assert_eq!(question_mark(KvEventsLagged { missed: 3 }).unwrap_err().kind(), ErrorKind::Overloaded);
     let io = std::io::Error::other("disk");
     assert_eq!(question_mark(io).unwrap_err().kind(), ErrorKind::Internal);
-    // The bench module's errors convert too.
-    let _ = question_mark::<trtllm::bench::LoadError>;
-    let _ = question_mark::<trtllm::bench::TraceError>;
-    let _ = question_mark::<trtllm::bench::DatasetError>;
-    let _ = question_mark::<trtllm::bench::StatsError>;
-    let _ = question_mark::<trtllm::bench::SloError>;
-    let _ = question_mark::<trtllm::bench::TimeSeriesError>;
-    let _ = question_mark::<trtllm::bench::OutputError>;
-    let _ = question_mark::<trtllm::bench::PlotError>;
-    let _ = question_mark::<trtllm::bench::CompareError>;
-    let _ = question_mark::<trtllm::bench::SummaryError>;
-    let _ = question_mark::<trtllm::bench::PlanningError>;
-    let _ = question_mark::<trtllm::bench::OpenAiError>;
-    let _ = question_mark::<trtllm::bench::SimulationError>;
-    let _ = question_mark::<trtllm::bench::search::SearchError>;
-    let _ = question_mark::<trtllm::bench::search::SloSpecError>;
-    let _ = question_mark::<trtllm::bench::search::FrontPlotError>;
-    let _ = question_mark::<trtllm::bench::search::ReportError>;
-    let _ = question_mark::<trtllm::bench::search::ResultStoreError>;
 }
 
 #[test]

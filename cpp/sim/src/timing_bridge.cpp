@@ -7,6 +7,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -43,6 +44,22 @@ SpecMode specModeOf(bridge::SimSpecMode mode)
     case bridge::SimSpecMode::ExplicitDraftTokens: return SpecMode::kExplicitDraftTokens;
     case bridge::SimSpecMode::Eagle: return SpecMode::kEagle;
     default: return SpecMode::kNone;
+    }
+}
+
+// Mapped by name, so neither side depends on the other's enumerator order.
+std::optional<FaultMethod> faultMethodOf(bridge::SimFaultMethod method)
+{
+    switch (method)
+    {
+    case bridge::SimFaultMethod::Constructor: return FaultMethod::kConstructor;
+    case bridge::SimFaultMethod::EnqueueRequest: return FaultMethod::kEnqueueRequest;
+    case bridge::SimFaultMethod::AwaitResponses: return FaultMethod::kAwaitResponses;
+    case bridge::SimFaultMethod::CancelRequest: return FaultMethod::kCancelRequest;
+    case bridge::SimFaultMethod::GetLatestIterationStats: return FaultMethod::kGetLatestIterationStats;
+    case bridge::SimFaultMethod::GetLatestRequestStats: return FaultMethod::kGetLatestRequestStats;
+    case bridge::SimFaultMethod::Shutdown: return FaultMethod::kShutdown;
+    default: return std::nullopt;
     }
 }
 
@@ -93,10 +110,7 @@ SimConfig simConfigOf(bridge::SimSettings const& s)
     }
     c.seed = s.seed;
     auto& f = c.faults;
-    if (s.throw_in >= 0)
-    {
-        f.throwIn = static_cast<FaultMethod>(s.throw_in);
-    }
+    f.throwIn = faultMethodOf(s.throw_in);
     f.throwAfterCalls = s.throw_after_calls;
     f.throwNonStd = s.throw_non_std;
     if (s.has_fail_prompt_token)

@@ -30,23 +30,35 @@ const T_975: [f64; 30] = [
     2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
 ];
 
-/// The two-sided 95% quantile of Student's t with `df` degrees of freedom (fractional degrees,
-/// as Welch's test gives, round down: the safer, wider side; beyond 30 the normal's 1.96 is
-/// within 2%).
+/// Student's t 0.975 quantile beyond 30 degrees of freedom, at the degrees the usual tables give
+/// (40, 60, 120), each paired with its degrees.
+const T_975_LARGE: [(f64, f64); 3] = [(40.0, 2.021), (60.0, 2.000), (120.0, 1.980)];
+
+/// The two-sided 95% quantile of Student's t with `df` degrees of freedom. Fractional degrees (as
+/// Welch's test gives) and degrees between the table's rows round down to the row below, whose
+/// quantile is larger: the interval comes out wider, never narrower, than the exact one. Up to 30
+/// degrees every integer has its row; above, rows at 40, 60 and 120 keep the widening to about 1%
+/// at most (the normal's 1.96 alone would be about 4% narrow just above 30 degrees); 1.96 only for
+/// infinite degrees, and degrees that are not a number take the widest row.
 ///
 /// ```rust
 /// use trtllm::bench::t_quantile_975;
 ///
 /// assert_eq!(t_quantile_975(4.0), 2.776);
 /// assert_eq!(t_quantile_975(4.7), 2.776);
-/// assert_eq!(t_quantile_975(1000.0), 1.96);
+/// assert_eq!(t_quantile_975(45.0), 2.021);
+/// assert_eq!(t_quantile_975(1000.0), 1.98);
+/// assert_eq!(t_quantile_975(f64::INFINITY), 1.96);
 /// ```
 pub fn t_quantile_975(df: f64) -> f64 {
-    if !df.is_finite() || df > 30.0 {
+    if df == f64::INFINITY {
         return 1.96;
     }
-    let k = (df.floor() as usize).clamp(1, 30);
-    T_975[k - 1]
+    if df.is_nan() || df <= 30.0 {
+        // `as` turns NaN into 0, which the clamp makes the first (widest) row.
+        return T_975[(df.floor() as usize).clamp(1, 30) - 1];
+    }
+    T_975_LARGE.iter().rev().find(|&&(rows_df, _)| df >= rows_df).map_or(T_975[29], |&(_, t)| t)
 }
 
 /// The spread of one figure over repeated runs.

@@ -51,7 +51,8 @@ impl BacklogWatch {
         self.settle_s = t_s;
     }
 
-    /// Adds the backlog at `t_s` seconds after the start; true once the point is over-saturated.
+    /// Adds the backlog at `t_s` seconds after the start (later than the previous sample's); true
+    /// once the point is over-saturated.
     pub fn push(&mut self, t_s: f64, backlog: u64) -> bool {
         self.samples.push((t_s, backlog));
         if self.strikes >= 2 {
@@ -65,7 +66,9 @@ impl BacklogWatch {
         if since < self.settle_s {
             return false;
         }
-        let before = self.samples.iter().rev().find(|(t, _)| *t <= since).map_or(0, |s| s.1);
+        // Samples come in time order, so the last one at or before `since` is found by bisection.
+        let at_since = self.samples.partition_point(|(t, _)| *t <= since);
+        let before = at_since.checked_sub(1).map_or(0, |i| self.samples[i].1);
         let growth = backlog as f64 - before as f64;
         let threshold = (0.2 * self.rate * window).max(8.0);
         if growth > threshold {
@@ -92,17 +95,25 @@ pub fn over_saturated_at(records: &[RequestRecord], rate: f64) -> Option<f64> {
         return None;
     }
     let mut watch = BacklogWatch::new(rate);
-    let mut by_end: Vec<&&RequestRecord> = load.iter().filter(|r| r.end_s.is_some()).collect();
-    by_end.sort_by(|a, b| a.end_s.unwrap_or(0.0).total_cmp(&b.end_s.unwrap_or(0.0)));
-    let first: Vec<f64> = by_end.iter().take(SETTLE_REQUESTS).filter_map(|r| Some(r.end_s? - r.send_s)).collect();
+    let mut by_end: Vec<(f64, f64)> = load.iter().filter_map(|r| Some((r.end_s?, r.send_s))).collect();
+    by_end.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let first: Vec<f64> = by_end.iter().take(SETTLE_REQUESTS).map(|(end, send)| end - send).collect();
     if !first.is_empty() {
         watch.settle_after(2.0 * first.iter().sum::<f64>() / first.len() as f64);
     }
+    // Sends and ends sorted once, then swept with one cursor each as the sample time advances.
+    let mut sends: Vec<f64> = load.iter().map(|r| r.send_s).collect();
+    sends.sort_by(f64::total_cmp);
+    let (mut sent, mut done) = (0, 0);
     let mut t = start + SAMPLE_S;
     // Only while arrivals come: the drain after the last one is not a growing backlog.
     while t <= last {
-        let sent = load.iter().filter(|r| r.send_s <= t).count();
-        let done = load.iter().filter(|r| r.end_s.is_some_and(|e| e <= t)).count();
+        while sent < sends.len() && sends[sent] <= t {
+            sent += 1;
+        }
+        while done < by_end.len() && by_end[done].0 <= t {
+            done += 1;
+        }
         if watch.push(t - start, sent.saturating_sub(done) as u64) {
             return Some(t - start);
         }

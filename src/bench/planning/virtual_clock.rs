@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit, sim_control};
 use super::virtual_sessions::{SessionUsers, warmup_cycle};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
-use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
+use crate::bench::metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes};
 use crate::bench::runner::point::PointRun;
 use crate::bench::traffic::load::{Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
 use crate::bench::traffic::workload::{Workload, WorkloadPhase};
@@ -124,6 +124,7 @@ pub struct VirtualClockRun {
 ///     streaming: true,
 ///     seed: 0,
 ///     guide: None,
+///     lengths: Default::default(),
 /// };
 /// let plan = LoadPlan { warmup: 1, ..LoadPlan::closed(1, 3) };
 /// let (run, clock) = run_virtual_point(dir.path(), &workload, 0, &plan, |_| {}).await?;
@@ -500,20 +501,22 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
         v.chunks = times
             .into_iter()
             .zip(&r.chunks)
-            .map(|(t_s, c)| TokenChunk { t_s, tokens: c.tokens, handled_s: None })
+            .map(|(t_s, c)| RecordedChunk { t_s, tokens: c.tokens, handled_s: None })
             .collect();
         v.first_token_s = Some(first);
         return (v, true);
     }
     let mut mapped = true;
     match token_times(first, last, r.output_tokens, server.first_iter, server.last_iter, latencies_ms) {
-        Some(times) => v.chunks = times.into_iter().map(|t_s| TokenChunk { t_s, tokens: 1, handled_s: None }).collect(),
+        Some(times) => {
+            v.chunks = times.into_iter().map(|t_s| RecordedChunk { t_s, tokens: 1, handled_s: None }).collect()
+        }
         None => {
             mapped = r.output_tokens <= 1;
-            v.chunks.push(TokenChunk { t_s: first, tokens: 1, handled_s: None });
+            v.chunks.push(RecordedChunk { t_s: first, tokens: 1, handled_s: None });
             if r.output_tokens > 1 {
                 let rest = u32::try_from(r.output_tokens - 1).unwrap_or(u32::MAX);
-                v.chunks.push(TokenChunk { t_s: last, tokens: rest, handled_s: None });
+                v.chunks.push(RecordedChunk { t_s: last, tokens: rest, handled_s: None });
             }
         }
     }

@@ -18,16 +18,6 @@ pub struct Parallel {
     pub device_ids: Vec<i32>,
 }
 
-/// The release part of a version (`1.2.0rc5` of `1.2.0rc5.post1`, `1.2.0` of `1.2.0-sim`), the
-/// part the executor's load check compares.
-fn release(version: &str) -> &str {
-    let end = version
-        .char_indices()
-        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.' || c == 'r' || c == 'c'))
-        .map_or(version.len(), |(i, _)| i);
-    version[..end].trim_end_matches('.')
-}
-
 /// `pretrained_config.quantization` as trtllm-build writes it (`quant_algo`, `kv_cache_quant_algo`).
 fn quantization(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("config.json")).unwrap_or_default();
@@ -79,10 +69,10 @@ pub fn check_engine(report: &mut Report, dir: Option<&Path>, scratch: &Path) -> 
             return None;
         }
     };
-    let library = release(&backend.version);
+    let library = backend.release();
     let mut problems = Vec::new();
     let mut fixes = Vec::new();
-    if release(&engine.version) != library {
+    if !backend.same_release(&engine.version) {
         problems.push(format!("built by TensorRT-LLM {} but the library is {}", engine.version, backend.version));
         fixes.push(format!("rebuild the engine with trtllm-build from TensorRT-LLM {library} (an engine loads only with the version that built it)"));
     }
@@ -166,19 +156,14 @@ pub fn check_tokenizer(report: &mut Report, engine: &EngineConfig, given: Option
             return None;
         }
     };
-    let check = if tokenizer.vocab_size() > engine.vocab_size {
-        Check::fail(
+    let fits = trtllm::Engine::check_tokenizer(engine, &tokenizer);
+    let check = match &fits {
+        Err(e) => Check::fail(
             "tokenizer",
-            format!(
-                "{} has {} tokens but the engine's vocabulary is {}: wrong tokenizer for this engine",
-                dir.display(),
-                tokenizer.vocab_size(),
-                engine.vocab_size
-            ),
+            format!("{}: {e}", dir.display()),
             "pass the tokenizer of the model the engine was built from",
-        )
-    } else {
-        Check::ok("tokenizer", dir.display().to_string())
+        ),
+        Ok(()) => Check::ok("tokenizer", dir.display().to_string()),
     };
     report.push(
         check
@@ -186,7 +171,7 @@ pub fn check_tokenizer(report: &mut Report, engine: &EngineConfig, given: Option
             .fact("eos_token_ids", tokenizer.eos_token_ids().to_vec())
             .fact("chat_template", tokenizer.chat_template().is_some()),
     );
-    (tokenizer.vocab_size() <= engine.vocab_size).then_some(tokenizer)
+    fits.is_ok().then_some(tokenizer)
 }
 
 /// Loads the engine and runs one request: load time, TTFT, end-to-end time and the output.

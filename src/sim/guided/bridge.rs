@@ -6,7 +6,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::{GrammarMatcher, GrammarMatcherFactory, GuideType, GuidedError};
+use crate::guided::{GrammarMatcher, GrammarMatcherFactory, GuideType, GuidedError};
 
 #[cxx::bridge(namespace = "trtllm::sim::guided")]
 #[allow(missing_docs)]
@@ -48,6 +48,18 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, GuidedError>) -> Result<T, GuidedErr
         .unwrap_or_else(|_| Err(GuidedError::Matcher("the grammar engine panicked".into())))
 }
 
+/// The guide type with the executor's number (`kJSON = 0` … `kSTRUCTURAL_TAG = 4`).
+fn guide_type(value: i32) -> Result<GuideType, GuidedError> {
+    Ok(match value {
+        0 => GuideType::Json,
+        1 => GuideType::JsonSchema,
+        2 => GuideType::Regex,
+        3 => GuideType::EbnfGrammar,
+        4 => GuideType::StructuralTag,
+        other => return Err(GuidedError::UnknownGuideType(other)),
+    })
+}
+
 fn token_id(token: i32) -> Result<u32, GuidedError> {
     u32::try_from(token).map_err(|_| GuidedError::TokenNotAllowed(token as u32))
 }
@@ -73,7 +85,7 @@ fn new_matcher(
     has_guide: bool,
 ) -> Result<Box<SimGrammarMatcher>, GuidedError> {
     guarded(|| {
-        let guide_type = GuideType::from_executor(guide_type)?;
+        let guide_type = self::guide_type(guide_type)?;
         let matcher = factory.0.matcher(guide_type, has_guide.then_some(guide))?;
         Ok(Box::new(SimGrammarMatcher(matcher)))
     })
@@ -101,4 +113,17 @@ fn is_stopped(matcher: &SimGrammarMatcher) -> Result<bool, GuidedError> {
 
 fn is_finished(matcher: &SimGrammarMatcher) -> bool {
     matcher.0.is_finished()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guide_type_numbers_follow_the_executor_and_others_are_refused() {
+        assert_eq!(guide_type(0).unwrap(), GuideType::Json);
+        assert_eq!(guide_type(2).unwrap(), GuideType::Regex);
+        assert_eq!(guide_type(4).unwrap(), GuideType::StructuralTag);
+        assert_eq!(guide_type(5).unwrap_err(), GuidedError::UnknownGuideType(5));
+    }
 }

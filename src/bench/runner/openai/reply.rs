@@ -37,11 +37,20 @@ impl Reply {
                 self.finish_reason = Some(reason.to_owned());
             }
         }
-        if let Some(usage) = doc.get("usage").filter(|u| u.is_object()) {
-            self.prompt_tokens = usage["prompt_tokens"].as_u64().or(self.prompt_tokens);
-            self.completion_tokens = usage["completion_tokens"].as_u64().or(self.completion_tokens);
-            self.cached_tokens = usage["prompt_tokens_details"]["cached_tokens"].as_u64().or(self.cached_tokens);
+        if let Some(usage) = doc.get("usage") {
+            self.absorb_usage(usage);
         }
+    }
+
+    /// The token counts of a `usage` object (a streamed chunk's or a whole reply's); a count the
+    /// object lacks keeps the one read before, and a null or missing `usage` changes nothing.
+    fn absorb_usage(&mut self, usage: &Value) {
+        if !usage.is_object() {
+            return;
+        }
+        self.prompt_tokens = usage["prompt_tokens"].as_u64().or(self.prompt_tokens);
+        self.completion_tokens = usage["completion_tokens"].as_u64().or(self.completion_tokens);
+        self.cached_tokens = usage["prompt_tokens_details"]["cached_tokens"].as_u64().or(self.cached_tokens);
     }
 }
 
@@ -125,10 +134,8 @@ impl Reply {
                 self.finish_reason = Some(reason.into_owned());
             }
         }
-        if let Some(usage) = chunk.usage.filter(Value::is_object) {
-            self.prompt_tokens = usage["prompt_tokens"].as_u64().or(self.prompt_tokens);
-            self.completion_tokens = usage["completion_tokens"].as_u64().or(self.completion_tokens);
-            self.cached_tokens = usage["prompt_tokens_details"]["cached_tokens"].as_u64().or(self.cached_tokens);
+        if let Some(usage) = &chunk.usage {
+            self.absorb_usage(usage);
         }
     }
 }

@@ -1,0 +1,4 @@
+//! Clean: every import points down.
+mod high;
+mod low;
+pub use low::Thing;

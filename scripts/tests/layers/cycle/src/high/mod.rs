@@ -1,0 +1,3 @@
+//! The upper layer.
+mod a;
+mod b;

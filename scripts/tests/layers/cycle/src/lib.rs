@@ -1,0 +1,3 @@
+//! Two files of one layer naming each other.
+mod high;
+mod low;

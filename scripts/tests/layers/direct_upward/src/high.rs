@@ -1,0 +1,4 @@
+//! The upper layer.
+pub fn big() -> u32 {
+    1
+}

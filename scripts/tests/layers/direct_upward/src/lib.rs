@@ -1,0 +1,3 @@
+//! An upward path in an expression.
+mod high;
+mod low;

@@ -1,0 +1,4 @@
+//! The lower layer.
+pub fn small() -> u32 {
+    crate::high::big() - 1
+}

@@ -1,0 +1,2 @@
+//! The upper layer.
+pub struct Error;

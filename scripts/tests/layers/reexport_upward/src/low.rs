@@ -1,0 +1,7 @@
+//! The lower layer.
+
+use crate::Error;
+
+pub fn fails() -> Error {
+    Error
+}

@@ -1,0 +1,3 @@
+//! An upward import through `super::` paths.
+mod high;
+mod low;

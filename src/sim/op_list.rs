@@ -1,0 +1,165 @@
+//! Builds the list of operations of one forward pass (src/sim/ops.rs) from an engine's timing view:
+//! the layer's attention, its dense MLP or Mixture-of-Experts pipeline (as TensorRT-LLM's MoE plugin
+//! runs it), the all-reduces, the output head and sampling, pipeline hand-offs, LoRA and the drafter.
+
+use super::gpu::GpuPreset;
+use super::kernels::WeightFormat;
+use super::ops::{GroupedGemm, Kernel, Op, Part, Rows};
+use super::timing_spec::TimingSpec;
+
+/// Host -> device copy bandwidth for LoRA adapters (pinned host memory over PCIe Gen5 x16, effective), B/s.
+const HOST_TO_DEVICE_B_S: f64 = 25.0e9;
+
+/// Bytes of one routing decision per token and expert: the router's float32 logit, read and written by
+/// the top-k softmax.
+const ROUTER_LOGIT_BYTES: f64 = 8.0;
+
+/// The operations of `spec` on `gpu`, in execution order; per-layer operations run once per layer.
+pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
+    let s = &spec.shape;
+    let tp = spec.tp as f64;
+    let act = spec.activation_bytes;
+    let w = spec.weights;
+    let layers = s.num_layers as f64;
+    let h = s.hidden_size as f64;
+    let q = s.q_width() as f64 / tp;
+    // With more ranks than KV heads each rank keeps a copy of one head.
+    let kv = (s.num_kv_heads.div_ceil(spec.tp) * s.head_size) as f64;
+    let mut ops = Vec::new();
+    let mut op = |name, part, count: f64, kernel, weight_bytes: f64| {
+        if count > 0.0 {
+            ops.push(Op { name, part, count, kernel, weight_bytes });
+        }
+    };
+    let gemm = |k: f64, n: f64, weights: WeightFormat| Kernel::Gemm { rows: Rows::Tokens, k, n, weights };
+    let pass = |bytes_per_row: f64| Kernel::MemoryPass { rows: Rows::Tokens, bytes_per_row };
+    let norm_weights = h * act;
+
+    // ---- Attention ----
+    // Fused residual-add + RMSNorm (read x and the residual, write both), twice per layer.
+    op("residual add + RMSNorm", Part::MemoryPasses, 2.0 * layers, pass(4.0 * h * act), norm_weights);
+    let qkv_bias = if s.qkv_bias { (q + 2.0 * kv) * act } else { 0.0 };
+    op(
+        "QKV projection",
+        Part::Gemm,
+        layers,
+        gemm(h, q + 2.0 * kv, w),
+        h * (q + 2.0 * kv) * w.bytes_per_param + qkv_bias,
+    );
+    if s.qk_norm {
+        // Qwen3: an RMS norm over every query and key head (read and write).
+        op("Q/K RMSNorm", Part::MemoryPasses, layers, pass(2.0 * (q + kv) * act), 2.0 * s.head_size as f64 * act);
+    }
+    // The attention's preprocessing reads the QKV rows and writes rotated Q plus K/V into the cache.
+    op("RoPE and KV-cache write", Part::MemoryPasses, layers, pass(2.0 * (q + 2.0 * kv) * act), 0.0);
+    op("context attention", Part::ContextAttention, layers, Kernel::ContextAttention { flops_per_pair: 4.0 * q }, 0.0);
+    let kv_bytes_per_token = 2.0 * kv * spec.kv_bytes_per_element;
+    op(
+        "decode attention",
+        Part::DecodeAttention,
+        layers,
+        Kernel::DecodeAttention { bytes_per_token: kv_bytes_per_token },
+        0.0,
+    );
+    op("attention output", Part::Gemm, layers, gemm(q, h, w), q * h * w.bytes_per_param);
+    let allreduce = Kernel::AllReduce { rows: Rows::Tokens, bytes_per_row: h * act, ranks: tp };
+    op("all-reduce", Part::AllReduce, 2.0 * layers, allreduce, 0.0);
+
+    // ---- MLP: dense, or experts ----
+    let mut quantized_inputs = vec![h, q];
+    match &s.moe {
+        None => {
+            let inter = s.intermediate_size as f64 / tp;
+            op("gate/up projection", Part::Gemm, layers, gemm(h, 2.0 * inter, w), h * 2.0 * inter * w.bytes_per_param);
+            // SiLU-and-multiply: read gate and up, write one.
+            op("SiLU and multiply", Part::MemoryPasses, layers, pass(3.0 * inter * act), 0.0);
+            op("down projection", Part::Gemm, layers, gemm(inter, h, w), inter * h * w.bytes_per_param);
+            quantized_inputs.extend([h, inter]);
+        }
+        Some(moe) => {
+            let experts = moe.num_experts as f64;
+            let top_k = moe.top_k as f64;
+            let (moe_tp, ep) = (spec.moe_tp as f64, spec.moe_ep as f64);
+            let inter = moe.expert_intermediate_size as f64 / moe_tp;
+            let router = WeightFormat { bytes_per_param: act, fp8_math: false };
+            op("MoE router", Part::Moe, layers, gemm(h, experts, router), h * experts * act);
+            op("MoE top-k softmax", Part::Moe, layers, pass(experts * ROUTER_LOGIT_BYTES), 0.0);
+            // Rows copied into expert order, k copies of each.
+            op("MoE permute", Part::Moe, layers, pass(2.0 * top_k * h * act), 0.0);
+            let grouped = |k: f64, n: f64| {
+                Kernel::GroupedGemm(GroupedGemm { k, n, experts, top_k, ep, imbalance: spec.moe_imbalance, weights: w })
+            };
+            let rank_experts = experts / ep;
+            op(
+                "expert gate/up (grouped)",
+                Part::Moe,
+                layers,
+                grouped(h, 2.0 * inter),
+                rank_experts * h * 2.0 * inter * w.bytes_per_param,
+            );
+            // SiLU-and-multiply over the rank's routed rows (k per token, split over the expert-parallel ranks).
+            op("expert SiLU and multiply", Part::Moe, layers, pass(3.0 * inter * act * top_k / ep), 0.0);
+            op(
+                "expert down (grouped)",
+                Part::Moe,
+                layers,
+                grouped(inter, h),
+                rank_experts * inter * h * w.bytes_per_param,
+            );
+            // Finalize: un-permute and the weighted sum of the k expert outputs.
+            op("MoE finalize", Part::Moe, layers, pass((top_k + 1.0) * h * act), 0.0);
+            if moe.shared_expert_intermediate_size > 0 {
+                let shared = moe.shared_expert_intermediate_size as f64 / tp;
+                op(
+                    "shared expert gate/up",
+                    Part::Gemm,
+                    layers,
+                    gemm(h, 2.0 * shared, w),
+                    h * 2.0 * shared * w.bytes_per_param,
+                );
+                op("shared expert SiLU and multiply", Part::MemoryPasses, layers, pass(3.0 * shared * act), 0.0);
+                op("shared expert down", Part::Gemm, layers, gemm(shared, h, w), shared * h * w.bytes_per_param);
+                quantized_inputs.extend([h, shared]);
+            }
+            quantized_inputs.extend([h * top_k / ep, inter * top_k / ep]);
+        }
+    }
+    if w.fp8_math {
+        // FP8 math: one quantization pass per GEMM input (read 16-bit, write 8-bit).
+        for width in quantized_inputs {
+            op("FP8 activation quantization", Part::MemoryPasses, layers, pass(width * (act + 1.0)), 0.0);
+        }
+    }
+
+    // ---- Embedding lookup, final norm, output head, logits gather, sampling ----
+    op("embedding lookup", Part::MemoryPasses, 1.0, pass(h * act), 0.0);
+    let sampled = |bytes_per_row| Kernel::MemoryPass { rows: Rows::Sampled, bytes_per_row };
+    op("final RMSNorm", Part::MemoryPasses, 1.0, sampled(2.0 * h * act), norm_weights);
+    let vocab_per_gpu = s.vocab_size.div_ceil(spec.tp) as f64;
+    // The output head stays in 16 bits (quantization recipes leave it out).
+    let head = WeightFormat { bytes_per_param: act, fp8_math: false };
+    let head_gemm = Kernel::Gemm { rows: Rows::Sampled, k: h, n: vocab_per_gpu, weights: head };
+    op("output head", Part::Logits, 1.0, head_gemm, vocab_per_gpu * h * act);
+    let logits_per_row = vocab_per_gpu * tp * 4.0;
+    if spec.tp > 1 {
+        let gather = Kernel::AllReduce { rows: Rows::Sampled, bytes_per_row: logits_per_row / 2.0, ranks: tp };
+        op("logits gather", Part::Logits, 1.0, gather, 0.0);
+    }
+    op("sampling", Part::Logits, 1.0, sampled(2.0 * logits_per_row), 0.0);
+
+    // ---- Pipeline: one micro-batch goes through the stages one after another ----
+    op("pipeline hand-off", Part::Pipeline, spec.pp as f64 - 1.0, Kernel::Send { bytes_per_row: h * act }, 0.0);
+    // ---- LoRA: adapter weights streamed once, their FLOPs at the 16-bit rate, split like the base ----
+    let bandwidth = gpu.bandwidth_gb_s * 1e9 * gpu.bandwidth_efficiency;
+    op(
+        "LoRA adapters",
+        Part::Lora,
+        1.0,
+        Kernel::Lora { ranks: tp, bandwidth, host_bandwidth: HOST_TO_DEVICE_B_S },
+        0.0,
+    );
+    let d = &spec.drafter;
+    let drafter = Kernel::Drafter { params: d.params_per_gpu, bytes: d.bytes_per_gpu, passes: d.passes, bandwidth };
+    op("speculative drafter", Part::Drafter, 1.0, drafter, 0.0);
+    ops
+}
