@@ -15,6 +15,7 @@ fn main() {
     }
     println!("cargo:rustc-check-cfg=cfg(trtllm_real)");
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    println!("cargo:rustc-env=TRTLLM_BUILD_PROFILE={}", build_profile());
 
     // docs.rs builds documentation only, without system packages or network:
     // rustdoc links nothing, so the C++ is not compiled there; the protocol types still are.
@@ -226,4 +227,20 @@ const SIM_OBJECT_LIST: &str = "simulator_objects.tsv";
 
 fn track(path: &Path) {
     println!("cargo:rerun-if-changed={}", path.display());
+}
+
+/// The Cargo profile this build runs under, for the benches to print beside their figures.
+///
+/// Cargo tells build scripts only `PROFILE` (`debug` or `release`, also for custom profiles such as
+/// `dist` that inherit `release`), so the name is read from the output directory instead:
+/// `<target>/[<triple>/]<profile dir>/build/<package>-<hash>/out`, where the profile directory is
+/// the profile's name (`debug` for `dev` and `test`, `release` for `bench`).
+fn build_profile() -> String {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let dir = out_dir.ancestors().nth(3).and_then(|d| d.file_name()).and_then(|n| n.to_str());
+    let opt_level = env::var("OPT_LEVEL").unwrap_or_default();
+    match dir {
+        Some(name) => format!("{name} (opt-level {opt_level})"),
+        None => format!("{} (opt-level {opt_level})", env::var("PROFILE").unwrap_or_default()),
+    }
 }

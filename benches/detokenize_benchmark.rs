@@ -77,6 +77,7 @@ fn push_one(decoder: &mut IncrementalDecoder, id: u32) -> usize {
 }
 
 fn detokenize(c: &mut Criterion) {
+    println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
     let tokenizer = trained_tokenizer();
     let mut rng = SplitMix::new(7);
     let single = generated_ids(&tokenizer, &mut rng, SINGLE_STREAM_TOKENS);

@@ -91,6 +91,7 @@ mod bench {
     }
 
     pub fn main() {
+        println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
         for size in [32_000, 128_000] {
             let vocab = vocabulary(size);
             let started = Instant::now();

@@ -221,6 +221,7 @@ mod bench {
     }
 
     pub fn main() {
+        println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
         runtime.block_on(run());
     }

@@ -133,6 +133,7 @@ mod bench {
     }
 
     pub fn main() {
+        println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
         let vocab = Synthetic::new(VOCAB);
         let dir = tempfile::tempdir().unwrap();

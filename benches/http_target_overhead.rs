@@ -228,6 +228,7 @@ async fn run_tokens(target: &BenchTarget, output_len: u32) -> Vec<RequestRecord>
         streaming: true,
         seed: 1,
         guide: None,
+        lengths: Default::default(),
     };
     let plan = LoadPlan::closed(STREAMS, STREAMS);
     let run = run_point(target, &workload, 0, &plan, &RunClock::start(), |_| {}).await.expect("valid plan");
@@ -251,6 +252,7 @@ fn rounds(values: &[f64]) -> String {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
+    println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
     let (_dir, executor) = start_executor().await;
     let scratch = tempfile::tempdir().unwrap();
     let builtin = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), scratch.path()).unwrap();

@@ -69,6 +69,7 @@ fn workload(output_len: usize) -> Workload {
         streaming: true,
         seed: 1,
         guide: None,
+        lengths: Default::default(),
     }
 }
 
@@ -250,6 +251,7 @@ fn timer_lateness() -> Vec<f64> {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
+    println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
     let mut table = Table::default();
     let (thread_wake, task_wake) = wake_up_floor().await;
     println!("this host's wake-up floor (2,000 wake-ups 0.5 ms apart), ms:");

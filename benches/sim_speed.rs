@@ -75,6 +75,7 @@ async fn run(streaming: bool) -> Window {
 }
 
 fn main() {
+    println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     println!(
         "Simulator speed at batch {BATCH}: Llama-3.1-8B on a simulated H200, virtual clock, {PROMPT}+{OUTPUT} tokens per request"

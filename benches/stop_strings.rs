@@ -188,6 +188,7 @@ fn main() {
     if std::env::args().any(|arg| arg == "--list") {
         return; // `cargo test --benches` lists benches: nothing to list
     }
+    println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
     if let Err(err) = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), dir.path()) {
         panic!("writing the built-in engine: {err}");

@@ -25,6 +25,7 @@ pub mod ops;
 pub mod perf_model;
 mod simulated_engine;
 mod speculation;
+pub mod telemetry;
 mod timing_spec;
 
 pub use crate::engine::config_json::{

@@ -64,14 +64,16 @@ mod planning;
 mod report;
 mod runner;
 mod simulation;
+mod telemetry;
 mod traffic;
 
 pub use metrics::calibration::{Calibration, itl_errors_s};
 pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
+pub use metrics::live::{LiveSnapshot, LiveStats};
 pub use metrics::load_shape::{SteadyWindow, TOGETHER_S, arrival_sync, sessions_by_turn};
-pub use metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk, UNSUCCESSFUL_FINISH_REASONS};
+pub use metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats, repeats_section, t_quantile_975};
 pub use metrics::saturation::{BacklogWatch, over_saturated_at};
 pub use metrics::slo::{SloError, Slos};
@@ -95,13 +97,16 @@ pub use planning::virtual_clock::{
     iteration_latencies_ms, run_virtual_point, run_virtual_point_with, to_simulated_time,
 };
 pub use report::compare::{CompareError, compare, compare_files};
+pub use report::html::{HtmlReport, compare_html};
 pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
+pub use report::lengths::length_section;
+pub use report::live::{LIVE_VIEW_HEIGHT, draw_live_view, progress_line};
 pub use report::output::{
     OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
 };
 pub use report::plot::{
-    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_latency_vs_throughput, plot_time_series,
-    plot_ttft_vs_inflight_tokens, write_svg,
+    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_gpu_telemetry, plot_latency_vs_throughput,
+    plot_time_series, plot_ttft_vs_inflight_tokens, write_svg,
 };
 pub use report::summary::Summary;
 pub use report::summary_builder::{SummaryBuilder, SummaryError};
@@ -109,17 +114,26 @@ pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, Run
 pub use report::sweep::{SweepRow, console_table, sweep_csv};
 pub use runner::draft_target::DraftTargetBench;
 pub use runner::openai::{HttpOptions, OpenAiApi, OpenAiError, OpenAiTarget};
-pub use runner::point::{PointRun, run_point};
+pub use runner::point::{PointRun, run_point, run_point_live};
 pub use runner::target::{BenchTarget, GrpcTarget};
 pub use simulation::{EngineSimulation, SimulationError};
+pub use telemetry::{
+    EndpointLog, Scraped, SeriesKind, ServerMetricsError, ServerMetricsWatch, parse_prometheus, scrape,
+    server_metrics_rows, server_metrics_section,
+};
+pub use telemetry::{
+    GpuSample, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler, TelemetrySource, telemetry_line,
+    telemetry_section,
+};
 pub use traffic::dataset::{
     DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, load_sharegpt_sessions,
     tokenize_entries, tokenize_sessions,
 };
+pub use traffic::lengths::{LengthDistribution, LengthError, LengthShape, LengthSpread};
 pub use traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, UserStart, arrival_schedule, ramp_start_s};
 pub use traffic::session::{
     Answer, Session, SessionError, SessionPlan, SessionScript, SessionTurn, TurnPrompt, UserMessage,
 };
 pub use traffic::trace::{MOONCAKE_BLOCK_SIZE, Trace, TraceError, TraceOptions, TraceRecord, TraceReplay};
 pub use traffic::words::WordVocabulary;
-pub use traffic::workload::{Prompt, PromptSampler, PromptSource, RequestSpec, Workload, WorkloadPhase};
+pub use traffic::workload::{PromptSampler, PromptSource, RequestSpec, SampledPrompt, Workload, WorkloadPhase};

@@ -4,6 +4,8 @@ mod args;
 mod draft_target;
 mod http_setup;
 mod layers;
+mod lengths;
+mod live;
 mod lora;
 mod plan;
 mod report;
@@ -15,9 +17,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::{
-    Phase, RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point,
+    RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point_live,
     run_virtual_point_with,
 };
 
@@ -49,7 +50,10 @@ enum Compare {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Compare::Compare { a, b }) = args.compare {
-        print!("{}", trtllm::bench::compare_files(&a, &b)?);
+        let text = trtllm::bench::compare_files(&a, &b)?;
+        print!("{text}");
+        let path = self::report::write_compare_html(&a, &b, &text)?;
+        println!("report in {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     // Layers side by side: `--target a,b,c` runs each target in turn (see layers.rs).
@@ -60,6 +64,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let args = *args.run;
     let percentiles = parse_percentiles(&args.percentiles)?;
     let slos = args.slo.as_deref().map(Slos::parse).transpose()?;
+    if !(args.metrics_interval.is_finite() && args.metrics_interval > 0.0) {
+        anyhow::bail!("--metrics-interval must be a positive number of seconds");
+    }
+    if !(args.gpu_sample_interval.is_finite() && args.gpu_sample_interval > 0.0) {
+        anyhow::bail!("--gpu-sample-interval must be a positive number of seconds");
+    }
     if let Some(interval) = args.sample_interval
         && !(interval.is_finite() && interval > 0.0)
     {
@@ -91,21 +101,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let end_id = tokenizer.as_ref().and_then(|t| t.eos_token_ids().first()).map(|&id| id as i32);
     let sources = plan::prompt_sources(&args, setup.vocab_size, tokenizer.as_ref())?;
-    let points = plan::points(&args, sources, end_id)?;
+    let mut points = plan::points(&args, sources, end_id)?;
+    lengths::apply(&args, &mut points)?;
     std::fs::create_dir_all(&output_dir).with_context(|| format!("creating {}", output_dir.display()))?;
 
-    let fixed_total: Option<u64> = points
-        .iter()
-        .map(|p| p.plan.duration.is_none().then_some(p.plan.num_prompts as u64 * u64::from(args.repeats)))
-        .sum();
-    let bar = match (std::io::IsTerminal::is_terminal(&std::io::stderr()), fixed_total) {
-        (false, _) => ProgressBar::hidden(),
-        (true, Some(total)) => {
-            ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} requests {msg}")?)
-        }
-        (true, None) => ProgressBar::new_spinner()
-            .with_style(ProgressStyle::with_template("{spinner} {pos} requests {elapsed} {msg}")?),
-    };
+    let live = self::live::LiveOutput::start(args.live, args.quiet);
 
     // Real-time figures are read against the host's noise: measure it next to them.
     let jitter = match &planning_dir {
@@ -119,6 +119,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
     report.timer_jitter = jitter.as_ref().map(trtllm::bench::TimerJitter::to_json);
     let mut rows: Vec<SweepRow> = Vec::new();
+    let mut summaries: Vec<(String, serde_json::Value)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;
     // A virtual-clock point loads its own executor: with the same settings as a real one.
@@ -143,7 +144,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         planning_dir: planning_dir.as_deref(),
         virtual_options: &virtual_options,
         report: &report,
-        bar: &bar,
+        live: &live,
+        target: &args.target,
+        gpu_telemetry: args.gpu_telemetry,
+        gpu_sample_interval: args.gpu_sample_interval,
+        metrics_urls: &args.metrics_url,
+        metrics_interval: args.metrics_interval,
     };
     if args.saturate.saturate {
         args.saturate.validate()?;
@@ -167,6 +173,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             point.stem = format!("sat_r{r}_{}", points[0].stem.split_once('_').map_or("", |s| s.1));
             let (row, point_notes, summary, ok) = one.run(&point, judged.len()).await?;
             succeeded += ok;
+            summaries.push((point.stem.clone(), summary.clone()));
             rows.push(row);
             notes.extend(point_notes);
             judged.push(self::saturate::judge(r, &point.stem, &summary, args.saturate.slo_attainment));
@@ -182,6 +189,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let (row, point_notes, summary, ok) = one.run(&point, index).await?;
             succeeded += ok;
             if repeat == 0 {
+                summaries.push((point.stem.clone(), summary.clone()));
                 rows.push(row);
                 notes.extend(point_notes);
             }
@@ -191,7 +199,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             notes.push(self::report::write_repeats(&output_dir, &base.stem, &repeats)?);
         }
     }
-    bar.finish_and_clear();
+    live.stop();
     report.write_sweep(&rows)?;
     println!("{}", console_table(&rows));
     for note in &notes {
@@ -200,7 +208,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(jitter) = &jitter {
         println!("{}", jitter.console_line());
     }
-    println!("results in {}", output_dir.display());
+    let html = report.write_html(&summaries, &notes)?;
+    println!("results in {} (report: {})", output_dir.display(), html.display());
     if let Some(executor) = setup.target.executor() {
         executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
     }
@@ -208,7 +217,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// What running one point needs: the target, the virtual-clock engine (planning), the report
-/// and the progress bar.
+/// and the live view.
 struct OnePoint<'a> {
     setup: &'a Setup,
     planning_dir: Option<&'a std::path::Path>,
@@ -216,7 +225,17 @@ struct OnePoint<'a> {
     twin_dir: Option<&'a std::path::Path>,
     virtual_options: &'a trtllm::bench::VirtualRunOptions,
     report: &'a Report<'a>,
-    bar: &'a ProgressBar,
+    live: &'a self::live::LiveOutput,
+    /// `--target` as given, naming the target in the live view.
+    target: &'a str,
+    /// `--gpu-telemetry`.
+    gpu_telemetry: Option<bool>,
+    /// `--gpu-sample-interval`, seconds.
+    gpu_sample_interval: f64,
+    /// `--metrics-url`: Prometheus endpoints to scrape.
+    metrics_urls: &'a [String],
+    /// `--metrics-interval`, seconds.
+    metrics_interval: f64,
 }
 
 impl OnePoint<'_> {
@@ -227,14 +246,26 @@ impl OnePoint<'_> {
         point: &self::plan::Point,
         index: usize,
     ) -> anyhow::Result<(SweepRow, Vec<String>, serde_json::Value, usize)> {
-        self.bar.set_message(point.stem.clone());
+        let total = point.plan.duration.is_none().then_some(point.plan.num_prompts as u64);
+        self.live.start_point(&format!("{} {}", self.target, point.stem), total);
         let clock = RunClock::start();
         let anchor = WallAnchor::now();
-        let count = |r: &trtllm::bench::RequestRecord| {
-            if r.phase == Phase::Measure {
-                self.bar.inc(1);
+        let stats = &self.live.stats;
+        let count = |r: &trtllm::bench::RequestRecord| stats.record(r);
+        let scrapes = match self.metrics_urls.is_empty() {
+            true => None,
+            false => {
+                let interval = std::time::Duration::from_secs_f64(self.metrics_interval);
+                Some(trtllm::bench::ServerMetricsWatch::start(self.metrics_urls, interval).await)
             }
         };
+        let sampler = self.telemetry_source().map(|source| {
+            let live = stats.clone();
+            let interval = std::time::Duration::from_secs_f64(self.gpu_sample_interval);
+            trtllm::bench::TelemetrySampler::start(source, interval, move |round| {
+                live.set_gpu(trtllm::bench::telemetry_line(round));
+            })
+        });
         let (run, virtual_run) = match self.planning_dir {
             Some(dir) => {
                 let options = self.virtual_options;
@@ -243,9 +274,18 @@ impl OnePoint<'_> {
                 (run, Some(v))
             }
             None => {
-                (run_point(&self.setup.target, &point.workload, index as u64, &point.plan, &clock, count).await?, None)
+                let target = &self.setup.target;
+                let run = run_point_live(target, &point.workload, index as u64, &point.plan, &clock, count, stats);
+                (run.await?, None)
             }
         };
+        self.live.finish_point();
+        let telemetry = sampler.map(|s| (s.kind(), s.finish()));
+        let servers = match scrapes {
+            Some(watch) => watch.finish().await,
+            None => Vec::new(),
+        };
+        let observed = self::report::Observed { gpu: telemetry, servers };
         let ok = run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
         let twin = match self.twin_dir {
             Some(dir) => {
@@ -256,7 +296,29 @@ impl OnePoint<'_> {
             None => None,
         };
         let (row, notes, summary) =
-            self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref())?;
+            self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref(), observed)?;
         Ok((row, notes, summary, ok))
+    }
+
+    /// Where GPU figures come from for this run, if anywhere: a simulated engine's timing model
+    /// in process (real time), else NVML when it loads (in process by default, any target with
+    /// `--gpu-telemetry true`).
+    fn telemetry_source(&self) -> Option<Box<dyn trtllm::bench::TelemetrySource>> {
+        let in_process = self.setup.target.executor().is_some();
+        if self.planning_dir.is_some() || !self.gpu_telemetry.unwrap_or(in_process) {
+            return None;
+        }
+        if in_process && self.setup.simulation.is_some() {
+            return Some(Box::new(trtllm::bench::SimulatedSource::new()));
+        }
+        match trtllm::bench::NvmlSource::open(None) {
+            Ok(nvml) => Some(Box::new(nvml)),
+            Err(e) => {
+                if self.gpu_telemetry == Some(true) {
+                    eprintln!("GPU telemetry: {e}; running without it");
+                }
+                None
+            }
+        }
     }
 }

@@ -8,10 +8,12 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::search::{
-    LoadStep, ResultStore, SchedulerChoice, SearchReport, SearchSpace, SloSet, Study, WorkloadShape, build_report,
-    run_search, write_report,
+    LoadStep, Loads, ResultStore, SchedulerChoice, SearchOptions, SearchReport, SearchSpace, SloSet, Study,
+    WorkloadShape, build_report, default_tensor_parallel, run_search, write_report,
 };
-use trtllm::bench::{Prompt, PromptSource, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries};
+use trtllm::bench::{
+    PromptSource, SampledPrompt, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries,
+};
 use trtllm::sim::ModelPreset;
 use trtllm::text::Tokenizer;
 
@@ -59,7 +61,9 @@ pub struct Args {
     /// Tokenizer directory for text datasets.
     #[arg(long, requires = "dataset_path")]
     tokenizer: Option<PathBuf>,
-    /// Closed-loop users per point, lowest first (default 1,2,4,...,256).
+    /// Closed-loop users per point, lowest first (default: 1, 2, 4, ... up to each engine's
+    /// max_batch_size, until a point misses an SLO or goodput falls twice, then one point
+    /// halfway between the best and the next load above it).
     #[arg(long, value_delimiter = ',', conflicts_with = "request_rate")]
     concurrency: Option<Vec<usize>>,
     /// Open-loop request rates per point instead, lowest first.
@@ -76,11 +80,12 @@ pub struct Args {
     /// Seed of the prompts.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Tensor-parallel sizes to try.
-    #[arg(long, value_delimiter = ',', default_value = "1")]
-    tp: Vec<usize>,
+    /// Tensor-parallel sizes to try (default: 1, 2, 4 and 8 where they divide the model's
+    /// attention heads; those whose GPUs cannot hold the model are pruned).
+    #[arg(long, value_delimiter = ',')]
+    tp: Option<Vec<usize>>,
     /// Engine max_batch_size values to try.
-    #[arg(long, value_delimiter = ',', default_value = "16,64,256")]
+    #[arg(long, value_delimiter = ',', default_value = "16,64,256,1024")]
     max_batch_size: Vec<usize>,
     /// Engine max_num_tokens values to try.
     #[arg(long, value_delimiter = ',', default_value = "2048,8192")]
@@ -106,9 +111,15 @@ pub struct Args {
     /// Engine directory named in the printed command lines (default: OUTPUT_DIR/engine).
     #[arg(long)]
     engine_dir: Option<PathBuf>,
-    /// No progress bar.
+    /// Print only the result (no progress bar, no search outline).
     #[arg(long)]
     quiet: bool,
+    /// Run every configuration that can run. By default a configuration is skipped when the
+    /// timing model's steady-state bound on its goodput lies below the fifth best goodput already
+    /// measured: the recommendation and the five best are the same, the front may lack points
+    /// of skipped configurations.
+    #[arg(long)]
+    exhaustive: bool,
     /// A calibration file (from `trtllm sim calibrate`, as `trtllm sim build --calibration` takes):
     /// its fitted figures replace the GPU preset's for the pruning and for every run.
     #[arg(long)]
@@ -141,7 +152,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         model: args.model.clone(),
         gpu: args.gpu.clone(),
         gpu_overrides,
-        tp: args.tp.clone(),
+        tp: args.tp.clone().unwrap_or_else(|| default_tensor_parallel(model)),
         try_fp8: !args.no_fp8,
         max_batch_size: args.max_batch_size.clone(),
         max_num_tokens: args.max_num_tokens.clone(),
@@ -160,14 +171,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let study = study(&args, model, slos)?;
     let (candidates, pruned) = space.candidates(&study.shape)?;
     let store = ResultStore::open(&args.output_dir)?;
-    eprintln!(
-        "{} configurations of {} on {} ({} pruned before running), loads {}",
-        candidates.len(),
-        args.model,
-        args.gpu,
-        pruned.len(),
-        study.loads.iter().map(LoadStep::name).collect::<Vec<_>>().join(",")
-    );
+    if !args.quiet {
+        eprintln!(
+            "{} configurations of {} on {} ({} pruned before running), loads {}",
+            candidates.len(),
+            args.model,
+            args.gpu,
+            pruned.len(),
+            study.loads.describe()
+        );
+    }
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -175,7 +188,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} configurations {elapsed} eta {eta} {msg}")?)
     };
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let outcome = run_search(&space, &study, &store, jobs, |result, resumed| {
+    let options = SearchOptions { jobs, exact_top: if args.exhaustive { 0 } else { TOP } };
+    let outcome = run_search(&space, &study, &store, options, |result, resumed| {
         bar.inc(1);
         bar.set_message(if resumed { "(resumed)".to_string() } else { result.candidate.label() });
     })
@@ -184,27 +198,27 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let engine_dir = args.engine_dir.clone().unwrap_or_else(|| args.output_dir.join("engine"));
     let report = build_report(&space, &study, &outcome, &engine_dir.to_string_lossy());
     let (summary, svg) = write_report(&store, &report, &outcome)?;
-    print!("{}", render(&report, &study));
+    print!("{}", render(&report, &study, args.exhaustive));
     println!("wrote {} and {}", summary.display(), svg.display());
     Ok(if report.recommendation.is_some() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// The workload, loads and objectives every configuration is measured on.
 fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study> {
-    let loads: Vec<LoadStep> = match &args.request_rate {
-        Some(rates) => {
+    let loads = match (&args.request_rate, &args.concurrency) {
+        (Some(rates), _) => {
             if rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
                 bail!("--request-rate values must be positive and finite");
             }
-            rates.iter().map(|&r| LoadStep::Rate(r)).collect()
+            Loads::Listed(rates.iter().map(|&r| LoadStep::Rate(r)).collect())
         }
-        None => {
-            let users = args.concurrency.clone().unwrap_or_else(|| vec![1, 2, 4, 8, 16, 32, 64, 128, 256]);
+        (None, Some(users)) => {
             if users.contains(&0) {
                 bail!("--concurrency values must be at least 1");
             }
-            users.into_iter().map(LoadStep::Concurrency).collect()
+            Loads::Listed(users.iter().map(|&c| LoadStep::Concurrency(c)).collect())
         }
+        (None, None) => Loads::UntilPeak,
     };
     if args.num_prompts == 0 {
         bail!("--num-prompts must be at least 1");
@@ -221,6 +235,7 @@ fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study
             let source =
                 PromptSource::Random { vocab_size, input_len: args.input_len, shared_prefix: args.shared_prefix };
             let shape = WorkloadShape {
+                min_input_len: args.input_len,
                 max_input_len: args.input_len,
                 max_output_len: args.output_len,
                 shared_prefixes: args.shared_prefix > 0,
@@ -236,16 +251,22 @@ fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study
             let tokenizer = args.tokenizer.as_deref().map(Tokenizer::from_dir).transpose()?;
             let options =
                 TokenizeOptions { tokenizer: tokenizer.as_ref(), chat_template: false, reply_output_len: true };
-            let prompts: Vec<Prompt> = tokenize_entries(&entries, options)?;
+            let prompts: Vec<SampledPrompt> = tokenize_entries(&entries, options)?;
             if prompts.is_empty() {
                 bail!("{} holds no prompts", path.display());
             }
             let max_input_len = prompts.iter().map(|p| p.token_ids.len()).max().unwrap_or(1).max(1);
+            let min_input_len = prompts.iter().map(|p| p.token_ids.len()).min().unwrap_or(1).max(1);
             let max_output_len =
                 prompts.iter().filter_map(|p| p.output_len).map(|n| n as usize).max().unwrap_or(args.output_len);
             let tokens: usize = prompts.iter().map(|p| p.token_ids.len()).sum();
             let id = format!("{} {} prompts {tokens} tokens out={}", path.display(), prompts.len(), args.output_len);
-            let shape = WorkloadShape { max_input_len, max_output_len: max_output_len.max(1), shared_prefixes: true };
+            let shape = WorkloadShape {
+                min_input_len,
+                max_input_len,
+                max_output_len: max_output_len.max(1),
+                shared_prefixes: true,
+            };
             (PromptSource::Dataset(Arc::from(prompts)), shape, id)
         }
     };
@@ -258,6 +279,7 @@ fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study
         streaming: true,
         seed: args.seed,
         guide: None,
+        lengths: Default::default(),
     };
     Ok(Study {
         workload,
@@ -270,15 +292,22 @@ fn study(args: &Args, model: &ModelPreset, slos: SloSet) -> anyhow::Result<Study
     })
 }
 
+/// The best configurations a pruned search gets exactly right, and the rows the console shows.
+const TOP: usize = 5;
+
 /// The console report: the top of the ranking, the front, the recommendation and its commands.
-fn render(report: &SearchReport, study: &Study) -> String {
+fn render(report: &SearchReport, study: &Study, exhaustive: bool) -> String {
     let mut out = format!(
-        "{} configurations ({} resumed, {} pruned), {} load points, {:.1} s wall; SLOs {}\n\n",
-        report.configurations, report.resumed, report.pruned, report.points, report.wall_s, study.slos
+        "{} configurations ({} resumed, {} pruned: {} by their bound), {} load points, {:.1} s wall; SLOs {}\n",
+        report.configurations, report.resumed, report.pruned, report.bounded, report.points, report.wall_s, study.slos
     );
+    if report.lost_statistics > 0 {
+        out += &format!("{} iteration statistics lost: those points' figures miss them\n", report.lost_statistics);
+    }
+    out += "\n";
     out +=
         &format!("{:<56} {:>17} {:>10} {:>5}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
-    for row in report.ranking.iter().take(10) {
+    for row in report.ranking.iter().take(if exhaustive { 2 * TOP } else { TOP }) {
         out += &format!(
             "{:<56} {:>17.1} {:>10.2} {:>5}{}\n",
             row.label,
@@ -288,7 +317,11 @@ fn render(report: &SearchReport, study: &Study) -> String {
             row.error.as_ref().map(|e| format!("  error: {e}")).unwrap_or_default()
         );
     }
-    out += &format!("\nPareto front ({} points, tokens/s/user -> tokens/s/GPU):\n", report.pareto_front.len());
+    out += &format!(
+        "\nPareto front ({} points, tokens/s/user -> tokens/s/GPU{}):\n",
+        report.pareto_front.len(),
+        if report.bounded > 0 { ", of the configurations run" } else { "" }
+    );
     for p in &report.pareto_front {
         out += &format!(
             "  {:>8.1} -> {:>9.1}  {} at {}\n",

@@ -106,7 +106,7 @@ impl Executor {
         tracing::info!(engine = %engine_dir.display(), backend = %backend, "loading executor");
         let handle = sys::new_executor(dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
         let shared = Arc::new(Shared::new(handle));
-        let stats = Arc::new(StatsPoller::new(shared.clone(), config.request_stats_max_iterations > 0));
+        let stats = Arc::new(StatsPoller::new(shared.clone(), config.request_stats_max_iterations > 0, virtual_clock));
         let kv_events = (config.kv_cache_event_buffer_max_size > 0)
             .then(|| Arc::new(KvEventHub::new(config.kv_cache_event_buffer_max_size)));
         let (response_poll, stats_poll) = (config.response_poll_interval, config.stats_poll_interval);
@@ -369,6 +369,13 @@ impl Executor {
     /// Drains the executor's stats buffers now instead of waiting for the next poll.
     pub fn refresh_stats(&self) {
         self.stats.poll();
+    }
+
+    /// Stats batches drained from the executor that a subscriber a full buffer behind has not
+    /// had room for yet (only on the virtual clock, where none is dropped): a reader that must
+    /// see every batch keeps reading until this is 0.
+    pub(crate) fn stats_backlog(&self) -> usize {
+        self.stats.backlog()
     }
 
     /// The KV-cache events recorded since the last call (at most `kv_cache_event_buffer_max_size`, the

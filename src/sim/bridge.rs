@@ -264,6 +264,7 @@ fn iteration_time(timing: &SimTiming, w: &ffi::SimBatchWork) -> ffi::SimIteratio
     };
     // Arithmetic on plain numbers: nothing here can panic.
     let time = timing.model.iteration(&work);
+    super::telemetry::record_iteration(&timing.model, &work, time.total_ms);
     ffi::SimIterationTime { total_ms: time.total_ms, drafter_ms: time.drafter_ms }
 }
 

@@ -67,6 +67,7 @@ impl Case {
             streaming: true,
             seed: 7,
             guide: None,
+            lengths: Default::default(),
         }
     }
 

@@ -1,7 +1,5 @@
 //! Integration tests of the benchmark: metrics, predictions and the runner.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod agreement;
 mod metrics;

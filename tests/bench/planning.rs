@@ -14,6 +14,7 @@ fn workload() -> Workload {
         streaming: true,
         seed: 5,
         guide: None,
+        lengths: Default::default(),
     }
 }
 
@@ -82,4 +83,37 @@ async fn a_capped_open_loop_planning_point_gives_the_same_figures_every_run() {
         let first_difference = again.iter().zip(&records).position(|(a, b)| a != b);
         assert_eq!(first_difference, None, "run {}: records differ", run + 2);
     }
+}
+
+/// A virtual-clock point's iteration statistics cover every forward pass, even when the reader
+/// is starved: one user, ten requests of 512 output tokens on an engine that prefills a prompt
+/// in one iteration, so the simulator runs exactly 10 × 512 forward passes (more than the stats
+/// broadcast holds), while a task keeps the runtime's only worker busy for 150 ms at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_virtual_clock_point_loses_no_iteration_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ModelPreset::by_id("llama-3.1-8b").unwrap();
+    let engine = SimulatedEngine::builder().model(model).gpu("h100-sxm").max_num_tokens(8192);
+    engine.clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hog = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(150));
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+    let workload = Workload { output_len: Some(512), fallback_output_len: 512, ..workload() };
+    let plan = LoadPlan { warmup: 0, ..LoadPlan::closed(1, 10) };
+    let (run, clock) = run_virtual_point(dir.path(), &workload, 0, &plan, |_| {}).await.unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    hog.await.unwrap();
+    let log = run.iterations.unwrap();
+    assert_eq!((log.lagged, log.missing_iterations()), (0, 0));
+    let passes: Vec<u64> = log.iterations.iter().filter(|s| s.num_active_requests > 0).map(|s| s.iter).collect();
+    assert_eq!(passes, (0..10 * 512).collect::<Vec<u64>>(), "one entry per forward pass, numbered from 0");
+    assert_eq!(clock.itl_unmapped_requests, 0);
+    assert!(run.records.iter().all(|r| r.output_tokens == 512 && r.itl_s().len() == 511));
 }

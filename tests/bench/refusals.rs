@@ -17,10 +17,13 @@ const STAGGER_S: f64 = 10e-6;
 /// Four prompts, two over the engine's max_input_len. Prompts are drawn without replacement,
 /// so every four requests hold two refused ones, wherever the seeded order puts them.
 fn workload() -> Workload {
-    let prompts: Arc<[Prompt]> = [100_u32, 400, 120, 500]
+    let prompts: Arc<[SampledPrompt]> = [100_u32, 400, 120, 500]
         .iter()
         .enumerate()
-        .map(|(i, &len)| Prompt { token_ids: (1..=len).map(|t| t % 900 + 1 + i as u32).collect(), output_len: None })
+        .map(|(i, &len)| SampledPrompt {
+            token_ids: (1..=len).map(|t| t % 900 + 1 + i as u32).collect(),
+            output_len: None,
+        })
         .collect();
     Workload {
         source: PromptSource::Dataset(prompts),
@@ -31,6 +34,7 @@ fn workload() -> Workload {
         streaming: true,
         seed: 3,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

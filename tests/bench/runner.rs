@@ -28,6 +28,7 @@ fn random(input_len: usize, output_len: u32, shared_prefix: usize) -> Workload {
         streaming: true,
         seed: 11,
         guide: None,
+        lengths: Default::default(),
     }
 }
 
@@ -48,8 +49,8 @@ async fn token_totals_match_the_executors_own_counts() {
     let (_dir, executor) = executor(1.0).await;
     let target = BenchTarget::InProcess(executor.clone());
     // Prompts with their own output lengths 3..=10, so the total is not a configured constant.
-    let prompts: Arc<[Prompt]> =
-        (0..8u32).map(|i| Prompt { token_ids: (1..=12 + i).collect(), output_len: Some(3 + i) }).collect();
+    let prompts: Arc<[SampledPrompt]> =
+        (0..8u32).map(|i| SampledPrompt { token_ids: (1..=12 + i).collect(), output_len: Some(3 + i) }).collect();
     let workload = Workload { source: PromptSource::Dataset(prompts), output_len: None, ..random(0, 0, 0) };
     let plan = LoadPlan { warmup: 2, ..LoadPlan::closed(4, 16) };
     let run = run_point(&target, &workload, 0, &plan, &RunClock::start(), |_| {}).await.unwrap();

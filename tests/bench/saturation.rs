@@ -18,6 +18,7 @@ fn workload() -> Workload {
         streaming: true,
         seed: 2,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

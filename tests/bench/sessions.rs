@@ -41,6 +41,7 @@ fn sessions(turns: u32, think_time: Duration) -> Workload {
         streaming: true,
         seed: 5,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

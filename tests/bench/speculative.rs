@@ -33,6 +33,7 @@ fn workload(output_len: u32) -> Workload {
         streaming: true,
         seed: 5,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

@@ -35,6 +35,7 @@ fn workload(replay: TraceReplay) -> Workload {
         streaming: true,
         seed: 3,
         guide: None,
+        lengths: Default::default(),
     }
 }
 

@@ -20,7 +20,7 @@ fn the_recommendations_bench_line_measures_it_with_the_serve_settings() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("plan");
     let args = "plan --model tinyllama-1.1b --gpu rtx-a6000 --slo ttft:p95:500,tpot:p95:50 --input-len 96 \
-                --output-len 16 --concurrency 1,4 --num-prompts 8 --max-batch-size 4,16 --max-num-tokens 512 \
+                --output-len 16 --concurrency 1,4 --num-prompts 8 --tp 1 --max-batch-size 4,16 --max-num-tokens 512 \
                 --scheduler-policy guaranteed-no-evict --quiet --output-dir";
     let mut argv: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
     argv.push(out.to_str().unwrap().to_owned());

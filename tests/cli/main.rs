@@ -1,15 +1,17 @@
 //! Integration tests of the `trtllm` command: bench, generate, serve, sim and version.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod bench;
 mod bench_gateway;
+mod bench_html;
 mod bench_layers;
+mod bench_lengths;
 mod bench_load;
 mod bench_plan;
 mod bench_repeats;
 mod bench_saturate;
+mod bench_server_metrics;
+mod bench_telemetry;
 mod generate;
 mod guided;
 mod lora;

@@ -31,6 +31,8 @@ fn plan(dir: &Path, slo: &str) -> Output {
         "1,4,16",
         "--num-prompts",
         "8",
+        "--tp",
+        "1",
         "--max-batch-size",
         "4,16",
         "--max-num-tokens",
@@ -40,6 +42,7 @@ fn plan(dir: &Path, slo: &str) -> Output {
         "--scheduler-policy",
         "guaranteed-no-evict",
         "--quiet",
+        "--exhaustive",
         "--output-dir",
         dir.to_str().unwrap(),
     ])
@@ -139,25 +142,34 @@ fn bad_slos_and_knobs_are_refused_before_running() {
     assert!(!Path::new("x").exists());
 }
 
-/// One configuration (TinyLlama on an A6000, batch 16, chunked context) at 1 and 16 users, with the
-/// extra arguments given; returns the run's output directory's configuration result.
-fn plan_one(dir: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
-    let mut args = vec![
+/// `trtllm plan` of TinyLlama on an A6000 under `slo`, 96-token prompts and 16 output tokens.
+fn tinyllama_96_16(slo: &str) -> Vec<&str> {
+    vec![
         "plan",
         "--model",
         "tinyllama-1.1b",
         "--gpu",
         "rtx-a6000",
         "--slo",
-        "ttft:p95:5000",
+        slo,
         "--input-len",
         "96",
         "--output-len",
         "16",
+    ]
+}
+
+/// One configuration (TinyLlama on an A6000, batch 16, chunked context) at 1 and 16 users, with the
+/// extra arguments given; returns the run's output directory's configuration result.
+fn plan_one(dir: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
+    let mut args = tinyllama_96_16("ttft:p95:5000");
+    args.extend([
         "--concurrency",
         "1,16",
         "--num-prompts",
         "16",
+        "--tp",
+        "1",
         "--max-batch-size",
         "16",
         "--max-num-tokens",
@@ -169,7 +181,7 @@ fn plan_one(dir: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
         "--quiet",
         "--output-dir",
         dir.to_str().unwrap(),
-    ];
+    ]);
     args.extend_from_slice(extra);
     let out = trtllm(&args);
     let summary = if out.status.success() { json(&dir.join("summary.json")) } else { serde_json::Value::Null };
@@ -227,4 +239,63 @@ fn a_calibration_file_prices_both_the_pruning_and_the_runs() {
     ]);
     assert!(!wrong.status.success());
     assert!(text(&wrong.stderr).contains("calibrates the rtx-a6000 preset, not h100-sxm"), "{}", text(&wrong.stderr));
+}
+
+/// The default search (every TP that divides TinyLlama's heads, users doubled until goodput
+/// peaks) with and without `--exhaustive`: skipping configurations by their steady-state bound
+/// changes neither the recommendation nor the five best, and does skip some.
+#[test]
+fn a_pruned_search_keeps_the_recommendation_and_the_five_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out_dir = dir.path().join(name);
+        let mut args = tinyllama_96_16("ttft:p95:400,tpot:p95:12");
+        args.extend([
+            "--num-prompts",
+            "8",
+            "--max-batch-size",
+            "4,16,64",
+            "--max-num-tokens",
+            "512",
+            "--scheduler-policy",
+            "guaranteed-no-evict",
+            "--quiet",
+            "--engine-dir",
+            "engine",
+            "--output-dir",
+            out_dir.to_str().unwrap(),
+        ]);
+        args.extend_from_slice(extra);
+        let out = trtllm(&args);
+        assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+        assert!(out.stderr.is_empty(), "--quiet prints only the result: {}", text(&out.stderr));
+        (json(&out_dir.join("summary.json")), text(&out.stdout))
+    };
+    let (full, _) = run("full", &["--exhaustive"]);
+    let (pruned, stdout) = run("pruned", &[]);
+    let top = |s: &serde_json::Value| -> Vec<(String, String)> {
+        s["ranking"].as_array().unwrap()[..5]
+            .iter()
+            .map(|r| {
+                (
+                    r["key"].as_str().unwrap().to_owned(),
+                    format!("{:.3}", r["goodput_tokens_per_s_per_gpu"].as_f64().unwrap()),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(full["bounded"], 0);
+    assert_eq!(full["lost_statistics"], 0);
+    assert_eq!(pruned["lost_statistics"], 0);
+    let tps: std::collections::BTreeSet<u64> = full["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap()[2..3].parse().unwrap())
+        .collect();
+    assert_eq!(tps.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8], "every TP that divides 32 heads is searched");
+    assert!(pruned["bounded"].as_u64().unwrap() > 0, "nothing was skipped: {pruned:#}");
+    assert_eq!(pruned["recommendation"], full["recommendation"]);
+    assert_eq!(top(&pruned), top(&full));
+    assert!(stdout.contains("by their bound"), "{stdout}");
 }

@@ -25,6 +25,8 @@ pub struct Gateway {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// Its Prometheus endpoint, `http://127.0.0.1:PORT/metrics`.
+    pub metrics_url: String,
     pub client: reqwest::Client,
     log: tempfile::NamedTempFile,
 }
@@ -57,7 +59,8 @@ impl Gateway {
         // reqwest is built without a crypto provider of its own (the crate uses ring's).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
-        let gateway = Gateway { child, base: format!("http://127.0.0.1:{port}"), client, log };
+        let metrics_url = format!("http://127.0.0.1:{metrics}/metrics");
+        let gateway = Gateway { child, base: format!("http://127.0.0.1:{port}"), metrics_url, client, log };
         gateway.wait_ready(workers.len()).await;
         gateway
     }

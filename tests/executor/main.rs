@@ -1,7 +1,5 @@
 //! Integration tests of the executor layer: engine directories, request lifecycle, streams and the KV cache.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod engine_dir;
 mod errors;

@@ -1,7 +1,5 @@
 //! Integration tests of the gRPC server: the service, its protocol, metrics, security and shutdown.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod gateway;
 mod gateway_guided;

@@ -1,6 +1,7 @@
 //! The timing model against the H100 kernel measurements (src/sim/calibration/h100_*.json, made by
 //! scripts/kernels/): every whole-pass row of the shared table through the Rust model, printed as
-//! compare_with_model.py prints it. `cargo test --test sim kernel_table -- --nocapture` shows the table.
+//! compare_with_model.py prints it.
+//! `cargo test --test integration sim::kernel_table -- --nocapture` shows the table.
 
 use trtllm::sim::GpuPreset;
 use trtllm::sim::kernel_table::{self, KernelRow};

@@ -1,7 +1,5 @@
 //! Integration tests of the simulator: its C++ tests, engine checks and timing model.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod cpp;
 mod engine_checks;

@@ -1,7 +1,5 @@
 //! Integration tests of the text layer: tokenizers, chat templates and text streams over an executor.
-
-#[path = "../common/mod.rs"]
-mod common;
+//! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod engine;
 mod layer;

@@ -36,7 +36,7 @@ pub const UNSUCCESSFUL_FINISH_REASONS: [&str; 2] = ["abort", "timeout"];
 
 /// One streamed response that carried at least one token.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TokenChunk {
+pub struct RecordedChunk {
     /// Receive time, seconds since the run start.
     pub t_s: f64,
     /// Number of new tokens in this response (more than one under speculative decoding).
@@ -115,7 +115,7 @@ pub struct RequestRecord {
     pub first_token_s: Option<f64>,
     /// Every response that carried tokens, in arrival order; the first one is the first token.
     #[serde(default)]
-    pub chunks: Vec<TokenChunk>,
+    pub chunks: Vec<RecordedChunk>,
     /// The final response (or the error), whichever ended the request.
     #[serde(default)]
     pub end_s: Option<f64>,
@@ -215,7 +215,7 @@ impl RequestRecord {
         if self.first_token_s.is_none() {
             self.first_token_s = Some(t_s);
         }
-        self.chunks.push(TokenChunk { t_s, tokens, handled_s: None });
+        self.chunks.push(RecordedChunk { t_s, tokens, handled_s: None });
     }
 
     /// Like [`record_chunk`](Self::record_chunk), also noting when the runner handled the response.

@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit, sim_control};
 use super::virtual_sessions::{SessionUsers, warmup_cycle};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
-use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes, TokenChunk};
+use crate::bench::metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes};
 use crate::bench::runner::point::PointRun;
 use crate::bench::traffic::load::{Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
 use crate::bench::traffic::workload::{Workload, WorkloadPhase};
@@ -124,6 +124,7 @@ pub struct VirtualClockRun {
 ///     streaming: true,
 ///     seed: 0,
 ///     guide: None,
+///     lengths: Default::default(),
 /// };
 /// let plan = LoadPlan { warmup: 1, ..LoadPlan::closed(1, 3) };
 /// let (run, clock) = run_virtual_point(dir.path(), &workload, 0, &plan, |_| {}).await?;
@@ -298,9 +299,11 @@ pub async fn run_virtual_point_with(
     records.extend(measured);
     // In request order, not completion order: sums then add up in the same order every run.
     records.sort_by_key(|r| r.index);
+    let ran_s = wall_start.elapsed().as_secs_f64();
     let log = collector.finish(executor.executor()).await;
     let wall_s = wall_start.elapsed().as_secs_f64();
     executor.shutdown(crate::ShutdownMode::Cancel).await?;
+    let rebuild_start = Instant::now();
 
     let latencies = iteration_latencies_ms(&log);
     // `kv` and `iter` describe the measured window, as in a wall-clock run: from the iteration
@@ -313,6 +316,9 @@ pub async fn run_virtual_point_with(
     };
     let (records, itl_unmapped_requests) = to_simulated_time(records, &latencies);
     let simulated_s = records.iter().filter_map(|r| r.end_s).fold(0.0_f64, f64::max);
+    // Where a point's wall time goes (`RUST_LOG=trtllm::bench=debug`).
+    let rebuild_s = rebuild_start.elapsed().as_secs_f64();
+    tracing::debug!(run_s = ran_s, stats_wait_s = wall_s - ran_s, rebuild_s, iterations = latencies.len(), "point");
     let clock_run = VirtualClockRun {
         wall_s,
         simulated_s,
@@ -495,20 +501,22 @@ fn rebuild(r: RequestRecord, origin: f64, latencies_ms: &BTreeMap<u64, f64>) -> 
         v.chunks = times
             .into_iter()
             .zip(&r.chunks)
-            .map(|(t_s, c)| TokenChunk { t_s, tokens: c.tokens, handled_s: None })
+            .map(|(t_s, c)| RecordedChunk { t_s, tokens: c.tokens, handled_s: None })
             .collect();
         v.first_token_s = Some(first);
         return (v, true);
     }
     let mut mapped = true;
     match token_times(first, last, r.output_tokens, server.first_iter, server.last_iter, latencies_ms) {
-        Some(times) => v.chunks = times.into_iter().map(|t_s| TokenChunk { t_s, tokens: 1, handled_s: None }).collect(),
+        Some(times) => {
+            v.chunks = times.into_iter().map(|t_s| RecordedChunk { t_s, tokens: 1, handled_s: None }).collect()
+        }
         None => {
             mapped = r.output_tokens <= 1;
-            v.chunks.push(TokenChunk { t_s: first, tokens: 1, handled_s: None });
+            v.chunks.push(RecordedChunk { t_s: first, tokens: 1, handled_s: None });
             if r.output_tokens > 1 {
                 let rest = u32::try_from(r.output_tokens - 1).unwrap_or(u32::MAX);
-                v.chunks.push(TokenChunk { t_s: last, tokens: rest, handled_s: None });
+                v.chunks.push(RecordedChunk { t_s: last, tokens: rest, handled_s: None });
             }
         }
     }
@@ -533,9 +541,13 @@ fn token_times(
     let mut times = Vec::with_capacity(tokens as usize);
     let mut t = first;
     times.push(t);
-    for iter in f + 1..=l {
-        t += latencies_ms.get(&iter)? / 1e3;
+    // One walk over the range (not a lookup per token); a missing iteration leaves it short.
+    for (_, latency_ms) in latencies_ms.range(f + 1..=l) {
+        t += latency_ms / 1e3;
         times.push(t);
+    }
+    if times.len() as u64 != tokens {
+        return None;
     }
     // The executor's own stamps are the reference; a mismatch means a gap we cannot see.
     (((t - last).abs()) <= 1e-6 * tokens as f64 + 1e-6).then_some(times)

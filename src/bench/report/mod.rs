@@ -3,7 +3,10 @@
 
 pub(crate) mod compare;
 pub(crate) mod csv;
+pub(crate) mod html;
 pub(crate) mod layers;
+pub(crate) mod lengths;
+pub(crate) mod live;
 pub(crate) mod output;
 pub(crate) mod plot;
 pub(crate) mod summary;

@@ -91,7 +91,7 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
     let ms = |v: Option<f64>| opt_num(v.map(|s| s * 1000.0));
     for r in records {
         let server = r.server.unwrap_or_default();
-        let join = |f: &dyn Fn(&crate::bench::metrics::record::TokenChunk) -> String| {
+        let join = |f: &dyn Fn(&crate::bench::metrics::record::RecordedChunk) -> String| {
             r.chunks.iter().map(f).collect::<Vec<_>>().join(";")
         };
         push_row(
@@ -220,6 +220,23 @@ impl ResultFiles {
     /// `<stem>.timeseries.svg`.
     pub fn timeseries_svg_path(&self) -> PathBuf {
         self.with_suffix(".timeseries.svg")
+    }
+
+    /// `<stem>.gpu.jsonl`: GPU telemetry samples.
+    pub fn gpu_jsonl_path(&self) -> PathBuf {
+        self.with_suffix(".gpu.jsonl")
+    }
+
+    /// `<stem>.gpu.svg`: GPU telemetry beside throughput.
+    pub fn gpu_svg_path(&self) -> PathBuf {
+        self.with_suffix(".gpu.svg")
+    }
+
+    /// Writes `<stem>.gpu.jsonl`, one [`crate::bench::GpuSample`] per line; returns its path.
+    pub fn write_gpu_telemetry(&self, samples: &[crate::bench::GpuSample]) -> Result<PathBuf, OutputError> {
+        let path = self.gpu_jsonl_path();
+        write_file(&path, jsonl(samples, "GPU sample")?.as_bytes())?;
+        Ok(path)
     }
 
     /// Writes `<stem>.timeseries.jsonl`, one [`TimeSample`] per line; returns its path.

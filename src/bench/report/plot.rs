@@ -11,6 +11,7 @@ use plotters::prelude::*;
 use super::output::{OutputError, write_file};
 use super::sweep::SweepRow;
 use crate::bench::metrics::timeseries::TimeSample;
+use crate::bench::telemetry::GpuSample;
 
 /// Errors from drawing or writing a chart.
 #[derive(Debug, thiserror::Error)]
@@ -286,6 +287,62 @@ pub fn plot_time_series(samples: &[TimeSample]) -> Result<String, PlotError> {
                 time.clone(),
                 y,
             )?;
+        }
+        Ok(())
+    })
+}
+
+/// GPU telemetry beside throughput, one panel each over time: the run's output tokens per second
+/// (`output_tok_s`, `(second, tokens/s)`), power, compute and memory-bandwidth utilization and
+/// memory in use (GPU 0's, or the simulated GPU's). Figures the source does not report get no panel.
+///
+/// ```rust
+/// use trtllm::bench::{GpuSample, plot_gpu_telemetry};
+///
+/// let samples: Vec<GpuSample> = (0..5)
+///     .map(|i| GpuSample { t_s: i as f64, gpu_util_pct: Some(50.0), ..Default::default() })
+///     .collect();
+/// let svg = plot_gpu_telemetry(&samples, &[(0.5, 100.0), (1.5, 120.0)]).unwrap();
+/// assert!(svg.contains("GPU compute utilization (%)") && !svg.contains("power (W)"));
+/// ```
+pub fn plot_gpu_telemetry(samples: &[GpuSample], output_tok_s: &[(f64, f64)]) -> Result<String, PlotError> {
+    type Pick = fn(&GpuSample) -> Option<f64>;
+    let figures: [(&str, Pick); 4] = [
+        ("power (W)", |s| s.power_w),
+        ("GPU compute utilization (%)", |s| s.gpu_util_pct),
+        ("memory-bandwidth utilization (%)", |s| s.mem_util_pct),
+        ("memory in use (GiB)", |s| s.memory_used_bytes.map(|b| b / f64::from(1u32 << 30))),
+    ];
+    let first_gpu = samples.iter().map(|s| s.gpu).min();
+    let mut series = vec![Series { label: "output tokens/s".into(), points: output_tok_s.to_vec() }];
+    series.extend(figures.iter().map(|(label, pick)| {
+        Series {
+            label: (*label).to_owned(),
+            points: samples
+                .iter()
+                .filter(|s| Some(s.gpu) == first_gpu)
+                .filter_map(|s| Some((s.t_s, pick(s)?)))
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .collect(),
+        }
+    }));
+    series.retain(|s| !s.points.is_empty());
+    if series.iter().all(|s| s.label == "output tokens/s") {
+        return Err(PlotError::NoData("GPU telemetry"));
+    }
+    let time = ranges(&series).ok_or(PlotError::NoData("GPU telemetry"))?.0;
+    let rows = series.len();
+    render((SIZE.0, 250 * rows as u32), |root| {
+        for (area, s) in root.split_evenly((rows, 1)).iter().zip(&series) {
+            let y = ranges(std::slice::from_ref(s)).map_or(0.0..1.0, |r| r.1);
+            let panel = Panel {
+                title: &s.label,
+                x_desc: "time since start (s)",
+                y_desc: &s.label,
+                series: std::slice::from_ref(s),
+                legend: false,
+            };
+            draw_panel(area, &panel, time.clone(), y)?;
         }
         Ok(())
     })

@@ -126,6 +126,10 @@ pub struct Summary {
     pub steady_state: Option<Value>,
     /// The executor's runtime settings the run used (filled by the runner).
     pub executor_settings: Option<Value>,
+    /// GPU telemetry averages ([`crate::bench::telemetry_section`], filled by the runner).
+    pub gpu_telemetry: Option<Value>,
+    /// Scraped Prometheus endpoints ([`crate::bench::server_metrics_section`], filled by the runner).
+    pub server_metrics: Option<Value>,
 }
 
 impl Summary {
@@ -227,6 +231,8 @@ impl Summary {
             ("metadata", &self.metadata),
             ("lora", &self.lora),
             ("executor_settings", &self.executor_settings),
+            ("gpu_telemetry", &self.gpu_telemetry),
+            ("server_metrics", &self.server_metrics),
             ("arrivals", &self.arrivals),
             ("steady_state", &self.steady_state),
             ("sessions", &self.sessions),

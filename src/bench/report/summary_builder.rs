@@ -220,6 +220,8 @@ impl SummaryBuilder {
             arrivals: (!measured.is_empty()).then(|| arrival_sync(records)),
             steady_state: SteadyWindow::find(records).map(|w| w.section(records, ps)),
             executor_settings: None,
+            gpu_telemetry: None,
+            server_metrics: None,
             speculative: SpeculativeSummary::compute(
                 ok.iter().filter_map(|r| r.speculative.as_ref().map(|c| (r.output_tokens, c))),
             ),

@@ -10,6 +10,7 @@ use super::backlog::Watch;
 use super::sessions::FAILURE_BACKOFF;
 use super::target::BenchTarget;
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
+use crate::bench::metrics::live::LiveStats;
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
 use crate::bench::metrics::saturation::{BacklogWatch, SAMPLE_S, over_saturated_at};
 use crate::bench::traffic::load::{ArrivalProcess, Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
@@ -42,6 +43,8 @@ struct Dispatch {
     /// A closed-loop user's first request: sent no earlier than this, once it holds its slot
     /// (users spread over the request cycle).
     not_before: Option<Instant>,
+    /// Counts the request's send and return for a live view.
+    live: Arc<LiveStats>,
 }
 
 /// The mean latency of the warmup's successful requests: one request cycle, over which
@@ -78,6 +81,7 @@ pub(crate) fn warmup_latency(records: &[RequestRecord]) -> Option<Duration> {
 ///     streaming: true,
 ///     seed: 0,
 ///     guide: None,
+///     lengths: Default::default(),
 /// };
 /// let target = BenchTarget::InProcess(executor.clone());
 /// let run = run_point(&target, &workload, 0, &LoadPlan::closed(2, 4), &RunClock::start(), |_| {}).await?;
@@ -92,7 +96,21 @@ pub async fn run_point(
     point: u64,
     plan: &LoadPlan,
     clock: &RunClock,
+    progress: impl FnMut(&RequestRecord),
+) -> Result<PointRun, LoadError> {
+    run_point_live(target, workload, point, plan, clock, progress, &Arc::default()).await
+}
+
+/// [`run_point`], counting into `live` each request the runner creates, sends and gets back
+/// (one relaxed atomic add each), so a live view can show requests queued and in flight.
+pub async fn run_point_live(
+    target: &BenchTarget,
+    workload: &Workload,
+    point: u64,
+    plan: &LoadPlan,
+    clock: &RunClock,
     mut progress: impl FnMut(&RequestRecord),
+    live: &Arc<LiveStats>,
 ) -> Result<PointRun, LoadError> {
     plan.validate()?;
     let mut records = Vec::new();
@@ -100,7 +118,8 @@ pub async fn run_point(
     if plan.warmup > 0 {
         let concurrency = plan.load.concurrency().unwrap_or(plan.warmup);
         let sampler = workload.sampler(point, WorkloadPhase::Warmup);
-        let warm = closed_loop(target, clock, sampler, Phase::Warmup, plan.warmup, concurrency, None, &next_index);
+        let warm =
+            closed_loop(target, clock, sampler, Phase::Warmup, plan.warmup, concurrency, None, &next_index, live);
         collect(warm, &mut records, &mut |_| {}, &mut Watch::none()).await;
     }
     let collector = target.executor().map(|e| IterationCollector::start(e.executor()));
@@ -137,27 +156,38 @@ pub async fn run_point(
                 budget: None,
                 deadline: None,
                 ramp_end: None,
+                live: live.clone(),
             };
             sessions.start(plan, seed, spread)?
         }
         _ if trace.is_some() => {
             let arrivals = Arrivals::Fixed(trace.unwrap_or_default());
-            open_loop(target, clock, sampler, arrivals, plan.load.concurrency(), &next_index, None)
+            open_loop(target, clock, sampler, arrivals, plan.load.concurrency(), &next_index, None, live)
         }
         (Load::Closed { concurrency }, None) => {
             let starts = Some(spread(concurrency));
-            closed_loop(target, clock, sampler, Phase::Measure, plan.num_prompts, concurrency, starts, &next_index)
+            closed_loop(
+                target,
+                clock,
+                sampler,
+                Phase::Measure,
+                plan.num_prompts,
+                concurrency,
+                starts,
+                &next_index,
+                live,
+            )
         }
         (Load::Closed { concurrency }, Some(duration)) => {
             let ramp_up = plan.ramp_up.unwrap_or_default();
-            users(target, clock, sampler, concurrency, ramp_up, duration, spread(concurrency), &next_index)
+            users(target, clock, sampler, concurrency, ramp_up, duration, spread(concurrency), &next_index, live)
         }
         (Load::Open { rate, burstiness, max_concurrency }, duration) => {
             let arrivals = match duration {
                 None => Arrivals::Fixed(arrival_schedule(plan.num_prompts, rate, burstiness, seed)?),
                 Some(d) => Arrivals::Until(Box::new(ArrivalProcess::new(rate, burstiness, seed)?), d.as_secs_f64()),
             };
-            open_loop(target, clock, sampler, arrivals, max_concurrency, &next_index, Some(stop.clone()))
+            open_loop(target, clock, sampler, arrivals, max_concurrency, &next_index, Some(stop.clone()), live)
         }
     };
     collect(done, &mut records, &mut progress, &mut watch).await;
@@ -213,7 +243,9 @@ fn dispatch(target: &BenchTarget, clock: &RunClock, d: Dispatch, done: &mpsc::Un
             None => d.ready_at,
         };
         let queued_s = ready_at.elapsed().as_secs_f64();
+        d.live.sent();
         let mut record = target.send(d.spec, &clock, d.index, d.phase).await;
+        d.live.returned();
         record.client_queue_s = queued_s;
         record.scheduled_send_s = d.scheduled_s;
         let _ = done.send(record);
@@ -233,6 +265,7 @@ fn closed_loop(
     concurrency: usize,
     starts: Option<Vec<Duration>>,
     next_index: &AtomicU64,
+    live: &Arc<LiveStats>,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
     let slots = Arc::new(Semaphore::new(concurrency.max(1)));
@@ -248,7 +281,9 @@ fn closed_loop(
             ready_at,
             slots: Some(slots.clone()),
             not_before,
+            live: live.clone(),
         };
+        live.created();
         dispatch(target, clock, d, &tx);
     }
     rx
@@ -263,6 +298,7 @@ enum Arrivals {
 
 /// Open loop: each request goes at its scheduled time whatever the engine does (waiting only
 /// for a slot under a cap); the launcher sleeps until each arrival.
+#[allow(clippy::too_many_arguments)]
 fn open_loop(
     target: &BenchTarget,
     clock: &RunClock,
@@ -271,11 +307,12 @@ fn open_loop(
     max_concurrency: Option<usize>,
     next_index: &Arc<AtomicU64>,
     stop: Option<Arc<AtomicBool>>,
+    live: &Arc<LiveStats>,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
     let slots = max_concurrency.map(|c| Arc::new(Semaphore::new(c.max(1))));
     let stopped = move || stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
-    let (target, clock, next_index) = (target.clone(), *clock, next_index.clone());
+    let (target, clock, next_index, live) = (target.clone(), *clock, next_index.clone(), live.clone());
     tokio::spawn(async move {
         let start = Instant::now();
         let send_at = |offset_s: f64, sampler: &mut PromptSampler| {
@@ -288,6 +325,7 @@ fn open_loop(
                 ready_at: due,
                 slots: slots.clone(),
                 not_before: None,
+                live: live.clone(),
             };
             (due, d)
         };
@@ -299,6 +337,7 @@ fn open_loop(
                     if stopped() {
                         break;
                     }
+                    live.created();
                     dispatch(&target, &clock, d, &tx);
                 }
             }
@@ -310,6 +349,7 @@ fn open_loop(
                     if stopped() {
                         break;
                     }
+                    live.created();
                     dispatch(&target, &clock, d, &tx);
                     offset += process.next_gap_s();
                 }
@@ -333,14 +373,15 @@ fn users(
     duration: Duration,
     spread: Vec<Duration>,
     next_index: &Arc<AtomicU64>,
+    live: &Arc<LiveStats>,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
     let start = Instant::now();
     let (ramp_end, deadline) = (start + ramp_up, start + ramp_up + duration);
     let sampler = Arc::new(Mutex::new(sampler));
     for user in 0..count {
-        let (target, clock, tx, sampler, next_index) =
-            (target.clone(), *clock, tx.clone(), sampler.clone(), next_index.clone());
+        let (target, clock, tx, sampler, next_index, live) =
+            (target.clone(), *clock, tx.clone(), sampler.clone(), next_index.clone(), live.clone());
         let begin = start
             + Duration::from_secs_f64(ramp_start_s(user, count, ramp_up.as_secs_f64()))
             + spread.get(user).copied().unwrap_or_default();
@@ -350,7 +391,10 @@ fn users(
                 let spec = sampler.lock().await.next_request();
                 let phase = if Instant::now() < ramp_end { Phase::RampUp } else { Phase::Measure };
                 let index = next_index.fetch_add(1, Ordering::Relaxed);
+                live.created();
+                live.sent();
                 let record = target.send(spec, &clock, index, phase).await;
+                live.returned();
                 let failed = !record.is_success();
                 if tx.send(record).is_err() {
                     return;
@@ -381,6 +425,7 @@ mod tests {
             streaming: true,
             seed: 1,
             guide: None,
+            lengths: Default::default(),
         }
     }
 

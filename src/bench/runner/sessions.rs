@@ -40,6 +40,8 @@ pub(crate) struct SessionRun {
     pub(crate) deadline: Option<Instant>,
     /// Requests sent before this are ramp-up requests.
     pub(crate) ramp_end: Option<Instant>,
+    /// Counts each turn's send and return for a live view.
+    pub(crate) live: Arc<crate::bench::metrics::live::LiveStats>,
 }
 
 impl Clone for SessionRun {
@@ -53,6 +55,7 @@ impl Clone for SessionRun {
             budget: self.budget.clone(),
             deadline: self.deadline,
             ramp_end: self.ramp_end,
+            live: self.live.clone(),
         }
     }
 }
@@ -147,7 +150,11 @@ impl SessionRun {
             let record = match turn {
                 Ok(turn) => {
                     let spec = self.workload.session_request(&session, turn);
-                    self.target.send(spec, &self.clock, index, phase).await
+                    self.live.created();
+                    self.live.sent();
+                    let record = self.target.send(spec, &self.clock, index, phase).await;
+                    self.live.returned();
+                    record
                 }
                 Err(e) => {
                     let mut record = RequestRecord::new(index, phase, self.clock.now_s());

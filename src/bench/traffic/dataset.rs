@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::workload::Prompt;
+use super::workload::SampledPrompt;
 use crate::text::{ChatMessage, TextError, Tokenizer};
 
 /// Errors from reading or tokenizing a dataset.
@@ -286,7 +286,10 @@ pub struct TokenizeOptions<'a> {
 ///
 /// Without a chat template, text is encoded with the tokenizer's special tokens (as a plain
 /// completion prompt); with it, the template writes them.
-pub fn tokenize_entries(entries: &[DatasetEntry], options: TokenizeOptions<'_>) -> Result<Vec<Prompt>, DatasetError> {
+pub fn tokenize_entries(
+    entries: &[DatasetEntry],
+    options: TokenizeOptions<'_>,
+) -> Result<Vec<SampledPrompt>, DatasetError> {
     let template = match (options.chat_template, options.tokenizer) {
         (false, _) => None,
         (true, None) => return Err(DatasetError::NoTokenizer),
@@ -318,7 +321,7 @@ pub fn tokenize_entries(entries: &[DatasetEntry], options: TokenizeOptions<'_>) 
                 }
                 _ => None,
             };
-            Ok(Prompt { token_ids, output_len: entry.output_len.or(reply_len) })
+            Ok(SampledPrompt { token_ids, output_len: entry.output_len.or(reply_len) })
         })
         .collect()
 }
@@ -366,7 +369,7 @@ mod tests {
     fn text_needs_a_tokenizer_but_ids_do_not() {
         let ids = DatasetEntry { prompt: PromptInput::TokenIds(vec![3, 4]), output_len: Some(7), reply: None };
         let prompts = tokenize_entries(std::slice::from_ref(&ids), TokenizeOptions::default()).unwrap();
-        assert_eq!(prompts, [Prompt { token_ids: vec![3, 4], output_len: Some(7) }]);
+        assert_eq!(prompts, [SampledPrompt { token_ids: vec![3, 4], output_len: Some(7) }]);
         let text = DatasetEntry { prompt: PromptInput::Text("hi".into()), output_len: None, reply: None };
         assert!(matches!(tokenize_entries(&[text], TokenizeOptions::default()), Err(DatasetError::NoTokenizer)));
     }

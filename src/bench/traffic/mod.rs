@@ -2,6 +2,7 @@
 //! rules) and when they are sent (load shapes). Depends on nothing else in the benchmark.
 
 pub(crate) mod dataset;
+pub(crate) mod lengths;
 pub(crate) mod load;
 pub(crate) mod prompt;
 pub(crate) mod session;

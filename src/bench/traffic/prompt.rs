@@ -2,7 +2,7 @@
 
 /// One prompt, as token ids, with the output length its source expects (if any).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
+pub struct SampledPrompt {
     /// The token ids to enqueue.
     pub token_ids: Vec<u32>,
     /// The output length the dataset names for it (JSONL `output_len`, or the token length of

@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Deserialize;
 
-use super::prompt::Prompt;
+use super::prompt::SampledPrompt;
 
 /// Block size of Mooncake's traces, tokens per hash id.
 pub const MOONCAKE_BLOCK_SIZE: usize = 512;
@@ -90,7 +90,7 @@ pub struct TraceOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceReplay {
     /// Prompts in arrival order (with the trace's output lengths).
-    pub prompts: Arc<[Prompt]>,
+    pub prompts: Arc<[SampledPrompt]>,
     /// Arrival of each prompt, seconds after the first (time-scaled), non-decreasing.
     pub offsets_s: Arc<[f64]>,
 }
@@ -158,7 +158,7 @@ impl Trace {
         let mut prompts = Vec::with_capacity(self.records.len());
         let mut offsets = Vec::with_capacity(self.records.len());
         for (index, record) in self.records.iter().enumerate() {
-            prompts.push(Prompt {
+            prompts.push(SampledPrompt {
                 token_ids: synthesise(record, index as u64, options.block_size, vocab, options.seed),
                 output_len: Some(record.output_length),
             });

@@ -8,7 +8,8 @@ use rand::{RngExt, SeedableRng};
 
 use crate::types::guided::GuidedDecodingParams;
 
-pub use super::prompt::Prompt;
+use super::lengths::LengthSpread;
+pub use super::prompt::SampledPrompt;
 use super::session::{Session, SessionPlan, SessionScript, TurnPrompt, UserMessage};
 use crate::text::ChatMessage;
 
@@ -30,7 +31,7 @@ pub enum PromptSource {
     },
     /// Prompts of a dataset, drawn without replacement in a seeded order (reshuffled when used
     /// up), so each point and phase draws its own order.
-    Dataset(Arc<[Prompt]>),
+    Dataset(Arc<[SampledPrompt]>),
     /// A request trace (`--dataset trace`): its prompts in arrival order, each sent at its
     /// trace time (see [`crate::bench::TraceReplay`]); the runner takes the arrivals from here.
     Trace(Arc<super::trace::TraceReplay>),
@@ -95,6 +96,7 @@ pub struct RequestSpec {
 ///     streaming: true,
 ///     seed: 7,
 ///     guide: None,
+///     lengths: Default::default(),
 /// };
 /// let mut a = workload.sampler(0, WorkloadPhase::Measure);
 /// let mut b = workload.sampler(1, WorkloadPhase::Measure);
@@ -123,6 +125,9 @@ pub struct Workload {
     pub seed: u64,
     /// Guided decoding for every request (a structured workload); `None` is unconstrained.
     pub guide: Option<GuidedDecodingParams>,
+    /// Prompt and output lengths drawn per request (random and word prompts) instead of the
+    /// fixed ones; the default draws nothing.
+    pub lengths: LengthSpread,
 }
 
 /// The phases a point draws prompts for; each gets its own seeded stream.
@@ -146,7 +151,7 @@ impl Workload {
     /// The request for one turn of `session`: its prompt (the whole history), its tag and its
     /// messages, under the workload's output-length and stopping rules.
     pub fn session_request(&self, session: &Session, turn: TurnPrompt) -> RequestSpec {
-        let mut spec = self.request(Prompt { token_ids: turn.prompt, output_len: turn.output_len });
+        let mut spec = self.request(SampledPrompt { token_ids: turn.prompt, output_len: turn.output_len });
         spec.session = Some(turn.tag);
         spec.messages = Some(session.messages().to_vec().into());
         spec
@@ -211,11 +216,13 @@ impl Workload {
             // A trace is replayed in its own order.
             PromptSource::Trace(_) => (Vec::new(), Vec::new()),
         };
-        PromptSampler { workload: self.clone(), rng, prefix, order, next: 0, sessions: 0 }
+        // Lengths come from their own stream, so drawing them leaves the token ids as they were.
+        let length_rng = StdRng::seed_from_u64(mix(stream_seed ^ LENGTH_STREAM));
+        PromptSampler { workload: self.clone(), rng, length_rng, prefix, order, next: 0, sessions: 0 }
     }
 
     /// The request for `prompt` under this workload's output-length and stopping rules.
-    pub fn request(&self, prompt: Prompt) -> RequestSpec {
+    pub fn request(&self, prompt: SampledPrompt) -> RequestSpec {
         let max_tokens = self.output_len.or(prompt.output_len).unwrap_or(self.fallback_output_len).max(1);
         RequestSpec {
             prompt: prompt.token_ids,
@@ -237,6 +244,8 @@ impl Workload {
 pub struct PromptSampler {
     workload: Workload,
     rng: StdRng,
+    /// Draws prompt and output lengths ([`Workload::lengths`]).
+    length_rng: StdRng,
     prefix: Vec<u32>,
     order: Vec<usize>,
     next: usize,
@@ -246,17 +255,18 @@ pub struct PromptSampler {
 
 impl PromptSampler {
     /// The next prompt.
-    pub fn next_prompt(&mut self) -> Prompt {
+    pub fn next_prompt(&mut self) -> SampledPrompt {
         match &self.workload.source {
             PromptSource::Random { vocab_size, input_len, .. } => {
                 let vocab = (*vocab_size).max(2) as u32;
-                let mut ids = self.prefix.clone();
-                ids.extend((self.prefix.len()..*input_len).map(|_| self.rng.random_range(1..vocab)));
-                Prompt { token_ids: ids, output_len: None }
+                let input_len = input_len_of(&self.workload.lengths, &mut self.length_rng, *input_len);
+                let mut ids = self.prefix[..self.prefix.len().min(input_len)].to_vec();
+                ids.extend((ids.len()..input_len).map(|_| self.rng.random_range(1..vocab)));
+                SampledPrompt { token_ids: ids, output_len: None }
             }
             PromptSource::Dataset(prompts) => {
                 if prompts.is_empty() {
-                    return Prompt { token_ids: Vec::new(), output_len: None };
+                    return SampledPrompt { token_ids: Vec::new(), output_len: None };
                 }
                 if self.next == self.order.len() {
                     self.order.shuffle(&mut self.rng);
@@ -268,22 +278,23 @@ impl PromptSampler {
             }
             PromptSource::Words { words, input_len, .. } => {
                 let ids = words.ids();
-                let mut prompt = self.prefix.clone();
+                let input_len = input_len_of(&self.workload.lengths, &mut self.length_rng, *input_len);
+                let mut prompt = self.prefix[..self.prefix.len().min(input_len)].to_vec();
                 if !ids.is_empty() {
-                    prompt.extend((self.prefix.len()..*input_len).map(|_| ids[self.rng.random_range(0..ids.len())]));
+                    prompt.extend((prompt.len()..input_len).map(|_| ids[self.rng.random_range(0..ids.len())]));
                 }
-                Prompt { token_ids: prompt, output_len: None }
+                SampledPrompt { token_ids: prompt, output_len: None }
             }
             PromptSource::Sessions(_) => {
                 let mut session = self.next_session();
                 match session.first() {
-                    Ok(turn) => Prompt { token_ids: turn.prompt, output_len: turn.output_len },
-                    Err(_) => Prompt { token_ids: Vec::new(), output_len: None },
+                    Ok(turn) => SampledPrompt { token_ids: turn.prompt, output_len: turn.output_len },
+                    Err(_) => SampledPrompt { token_ids: Vec::new(), output_len: None },
                 }
             }
             PromptSource::Trace(trace) => {
                 if trace.prompts.is_empty() {
-                    return Prompt { token_ids: Vec::new(), output_len: None };
+                    return SampledPrompt { token_ids: Vec::new(), output_len: None };
                 }
                 let prompt = trace.prompts[self.next % trace.prompts.len()].clone();
                 self.next += 1;
@@ -339,10 +350,27 @@ impl PromptSampler {
         Session::new(plan, id, script)
     }
 
-    /// The next request: the next prompt under the workload's rules.
+    /// The next request: the next prompt under the workload's rules, its output length drawn
+    /// when the workload spreads output lengths.
     pub fn next_request(&mut self) -> RequestSpec {
         let prompt = self.next_prompt();
-        self.workload.request(prompt)
+        let mut spec = self.workload.request(prompt);
+        if let Some(output) = &self.workload.lengths.output {
+            let max_tokens = output.sample(&mut self.length_rng).max(1);
+            spec.max_tokens = max_tokens;
+            spec.min_tokens = spec.min_tokens.map(|_| max_tokens);
+            spec.expected_output_tokens = Some(u64::from(max_tokens));
+        }
+        spec
+    }
+}
+
+/// The prompt length to send: drawn when `spread` spreads input lengths (less the template
+/// tokens a server adds to word prompts), else the source's `fixed` length.
+fn input_len_of(spread: &LengthSpread, rng: &mut StdRng, fixed: usize) -> usize {
+    match &spread.input {
+        Some(input) => (input.sample(rng) as usize).saturating_sub(spread.template_tokens).max(1),
+        None => fixed,
     }
 }
 
@@ -353,6 +381,9 @@ fn draw_token(rng: &mut StdRng, vocab_size: usize, words: Option<&super::words::
         None => rng.random_range(1..vocab_size.max(2) as u32),
     }
 }
+
+/// Salt of the length stream, apart from the prompt stream of the same point and phase.
+const LENGTH_STREAM: u64 = 0x6c65_6e67_7468_7321;
 
 /// SplitMix64's finaliser: spreads nearby seeds (point 0, 1, 2 ...) over the whole range.
 fn mix(mut z: u64) -> u64 {
@@ -376,6 +407,7 @@ mod tests {
             streaming: true,
             seed: 3,
             guide: None,
+            lengths: LengthSpread::default(),
         }
     }
 
@@ -403,8 +435,8 @@ mod tests {
 
     #[test]
     fn dataset_prompts_cycle_in_seeded_order() {
-        let prompts: Arc<[Prompt]> =
-            (0..5).map(|i| Prompt { token_ids: vec![i + 1], output_len: Some(10 + i) }).collect();
+        let prompts: Arc<[SampledPrompt]> =
+            (0..5).map(|i| SampledPrompt { token_ids: vec![i + 1], output_len: Some(10 + i) }).collect();
         let w = Workload { source: PromptSource::Dataset(prompts), output_len: None, ..random(0) };
         let mut s = w.sampler(0, WorkloadPhase::Measure);
         let mut first: Vec<u32> = (0..5).map(|_| s.next_prompt().token_ids[0]).collect();
@@ -420,5 +452,29 @@ mod tests {
         let w = Workload { ignore_eos: false, end_id: Some(2), ..random(0) };
         let r = w.sampler(0, WorkloadPhase::Measure).next_request();
         assert_eq!((r.end_id, r.min_tokens, r.max_tokens), (Some(2), None, 8));
+    }
+
+    #[test]
+    fn drawn_lengths_reach_the_requests_and_keep_the_prompts_tokens() {
+        use crate::bench::traffic::lengths::{LengthDistribution, LengthShape};
+        let spread = LengthSpread {
+            input: Some(LengthDistribution::new("input", LengthShape::Uniform, 96, 0.0, Some(40), Some(150)).unwrap()),
+            output: Some(LengthDistribution::new("output", LengthShape::Lognormal, 8, 4.0, Some(2), Some(30)).unwrap()),
+            template_tokens: 0,
+        };
+        let w = Workload { lengths: spread, ..random(32) };
+        let requests: Vec<RequestSpec> = {
+            let mut s = w.sampler(0, WorkloadPhase::Measure);
+            (0..200).map(|_| s.next_request()).collect()
+        };
+        assert!(requests.iter().all(|r| (40..=150).contains(&r.prompt.len())));
+        assert!(requests.iter().all(|r| (2..=30).contains(&r.max_tokens) && r.min_tokens == Some(r.max_tokens)));
+        assert!(requests.iter().all(|r| r.expected_output_tokens == Some(u64::from(r.max_tokens))));
+        let lens: std::collections::BTreeSet<usize> = requests.iter().map(|r| r.prompt.len()).collect();
+        assert!(lens.len() > 50, "prompt lengths spread over the range");
+        let fixed = random(32).sampler(0, WorkloadPhase::Measure).next_prompt().token_ids;
+        assert_eq!(requests[0].prompt[..32], fixed[..32], "the shared prefix is unchanged");
+        let again = w.sampler(0, WorkloadPhase::Measure).next_request();
+        assert_eq!(again, requests[0], "reproducible per seed");
     }
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::ArgAction;
+use trtllm::bench::LengthShape;
 
 /// Which prompts to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -90,6 +91,33 @@ pub struct RunArgs {
     /// Output lengths in tokens to sweep [default: 128; for datasets, each entry's own length].
     #[arg(long, value_delimiter = ',')]
     pub output_len: Option<Vec<usize>>,
+    /// How prompt lengths are drawn per request around each `--input-len` (its mean; random
+    /// prompts): fixed, uniform (`--input-min`..=`--input-max`), normal or lognormal (with
+    /// `--input-stddev`, kept within the bounds); seeded by `--seed`.
+    #[arg(long, default_value = "fixed", value_parser = parse_shape)]
+    pub input_dist: LengthShape,
+    /// Standard deviation of drawn prompt lengths, in tokens.
+    #[arg(long)]
+    pub input_stddev: Option<f64>,
+    /// Shortest drawn prompt [default: mean − 3 stddev (uniform: √3), at least 1].
+    #[arg(long)]
+    pub input_min: Option<u32>,
+    /// Longest drawn prompt [default: mean + 3 stddev (uniform: √3)].
+    #[arg(long)]
+    pub input_max: Option<u32>,
+    /// How output lengths are drawn per request around each `--output-len` (its mean): fixed,
+    /// uniform, normal or lognormal, as `--input-dist`.
+    #[arg(long, default_value = "fixed", value_parser = parse_shape)]
+    pub output_dist: LengthShape,
+    /// Standard deviation of drawn output lengths, in tokens.
+    #[arg(long)]
+    pub output_stddev: Option<f64>,
+    /// Shortest drawn output length [default: mean − 3 stddev (uniform: √3), at least 1].
+    #[arg(long)]
+    pub output_min: Option<u32>,
+    /// Longest drawn output length [default: mean + 3 stddev (uniform: √3)].
+    #[arg(long)]
+    pub output_max: Option<u32>,
     /// Tokens shared by every random prompt (a warm prefix the KV cache can reuse); 0 sends
     /// fully distinct prompts (cold).
     #[arg(long, default_value_t = 0)]
@@ -205,6 +233,35 @@ pub struct RunArgs {
     /// Where to write results (default bench-results/<date>).
     #[arg(long)]
     pub output_dir: Option<PathBuf>,
+    /// The live view while the run goes (requests done, in flight and queued, token rate, TTFT
+    /// and ITL percentiles, KV use, GPU figures) [default: true when stdout is a terminal].
+    /// Without it, a plain progress line every few seconds on stderr.
+    #[arg(long, action = ArgAction::Set)]
+    pub live: Option<bool>,
+    /// Sample GPU telemetry during each point: power, clocks, utilization, memory, temperature
+    /// and throttle reasons through NVML, or on a simulated engine in process the timing
+    /// model's counterparts. [default: in process; other targets only when given true, sampling
+    /// this host's GPUs through NVML, as for a local server].
+    #[arg(long, action = ArgAction::Set)]
+    pub gpu_telemetry: Option<bool>,
+    /// Seconds between GPU telemetry samples.
+    #[arg(long, default_value_t = 0.5)]
+    pub gpu_sample_interval: f64,
+    /// Prometheus endpoints to scrape before, during and after each point (e.g. a `trtllm
+    /// serve --metrics-port` worker's `http://HOST:PORT/metrics`, the smg gateway's
+    /// `--prometheus-port`): counter deltas and gauge series in the summary's `server_metrics`.
+    #[arg(long, value_delimiter = ',')]
+    pub metrics_url: Vec<String>,
+    /// Seconds between scrapes of `--metrics-url` during a point.
+    #[arg(long, default_value_t = 1.0)]
+    pub metrics_interval: f64,
+    /// No live view: plain progress lines on stderr (as when stdout is not a terminal).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_shape(text: &str) -> Result<LengthShape, String> {
+    text.parse()
 }
 
 impl RunArgs {

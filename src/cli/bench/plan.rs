@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use trtllm::bench::{
-    Load, LoadPlan, Prompt, PromptSource, SessionPlan, SessionScript, TokenizeOptions, Trace, TraceOptions,
+    Load, LoadPlan, PromptSource, SampledPrompt, SessionPlan, SessionScript, TokenizeOptions, Trace, TraceOptions,
     WordVocabulary, Workload, load_jsonl, load_sharegpt, load_sharegpt_sessions, tokenize_entries, tokenize_sessions,
 };
 use trtllm::text::Tokenizer;
@@ -155,10 +155,10 @@ pub fn prompt_sources(
     };
     let options =
         TokenizeOptions { tokenizer, chat_template: args.chat_template, reply_output_len: args.output_len.is_none() };
-    let prompts: Vec<Prompt> = tokenize_entries(&entries, options)?;
+    let prompts: Vec<SampledPrompt> = tokenize_entries(&entries, options)?;
     let tokens: usize = prompts.iter().map(|p| p.token_ids.len()).sum();
     eprintln!("dataset {}: {} prompts, {tokens} prompt tokens", path.display(), prompts.len());
-    Ok(vec![(None, PromptSource::Dataset(Arc::<[Prompt]>::from(prompts)))])
+    Ok(vec![(None, PromptSource::Dataset(Arc::<[SampledPrompt]>::from(prompts)))])
 }
 
 /// `--turns N`: multi-turn sessions, synthetic (one source per input length) or ShareGPT's.
@@ -391,6 +391,7 @@ pub fn points(
                     streaming: !args.non_streaming,
                     seed: args.seed,
                     guide: guide.clone(),
+                    lengths: Default::default(),
                 };
                 let shape = match input_len {
                     Some(n) => format!("in{n}"),

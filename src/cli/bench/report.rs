@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use trtllm::bench::{
-    ClockKind, LatencyMetric, LatencyThroughputPoint, Phase, PointRun, Prediction, PressurePoint, RequestRecord,
-    ResultFiles, RunClock, RunInfo, Slos, Summary, SweepRow, VirtualClockRun, WallAnchor, fill_kv_utilization,
-    plot_latency_vs_throughput, plot_time_series, plot_ttft_vs_inflight_tokens, time_series, unavailable_section,
-    write_svg, write_sweep_csv,
+    ClockKind, GpuSample, LatencyMetric, LatencyThroughputPoint, Phase, PointRun, Prediction, PressurePoint,
+    RequestRecord, ResultFiles, RunClock, RunInfo, Slos, Summary, SweepRow, VirtualClockRun, WallAnchor,
+    fill_kv_utilization, plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series,
+    plot_ttft_vs_inflight_tokens, telemetry_section, time_series, unavailable_section, write_svg, write_sweep_csv,
 };
 
 use super::args::RunArgs;
@@ -19,6 +19,14 @@ const DEFAULT_SAMPLE_INTERVAL_S: f64 = 5.0;
 
 const NO_ITERATION_STATS: &str =
     "iteration statistics are not exposed over trtllm.TrtllmService; run in process to see them";
+
+/// What was watched beside the requests during a point.
+pub struct Observed {
+    /// GPU telemetry: the source's kind and its samples.
+    pub gpu: Option<(&'static str, Vec<GpuSample>)>,
+    /// The `--metrics-url` endpoints' scrapes.
+    pub servers: Vec<trtllm::bench::EndpointLog>,
+}
 
 /// What every point's files share.
 pub struct Report<'a> {
@@ -71,6 +79,7 @@ impl<'a> Report<'a> {
 
     /// Writes the point's summary, request and iteration files (and its time series when it
     /// ran for a duration); returns its sweep row and lines for the console.
+    #[allow(clippy::too_many_arguments)]
     pub fn write_point(
         &self,
         point: &Point,
@@ -79,6 +88,7 @@ impl<'a> Report<'a> {
         anchor: &WallAnchor,
         virtual_run: Option<&VirtualClockRun>,
         twin: Option<&PointRun>,
+        observed: Observed,
     ) -> anyhow::Result<(SweepRow, Vec<String>, Value)> {
         let run_info = RunInfo {
             date: self.date.clone(),
@@ -105,6 +115,14 @@ impl<'a> Report<'a> {
             .iter(iter)
             .metadata(self.metadata.clone());
         let mut notes = Vec::new();
+        // Said once, here: a wall-clock collector that fell behind the executor (the summary's
+        // `iter.lost_iterations`); the virtual clock waits for it and loses none.
+        if let Some(lost) = run.iterations.as_ref().map(|log| log.lagged).filter(|&n| n > 0) {
+            notes.push(format!(
+                "{}: {lost} iteration statistics lost (the collector fell behind the executor; iteration figures cover the rest)",
+                point.stem
+            ));
+        }
         match virtual_run {
             Some(v) => {
                 notes.push(format!(
@@ -205,9 +223,30 @@ impl<'a> Report<'a> {
                 ));
             }
         }
+        // Drawn lengths (`--input-dist`, `--output-dist`): what was asked beside what was sent.
+        if let Some(section) = trtllm::bench::length_section(&point.workload.lengths, &run.records, &self.percentiles)
+            && let Some(Value::Object(workload)) = &mut summary.workload
+        {
+            notes.push(length_line(&point.stem, &section));
+            workload.insert("length_distribution".into(), section);
+        }
         notes.extend(load_shape_lines(&point.stem, &summary));
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
+        if !observed.servers.is_empty() {
+            summary.server_metrics = Some(trtllm::bench::server_metrics_section(&observed.servers));
+            let rows: String =
+                trtllm::bench::server_metrics_rows(&observed.servers).iter().map(|r| r.to_string() + "\n").collect();
+            std::fs::write(self.output_dir.join(format!("{}.server_metrics.jsonl", point.stem)), rows)?;
+        }
+        if let Some((kind, samples)) = &observed.gpu {
+            summary.gpu_telemetry = Some(telemetry_section(kind, samples));
+            files.write_gpu_telemetry(samples)?;
+            if let Ok(svg) = plot_gpu_telemetry(samples, &output_rate(&run.records)) {
+                write_svg(&files.gpu_svg_path(), &svg)?;
+            }
+            notes.push(gpu_line(&point.stem, kind, summary.gpu_telemetry.as_ref()));
+        }
         files.write_summary(&summary)?;
         files.write_requests(&run.records)?;
         let iterations: Vec<Value> = match &run.iterations {
@@ -245,6 +284,43 @@ impl<'a> Report<'a> {
         Ok(())
     }
 
+    /// Writes `report.html`: the run's settings, every point's summary and sections, every SVG
+    /// plot in the output directory inline, and the console notes; returns its path.
+    pub fn write_html(&self, points: &[(String, Value)], notes: &[String]) -> anyhow::Result<PathBuf> {
+        let mut svgs: Vec<PathBuf> = std::fs::read_dir(&self.output_dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+            .collect();
+        svgs.sort();
+        let plots = svgs
+            .iter()
+            .map(|p| {
+                Ok((p.file_name().unwrap_or_default().to_string_lossy().into_owned(), std::fs::read_to_string(p)?))
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let text = |v: &Value| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+        let settings = vec![
+            ("date".to_owned(), self.date.clone()),
+            ("command line".to_owned(), std::env::args().collect::<Vec<_>>().join(" ")),
+            ("target".to_owned(), self.args.target.clone()),
+            ("backend".to_owned(), text(&self.metadata["backend"])),
+            ("gpu".to_owned(), text(&self.metadata["gpu"])),
+            ("model".to_owned(), self.setup.model_id.clone()),
+            ("label".to_owned(), self.args.label.clone().unwrap_or_default()),
+            ("host timer jitter".to_owned(), self.timer_jitter.as_ref().map(Value::to_string).unwrap_or_default()),
+        ];
+        let page = trtllm::bench::HtmlReport {
+            title: format!("trtllm bench {} {}", self.args.target, self.date),
+            settings,
+            points: points.to_vec(),
+            plots,
+            notes: notes.to_vec(),
+        };
+        let path = self.output_dir.join("report.html");
+        std::fs::write(&path, page.render())?;
+        Ok(path)
+    }
+
     /// Writes the aggregate CSV and the sweep plots.
     pub fn write_sweep(&self, rows: &[SweepRow]) -> anyhow::Result<()> {
         let dir = &self.output_dir;
@@ -262,6 +338,22 @@ impl<'a> Report<'a> {
         }
         Ok(())
     }
+}
+
+/// Writes `bench compare`'s HTML report beside B, `<B stem>.compare.html`; returns its path.
+pub fn write_compare_html(a: &Path, b: &Path, comparison: &str) -> anyhow::Result<PathBuf> {
+    let read = |p: &Path| -> anyhow::Result<Value> { Ok(serde_json::from_str(&std::fs::read_to_string(p)?)?) };
+    let name = |p: &Path| p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    let html = trtllm::bench::compare_html(
+        &a.display().to_string(),
+        &read(a)?,
+        &b.display().to_string(),
+        &read(b)?,
+        comparison,
+    );
+    let path = b.with_file_name(format!("{}.compare.html", name(b)));
+    std::fs::write(&path, html)?;
+    Ok(path)
 }
 
 /// One console line comparing the twin's predicted figures with the measured ones.
@@ -380,6 +472,57 @@ fn load_shape_lines(stem: &str, summary: &trtllm::bench::Summary) -> Vec<String>
         ));
     }
     lines
+}
+
+/// Output tokens per second in each whole second of the run (the measured and ramp-up requests'
+/// chunks), as `(mid-second, tokens/s)`, for the GPU telemetry plot.
+fn output_rate(records: &[RequestRecord]) -> Vec<(f64, f64)> {
+    let mut buckets: std::collections::BTreeMap<i64, f64> = Default::default();
+    for chunk in records.iter().filter(|r| r.phase != Phase::Warmup).flat_map(|r| &r.chunks) {
+        *buckets.entry(chunk.t_s.floor() as i64).or_default() += chunk.tokens as f64;
+    }
+    buckets.into_iter().map(|(s, tokens)| (s as f64 + 0.5, tokens)).collect()
+}
+
+/// One console line of a point's GPU telemetry averages (the first GPU's).
+fn gpu_line(stem: &str, kind: &str, section: Option<&Value>) -> String {
+    let gpu = section.map(|s| &s["gpus"][0]).cloned().unwrap_or(Value::Null);
+    let figure = |key: &str, label: &str, scale: f64, unit: &str| {
+        gpu[key].as_f64().map(|v| format!("{label} {:.1}{unit}", v / scale))
+    };
+    let parts: Vec<String> = [
+        figure("mean_power_w", "power", 1.0, " W"),
+        figure("mean_gpu_util_pct", "compute", 1.0, "%"),
+        figure("mean_mem_util_pct", "memory bandwidth", 1.0, "%"),
+        figure("mean_memory_used_bytes", "memory", f64::from(1u32 << 30), " GiB"),
+        figure("mean_sm_clock_mhz", "SM clock", 1.0, " MHz"),
+        figure("mean_temperature_c", "temperature", 1.0, " C"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    format!(
+        "gpu {stem} ({kind}, mean over the point): {}",
+        if parts.is_empty() { "no samples".into() } else { parts.join(", ") }
+    )
+}
+
+/// One console line for a point's `length_distribution` section.
+fn length_line(stem: &str, section: &Value) -> String {
+    let part = |name: &str| -> Option<String> {
+        let s = &section[name];
+        let d = &s["drawn"];
+        Some(format!(
+            "{name} {} drew mean {:.1} sd {:.1} over {}..={}",
+            s["describe"].as_str()?,
+            d["mean"].as_f64()?,
+            d["std"].as_f64()?,
+            d["min"].as_f64()?,
+            d["max"].as_f64()?
+        ))
+    };
+    let parts: Vec<String> = ["input", "output"].iter().filter_map(|n| part(n)).collect();
+    format!("lengths {stem}: {}", parts.join("; "))
 }
 
 /// One console line for a point's `lora` section.

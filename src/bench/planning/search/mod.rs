@@ -6,14 +6,18 @@
 //!   only where the GPU has it, prompts longer than max_num_tokens need chunked context, block
 //!   reuse is only searched when prompts share prefixes.
 //! - [`run_search`] runs each candidate's load points on the virtual clock from the lowest load
-//!   up, stopping at the first that misses an SLO ([`SloSet`], `ttft:p95:500,tpot:p95:50`), and
-//!   stores each finished configuration in a [`ResultStore`] keyed by [`Candidate::key`], so a
-//!   re-run skips what is done.
+//!   up ([`Loads`]: listed, or doubling users until goodput peaks), stopping at the first that
+//!   misses an SLO ([`SloSet`], `ttft:p95:500,tpot:p95:50`), and stores each finished
+//!   configuration in a [`ResultStore`] keyed by [`Candidate::key`], so a re-run skips what is
+//!   done. Candidates run best [`Bound`] first, and one whose bound cannot reach the goodput of
+//!   the `k`-th best already run is skipped (unless the search is exhaustive).
 //! - [`build_report`] ranks configurations by goodput per GPU (the best throughput at a point
 //!   that meets every SLO, divided by GPUs), finds the Pareto front of tokens/s/user against
 //!   tokens/s/GPU, and recommends a configuration with its `trtllm sim build` and `trtllm serve`
 //!   command lines; [`write_report`] writes `summary.json` and `pareto.svg`.
 
+mod bound;
+mod loads;
 mod pareto;
 mod plot;
 mod report;
@@ -22,10 +26,14 @@ mod run;
 mod slo;
 mod space;
 
+pub use bound::{Bound, kth_best};
+pub use loads::{LoadStep, Loads};
 pub use pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
 pub use plot::{FrontPlotError, plot_front};
 pub use report::{RankedConfig, Recommendation, ReportError, SearchReport, build_report, write_report};
 pub use result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
-pub use run::{LoadStep, SearchError, SearchOutcome, Study, run_search};
+pub use run::{SearchError, SearchOptions, SearchOutcome, Study, run_search};
 pub use slo::{PercentileSlo, PercentileTable, SloMetric, SloSet, SloSpecError};
-pub use space::{Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape};
+pub use space::{
+    Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape, default_tensor_parallel,
+};

@@ -125,6 +125,7 @@ mod tests {
             violations: if ok { vec![] } else { vec!["ttft:p95:500 (900.0 ms)".into()] },
             simulated_s: 1.0,
             wall_s: 0.1,
+            lost_statistics: 0,
         }
     }
 

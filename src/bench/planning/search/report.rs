@@ -66,12 +66,17 @@ pub struct SearchReport {
     pub configurations: usize,
     /// Of those, taken from earlier runs.
     pub resumed: usize,
-    /// Configurations pruned before running.
+    /// Configurations not run: those that cannot run, and those whose steady-state bound could
+    /// not reach the best (`bounded`).
     pub pruned: usize,
+    /// Of `pruned`, those skipped by their bound.
+    pub bounded: usize,
     /// Load points run over all configurations.
     pub points: usize,
     /// Wall-clock seconds of this run.
     pub wall_s: f64,
+    /// Iteration statistics lost over every point (0: each point's log covers every iteration).
+    pub lost_statistics: u64,
     /// The recommendation, if any configuration met the SLOs.
     pub recommendation: Option<Recommendation>,
     /// The Pareto front of the points within the SLOs.
@@ -130,8 +135,10 @@ pub fn build_report(space: &SearchSpace, study: &Study, outcome: &SearchOutcome,
         configurations: results.len(),
         resumed: outcome.resumed,
         pruned: outcome.pruned.len(),
+        bounded: outcome.bounded,
         points: results.iter().map(|r| r.points.len()).sum(),
         wall_s: outcome.wall_s,
+        lost_statistics: results.iter().flat_map(|r| &r.points).map(|p| p.lost_statistics).sum(),
         recommendation,
         pareto_front: pareto_front(&all_points(results)),
         ranking,

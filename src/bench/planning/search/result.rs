@@ -37,6 +37,10 @@ pub struct PointResult {
     pub simulated_s: f64,
     /// Wall-clock seconds the point took.
     pub wall_s: f64,
+    /// Iteration statistics the point's log lacks (lost to a collector that fell behind, or
+    /// absent between the first and last iteration); 0 on the virtual clock.
+    #[serde(default)]
+    pub lost_statistics: u64,
 }
 
 impl PointResult {
@@ -59,9 +63,11 @@ impl PointResult {
         };
         let mut percentiles = PercentileTable::new();
         for metric in SloMetric::ALL {
-            let values: Vec<f64> = samples(metric).into_iter().map(|s| s * 1e3).collect();
+            // Sorted once: ITL has a sample per token of every request.
+            let values =
+                crate::bench::Distribution::from_samples(samples(metric).into_iter().map(|s| s * 1e3).collect(), &[]);
             for p in REPORTED_PERCENTILES.into_iter().chain(slos.percentiles_of(metric)) {
-                if let Some(v) = crate::bench::percentile(&values, p) {
+                if let Some(v) = values.percentile(p) {
                     percentiles.insert(crate::bench::percentile_key(p, metric.name()), v);
                 }
             }
@@ -82,6 +88,7 @@ impl PointResult {
             violations,
             simulated_s: window,
             wall_s: 0.0,
+            lost_statistics: 0,
         }
     }
 

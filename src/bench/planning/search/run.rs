@@ -1,53 +1,45 @@
-//! Running the search: each configuration's engine built into the results directory, its load
-//! points run on the virtual clock from the lowest load up until one misses an SLO, and every
-//! finished configuration stored so that a re-run skips it.
+//! Running the search: candidates in order of their steady-state bound, each configuration's
+//! engine built into the results directory, its load points run on the virtual clock from the
+//! lowest load up until one misses an SLO or goodput has peaked, every finished configuration
+//! stored so that a re-run skips it, and candidates whose bound cannot reach the best skipped.
 
 use std::path::Path;
 use std::time::Instant;
 
-use futures::StreamExt;
-use serde::Serialize;
-
+use super::bound::{Bound, kth_best};
+use super::loads::{LoadStep, Loads};
 use super::result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
 use super::slo::SloSet;
 use super::space::{Candidate, Pruned, RuntimeKnobs, SearchSpace, WorkloadShape};
 use crate::ExecutorConfig;
 use crate::bench::planning::virtual_clock::{VirtualRunOptions, run_virtual_point_with};
 use crate::bench::{Load, LoadPlan, RequestRecord, Workload};
+use futures::StreamExt;
+
+/// What one load point's run gave back.
+struct PointRun {
+    /// The records, in simulated time.
+    records: Vec<RequestRecord>,
+    /// Wall seconds.
+    wall_s: f64,
+    /// Iteration statistics lost to the collector or missing from the log (0 on the virtual
+    /// clock, which waits for the reader).
+    lost_statistics: u64,
+}
 
 /// The one call into the virtual-clock runner: `plan` on the engine in `engine_dir` with the
-/// executor started with `runtime` (passed as its settings). Returns the records (simulated
-/// time) and wall seconds.
+/// executor started with `runtime` (passed as its settings).
 async fn run_point(
     engine_dir: &Path,
     workload: &Workload,
     point: u64,
     plan: &LoadPlan,
     runtime: RuntimeKnobs,
-) -> Result<(Vec<RequestRecord>, f64), crate::bench::PlanningError> {
+) -> Result<PointRun, crate::bench::PlanningError> {
     let options = VirtualRunOptions { executor: Some(runtime.apply(ExecutorConfig::default())), ..Default::default() };
-    let (records, clock) = run_virtual_point_with(engine_dir, workload, point, plan, &options, |_| {}).await?;
-    Ok((records.records, clock.wall_s))
-}
-
-/// One value of the load axis.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LoadStep {
-    /// Closed loop with this many users.
-    Concurrency(usize),
-    /// Open loop at this many requests per second.
-    Rate(f64),
-}
-
-impl LoadStep {
-    /// `c16` or `r2.5`.
-    pub fn name(&self) -> String {
-        match self {
-            LoadStep::Concurrency(c) => format!("c{c}"),
-            LoadStep::Rate(r) => format!("r{r}"),
-        }
-    }
+    let (run, clock) = run_virtual_point_with(engine_dir, workload, point, plan, &options, |_| {}).await?;
+    let lost_statistics = run.iterations.as_ref().map_or(0, |log| log.lagged + log.missing_iterations());
+    Ok(PointRun { records: run.records, wall_s: clock.wall_s, lost_statistics })
 }
 
 /// What every configuration is measured on.
@@ -60,8 +52,8 @@ pub struct Study {
     pub workload_id: String,
     /// What one request needs.
     pub shape: WorkloadShape,
-    /// The load axis, lowest first.
-    pub loads: Vec<LoadStep>,
+    /// The load axis.
+    pub loads: Loads,
     /// Measured requests per point at least (a closed-loop point runs at least twice its
     /// concurrency, after as many warmup requests as users).
     pub min_prompts: usize,
@@ -79,7 +71,7 @@ impl Study {
             "gpu": space.gpu,
             "gpu_overrides": space.gpu_overrides,
             "workload": self.workload_id,
-            "loads": self.loads,
+            "loads": self.loads.fingerprint(),
             "min_prompts": self.min_prompts,
             "burstiness": self.burstiness,
             "slos": self.slos.to_string(),
@@ -112,35 +104,62 @@ pub enum SearchError {
     NothingToRun(String),
 }
 
+/// How the search runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// Configurations run at once (the results do not depend on it).
+    pub jobs: usize,
+    /// The best configurations the search must get exactly right: a candidate whose [`Bound`]
+    /// lies below the goodput of the `exact_top`-th best already run is skipped. 0 runs every
+    /// candidate (an exhaustive search).
+    pub exact_top: usize,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions { jobs: 1, exact_top: 5 }
+    }
+}
+
 /// What the search did.
 #[derive(Debug, Clone)]
 pub struct SearchOutcome {
     /// One result per configuration run (or resumed), in search order.
     pub results: Vec<ConfigResult>,
-    /// Configurations left out, with the reason.
+    /// Configurations left out, with the reason: those that cannot run, then those whose bound
+    /// could not reach the best.
     pub pruned: Vec<Pruned>,
+    /// Of `pruned`, those skipped by their bound.
+    pub bounded: usize,
     /// Results taken from the results directory instead of being run.
     pub resumed: usize,
     /// Wall-clock seconds of the whole search.
     pub wall_s: f64,
 }
 
-/// Runs every configuration of `space` not already in `store` for this study, `jobs` at a time,
-/// calling `progress` with each finished (or resumed) result and whether it was resumed.
+/// Runs the configurations of `space` not already in `store` for this study, `options.jobs` at a
+/// time, highest bound first, skipping those whose bound cannot reach the `options.exact_top`
+/// best; calls `progress` with each finished (or resumed) result and whether it was resumed.
 pub async fn run_search(
     space: &SearchSpace,
     study: &Study,
     store: &ResultStore,
-    jobs: usize,
+    options: SearchOptions,
     mut progress: impl FnMut(&ConfigResult, bool),
 ) -> Result<SearchOutcome, SearchError> {
     let started = Instant::now();
-    let (candidates, pruned) = space.candidates(&study.shape)?;
+    let (candidates, mut pruned) = space.candidates(&study.shape)?;
     if candidates.is_empty() {
         let reason = pruned.first().map_or_else(|| "the search space is empty".to_string(), |p| p.reason.clone());
         return Err(SearchError::NothingToRun(reason));
     }
     let fingerprint = study.fingerprint(space);
+    let max_users = study.loads.max_concurrency();
+    let step_limit_ms = study.slos.step_limit_ms();
+    let mut bounds = Vec::with_capacity(candidates.len());
+    for candidate in &candidates {
+        bounds.push(Bound::of(space, candidate, &study.shape, max_users, step_limit_ms)?);
+    }
     let mut results: Vec<Option<ConfigResult>> = vec![None; candidates.len()];
     let mut to_run = Vec::new();
     let mut resumed = 0;
@@ -154,35 +173,71 @@ pub async fn run_search(
             None => to_run.push((i, *candidate)),
         }
     }
+    // Highest bound first: the best are found early, and the bar the rest must clear rises fast.
+    to_run.sort_by(|a, b| bounds[b.0].tokens_per_s_per_gpu.total_cmp(&bounds[a.0].tokens_per_s_per_gpu));
+    let goodputs = std::sync::Mutex::new(
+        results.iter().flatten().map(ConfigResult::goodput_tokens_per_s_per_gpu).collect::<Vec<f64>>(),
+    );
+    let bar = |goodputs: &std::sync::Mutex<Vec<f64>>| {
+        kth_best(&goodputs.lock().unwrap_or_else(|e| e.into_inner()), options.exact_top)
+    };
     let runs = futures::stream::iter(to_run)
         .map(|(i, candidate)| {
             let fingerprint = fingerprint.clone();
-            async move { (i, run_config(space, study, store.root(), candidate, fingerprint).await) }
+            let (bound, goodputs) = (bounds[i].clone(), &goodputs);
+            async move {
+                // Decided when the candidate's turn comes, against the results in by then.
+                if let Some(bar) = bar(goodputs).filter(|&bar| bound.tokens_per_s_per_gpu < bar) {
+                    let reason = format!(
+                        "its bound of {:.1} tokens/s per GPU is below the {}th best goodput run, {bar:.1}",
+                        bound.tokens_per_s_per_gpu, options.exact_top
+                    );
+                    return (i, Err(Pruned { candidate, reason }));
+                }
+                // Loads whose own bound is below the bar cannot give the configuration a goodput
+                // among the best either.
+                let bar = bar(goodputs);
+                let worth = |users: usize| bar.is_none_or(|bar| bound.per_gpu_at(users) >= bar);
+                (i, Ok(run_config(space, study, store.root(), candidate, fingerprint, worth).await))
+            }
         })
-        .buffer_unordered(jobs.max(1));
+        .buffer_unordered(options.jobs.max(1));
     futures::pin_mut!(runs);
+    let mut bounded = Vec::new();
     while let Some((i, result)) = runs.next().await {
-        store.save(&result)?;
-        progress(&result, false);
-        results[i] = Some(result);
+        match result {
+            Ok(result) => {
+                store.save(&result)?;
+                progress(&result, false);
+                goodputs.lock().unwrap_or_else(|e| e.into_inner()).push(result.goodput_tokens_per_s_per_gpu());
+                results[i] = Some(result);
+            }
+            Err(skipped) => bounded.push((i, skipped)),
+        }
     }
+    bounded.sort_by_key(|(i, _)| *i);
+    let bounded_count = bounded.len();
+    pruned.extend(bounded.into_iter().map(|(_, p)| p));
     Ok(SearchOutcome {
         results: results.into_iter().flatten().collect(),
         pruned,
+        bounded: bounded_count,
         resumed,
         wall_s: started.elapsed().as_secs_f64(),
     })
 }
 
 /// One configuration: its engine in a temporary directory under `root`, then its load points
-/// from the lowest up, stopping at the first that misses an SLO (higher loads only add delay)
-/// and skipping closed-loop loads above the engine's max_batch_size (they only queue).
+/// as [`Loads::next`] picks them: from the lowest up, stopping at the first that misses an SLO
+/// (higher loads only add delay), without closed-loop loads above the engine's max_batch_size
+/// (they only queue).
 async fn run_config(
     space: &SearchSpace,
     study: &Study,
     root: &Path,
     candidate: Candidate,
     fingerprint: serde_json::Value,
+    worth_running: impl Fn(usize) -> bool + Copy,
 ) -> ConfigResult {
     let started = Instant::now();
     let mut result = ConfigResult {
@@ -200,24 +255,27 @@ async fn run_config(
             return result;
         }
     };
-    for (index, &step) in study.loads.iter().enumerate() {
-        if let LoadStep::Concurrency(c) = step
-            && c > candidate.engine.max_batch_size
-            && index > 0
-        {
-            break;
-        }
-        match run_point(dir.path(), &study.workload, index as u64, &study.plan(step), candidate.runtime).await {
-            Ok((records, wall_s)) => {
+    while let Some(step) = study.loads.next(&result.points, candidate.engine.max_batch_size, worth_running) {
+        // The point's number seeds its requests: a climbed load's is its users, the same
+        // whichever loads below it were run.
+        let index = match (&study.loads, step) {
+            (Loads::UntilPeak, LoadStep::Concurrency(c)) => c as u64,
+            _ => result.points.len() as u64,
+        };
+        match run_point(dir.path(), &study.workload, index, &study.plan(step), candidate.runtime).await {
+            Ok(PointRun { records, wall_s, lost_statistics }) => {
+                let summarized = Instant::now();
                 let point = PointResult::from_records(step.name(), &records, candidate.gpus(), &study.slos);
-                let met = point.meets_slos();
+                tracing::debug!(
+                    load = %step.name(),
+                    summarize_s = summarized.elapsed().as_secs_f64(),
+                    config = %candidate.label(),
+                    "point summarized"
+                );
                 if let Some(error) = records.iter().filter(|r| r.is_measured()).find_map(|r| r.error.as_deref()) {
                     result.error = Some(format!("{}: {} requests failed, e.g.: {error}", step.name(), point.failed));
                 }
-                result.points.push(PointResult { wall_s, ..point });
-                if !met {
-                    break;
-                }
+                result.points.push(PointResult { wall_s, lost_statistics, ..point });
             }
             Err(e) => {
                 result.error = Some(format!("{}: {e}", step.name()));

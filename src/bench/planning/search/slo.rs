@@ -148,6 +148,15 @@ impl SloSet {
         &self.objectives
     }
 
+    /// The tightest limit on a decode step among the TPOT and ITL objectives, ms.
+    pub fn step_limit_ms(&self) -> Option<f64> {
+        self.objectives
+            .iter()
+            .filter(|o| matches!(o.metric, SloMetric::Tpot | SloMetric::Itl))
+            .map(|o| o.limit_ms)
+            .reduce(f64::min)
+    }
+
     /// Percentiles a point must report for these objectives to be judged, per metric.
     pub fn percentiles_of(&self, metric: SloMetric) -> Vec<f64> {
         self.objectives.iter().filter(|o| o.metric == metric).map(|o| o.percentile).collect()

@@ -9,6 +9,12 @@ use crate::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelPreset, SimulatedEngin
 use crate::{ExecutorConfig, SchedulerPolicy};
 
 /// Knobs fixed when the engine is built (`trtllm sim build` / `trtllm-build`).
+///
+/// Each field is one axis of [`SearchSpace::candidates`]. Expert parallelism joins as one more:
+/// an `ep` field here (serialized only when above 1, so existing keys stay), a `SearchSpace::ep`
+/// list, one loop in `candidates`, its flag in [`SearchSpace::sim_build_command`], and a check in
+/// `prune_reason` that it divides the experts and `tp`; the GPUs stay `tp` (TensorRT-LLM splits
+/// an MoE layer's `tp` GPUs into `moe_tp × moe_ep`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EngineKnobs {
     /// Tensor-parallel GPUs.
@@ -193,6 +199,8 @@ pub struct Pruned {
 /// share prefixes (without shared prefixes block reuse changes nothing, so it is not searched).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct WorkloadShape {
+    /// Shortest prompt, tokens (the steady-state bound's smallest context).
+    pub min_input_len: usize,
     /// Longest prompt, tokens.
     pub max_input_len: usize,
     /// Longest output, tokens.
@@ -280,7 +288,7 @@ impl SearchSpace {
 }
 
 /// The engine builder for a candidate, as `trtllm sim build` configures it.
-fn engine_for(
+pub(super) fn engine_for(
     model: &ModelPreset,
     space: &SearchSpace,
     candidate: &Candidate,
@@ -299,6 +307,21 @@ fn engine_for(
         .max_num_tokens(e.max_num_tokens)
         .max_seq_len(model.max_position_embeddings)
         .max_input_len(workload.max_input_len.min(model.max_position_embeddings))
+}
+
+/// The tensor-parallel sizes worth searching for `model` by default: 1, 2, 4 and 8 where they
+/// divide its attention heads (those that do not fit the GPUs are pruned with the reason).
+///
+/// ```rust
+/// use trtllm::bench::search::default_tensor_parallel;
+/// use trtllm::sim::ModelPreset;
+///
+/// assert_eq!(default_tensor_parallel(ModelPreset::by_id("llama-3.1-70b")?), [1, 2, 4, 8]);
+/// assert_eq!(default_tensor_parallel(ModelPreset::by_id("qwen2.5-7b")?), [1, 2, 4]); // 28 heads
+/// # Ok::<(), trtllm::sim::SimError>(())
+/// ```
+pub fn default_tensor_parallel(model: &ModelPreset) -> Vec<usize> {
+    [1, 2, 4, 8].into_iter().filter(|&tp| model.shape.num_heads.is_multiple_of(tp)).collect()
 }
 
 /// Why `candidate` cannot serve the workload, or `None` when it can.
@@ -393,7 +416,8 @@ mod tests {
         }
     }
 
-    const SHAPE: WorkloadShape = WorkloadShape { max_input_len: 1024, max_output_len: 128, shared_prefixes: false };
+    const SHAPE: WorkloadShape =
+        WorkloadShape { min_input_len: 1024, max_input_len: 1024, max_output_len: 128, shared_prefixes: false };
 
     #[test]
     fn fp8_only_where_the_gpu_has_it_and_unschedulable_prompts_are_pruned() {

@@ -1,0 +1,255 @@
+//! What a run has done so far, for a live view: counters and latency histograms cheap to update
+//! per request and to read a few times a second.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use super::record::{Phase, RequestRecord};
+
+/// Buckets of the latency histograms: 2% wide from 1 µs, up to about 10⁵ s.
+const BUCKETS: usize = 1200;
+const BUCKET_GROWTH: f64 = 1.02;
+const SMALLEST_MS: f64 = 0.001;
+
+/// A log-bucketed histogram of milliseconds: constant memory and O(buckets) percentiles,
+/// however many tokens a run streams (within 2% of the exact percentile).
+#[derive(Debug, Clone)]
+struct Histogram {
+    counts: Vec<u64>,
+    total: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { counts: vec![0; BUCKETS], total: 0 }
+    }
+}
+
+impl Histogram {
+    fn add(&mut self, ms: f64) {
+        if !ms.is_finite() || ms < 0.0 {
+            return;
+        }
+        let index = ((ms.max(SMALLEST_MS) / SMALLEST_MS).ln() / BUCKET_GROWTH.ln()) as usize;
+        self.counts[index.min(BUCKETS - 1)] += 1;
+        self.total += 1;
+    }
+
+    /// The `p`th percentile (0-100), as its bucket's geometric middle.
+    fn percentile(&self, p: f64) -> Option<f64> {
+        if self.total == 0 {
+            return None;
+        }
+        let rank = ((p / 100.0) * self.total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(SMALLEST_MS * BUCKET_GROWTH.powf(i as f64 + 0.5));
+            }
+        }
+        None
+    }
+}
+
+/// The figures of a live view at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveSnapshot {
+    /// What runs: the target and the point (its file stem).
+    pub label: String,
+    /// Seconds since the point started.
+    pub elapsed_s: f64,
+    /// Measured (and ramp-up) requests finished, failures included.
+    pub done: u64,
+    /// Of those, failed.
+    pub failed: u64,
+    /// Measured requests the point sends in all, when it is a count run.
+    pub total: Option<u64>,
+    /// Requests sent and not yet finished.
+    pub in_flight: u64,
+    /// Requests waiting in the runner for a concurrency slot.
+    pub queued: u64,
+    /// Output tokens per second over the point so far.
+    pub output_tok_s: f64,
+    /// TTFT p50, p90, p99 so far (ms).
+    pub ttft_ms: Option<[f64; 3]>,
+    /// ITL p50, p90, p99 so far (ms).
+    pub itl_ms: Option<[f64; 3]>,
+    /// KV-cache use (0-1), where the target reports it.
+    pub kv_utilization: Option<f64>,
+    /// GPU figures (power, utilization, memory), where a telemetry source gives them.
+    pub gpu: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Latencies {
+    ttft: Histogram,
+    itl: Histogram,
+    label: String,
+    total: Option<u64>,
+    started: Option<Instant>,
+    gpu: Option<String>,
+}
+
+/// Shared by the runner (which counts requests it creates, sends and gets back), the progress
+/// callback (which adds each finished request) and the view (which reads snapshots). Counting
+/// is a relaxed atomic add per request event; latencies take one short lock per finished
+/// request, off the per-token path.
+#[derive(Debug, Default)]
+pub struct LiveStats {
+    created: AtomicU64,
+    sent: AtomicU64,
+    returned: AtomicU64,
+    done: AtomicU64,
+    failed: AtomicU64,
+    output_tokens: AtomicU64,
+    /// KV-cache use × 10⁶, plus one (0: unknown).
+    kv_millionths: AtomicU64,
+    latencies: Mutex<Latencies>,
+}
+
+impl LiveStats {
+    /// Starts a new point named `label` (`total` measured requests when known): counters and
+    /// histograms from zero.
+    pub fn start_point(&self, label: &str, total: Option<u64>) {
+        for counter in [&self.created, &self.sent, &self.returned, &self.done, &self.failed, &self.output_tokens] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        self.kv_millionths.store(0, Ordering::Relaxed);
+        let mut l = self.lock();
+        *l = Latencies {
+            label: label.to_owned(),
+            total,
+            started: Some(Instant::now()),
+            gpu: l.gpu.take(),
+            ..Default::default()
+        };
+    }
+
+    /// The runner created a request (it may wait for a slot).
+    pub fn created(&self) {
+        self.created.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The runner sent a request.
+    pub fn sent(&self) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request came back (finished or failed).
+    pub fn returned(&self) {
+        self.returned.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds a finished request after the warmup: its outcome, tokens, TTFT and ITLs.
+    pub fn record(&self, record: &RequestRecord) {
+        if record.phase == Phase::Warmup {
+            return;
+        }
+        self.done.fetch_add(1, Ordering::Relaxed);
+        if !record.is_success() {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.output_tokens.fetch_add(record.output_tokens, Ordering::Relaxed);
+        let mut l = self.lock();
+        if let Some(ttft) = record.ttft_s() {
+            l.ttft.add(ttft * 1e3);
+        }
+        for itl in record.itl_s() {
+            l.itl.add(itl * 1e3);
+        }
+    }
+
+    /// The target's KV-cache use (0-1).
+    pub fn set_kv_utilization(&self, utilization: f64) {
+        if utilization.is_finite() {
+            self.kv_millionths.store((utilization.clamp(0.0, 1.0) * 1e6) as u64 + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// One line of GPU figures, shown as given.
+    pub fn set_gpu(&self, figures: Option<String>) {
+        self.lock().gpu = figures;
+    }
+
+    /// The figures now.
+    pub fn snapshot(&self) -> LiveSnapshot {
+        let (created, sent, returned) = (
+            self.created.load(Ordering::Relaxed),
+            self.sent.load(Ordering::Relaxed),
+            self.returned.load(Ordering::Relaxed),
+        );
+        let l = self.lock();
+        let elapsed_s = l.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let tokens = self.output_tokens.load(Ordering::Relaxed) as f64;
+        let three = |h: &Histogram| Some([h.percentile(50.0)?, h.percentile(90.0)?, h.percentile(99.0)?]);
+        let kv = self.kv_millionths.load(Ordering::Relaxed);
+        LiveSnapshot {
+            label: l.label.clone(),
+            elapsed_s,
+            done: self.done.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            total: l.total,
+            in_flight: sent.saturating_sub(returned),
+            queued: created.saturating_sub(sent),
+            output_tok_s: if elapsed_s > 0.0 { tokens / elapsed_s } else { 0.0 },
+            ttft_ms: three(&l.ttft),
+            itl_ms: three(&l.itl),
+            kv_utilization: (kv > 0).then(|| (kv - 1) as f64 / 1e6),
+            gpu: l.gpu.clone(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Latencies> {
+        // A panic elsewhere while holding the lock leaves plain numbers: still readable.
+        self.latencies.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_percentiles_are_within_two_percent() {
+        let mut h = Histogram::default();
+        for i in 1..=1000 {
+            h.add(f64::from(i) * 0.1);
+        }
+        for (p, exact) in [(50.0, 50.0), (90.0, 90.0), (99.0, 99.0)] {
+            let got = h.percentile(p).unwrap();
+            assert!((got / exact - 1.0).abs() < 0.02, "p{p}: {got} vs {exact}");
+        }
+        assert_eq!(Histogram::default().percentile(50.0), None);
+    }
+
+    #[test]
+    fn counts_give_in_flight_queued_and_done() {
+        let stats = LiveStats::default();
+        stats.start_point("c4", Some(10));
+        for _ in 0..6 {
+            stats.created();
+        }
+        for _ in 0..4 {
+            stats.sent();
+        }
+        stats.returned();
+        let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+        r.record_chunk(0.010, 1);
+        r.record_chunk(0.015, 1);
+        r.finish(0.015, 2, Some("length".into()));
+        stats.record(&r);
+        stats.record(&RequestRecord::new(1, Phase::Warmup, 0.0));
+        stats.set_kv_utilization(0.25);
+        let s = stats.snapshot();
+        assert_eq!((s.done, s.in_flight, s.queued, s.total), (1, 3, 2, Some(10)));
+        let [p50, ..] = s.ttft_ms.unwrap();
+        assert!((p50 - 10.0).abs() < 0.2, "{p50}");
+        assert!((s.itl_ms.unwrap()[0] - 5.0).abs() < 0.1);
+        assert_eq!(s.kv_utilization, Some(0.25));
+        stats.start_point("c8", None);
+        assert_eq!(stats.snapshot().done, 0, "a new point starts from zero");
+    }
+}

@@ -1,0 +1,160 @@
+//! `trtllm bench` writes one self-contained HTML report per run and per comparison; a real
+//! headless Chromium renders it, and the screenshot shows the tables and the plots' lines.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common;
+
+/// Chromium, installed from the Debian packages when missing; `None` (with the reason printed)
+/// only when it cannot be installed.
+fn chromium() -> Option<PathBuf> {
+    let find = || {
+        ["chromium", "chromium-browser"].iter().find_map(|name| {
+            let out = Command::new("sh").args(["-c", &format!("command -v {name}")]).output().ok()?;
+            out.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        })
+    };
+    if let Some(path) = find() {
+        return Some(path);
+    }
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let apt = |args: &[&str]| {
+        let mut c = if root { Command::new("apt-get") } else { Command::new("sudo") };
+        if !root {
+            c.args(["-n", "apt-get"]);
+        }
+        c.args(args).env("DEBIAN_FRONTEND", "noninteractive").status().is_ok_and(|s| s.success())
+    };
+    let _ = apt(&["update", "-qq"]);
+    if apt(&["install", "-y", "-qq", "--no-install-recommends", "chromium"])
+        && let Some(path) = find()
+    {
+        return Some(path);
+    }
+    eprintln!("skipped: chromium is not installed and could not be installed (scripts/setup.sh --tests installs it)");
+    None
+}
+
+/// Runs headless Chromium on `page` with a fresh profile, with `extra` arguments; its stdout.
+fn headless(chromium: &Path, page: &Path, extra: &[&str]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Pixels of `png` as RGB triples, with its width and height.
+fn pixels(png_path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png_path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let rgb = buf[..info.buffer_size()].chunks(channels).map(|p| [p[0], p[1], p[2]]).collect();
+    (info.width, info.height, rgb)
+}
+
+fn near(p: [u8; 3], c: [u8; 3], tolerance: i32) -> bool {
+    p.iter().zip(c).all(|(&a, b)| (i32::from(a) - i32::from(b)).abs() <= tolerance)
+}
+
+#[test]
+fn the_report_is_self_contained_and_renders_its_tables_and_plots() {
+    let engine = common::sim::engine_dir(|b| b.iteration_ms(1.0));
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("run");
+    let run = common::cli::bench(&[
+        "--engine-dir",
+        engine.path().to_str().unwrap(),
+        "--concurrency",
+        "1,4",
+        "--input-len",
+        "16",
+        "--output-len",
+        "32",
+        "--num-prompts",
+        "16",
+        "--gpu-sample-interval",
+        "0.02",
+        "--quiet",
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&run.stdout).contains("report: "));
+    let page = dir.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Opens offline: nothing to fetch (the SVG namespace URI is a name, not a request).
+    for fetch in ["src=", "href=", "<link", "<script", "url(", "@import", "<iframe"] {
+        assert!(!html.contains(fetch), "the report fetches something: {fetch}");
+    }
+    for text in
+        ["Settings", "Summary", "Plots", "c1_in16_out32", "c4_in16_out32", "The runner's own error", "GPU telemetry"]
+    {
+        assert!(html.contains(text), "{text} missing");
+    }
+    let svg_files = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "svg"))
+        .count();
+    assert!(svg_files >= 3, "the sweep's plots and the GPU telemetry plots: {svg_files}");
+    assert_eq!(html.matches("<svg").count(), svg_files, "every plot inline");
+
+    let Some(chromium) = chromium() else { return };
+    let dom = headless(&chromium, &page, &["--dump-dom"]);
+    assert!(dom.contains("<h2>Summary</h2>") && dom.contains("c4_in16_out32"), "the DOM as rendered");
+    let shot = out.path().join("report.png");
+    headless(&chromium, &page, &["--window-size=1280,2000", &format!("--screenshot={}", shot.display())]);
+    let (width, height, rgb) = pixels(&shot);
+    assert_eq!((width, height), (1280, 2000));
+    let white = rgb.iter().filter(|&&p| near(p, [255, 255, 255], 3)).count();
+    assert!(white < rgb.len() * 97 / 100, "the page is not blank");
+    let distinct: std::collections::HashSet<[u8; 3]> = rgb.iter().copied().collect();
+    assert!(distinct.len() > 50, "text, tables and plots: {} colours", distinct.len());
+    // The headings' green rules, the tables' header shading and the plots' line colour.
+    // (Lines are anti-aliased: their colour is matched loosely.)
+    for (what, colour, tolerance, least) in [
+        ("heading rule", [0x22, 0xaa, 0x66], 12, 500),
+        ("table header", [0xe8, 0xf4, 0xec], 6, 2_000),
+        ("plot line", [230, 25, 75], 30, 50),
+    ] {
+        let count = rgb.iter().filter(|&&p| near(p, colour, tolerance)).count();
+        assert!(count >= least, "{what}: {count} pixels of {colour:?}");
+    }
+}
+
+#[test]
+fn bench_compare_writes_its_report_beside_b() {
+    let engine = common::sim::engine_dir(|b| b.iteration_ms(1.0));
+    let out = tempfile::tempdir().unwrap();
+    for name in ["a", "b"] {
+        common::cli::bench(&[
+            "--engine-dir",
+            engine.path().to_str().unwrap(),
+            "--concurrency",
+            "2",
+            "--input-len",
+            "16",
+            "--output-len",
+            "8",
+            "--num-prompts",
+            "4",
+            "--quiet",
+            "--output-dir",
+            out.path().join(name).to_str().unwrap(),
+        ]);
+    }
+    let (a, b) = (out.path().join("a/c2_in16_out8.json"), out.path().join("b/c2_in16_out8.json"));
+    let compare = common::cli::bench(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&compare.stdout).contains("report in "));
+    let html = std::fs::read_to_string(out.path().join("b/c2_in16_out8.compare.html")).unwrap();
+    assert!(html.contains("A (baseline)") && html.contains("B (candidate)") && html.contains("output_throughput"));
+    assert!(!html.contains("src=") && !html.contains("href="));
+}
