@@ -46,7 +46,7 @@ pub struct Bound {
 impl Bound {
     /// The bound of `candidate` for `workload`, whose points have at most `max_users` users
     /// (`None`: open loop, bounded by the engine alone), under a TPOT or ITL limit of
-    /// `step_limit_ms` if any (batches whose shortest step exceeds [`STEP_SLACK`] times it do not
+    /// `step_limit_ms` if any (batches whose shortest step exceeds `STEP_SLACK` times it do not
     /// count).
     pub fn of(
         space: &SearchSpace,
