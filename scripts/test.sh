@@ -42,6 +42,10 @@ wait "$venv_job" || { echo "warning: the test venv could not be prepared in adva
 log=target/test-suite.log
 cargo test --lib --bins --tests --locked 2>&1 | tee "$log"
 cargo test --doc --locked 2>&1 | tee -a "$log"
+# The public API's documentation builds without warnings, and no two public types share a name
+# (scripts/duplicate_type_names.py; the protocol's generated types keep their wire names).
+doc_check=0
+{ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --locked && python3 scripts/duplicate_type_names.py; } || doc_check=$?
 # The real-TensorRT-LLM code path, compiled and run against the simulator built as a stand-in library
 # (docs/real-gpu.md); it builds the crate once more, sharing every dependency with the build above.
 real_mode=0
@@ -49,3 +53,4 @@ scripts/real-mode-check.sh || real_mode=$?
 awk '/^test result:/ { passed += $4; failed += $6 }
      END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
 [ "$real_mode" -eq 0 ] || { echo "the real-mode check failed (exit $real_mode)" >&2; exit "$real_mode"; }
+[ "$doc_check" -eq 0 ] || { echo "the documentation check failed (exit $doc_check)" >&2; exit "$doc_check"; }
