@@ -2,19 +2,9 @@
 //! the recommended build command carries it, and a dense model refuses it.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn trtllm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use super::plan::{json, text, tinyllama_96_16, trtllm};
 
 /// Mixtral 8x7B on two H100s, one engine shape, 64-token prompts and 32 output tokens at 1 and 8
 /// users, with the extra arguments given.
@@ -108,21 +98,9 @@ fn expert_parallelism_is_searched_and_the_recommendation_builds_with_it() {
 fn expert_parallelism_is_refused_for_a_dense_model_and_uneven_experts() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("dense");
-    let dense = trtllm(&[
-        "plan",
-        "--model",
-        "tinyllama-1.1b",
-        "--gpu",
-        "h100-sxm",
-        "--slo",
-        "ttft:p95:1000",
-        "--tp",
-        "2",
-        "--ep",
-        "2",
-        "--output-dir",
-        out_dir.to_str().unwrap(),
-    ]);
+    let mut args = tinyllama_96_16("ttft:p95:1000");
+    args.extend(["--tp", "2", "--ep", "2", "--output-dir", out_dir.to_str().unwrap()]);
+    let dense = trtllm(&args);
     assert_eq!(dense.status.code(), Some(2));
     assert!(text(&dense.stderr).contains("tinyllama-1.1b is a dense model"), "{}", text(&dense.stderr));
     assert!(!out_dir.exists(), "nothing is run");
