@@ -318,10 +318,10 @@ fn render(report: &SearchReport, study: &Study, exhaustive: bool) -> String {
     }
     out += "\n";
     out +=
-        &format!("{:<56} {:>17} {:>10} {:>5}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
+        &format!("{:<60} {:>17} {:>10} {:>5}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
     for row in report.ranking.iter().take(if exhaustive { 2 * TOP } else { TOP }) {
         out += &format!(
-            "{:<56} {:>17.1} {:>10.2} {:>5}{}\n",
+            "{:<60} {:>17.1} {:>10.2} {:>5}{}\n",
             row.label,
             row.goodput_tokens_per_s_per_gpu,
             row.goodput_requests_per_s_per_gpu,
