@@ -9,7 +9,8 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::search::{
     LoadStep, Loads, ResultStore, SchedulerChoice, SearchOptions, SearchReport, SearchSpace, SloSet, Study,
-    WorkloadShape, build_report, default_tensor_parallel, run_search, write_report,
+    WorkloadShape, build_report, default_expert_parallel, default_tensor_parallel, expert_parallel_refusal, run_search,
+    write_report,
 };
 use trtllm::bench::{
     PromptSource, SampledPrompt, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries,
@@ -84,6 +85,11 @@ pub struct Args {
     /// attention heads; those whose GPUs cannot hold the model are pruned).
     #[arg(long, value_delimiter = ',')]
     tp: Option<Vec<usize>>,
+    /// Expert-parallel sizes to try, `moe_ep` (Mixture-of-Experts models; each with the TPs it
+    /// divides, the expert split over tp / ep ranks; default: 1, 2, 4 and 8 where they divide the
+    /// model's experts; a dense model takes only 1).
+    #[arg(long, value_delimiter = ',')]
+    ep: Option<Vec<usize>>,
     /// Engine max_batch_size values to try.
     #[arg(long, value_delimiter = ',', default_value = "16,64,256,1024")]
     max_batch_size: Vec<usize>,
@@ -148,11 +154,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => super::sim_model::calibration_overrides(path, &args.gpu)?.into_iter().collect(),
         None => Default::default(),
     };
+    let ep = args.ep.clone().unwrap_or_else(|| default_expert_parallel(model));
+    if let Some(reason) = ep.iter().find_map(|&ep| expert_parallel_refusal(model, ep)) {
+        eprintln!("error: --ep: {reason}");
+        return Ok(ExitCode::from(2));
+    }
     let space = SearchSpace {
         model: args.model.clone(),
         gpu: args.gpu.clone(),
         gpu_overrides,
         tp: args.tp.clone().unwrap_or_else(|| default_tensor_parallel(model)),
+        ep,
         try_fp8: !args.no_fp8,
         max_batch_size: args.max_batch_size.clone(),
         max_num_tokens: args.max_num_tokens.clone(),
@@ -306,10 +318,10 @@ fn render(report: &SearchReport, study: &Study, exhaustive: bool) -> String {
     }
     out += "\n";
     out +=
-        &format!("{:<56} {:>17} {:>10} {:>5}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
+        &format!("{:<60} {:>17} {:>10} {:>5}\n", "configuration (best first)", "goodput tok/s/GPU", "req/s/GPU", "at");
     for row in report.ranking.iter().take(if exhaustive { 2 * TOP } else { TOP }) {
         out += &format!(
-            "{:<56} {:>17.1} {:>10.2} {:>5}{}\n",
+            "{:<60} {:>17.1} {:>10.2} {:>5}{}\n",
             row.label,
             row.goodput_tokens_per_s_per_gpu,
             row.goodput_requests_per_s_per_gpu,

@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn trtllm(args: &[&str]) -> Output {
+pub(super) fn trtllm(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -48,7 +48,7 @@ fn plan(dir: &Path, slo: &str) -> Output {
     ])
 }
 
-fn json(path: &Path) -> serde_json::Value {
+pub(super) fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -143,7 +143,7 @@ fn bad_slos_and_knobs_are_refused_before_running() {
 }
 
 /// `trtllm plan` of TinyLlama on an A6000 under `slo`, 96-token prompts and 16 output tokens.
-fn tinyllama_96_16(slo: &str) -> Vec<&str> {
+pub(super) fn tinyllama_96_16(slo: &str) -> Vec<&str> {
     vec![
         "plan",
         "--model",

@@ -121,7 +121,14 @@ mod tests {
 
     fn candidate(tp: usize, max_batch_size: usize) -> Candidate {
         Candidate {
-            engine: EngineKnobs { tp, fp8_weights: false, fp8_kv_cache: false, max_batch_size, max_num_tokens: 8192 },
+            engine: EngineKnobs {
+                tp,
+                ep: 1,
+                fp8_weights: false,
+                fp8_kv_cache: false,
+                max_batch_size,
+                max_num_tokens: 8192,
+            },
             runtime: RuntimeKnobs {
                 kv_fraction: 0.9,
                 block_reuse: true,
@@ -137,6 +144,7 @@ mod tests {
             gpu: "h100-sxm".into(),
             gpu_overrides: BTreeMap::new(),
             tp: vec![1, 2],
+            ep: vec![1],
             try_fp8: false,
             max_batch_size: vec![16, 256],
             max_num_tokens: vec![8192],

@@ -35,5 +35,6 @@ pub use result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
 pub use run::{SearchError, SearchOptions, SearchOutcome, Study, run_search};
 pub use slo::{PercentileSlo, PercentileTable, SloMetric, SloSet, SloSpecError};
 pub use space::{
-    Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape, default_tensor_parallel,
+    Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape, default_expert_parallel,
+    default_tensor_parallel, expert_parallel_refusal,
 };

@@ -10,15 +10,16 @@ use crate::{ExecutorConfig, SchedulerPolicy};
 
 /// Knobs fixed when the engine is built (`trtllm sim build` / `trtllm-build`).
 ///
-/// Each field is one axis of [`SearchSpace::candidates`]. Expert parallelism joins as one more:
-/// an `ep` field here (serialized only when above 1, so existing keys stay), a `SearchSpace::ep`
-/// list, one loop in `candidates`, its flag in [`SearchSpace::sim_build_command`], and a check in
-/// `prune_reason` that it divides the experts and `tp`; the GPUs stay `tp` (TensorRT-LLM splits
-/// an MoE layer's `tp` GPUs into `moe_tp × moe_ep`).
+/// Each field is one axis of [`SearchSpace::candidates`]. The GPUs are `tp` whatever `ep` is:
+/// TensorRT-LLM splits an MoE layer's `tp` GPUs into `moe_tp × moe_ep`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EngineKnobs {
     /// Tensor-parallel GPUs.
     pub tp: usize,
+    /// Expert-parallel ranks among them (`moe_ep_size`; Mixture-of-Experts models only, 1 for
+    /// dense ones). Serialized only above 1, so the keys of results without it stay the same.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub ep: usize,
     /// FP8 weights (else BF16).
     pub fp8_weights: bool,
     /// FP8 KV cache (else 16-bit).
@@ -135,13 +136,15 @@ impl Candidate {
         self.engine.tp
     }
 
-    /// A one-line description: `tp1 bf16/fp16kv mbs64 mnt8192 kv0.90 reuse chunked gne`.
+    /// A one-line description: `tp1 bf16/fp16kv mbs64 mnt8192 kv0.90 reuse chunked gne`, with
+    /// ` ep2` after the TP where experts are spread over ranks (`tp4 ep2 ...`).
     pub fn label(&self) -> String {
         let e = &self.engine;
         let r = &self.runtime;
         format!(
-            "tp{} {}/{} mbs{} mnt{} kv{:.2}{}{} {}",
+            "tp{}{} {}/{} mbs{} mnt{} kv{:.2}{}{} {}",
             e.tp,
+            if e.ep > 1 { format!(" ep{}", e.ep) } else { String::new() },
             if e.fp8_weights { "fp8" } else { "bf16" },
             if e.fp8_kv_cache { "fp8kv" } else { "16bkv" },
             e.max_batch_size,
@@ -170,6 +173,8 @@ pub struct SearchSpace {
     pub gpu_overrides: BTreeMap<String, f64>,
     /// Tensor-parallel sizes.
     pub tp: Vec<usize>,
+    /// Expert-parallel sizes (`moe_ep`); each is combined with the `tp` values it divides.
+    pub ep: Vec<usize>,
     /// Try FP8 weights and FP8 KV cache (each with and without) where the GPU has FP8.
     pub try_fp8: bool,
     /// Engine max_batch_size values.
@@ -211,7 +216,10 @@ pub struct WorkloadShape {
 
 impl SearchSpace {
     /// Every combination, split into those to run and those pruned (with the reason). Values
-    /// are deduplicated; FP8 variants are only generated where the GPU has FP8.
+    /// are deduplicated; FP8 variants are only generated where the GPU has FP8; an `ep` that
+    /// does not divide a `tp` is no configuration of it (`moe_tp` would not be whole) and is
+    /// skipped, while one the model cannot take (a dense model, experts it does not divide) is
+    /// pruned with the reason.
     pub fn candidates(&self, workload: &WorkloadShape) -> Result<(Vec<Candidate>, Vec<Pruned>), crate::sim::SimError> {
         let model = ModelPreset::by_id(&self.model)?;
         let gpu = GpuPreset::by_id(&self.gpu)?;
@@ -219,12 +227,17 @@ impl SearchSpace {
         let reuse = if workload.shared_prefixes { dedup(&self.block_reuse) } else { vec![true] };
         let mut run = Vec::new();
         let mut pruned = Vec::new();
-        for &tp in &dedup(&self.tp) {
+        let tp_ep = dedup(&self.tp)
+            .into_iter()
+            .flat_map(|tp| dedup(&self.ep).into_iter().map(move |ep| (tp, ep)))
+            .filter(|&(tp, ep)| ep == 0 || tp.is_multiple_of(ep));
+        for (tp, ep) in tp_ep {
             for &fp8_weights in &fp8 {
                 for &fp8_kv_cache in &fp8 {
                     for &max_batch_size in &dedup(&self.max_batch_size) {
                         for &max_num_tokens in &dedup(&self.max_num_tokens) {
-                            let engine = EngineKnobs { tp, fp8_weights, fp8_kv_cache, max_batch_size, max_num_tokens };
+                            let engine =
+                                EngineKnobs { tp, ep, fp8_weights, fp8_kv_cache, max_batch_size, max_num_tokens };
                             for &kv_fraction in &dedup_f64(&self.kv_fraction) {
                                 for &block_reuse in &reuse {
                                     for &chunked_context in &dedup(&self.chunked_context) {
@@ -262,6 +275,9 @@ impl SearchSpace {
     pub fn sim_build_command(&self, candidate: &Candidate, workload: &WorkloadShape, output: &str) -> String {
         let e = &candidate.engine;
         let mut cmd = format!("trtllm sim build --model {} --gpu {} --tp {}", self.model, self.gpu, e.tp);
+        if e.ep > 1 {
+            cmd += &format!(" --moe-ep {}", e.ep);
+        }
         if e.fp8_weights {
             cmd += " --dtype fp8";
         }
@@ -301,6 +317,7 @@ pub(super) fn engine_for(
     }
     builder
         .tensor_parallel(e.tp)
+        .expert_parallel(e.ep)
         .dtype(if e.fp8_weights { WeightDtype::Fp8 } else { WeightDtype::Bf16 })
         .kv_cache_dtype(if e.fp8_kv_cache { KvCacheDtype::Fp8 } else { KvCacheDtype::Auto })
         .max_batch_size(e.max_batch_size)
@@ -324,6 +341,37 @@ pub fn default_tensor_parallel(model: &ModelPreset) -> Vec<usize> {
     [1, 2, 4, 8].into_iter().filter(|&tp| model.shape.num_heads.is_multiple_of(tp)).collect()
 }
 
+/// The expert-parallel sizes worth searching for `model` by default: for a Mixture-of-Experts
+/// model 1, 2, 4 and 8 where they divide its experts ([`SearchSpace::candidates`] pairs each
+/// with the TPs it divides), for a dense model only 1.
+///
+/// ```rust
+/// use trtllm::bench::search::default_expert_parallel;
+/// use trtllm::sim::ModelPreset;
+///
+/// assert_eq!(default_expert_parallel(ModelPreset::by_id("mixtral-8x7b")?), [1, 2, 4, 8]);
+/// assert_eq!(default_expert_parallel(ModelPreset::by_id("llama-3.1-8b")?), [1]);
+/// # Ok::<(), trtllm::sim::SimError>(())
+/// ```
+pub fn default_expert_parallel(model: &ModelPreset) -> Vec<usize> {
+    match model.shape.moe {
+        Some(moe) => [1, 2, 4, 8].into_iter().filter(|&ep| moe.num_experts.is_multiple_of(ep)).collect(),
+        None => vec![1],
+    }
+}
+
+/// Why `model` cannot spread its experts over `ep` ranks, or `None` when it can.
+pub fn expert_parallel_refusal(model: &ModelPreset, ep: usize) -> Option<String> {
+    match model.shape.moe {
+        _ if ep == 0 => Some("ep must be at least 1".into()),
+        None if ep > 1 => Some(format!("{} is a dense model: expert parallelism {ep} needs experts", model.id)),
+        Some(moe) if !moe.num_experts.is_multiple_of(ep) => {
+            Some(format!("expert parallelism {ep} does not divide the {} experts", moe.num_experts))
+        }
+        _ => None,
+    }
+}
+
 /// Why `candidate` cannot serve the workload, or `None` when it can.
 fn prune_reason(
     model: &ModelPreset,
@@ -334,6 +382,12 @@ fn prune_reason(
     let e = &candidate.engine;
     if e.tp == 0 || e.max_batch_size == 0 || e.max_num_tokens == 0 {
         return Some("tp, max_batch_size and max_num_tokens must be at least 1".into());
+    }
+    if let Some(reason) = expert_parallel_refusal(model, e.ep) {
+        return Some(reason);
+    }
+    if !e.tp.is_multiple_of(e.ep) {
+        return Some(format!("expert parallelism {} does not divide tp {}", e.ep, e.tp));
     }
     if !(candidate.runtime.kv_fraction > 0.0 && candidate.runtime.kv_fraction <= 1.0) {
         return Some(format!("KV fraction {} is outside (0, 1]", candidate.runtime.kv_fraction));
@@ -372,6 +426,14 @@ fn prune_reason(
     None
 }
 
+fn one() -> usize {
+    1
+}
+
+fn is_one(value: &usize) -> bool {
+    *value == 1
+}
+
 fn dedup<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
     let mut out: Vec<T> = Vec::with_capacity(values.len());
     for v in values {
@@ -406,6 +468,7 @@ mod tests {
             gpu: gpu.into(),
             gpu_overrides: BTreeMap::new(),
             tp: vec![1, 2],
+            ep: vec![1],
             try_fp8: true,
             max_batch_size: vec![16, 64, 64],
             max_num_tokens: vec![256, 8192],
@@ -460,6 +523,7 @@ mod tests {
         let c = Candidate {
             engine: EngineKnobs {
                 tp: 2,
+                ep: 1,
                 fp8_weights: true,
                 fp8_kv_cache: true,
                 max_batch_size: 64,
@@ -482,5 +546,39 @@ mod tests {
             "trtllm serve --engine-dir e --kv-cache-free-gpu-memory-fraction 0.85 --scheduler-policy max-utilization \
              --no-block-reuse --no-chunked-context"
         );
+    }
+
+    #[test]
+    fn expert_parallelism_pairs_with_the_tps_it_divides_and_needs_experts_it_divides() {
+        let mut moe = space("h100-sxm");
+        moe.model = "mixtral-8x7b".into();
+        (moe.tp, moe.ep, moe.try_fp8) = (vec![1, 2, 4, 8], vec![1, 2, 4, 8, 3], false);
+        (moe.max_batch_size, moe.max_num_tokens, moe.chunked_context) = (vec![64], vec![8192], vec![true]);
+        let (run, pruned) = moe.candidates(&SHAPE).unwrap();
+        let pairs = |cs: Vec<Candidate>| cs.iter().map(|c| (c.engine.tp, c.engine.ep)).collect::<Vec<_>>();
+        let all = pairs(run.iter().chain(pruned.iter().map(|p| &p.candidate)).copied().collect());
+        // ep 3 pairs with no TP here; the others with every TP they divide.
+        let divides = [(1, 1), (2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (8, 8)];
+        assert_eq!(all.len(), divides.len(), "{all:?}");
+        assert!(divides.iter().all(|p| all.contains(p)), "{all:?}");
+        // Mixtral 8x7B in BF16 (~94 GB) fits no single 80 GB GPU; every split of two or more runs.
+        assert_eq!(pairs(pruned.iter().map(|p| p.candidate).collect()), [(1, 1)], "{pruned:?}");
+        assert!(run.iter().any(|c| c.engine.ep == 8 && c.label().starts_with("tp8 ep8 ")));
+        let ep2 = run.iter().find(|c| c.engine.ep == 2).unwrap();
+        assert!(moe.sim_build_command(ep2, &SHAPE, "e").contains(&format!("--tp {} --moe-ep 2 ", ep2.engine.tp)));
+        let ep1 = Candidate { engine: EngineKnobs { ep: 1, ..ep2.engine }, ..*ep2 };
+        assert!(!moe.sim_build_command(&ep1, &SHAPE, "e").contains("--moe-ep"));
+        assert_ne!(ep1.key(), ep2.key());
+        assert!(!serde_json::to_string(&ep1).unwrap().contains("\"ep\""), "ep 1 keeps the keys of before");
+
+        // An ep the model cannot take is pruned with the reason, as is any ep above 1 of a dense model.
+        moe.tp = vec![6];
+        moe.ep = vec![3];
+        let (run, pruned) = moe.candidates(&SHAPE).unwrap();
+        assert!(run.is_empty() && pruned[0].reason.contains("does not divide the 8 experts"), "{pruned:?}");
+        let mut dense = space("h100-sxm");
+        (dense.tp, dense.ep) = (vec![2], vec![2]);
+        let (run, pruned) = dense.candidates(&SHAPE).unwrap();
+        assert!(run.is_empty() && pruned.iter().all(|p| p.reason.contains("dense model")), "{pruned:?}");
     }
 }
