@@ -25,7 +25,8 @@
 //! With `TRTLLM_BENCH_LIVE=1` every point runs as `trtllm bench` runs it with its live view on:
 //! through `run_point_live` with shared [`LiveStats`], each finished request added to it, the
 //! simulated GPU telemetry sampler feeding it every 0.5 s, and a thread drawing the live view
-//! into an off-screen buffer four times a second; the first line printed says which mode ran.
+//! into an off-screen buffer four times a second (`TRTLLM_BENCH_TELEMETRY=0` leaves the sampler
+//! out); the first line printed says which mode ran.
 //! Comparing the figures of the two modes shows what the live view costs the runner.
 //!
 //! `cargo bench --bench runner_overhead`
@@ -97,13 +98,16 @@ async fn run_full(
         Some(view) => {
             view.stats.start_point(&format!("c{concurrency}"), Some(concurrency as u64));
             let live = view.stats.clone();
-            let sampler =
+            let sampler = view.telemetry.then(|| {
                 TelemetrySampler::start(Box::new(SimulatedSource::new()), GPU_SAMPLE_INTERVAL, move |round| {
                     live.set_gpu(telemetry_line(round))
-                });
+                })
+            });
             let count = |r: &RequestRecord| view.stats.record(r);
             let run = run_point_live(target, &workload(output_len), 0, &plan, &clock, count, &view.stats).await;
-            sampler.finish();
+            if let Some(sampler) = sampler {
+                sampler.finish();
+            }
             run
         }
     }
@@ -130,6 +134,9 @@ struct LiveView {
     stats: Arc<LiveStats>,
     /// Frames drawn, to show the view ran.
     frames: Arc<AtomicU64>,
+    /// Whether the GPU telemetry sampler runs too (`TRTLLM_BENCH_TELEMETRY=0`: not, to tell
+    /// its cost from the view's).
+    telemetry: bool,
 }
 
 /// The live view when `TRTLLM_BENCH_LIVE=1` asks for it (started on first use; it draws until
@@ -154,7 +161,8 @@ fn live_view() -> Option<&'static LiveView> {
                 std::thread::sleep(VIEW_PERIOD);
             }
         });
-        Some(LiveView { stats, frames })
+        let telemetry = std::env::var("TRTLLM_BENCH_TELEMETRY").as_deref() != Ok("0");
+        Some(LiveView { stats, frames, telemetry })
     })
     .as_ref()
 }
@@ -316,9 +324,10 @@ fn timer_lateness() -> Vec<f64> {
 async fn main() {
     println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
     match live_view() {
-        Some(_) => println!(
-            "mode: live view ON (TRTLLM_BENCH_LIVE=1): run_point_live + LiveStats, simulated GPU telemetry every \
-             {GPU_SAMPLE_INTERVAL:?}, view drawn every {VIEW_PERIOD:?} off screen"
+        Some(view) => println!(
+            "mode: live view ON (TRTLLM_BENCH_LIVE=1): run_point_live + LiveStats, simulated GPU telemetry {}, view \
+             drawn every {VIEW_PERIOD:?} off screen",
+            if view.telemetry { format!("every {GPU_SAMPLE_INTERVAL:?}") } else { "off".to_owned() }
         ),
         None => println!("mode: live view off (TRTLLM_BENCH_LIVE=1 turns it on)"),
     }
