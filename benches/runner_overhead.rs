@@ -22,8 +22,17 @@
 //! host changes far less than tokens/s. A summary at the end repeats the figures docs/bench.md's
 //! measurement-error table gives, with the floor and CPU rows.
 //!
+//! With `TRTLLM_BENCH_LIVE=1` every point runs as `trtllm bench` runs it with its live view on:
+//! through `run_point_live` with shared [`LiveStats`], each finished request added to it, the
+//! simulated GPU telemetry sampler feeding it every 0.5 s, and a thread drawing the live view
+//! into an off-screen buffer four times a second (`TRTLLM_BENCH_TELEMETRY=0` leaves the sampler
+//! out); the first line printed says which mode ran.
+//! Comparing the figures of the two modes shows what the live view costs the runner.
+//!
 //! `cargo bench --bench runner_overhead`
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 // The allocator the `trtllm` command uses (src/main.rs), so the figures are the command's.
@@ -31,8 +40,9 @@ use std::time::{Duration, Instant};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use trtllm::bench::{
-    BenchTarget, Calibration, GrpcTarget, LoadPlan, Phase, PointRun, PromptSource, RequestRecord, RunClock, WallAnchor,
-    Workload, percentile, run_point,
+    BenchTarget, Calibration, GrpcTarget, LIVE_VIEW_HEIGHT, LiveStats, LoadPlan, Phase, PointRun, PromptSource,
+    RequestRecord, RunClock, SimulatedSource, TelemetrySampler, WallAnchor, Workload, draw_live_view, percentile,
+    run_point, run_point_live, telemetry_line,
 };
 use trtllm::server::{ServeOptions, serve};
 use trtllm::sim::SimulatedEngine;
@@ -83,7 +93,25 @@ async fn run_full(
     let plan = LoadPlan::closed(concurrency, concurrency);
     let (clock, anchor) = (RunClock::start(), WallAnchor::now());
     let started = Instant::now();
-    let run = run_point(target, &workload(output_len), 0, &plan, &clock, |_| {}).await.expect("valid plan");
+    let run = match live_view() {
+        None => run_point(target, &workload(output_len), 0, &plan, &clock, |_| {}).await,
+        Some(view) => {
+            view.stats.start_point(&format!("c{concurrency}"), Some(concurrency as u64));
+            let live = view.stats.clone();
+            let sampler = view.telemetry.then(|| {
+                TelemetrySampler::start(Box::new(SimulatedSource::new()), GPU_SAMPLE_INTERVAL, move |round| {
+                    live.set_gpu(telemetry_line(round))
+                })
+            });
+            let count = |r: &RequestRecord| view.stats.record(r);
+            let run = run_point_live(target, &workload(output_len), 0, &plan, &clock, count, &view.stats).await;
+            if let Some(sampler) = sampler {
+                sampler.finish();
+            }
+            run
+        }
+    }
+    .expect("valid plan");
     let seconds = started.elapsed().as_secs_f64();
     if let Some(failed) = run.records.iter().find(|r| !r.is_success()) {
         panic!("a request failed: {:?}", failed.error);
@@ -94,6 +122,49 @@ async fn run_full(
 async fn run(target: &BenchTarget, concurrency: usize, output_len: usize) -> (Vec<RequestRecord>, f64) {
     let (run, _, _, seconds) = run_full(target, concurrency, output_len).await;
     (run.records.into_iter().filter(|r| r.phase == Phase::Measure).collect(), seconds)
+}
+
+/// `trtllm bench`'s default interval between GPU telemetry samples.
+const GPU_SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
+/// How often `trtllm bench` redraws its live view.
+const VIEW_PERIOD: Duration = Duration::from_millis(250);
+
+/// The live view's counters, and the thread that draws them as `trtllm bench` does.
+struct LiveView {
+    stats: Arc<LiveStats>,
+    /// Frames drawn, to show the view ran.
+    frames: Arc<AtomicU64>,
+    /// Whether the GPU telemetry sampler runs too (`TRTLLM_BENCH_TELEMETRY=0`: not, to tell
+    /// its cost from the view's).
+    telemetry: bool,
+}
+
+/// The live view when `TRTLLM_BENCH_LIVE=1` asks for it (started on first use; it draws until
+/// the process ends).
+fn live_view() -> Option<&'static LiveView> {
+    static VIEW: OnceLock<Option<LiveView>> = OnceLock::new();
+    VIEW.get_or_init(|| {
+        if std::env::var("TRTLLM_BENCH_LIVE").as_deref() != Ok("1") {
+            return None;
+        }
+        let stats = Arc::new(LiveStats::default());
+        let frames = Arc::new(AtomicU64::new(0));
+        let (s, f) = (stats.clone(), frames.clone());
+        std::thread::spawn(move || {
+            // The terminal's cost is the view's drawing, not this host's terminal: draw off screen.
+            let backend = ratatui::backend::TestBackend::new(120, LIVE_VIEW_HEIGHT);
+            let mut terminal = ratatui::Terminal::new(backend).expect("test backend");
+            loop {
+                let now = s.snapshot();
+                let _ = terminal.draw(|frame| draw_live_view(frame, &[], &now));
+                f.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(VIEW_PERIOD);
+            }
+        });
+        let telemetry = std::env::var("TRTLLM_BENCH_TELEMETRY").as_deref() != Ok("0");
+        Some(LiveView { stats, frames, telemetry })
+    })
+    .as_ref()
 }
 
 /// A percentile of values already in milliseconds.
@@ -252,6 +323,14 @@ fn timer_lateness() -> Vec<f64> {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     println!("build profile: {}", env!("TRTLLM_BUILD_PROFILE"));
+    match live_view() {
+        Some(view) => println!(
+            "mode: live view ON (TRTLLM_BENCH_LIVE=1): run_point_live + LiveStats, simulated GPU telemetry {}, view \
+             drawn every {VIEW_PERIOD:?} off screen",
+            if view.telemetry { format!("every {GPU_SAMPLE_INTERVAL:?}") } else { "off".to_owned() }
+        ),
+        None => println!("mode: live view off (TRTLLM_BENCH_LIVE=1 turns it on)"),
+    }
     let mut table = Table::default();
     let (thread_wake, task_wake) = wake_up_floor().await;
     println!("this host's wake-up floor (2,000 wake-ups 0.5 ms apart), ms:");
@@ -425,6 +504,16 @@ async fn main() {
     let _ = stop_tx.send(());
     let _ = server.await;
     table.print();
+    if let Some(view) = live_view() {
+        let last = view.stats.snapshot();
+        println!(
+            "live view: {} frames drawn; last point {}: KV {:?}, GPU {:?}",
+            view.frames.load(Ordering::Relaxed),
+            last.label,
+            last.kv_utilization,
+            last.gpu
+        );
+    }
 }
 
 /// Tokens/s of `runs` closed-loop runs of 256 streams x 256 tokens, and (in process) the mean

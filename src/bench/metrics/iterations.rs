@@ -1,11 +1,13 @@
 //! Executor iteration statistics over one point: collected while it runs, summarised as per-point deltas.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
+use super::live::LiveStats;
 use super::record::RunClock;
 use crate::{Executor, IterationStats, KvCacheStats};
 
@@ -204,11 +206,21 @@ impl IterationCollector {
     /// Flushes the executor's pending statistics, notes the KV counters as the baseline, and
     /// starts receiving. Must be called inside a Tokio runtime.
     pub fn start(executor: &Executor) -> Self {
+        Self::start_live(executor, None)
+    }
+
+    /// [`IterationCollector::start`], also giving `live` each received iteration's KV-cache
+    /// use and its active and queued requests (relaxed stores per iteration, where the batch
+    /// is received).
+    pub fn start_live(executor: &Executor, live: Option<Arc<LiveStats>>) -> Self {
         executor.refresh_stats();
         let baseline_kv = executor.kv_cache_stats();
+        if let (Some(live), Some(kv)) = (&live, baseline_kv) {
+            live.set_kv_utilization(kv.utilization());
+        }
         let rx = executor.subscribe_iteration_stats();
         let (stop, stop_rx) = oneshot::channel();
-        let task = tokio::spawn(collect(rx, stop_rx));
+        let task = tokio::spawn(collect(rx, stop_rx, live));
         IterationCollector { stop, task, baseline_kv }
     }
 
@@ -227,17 +239,28 @@ impl IterationCollector {
 }
 
 async fn collect(
-    mut rx: broadcast::Receiver<std::sync::Arc<IterationStats>>,
+    mut rx: broadcast::Receiver<Arc<IterationStats>>,
     mut stop: oneshot::Receiver<()>,
+    live: Option<Arc<LiveStats>>,
 ) -> (Vec<IterationStats>, u64) {
     let mut iterations = Vec::new();
     let mut lagged = 0_u64;
     let note_lag = |n: u64, lagged: &mut u64| *lagged += n;
+    let receive = |stats: &IterationStats, iterations: &mut Vec<IterationStats>| {
+        if let Some(live) = &live {
+            if let Some(kv) = stats.kv_cache {
+                live.set_kv_utilization(kv.utilization());
+            }
+            let count = |n: i32| u64::try_from(n).unwrap_or(0);
+            live.set_executor_requests(count(stats.num_active_requests), count(stats.num_queued_requests));
+        }
+        iterations.push(stats.clone());
+    };
     loop {
         tokio::select! {
             biased;
             item = rx.recv() => match item {
-                Ok(stats) => iterations.push((*stats).clone()),
+                Ok(stats) => receive(&stats, &mut iterations),
                 Err(broadcast::error::RecvError::Lagged(n)) => note_lag(n, &mut lagged),
                 Err(broadcast::error::RecvError::Closed) => break,
             },
@@ -247,7 +270,7 @@ async fn collect(
     // Whatever was sent before the stop signal is already in the channel.
     loop {
         match rx.try_recv() {
-            Ok(stats) => iterations.push((*stats).clone()),
+            Ok(stats) => receive(&stats, &mut iterations),
             Err(broadcast::error::TryRecvError::Lagged(n)) => note_lag(n, &mut lagged),
             Err(_) => break,
         }
@@ -373,7 +396,7 @@ mod tests {
             tx.send(std::sync::Arc::new(stats(i, 0, 0, 0))).unwrap();
         }
         stop_tx.send(()).unwrap();
-        let (received, lagged) = collect(rx, stop_rx).await;
+        let (received, lagged) = collect(rx, stop_rx, None).await;
         assert_eq!(lagged, 6);
         assert_eq!(received.iter().map(|s| s.iter).collect::<Vec<_>>(), [6, 7, 8, 9]);
     }

@@ -106,6 +106,10 @@ pub struct LiveStats {
     output_tokens: AtomicU64,
     /// KV-cache use × 10⁶, plus one (0: unknown).
     kv_millionths: AtomicU64,
+    /// Requests active and queued in the executor, from its latest iteration statistics: shown
+    /// when the runner does not count its own (a virtual-clock point).
+    executor_active: AtomicU64,
+    executor_queued: AtomicU64,
     latencies: Mutex<Latencies>,
 }
 
@@ -113,10 +117,19 @@ impl LiveStats {
     /// Starts a new point named `label` (`total` measured requests when known): counters and
     /// histograms from zero.
     pub fn start_point(&self, label: &str, total: Option<u64>) {
-        for counter in [&self.created, &self.sent, &self.returned, &self.done, &self.failed, &self.output_tokens] {
+        for counter in [
+            &self.created,
+            &self.sent,
+            &self.returned,
+            &self.done,
+            &self.failed,
+            &self.output_tokens,
+            &self.kv_millionths,
+            &self.executor_active,
+            &self.executor_queued,
+        ] {
             counter.store(0, Ordering::Relaxed);
         }
-        self.kv_millionths.store(0, Ordering::Relaxed);
         let mut l = self.lock();
         *l = Latencies {
             label: label.to_owned(),
@@ -169,6 +182,13 @@ impl LiveStats {
         }
     }
 
+    /// The executor's own count of requests active and queued (its iteration statistics): the
+    /// in-flight and queued figures where the runner counts none of its own.
+    pub fn set_executor_requests(&self, active: u64, queued: u64) {
+        self.executor_active.store(active, Ordering::Relaxed);
+        self.executor_queued.store(queued, Ordering::Relaxed);
+    }
+
     /// One line of GPU figures, shown as given.
     pub fn set_gpu(&self, figures: Option<String>) {
         self.lock().gpu = figures;
@@ -186,14 +206,18 @@ impl LiveStats {
         let tokens = self.output_tokens.load(Ordering::Relaxed) as f64;
         let three = |h: &Histogram| Some([h.percentile(50.0)?, h.percentile(90.0)?, h.percentile(99.0)?]);
         let kv = self.kv_millionths.load(Ordering::Relaxed);
+        let (in_flight, queued) = match created {
+            0 => (self.executor_active.load(Ordering::Relaxed), self.executor_queued.load(Ordering::Relaxed)),
+            _ => (sent.saturating_sub(returned), created.saturating_sub(sent)),
+        };
         LiveSnapshot {
             label: l.label.clone(),
             elapsed_s,
             done: self.done.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             total: l.total,
-            in_flight: sent.saturating_sub(returned),
-            queued: created.saturating_sub(sent),
+            in_flight,
+            queued,
             output_tok_s: if elapsed_s > 0.0 { tokens / elapsed_s } else { 0.0 },
             ttft_ms: three(&l.ttft),
             itl_ms: three(&l.itl),
@@ -249,7 +273,20 @@ mod tests {
         assert!((p50 - 10.0).abs() < 0.2, "{p50}");
         assert!((s.itl_ms.unwrap()[0] - 5.0).abs() < 0.1);
         assert_eq!(s.kv_utilization, Some(0.25));
+        stats.set_executor_requests(7, 9);
+        assert_eq!(stats.snapshot().in_flight, 3, "the runner's own counts come first");
         stats.start_point("c8", None);
         assert_eq!(stats.snapshot().done, 0, "a new point starts from zero");
+    }
+
+    #[test]
+    fn without_runner_counts_the_executor_gives_in_flight_and_queued() {
+        let stats = LiveStats::default();
+        stats.start_point("virtual c64", Some(100));
+        stats.set_executor_requests(64, 12);
+        let s = stats.snapshot();
+        assert_eq!((s.in_flight, s.queued), (64, 12));
+        stats.start_point("virtual c128", Some(100));
+        assert_eq!((stats.snapshot().in_flight, stats.snapshot().queued), (0, 0), "a new point starts from zero");
     }
 }

@@ -122,7 +122,7 @@ pub async fn run_point_live(
             closed_loop(target, clock, sampler, Phase::Warmup, plan.warmup, concurrency, None, &next_index, live);
         collect(warm, &mut records, &mut |_| {}, &mut Watch::none()).await;
     }
-    let collector = target.executor().map(|e| IterationCollector::start(e.executor()));
+    let collector = target.executor().map(|e| IterationCollector::start_live(e.executor(), Some(live.clone())));
     let sampler = workload.sampler(point, WorkloadPhase::Measure);
     let seed = workload.seed ^ point.rotate_left(32);
     // A trace replay: its own arrival times, under the load's cap if any.
@@ -448,6 +448,22 @@ mod tests {
         assert_eq!(indexes, [0, 1, 2, 3, 4]);
         assert_eq!(run.records.iter().filter(|r| r.phase == Phase::Warmup).count(), 2);
         assert!(run.iterations.is_some_and(|log| !log.iterations.is_empty()));
+        executor.shutdown(crate::ShutdownMode::Cancel).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn live_view_gets_the_kv_use_from_the_iteration_stats() {
+        let (_dir, executor) = executor().await;
+        let target = BenchTarget::InProcess(executor.clone());
+        let live = Arc::new(LiveStats::default());
+        live.start_point("c4", Some(8));
+        assert_eq!(live.snapshot().kv_utilization, None, "unknown before the point runs");
+        let plan = LoadPlan::closed(4, 8);
+        let run = run_point_live(&target, &workload(), 0, &plan, &RunClock::start(), |_| {}, &live).await.unwrap();
+        let log = run.iterations.expect("in process: iteration stats");
+        let last = log.iterations.iter().rev().find_map(|s| s.kv_cache).expect("the simulator reports KV figures");
+        // The view shows what the last iteration received reported: used blocks over capacity.
+        assert_eq!(live.snapshot().kv_utilization, Some((last.utilization() * 1e6).floor() / 1e6));
         executor.shutdown(crate::ShutdownMode::Cancel).await.unwrap();
     }
 
