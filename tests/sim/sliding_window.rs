@@ -5,7 +5,7 @@ use crate::common;
 
 use serde_json::json;
 use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine};
-use trtllm::{Executor, GenerationRequest};
+use trtllm::{Executor, GenerationRequest, GenerationStream};
 
 /// A small Mistral-shaped model with a 128-token window (or none), in a pool of 256 tokens (8 blocks of 32).
 fn executor(window: Option<usize>) -> (tempfile::TempDir, Executor) {
@@ -36,6 +36,16 @@ fn request(first: u32) -> GenerationRequest {
     GenerationRequest::new((first..first + 100).collect(), 600).with_perf_metrics(true)
 }
 
+/// Enqueues one request per first token while the virtual clock holds, so they all arrive before it
+/// runs: otherwise the first could finish before the next is enqueued.
+fn enqueue_together(executor: &Executor, firsts: &[u32]) -> Vec<GenerationStream> {
+    let sim = executor.sim_control().expect("a virtual-clock engine");
+    let hold = sim.hold_arrivals(sim.now().unwrap()).unwrap();
+    let streams = firsts.iter().map(|&first| executor.enqueue(request(first)).unwrap()).collect();
+    sim.release_hold(hold).unwrap();
+    streams
+}
+
 #[test]
 fn a_sequence_holds_at_most_its_window_of_blocks() {
     // 700 tokens need 22 blocks of full attention: more than the pool's 8, so the request is refused.
@@ -46,15 +56,15 @@ fn a_sequence_holds_at_most_its_window_of_blocks() {
 
     // With a 128-token window each needs 4 blocks, so two run together in the 8-block pool to the end.
     let (_dir, windowed) = executor(Some(128));
-    let (a, b) = (windowed.enqueue(request(1)).unwrap(), windowed.enqueue(request(200)).unwrap());
-    let (a, b) = (common::sim::drain(a), common::sim::drain(b));
+    let mut streams = enqueue_together(&windowed, &[1, 200]).into_iter().map(common::sim::drain);
+    let (a, b) = (streams.next().unwrap(), streams.next().unwrap());
     assert_eq!((a.done().completion_tokens, b.done().completion_tokens), (600, 600));
     let (a, b) = (a.done().perf.unwrap(), b.done().perf.unwrap());
     assert!(b.first_token.unwrap() < a.last_token.unwrap(), "the second ran beside the first, not after it");
 
     // A third does not fit beside them: it waits for a sequence to end.
     let (_dir, windowed) = executor(Some(128));
-    let streams: Vec<_> = (0..3).map(|i| windowed.enqueue(request(1 + 200 * i)).unwrap()).collect();
+    let streams = enqueue_together(&windowed, &[1, 201, 401]);
     let perf: Vec<_> = streams.into_iter().map(|s| common::sim::drain(s).done().perf.unwrap()).collect();
     let first_end = perf.iter().map(|p| p.last_token.unwrap()).min().unwrap();
     let started_last = perf.iter().map(|p| p.first_token.unwrap()).max().unwrap();
