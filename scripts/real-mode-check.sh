@@ -61,7 +61,13 @@ clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
 [ -n "$clippy_driver" ] || { echo "clippy is not installed: rustup component add clippy" >&2; exit 1; }
 # Built as `cargo test` builds it (for an integration test, here the smallest, which brings the binary), so that
 # the dependencies get the features the test build unified and are shared with it rather than compiled again.
-RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-D warnings" \
+# The flags must equal the test build's to the letter (scripts/test.sh already exports `-D warnings`):
+# other RUSTFLAGS would compile every dependency again.
+case " ${RUSTFLAGS:-} " in
+    *" -D warnings "*) rustflags="$RUSTFLAGS" ;;
+    *) rustflags="${RUSTFLAGS:+$RUSTFLAGS }-D warnings" ;;
+esac
+RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="$rustflags" \
     TRTLLM_ROOT="$root" cargo test --no-run --locked --test ffi_memcheck --features _real-mode-check \
     --message-format json-render-diagnostics >"$work/cargo-messages.json"
 built=$(python3 -c '
