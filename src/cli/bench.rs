@@ -268,9 +268,11 @@ impl OnePoint<'_> {
         });
         let (run, virtual_run) = match self.planning_dir {
             Some(dir) => {
-                let options = self.virtual_options;
+                // The live view follows the point as it runs, in simulated time.
+                let options =
+                    trtllm::bench::VirtualRunOptions { live: Some(stats.clone()), ..self.virtual_options.clone() };
                 let (run, v) =
-                    run_virtual_point_with(dir, &point.workload, index as u64, &point.plan, options, count).await?;
+                    run_virtual_point_with(dir, &point.workload, index as u64, &point.plan, &options, |_| {}).await?;
                 (run, Some(v))
             }
             None => {

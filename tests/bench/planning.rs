@@ -117,3 +117,56 @@ async fn a_virtual_clock_point_loses_no_iteration_statistics() {
     assert_eq!(clock.itl_unmapped_requests, 0);
     assert!(run.records.iter().all(|r| r.output_tokens == 512 && r.itl_s().len() == 511));
 }
+
+/// `trtllm bench`'s live view follows a virtual-clock point while it runs: the executor's
+/// requests in flight, then every measured request in simulated time, TTFT as the result has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_view_follows_a_virtual_clock_point_in_simulated_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ModelPreset::by_id("llama-3.1-8b").unwrap();
+    let engine = SimulatedEngine::builder().model(model).gpu("h100-sxm").max_num_tokens(8192);
+    engine.clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let live = std::sync::Arc::new(LiveStats::default());
+    live.start_point("virtual c8", Some(96));
+    let watching = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let watcher = std::thread::spawn({
+        let (live, watching) = (live.clone(), watching.clone());
+        move || {
+            let mut most_in_flight = 0;
+            while watching.load(std::sync::atomic::Ordering::Relaxed) {
+                most_in_flight = most_in_flight.max(live.snapshot().in_flight);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            most_in_flight
+        }
+    });
+    // Long enough in wall time (about 12,000 executor round trips) for the watcher to look in.
+    let workload = Workload { output_len: Some(1000), fallback_output_len: 1000, ..workload() };
+    let plan = LoadPlan { warmup: 8, ..LoadPlan::closed(8, 96) };
+    let options = VirtualRunOptions { live: Some(live.clone()), ..Default::default() };
+    let (run, _) = run_virtual_point_with(dir.path(), &workload, 0, &plan, &options, |_| {}).await.unwrap();
+    watching.store(false, std::sync::atomic::Ordering::Relaxed);
+    let most_in_flight = watcher.join().unwrap();
+    assert!((1..=8).contains(&most_in_flight), "the executor's active requests while it ran: {most_in_flight}");
+
+    let seen = live.snapshot();
+    let measured: Vec<&RequestRecord> = run.records.iter().filter(|r| r.phase == Phase::Measure).collect();
+    assert_eq!((seen.done, seen.failed, seen.total), (96, 0, Some(96)), "warmup left out");
+    assert!(seen.virtual_clock);
+    // Simulated seconds since the point (warmup included) started: at least the measured span.
+    let span = measured.iter().filter_map(|r| r.e2el_s().map(|e| r.send_s + e)).fold(0.0, f64::max)
+        - measured.iter().map(|r| r.send_s).fold(f64::INFINITY, f64::min);
+    assert!(
+        seen.elapsed_s >= span && seen.elapsed_s < 2.0 * span,
+        "{} s simulated vs {span} s measured",
+        seen.elapsed_s
+    );
+    let mut ttft: Vec<f64> = measured.iter().filter_map(|r| r.ttft_s()).collect();
+    ttft.sort_by(f64::total_cmp);
+    let exact_p50_ms = ttft[ttft.len().div_ceil(2) - 1] * 1e3;
+    let [p50, _, _] = seen.ttft_ms.unwrap();
+    assert!((p50 / exact_p50_ms - 1.0).abs() < 0.03, "live TTFT p50 {p50} ms, result {exact_p50_ms} ms");
+    let tokens: u64 = measured.iter().map(|r| r.output_tokens).sum();
+    assert_eq!(tokens, 96 * 1000);
+    assert!((seen.output_tok_s - tokens as f64 / seen.elapsed_s).abs() < 1e-6 * seen.output_tok_s);
+}

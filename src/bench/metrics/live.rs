@@ -28,12 +28,17 @@ impl Default for Histogram {
 
 impl Histogram {
     fn add(&mut self, ms: f64) {
+        self.add_times(ms, 1);
+    }
+
+    /// Adds `ms` `times` times.
+    fn add_times(&mut self, ms: f64, times: u64) {
         if !ms.is_finite() || ms < 0.0 {
             return;
         }
         let index = ((ms.max(SMALLEST_MS) / SMALLEST_MS).ln() / BUCKET_GROWTH.ln()) as usize;
-        self.counts[index.min(BUCKETS - 1)] += 1;
-        self.total += 1;
+        self.counts[index.min(BUCKETS - 1)] += times;
+        self.total += times;
     }
 
     /// The `p`th percentile (0-100), as its bucket's geometric middle.
@@ -58,8 +63,10 @@ impl Histogram {
 pub struct LiveSnapshot {
     /// What runs: the target and the point (its file stem).
     pub label: String,
-    /// Seconds since the point started.
+    /// Seconds since the point started: simulated seconds when `virtual_clock`.
     pub elapsed_s: f64,
+    /// The point runs on the virtual clock: times are the executor's simulated ones.
+    pub virtual_clock: bool,
     /// Measured (and ramp-up) requests finished, failures included.
     pub done: u64,
     /// Of those, failed.
@@ -110,6 +117,9 @@ pub struct LiveStats {
     /// when the runner does not count its own (a virtual-clock point).
     executor_active: AtomicU64,
     executor_queued: AtomicU64,
+    /// Simulated microseconds since the point started, plus one (0: the point runs in real
+    /// time), from the executor's stamps of the requests finished so far.
+    simulated_micros: AtomicU64,
     latencies: Mutex<Latencies>,
 }
 
@@ -127,6 +137,7 @@ impl LiveStats {
             &self.kv_millionths,
             &self.executor_active,
             &self.executor_queued,
+            &self.simulated_micros,
         ] {
             counter.store(0, Ordering::Relaxed);
         }
@@ -175,6 +186,44 @@ impl LiveStats {
         }
     }
 
+    /// Adds a finished request of a virtual-clock point, still in wall-clock time, from the
+    /// executor's simulated stamps (seconds since the point started): TTFT from its arrival to
+    /// its first token, and each gap its mean inter-token time (the view's ITL percentiles are
+    /// then those of per-request means; the result files rebuild every token's time). The
+    /// point's elapsed time becomes simulated: the latest last token so far.
+    pub fn record_simulated(&self, record: &RequestRecord) {
+        if record.phase == Phase::Warmup {
+            return;
+        }
+        self.done.fetch_add(1, Ordering::Relaxed);
+        let server = record.server.unwrap_or_default();
+        if let Some(last) = server.last_token_s {
+            self.set_simulated_elapsed(last);
+        }
+        if !record.is_success() {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.output_tokens.fetch_add(record.output_tokens, Ordering::Relaxed);
+        let mut l = self.lock();
+        if let (Some(arrival), Some(first)) = (server.arrival_s, server.first_token_s) {
+            l.ttft.add((first - arrival) * 1e3);
+        }
+        if let (Some(first), Some(last), gaps @ 1..) =
+            (server.first_token_s, server.last_token_s, record.output_tokens.saturating_sub(1))
+        {
+            l.itl.add_times((last - first) * 1e3 / gaps as f64, gaps);
+        }
+    }
+
+    /// The point runs on the virtual clock and has reached `seconds` of simulated time (an
+    /// earlier time than one already reached changes nothing).
+    pub fn set_simulated_elapsed(&self, seconds: f64) {
+        if seconds.is_finite() && seconds >= 0.0 {
+            self.simulated_micros.fetch_max((seconds * 1e6) as u64 + 1, Ordering::Relaxed);
+        }
+    }
+
     /// The target's KV-cache use (0-1).
     pub fn set_kv_utilization(&self, utilization: f64) {
         if utilization.is_finite() {
@@ -202,7 +251,11 @@ impl LiveStats {
             self.returned.load(Ordering::Relaxed),
         );
         let l = self.lock();
-        let elapsed_s = l.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let simulated = self.simulated_micros.load(Ordering::Relaxed);
+        let elapsed_s = match simulated {
+            0 => l.started.map_or(0.0, |s| s.elapsed().as_secs_f64()),
+            micros => (micros - 1) as f64 / 1e6,
+        };
         let tokens = self.output_tokens.load(Ordering::Relaxed) as f64;
         let three = |h: &Histogram| Some([h.percentile(50.0)?, h.percentile(90.0)?, h.percentile(99.0)?]);
         let kv = self.kv_millionths.load(Ordering::Relaxed);
@@ -213,6 +266,7 @@ impl LiveStats {
         LiveSnapshot {
             label: l.label.clone(),
             elapsed_s,
+            virtual_clock: simulated > 0,
             done: self.done.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             total: l.total,
@@ -234,6 +288,7 @@ impl LiveStats {
 
 #[cfg(test)]
 mod tests {
+    use super::super::record::ServerTimes;
     use super::*;
 
     #[test]
@@ -277,6 +332,40 @@ mod tests {
         assert_eq!(stats.snapshot().in_flight, 3, "the runner's own counts come first");
         stats.start_point("c8", None);
         assert_eq!(stats.snapshot().done, 0, "a new point starts from zero");
+    }
+
+    #[test]
+    fn a_virtual_clock_point_reads_the_executors_simulated_stamps() {
+        let stats = LiveStats::default();
+        stats.start_point("virtual c2", Some(2));
+        stats.set_simulated_elapsed(0.0);
+        assert!(stats.snapshot().virtual_clock && stats.snapshot().elapsed_s == 0.0);
+        // Wall-clock stamps a microsecond apart; the executor's say 50 ms to the first token and
+        // 10 ms between the next four.
+        let mut r = RequestRecord::new(0, Phase::Measure, 0.0);
+        for i in 0..5 {
+            r.record_chunk(1e-6 * f64::from(i), 1);
+        }
+        r.finish(5e-6, 5, Some("length".into()));
+        r.server = Some(ServerTimes {
+            arrival_s: Some(1.0),
+            first_token_s: Some(1.05),
+            last_token_s: Some(1.09),
+            ..Default::default()
+        });
+        stats.record_simulated(&r);
+        let s = stats.snapshot();
+        assert_eq!((s.done, s.failed), (1, 0));
+        assert!((s.elapsed_s - 1.09).abs() < 1e-6, "{}", s.elapsed_s);
+        assert!((s.output_tok_s - 5.0 / 1.09).abs() < 1e-3, "{}", s.output_tok_s);
+        assert!((s.ttft_ms.unwrap()[0] / 50.0 - 1.0).abs() < 0.02, "{:?}", s.ttft_ms);
+        assert!(s.itl_ms.unwrap().iter().all(|itl| (itl / 10.0 - 1.0).abs() < 0.02), "{:?}", s.itl_ms);
+        let mut earlier = r.clone();
+        earlier.server.as_mut().unwrap().last_token_s = Some(0.5);
+        stats.record_simulated(&earlier);
+        assert!((stats.snapshot().elapsed_s - 1.09).abs() < 1e-6, "simulated time never goes back");
+        stats.start_point("real c2", Some(2));
+        assert!(!stats.snapshot().virtual_clock, "a new point runs in real time unless told");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit, sim_control};
 use super::virtual_sessions::{SessionUsers, warmup_cycle};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
+use crate::bench::metrics::live::LiveStats;
 use crate::bench::metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes};
 use crate::bench::runner::point::PointRun;
 use crate::bench::traffic::load::{Load, LoadError, LoadPlan, arrival_schedule, ramp_start_s};
@@ -75,6 +76,9 @@ pub struct VirtualRunOptions {
     /// LoRA traffic the requests carry (`--lora-adapters`): its adapter caches become the
     /// executor's, and its counts start over with the point.
     pub lora: Option<Arc<crate::bench::lora::LoraTraffic>>,
+    /// A live view the point feeds as it runs: the executor's active and queued requests and
+    /// KV-cache use per iteration, and each finished measured request in simulated time.
+    pub live: Option<Arc<LiveStats>>,
 }
 
 impl Default for VirtualRunOptions {
@@ -84,6 +88,7 @@ impl Default for VirtualRunOptions {
             max_batch_size: None,
             executor: None,
             lora: None,
+            live: None,
         }
     }
 }
@@ -149,7 +154,8 @@ pub async fn run_virtual_point(
 /// warmup requests (closed loop at the point's concurrency, its cap, or all at once), then the
 /// load of `plan` in simulated time, records rebuilt in simulated time (seconds since the first
 /// arrival), and the iteration log from the iteration that scheduled the first measured
-/// request. `progress` sees every measured request as it finishes.
+/// request. `progress` sees every measured request, rebuilt, once the load has run;
+/// `options.live` follows the point while it runs.
 pub async fn run_virtual_point_with(
     engine_dir: &Path,
     workload: &Workload,
@@ -179,10 +185,13 @@ pub async fn run_virtual_point_with(
         traffic.reset(executor.clone());
     }
     let step_responses = speculates(engine_dir);
-    let collector = IterationCollector::start(executor.executor());
+    let collector = IterationCollector::start_live(executor.executor(), options.live.clone());
     let wall_start = Instant::now();
     let origin = sim_control(&executor)?.now()?;
     let clock = RunClock::from_instant(origin);
+    if let Some(live) = &options.live {
+        live.set_simulated_elapsed(0.0);
+    }
 
     let mut records = Vec::new();
     let mut next_index = 0_u64;
@@ -392,6 +401,9 @@ async fn run_phase(
     drop(load);
     let mut records = Vec::new();
     while let Some(record) = rx.recv().await {
+        if let Some(live) = &options.live {
+            live.record_simulated(&record);
+        }
         records.push(record);
     }
     Ok(records)

@@ -61,7 +61,8 @@ pub fn draw_live_view(frame: &mut Frame<'_>, finished: &[LiveSnapshot], current:
         Constraint::Min(10),
     ];
     let header = Row::new(HEADER.map(Cell::from)).style(Style::default().fg(Color::Cyan));
-    let title = format!(" trtllm bench: {:.1} s ", current.elapsed_s);
+    let clock = if current.virtual_clock { " simulated" } else { "" };
+    let title = format!(" trtllm bench: {:.1} s{clock} ", current.elapsed_s);
     let table = Table::new(rows, widths).header(header).block(Block::default().borders(Borders::ALL).title(title));
     frame.render_widget(table, table_area);
     match current.total {
@@ -123,9 +124,10 @@ pub fn progress_line(s: &LiveSnapshot) -> String {
         None => s.done.to_string(),
     };
     let mut line = format!(
-        "{} {:.1} s: {done} done, {} in flight, {} queued, {} failed, {:.0} out tok/s, TTFT p50/p90/p99 {} ms, ITL p50/p90/p99 {} ms",
+        "{} {:.1} s{}: {done} done, {} in flight, {} queued, {} failed, {:.0} out tok/s, TTFT p50/p90/p99 {} ms, ITL p50/p90/p99 {} ms",
         s.label,
         s.elapsed_s,
+        if s.virtual_clock { " simulated" } else { "" },
         s.in_flight,
         s.queued,
         s.failed,

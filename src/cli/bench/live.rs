@@ -21,6 +21,8 @@ const LINE_PERIOD: Duration = Duration::from_secs(5);
 pub struct LiveOutput {
     pub stats: Arc<LiveStats>,
     finished: Arc<Mutex<Vec<LiveSnapshot>>>,
+    /// A point is running (progress lines are printed only then, not while results are written).
+    running: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -31,25 +33,28 @@ impl LiveOutput {
         let stats = Arc::new(LiveStats::default());
         let finished = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
+        let running = Arc::new(AtomicBool::new(false));
         let terminal = live.unwrap_or(!quiet && std::io::stdout().is_terminal());
-        let (s, f, st) = (stats.clone(), finished.clone(), stop.clone());
+        let (s, f, r, st) = (stats.clone(), finished.clone(), running.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("bench-live".into())
             .spawn(move || match terminal {
-                true => view(&s, &f, &st),
-                false => lines(&s, &st),
+                true => view(&s, &f, &r, &st),
+                false => lines(&s, &r, &st),
             })
             .ok();
-        LiveOutput { stats, finished, stop, thread }
+        LiveOutput { stats, finished, running, stop, thread }
     }
 
     /// A new point, `label`, of `total` measured requests when known.
     pub fn start_point(&self, label: &str, total: Option<u64>) {
         self.stats.start_point(label, total);
+        self.running.store(true, Ordering::Relaxed);
     }
 
     /// The running point is done: its figures stay on the view.
     pub fn finish_point(&self) {
+        self.running.store(false, Ordering::Relaxed);
         let snapshot = self.stats.snapshot();
         self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(snapshot);
     }
@@ -71,10 +76,10 @@ impl Drop for LiveOutput {
 
 /// The ratatui view, inline below the command line (no alternate screen, no raw mode, so
 /// Ctrl-C still stops the run); falls back to lines when the terminal cannot be set up.
-fn view(stats: &LiveStats, finished: &Mutex<Vec<LiveSnapshot>>, stop: &AtomicBool) {
+fn view(stats: &LiveStats, finished: &Mutex<Vec<LiveSnapshot>>, running: &AtomicBool, stop: &AtomicBool) {
     let options = TerminalOptions { viewport: Viewport::Inline(LIVE_VIEW_HEIGHT) };
     let Ok(mut terminal) = Terminal::with_options(CrosstermBackend::new(std::io::stdout()), options) else {
-        return lines(stats, stop);
+        return lines(stats, running, stop);
     };
     loop {
         let done = stop.load(Ordering::Relaxed);
@@ -94,16 +99,15 @@ fn view(stats: &LiveStats, finished: &Mutex<Vec<LiveSnapshot>>, stop: &AtomicBoo
 }
 
 /// A plain progress line on stderr every few seconds while a point runs.
-fn lines(stats: &LiveStats, stop: &AtomicBool) {
+fn lines(stats: &LiveStats, running: &AtomicBool, stop: &AtomicBool) {
     let mut waited = Duration::ZERO;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(VIEW_PERIOD);
         waited += VIEW_PERIOD;
         if waited >= LINE_PERIOD {
             waited = Duration::ZERO;
-            let snapshot = stats.snapshot();
-            if !snapshot.label.is_empty() {
-                eprintln!("{}", progress_line(&snapshot));
+            if running.load(Ordering::Relaxed) {
+                eprintln!("{}", progress_line(&stats.snapshot()));
             }
         }
     }
