@@ -26,7 +26,8 @@
 //! through `run_point_live` with shared [`LiveStats`], each finished request added to it, the
 //! simulated GPU telemetry sampler feeding it every 0.5 s, and a thread drawing the live view
 //! into an off-screen buffer four times a second (`TRTLLM_BENCH_TELEMETRY=0` leaves the sampler
-//! out); the first line printed says which mode ran.
+//! out; `TRTLLM_BENCH_VIEW_PRIORITY=normal` draws from an ordinary thread instead of the idle-priority
+//! observer `trtllm bench` uses); the first line printed says which mode ran.
 //! Comparing the figures of the two modes shows what the live view costs the runner.
 //!
 //! `cargo bench --bench runner_overhead`
@@ -42,7 +43,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use trtllm::bench::{
     BenchTarget, Calibration, GrpcTarget, LIVE_VIEW_HEIGHT, LiveStats, LoadPlan, Phase, PointRun, PromptSource,
     RequestRecord, RunClock, SimulatedSource, TelemetrySampler, WallAnchor, Workload, draw_live_view, percentile,
-    run_point, run_point_live, telemetry_line,
+    run_point, run_point_live, spawn_observer, telemetry_line,
 };
 use trtllm::server::{ServeOptions, serve};
 use trtllm::sim::SimulatedEngine;
@@ -134,6 +135,11 @@ struct LiveView {
     stats: Arc<LiveStats>,
     /// Frames drawn, to show the view ran.
     frames: Arc<AtomicU64>,
+    /// Time spent taking snapshots and drawing them.
+    drawing_ns: Arc<AtomicU64>,
+    /// The view's thread is an ordinary one (`TRTLLM_BENCH_VIEW_PRIORITY=normal`), not an
+    /// idle-priority observer as in `trtllm bench`.
+    normal_priority: bool,
     /// Whether the GPU telemetry sampler runs too (`TRTLLM_BENCH_TELEMETRY=0`: not, to tell
     /// its cost from the view's).
     telemetry: bool,
@@ -148,21 +154,30 @@ fn live_view() -> Option<&'static LiveView> {
             return None;
         }
         let stats = Arc::new(LiveStats::default());
-        let frames = Arc::new(AtomicU64::new(0));
-        let (s, f) = (stats.clone(), frames.clone());
-        std::thread::spawn(move || {
+        let (frames, drawing_ns) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (s, f, d) = (stats.clone(), frames.clone(), drawing_ns.clone());
+        let draw = move || {
             // The terminal's cost is the view's drawing, not this host's terminal: draw off screen.
             let backend = ratatui::backend::TestBackend::new(120, LIVE_VIEW_HEIGHT);
             let mut terminal = ratatui::Terminal::new(backend).expect("test backend");
             loop {
+                let started = Instant::now();
                 let now = s.snapshot();
                 let _ = terminal.draw(|frame| draw_live_view(frame, &[], &now));
+                d.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 f.fetch_add(1, Ordering::Relaxed);
                 std::thread::sleep(VIEW_PERIOD);
             }
-        });
+        };
+        // `trtllm bench` draws from an observer thread at idle priority; `normal` compares an
+        // ordinary thread.
+        let normal = std::env::var("TRTLLM_BENCH_VIEW_PRIORITY").as_deref() == Ok("normal");
+        match normal {
+            true => drop(std::thread::spawn(draw)),
+            false => drop(spawn_observer("bench-live", draw).expect("the live view's thread")),
+        }
         let telemetry = std::env::var("TRTLLM_BENCH_TELEMETRY").as_deref() != Ok("0");
-        Some(LiveView { stats, frames, telemetry })
+        Some(LiveView { stats, frames, drawing_ns, normal_priority: normal, telemetry })
     })
     .as_ref()
 }
@@ -326,8 +341,9 @@ async fn main() {
     match live_view() {
         Some(view) => println!(
             "mode: live view ON (TRTLLM_BENCH_LIVE=1): run_point_live + LiveStats, simulated GPU telemetry {}, view \
-             drawn every {VIEW_PERIOD:?} off screen",
-            if view.telemetry { format!("every {GPU_SAMPLE_INTERVAL:?}") } else { "off".to_owned() }
+             drawn every {VIEW_PERIOD:?} off screen by a thread at {} priority",
+            if view.telemetry { format!("every {GPU_SAMPLE_INTERVAL:?}") } else { "off".to_owned() },
+            if view.normal_priority { "normal (TRTLLM_BENCH_VIEW_PRIORITY=normal)" } else { "idle" }
         ),
         None => println!("mode: live view off (TRTLLM_BENCH_LIVE=1 turns it on)"),
     }
@@ -506,9 +522,11 @@ async fn main() {
     table.print();
     if let Some(view) = live_view() {
         let last = view.stats.snapshot();
+        let frames = view.frames.load(Ordering::Relaxed);
         println!(
-            "live view: {} frames drawn; last point {}: KV {:?}, GPU {:?}",
-            view.frames.load(Ordering::Relaxed),
+            "live view: {frames} frames drawn, {:.1} us each, {} priority; last point {}: KV {:?}, GPU {:?}",
+            view.drawing_ns.load(Ordering::Relaxed) as f64 / 1e3 / frames.max(1) as f64,
+            if view.normal_priority { "normal" } else { "idle" },
             last.label,
             last.kv_utilization,
             last.gpu

@@ -60,6 +60,7 @@
 
 pub mod lora;
 mod metrics;
+mod observer;
 mod planning;
 mod report;
 mod runner;
@@ -88,6 +89,7 @@ pub use metrics::throughput::{
 };
 pub use metrics::timer_jitter::TimerJitter;
 pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
+pub use observer::spawn_observer;
 pub use planning::prediction::Prediction;
 /// The configuration search under SLOs (`trtllm plan`).
 pub use planning::search;

@@ -40,26 +40,24 @@ impl TelemetrySampler {
         let stop = Arc::new(AtomicBool::new(false));
         let kind = source.kind();
         let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("gpu-telemetry".into())
-            .spawn(move || {
-                let start = Instant::now();
-                let mut samples = Vec::new();
-                loop {
-                    let round = source.sample(start.elapsed().as_secs_f64());
-                    each(&round);
-                    samples.extend(round);
-                    // Sleep in short steps so finishing does not wait a whole interval.
-                    let next = Instant::now() + interval;
-                    while Instant::now() < next {
-                        if flag.load(Ordering::Relaxed) {
-                            return samples;
-                        }
-                        std::thread::sleep(Duration::from_millis(10).min(interval));
+        let thread = crate::bench::observer::spawn_observer("gpu-telemetry", move || {
+            let start = Instant::now();
+            let mut samples = Vec::new();
+            loop {
+                let round = source.sample(start.elapsed().as_secs_f64());
+                each(&round);
+                samples.extend(round);
+                // Sleep in short steps so finishing does not wait a whole interval.
+                let next = Instant::now() + interval;
+                while Instant::now() < next {
+                    if flag.load(Ordering::Relaxed) {
+                        return samples;
                     }
+                    std::thread::sleep(Duration::from_millis(10).min(interval));
                 }
-            })
-            .ok();
+            }
+        })
+        .ok();
         TelemetrySampler { stop, thread, kind }
     }
 

@@ -36,13 +36,11 @@ impl LiveOutput {
         let running = Arc::new(AtomicBool::new(false));
         let terminal = live.unwrap_or(!quiet && std::io::stdout().is_terminal());
         let (s, f, r, st) = (stats.clone(), finished.clone(), running.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
-            .name("bench-live".into())
-            .spawn(move || match terminal {
-                true => view(&s, &f, &r, &st),
-                false => lines(&s, &r, &st),
-            })
-            .ok();
+        let thread = trtllm::bench::spawn_observer("bench-live", move || match terminal {
+            true => view(&s, &f, &r, &st),
+            false => lines(&s, &r, &st),
+        })
+        .ok();
         LiveOutput { stats, finished, running, stop, thread }
     }
 
