@@ -1,5 +1,5 @@
 //! What a run has done so far, for a live view: counters and latency histograms cheap to update
-//! per request and to read a few times a second.
+//! per request and to read a few times a second, with no lock on the runner's side.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,43 +13,54 @@ const BUCKET_GROWTH: f64 = 1.02;
 const SMALLEST_MS: f64 = 0.001;
 
 /// A log-bucketed histogram of milliseconds: constant memory and O(buckets) percentiles,
-/// however many tokens a run streams (within 2% of the exact percentile).
-#[derive(Debug, Clone)]
+/// however many tokens a run streams (within 2% of the exact percentile). Its counts are
+/// atomics, so adding never waits for a reader: the view reads at idle priority, and a lock
+/// it held while preempted would stall the runner's tasks behind it.
+#[derive(Debug)]
 struct Histogram {
-    counts: Vec<u64>,
-    total: u64,
+    counts: Box<[AtomicU64]>,
+    total: AtomicU64,
 }
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: vec![0; BUCKETS], total: 0 }
+        Histogram { counts: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(), total: AtomicU64::new(0) }
     }
 }
 
 impl Histogram {
-    fn add(&mut self, ms: f64) {
+    fn add(&self, ms: f64) {
         self.add_times(ms, 1);
     }
 
     /// Adds `ms` `times` times.
-    fn add_times(&mut self, ms: f64, times: u64) {
+    fn add_times(&self, ms: f64, times: u64) {
         if !ms.is_finite() || ms < 0.0 {
             return;
         }
         let index = ((ms.max(SMALLEST_MS) / SMALLEST_MS).ln() / BUCKET_GROWTH.ln()) as usize;
-        self.counts[index.min(BUCKETS - 1)] += times;
-        self.total += times;
+        self.counts[index.min(BUCKETS - 1)].fetch_add(times, Ordering::Relaxed);
+        // Released after the bucket: a reader that sees this total sees the bucket's count.
+        self.total.fetch_add(times, Ordering::Release);
+    }
+
+    fn clear(&self) {
+        self.total.store(0, Ordering::Relaxed);
+        for count in &self.counts {
+            count.store(0, Ordering::Relaxed);
+        }
     }
 
     /// The `p`th percentile (0-100), as its bucket's geometric middle.
     fn percentile(&self, p: f64) -> Option<f64> {
-        if self.total == 0 {
+        let total = self.total.load(Ordering::Acquire);
+        if total == 0 {
             return None;
         }
-        let rank = ((p / 100.0) * self.total as f64).ceil().max(1.0) as u64;
+        let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
         let mut seen = 0;
-        for (i, &c) in self.counts.iter().enumerate() {
-            seen += c;
+        for (i, count) in self.counts.iter().enumerate() {
+            seen += count.load(Ordering::Relaxed);
             if seen >= rank {
                 return Some(SMALLEST_MS * BUCKET_GROWTH.powf(i as f64 + 0.5));
             }
@@ -89,10 +100,10 @@ pub struct LiveSnapshot {
     pub gpu: Option<String>,
 }
 
+/// What names the running point, set between points and by the telemetry sampler: the only
+/// part behind a lock, which the runner never takes while a point runs.
 #[derive(Debug, Default)]
-struct Latencies {
-    ttft: Histogram,
-    itl: Histogram,
+struct PointMeta {
     label: String,
     total: Option<u64>,
     started: Option<Instant>,
@@ -101,8 +112,8 @@ struct Latencies {
 
 /// Shared by the runner (which counts requests it creates, sends and gets back), the progress
 /// callback (which adds each finished request) and the view (which reads snapshots). Counting
-/// is a relaxed atomic add per request event; latencies take one short lock per finished
-/// request, off the per-token path.
+/// is a relaxed atomic add per request event, and a finished request adds its latencies to
+/// atomic histograms, off the per-token path: nothing the runner does waits for the view.
 #[derive(Debug, Default)]
 pub struct LiveStats {
     created: AtomicU64,
@@ -120,7 +131,9 @@ pub struct LiveStats {
     /// Simulated microseconds since the point started, plus one (0: the point runs in real
     /// time), from the executor's stamps of the requests finished so far.
     simulated_micros: AtomicU64,
-    latencies: Mutex<Latencies>,
+    ttft: Histogram,
+    itl: Histogram,
+    meta: Mutex<PointMeta>,
 }
 
 impl LiveStats {
@@ -141,14 +154,10 @@ impl LiveStats {
         ] {
             counter.store(0, Ordering::Relaxed);
         }
-        let mut l = self.lock();
-        *l = Latencies {
-            label: label.to_owned(),
-            total,
-            started: Some(Instant::now()),
-            gpu: l.gpu.take(),
-            ..Default::default()
-        };
+        self.ttft.clear();
+        self.itl.clear();
+        let mut meta = self.meta();
+        *meta = PointMeta { label: label.to_owned(), total, started: Some(Instant::now()), gpu: meta.gpu.take() };
     }
 
     /// The runner created a request (it may wait for a slot).
@@ -177,12 +186,11 @@ impl LiveStats {
             return;
         }
         self.output_tokens.fetch_add(record.output_tokens, Ordering::Relaxed);
-        let mut l = self.lock();
         if let Some(ttft) = record.ttft_s() {
-            l.ttft.add(ttft * 1e3);
+            self.ttft.add(ttft * 1e3);
         }
         for itl in record.itl_s() {
-            l.itl.add(itl * 1e3);
+            self.itl.add(itl * 1e3);
         }
     }
 
@@ -205,14 +213,13 @@ impl LiveStats {
             return;
         }
         self.output_tokens.fetch_add(record.output_tokens, Ordering::Relaxed);
-        let mut l = self.lock();
         if let (Some(arrival), Some(first)) = (server.arrival_s, server.first_token_s) {
-            l.ttft.add((first - arrival) * 1e3);
+            self.ttft.add((first - arrival) * 1e3);
         }
         if let (Some(first), Some(last), gaps @ 1..) =
             (server.first_token_s, server.last_token_s, record.output_tokens.saturating_sub(1))
         {
-            l.itl.add_times((last - first) * 1e3 / gaps as f64, gaps);
+            self.itl.add_times((last - first) * 1e3 / gaps as f64, gaps);
         }
     }
 
@@ -240,7 +247,7 @@ impl LiveStats {
 
     /// One line of GPU figures, shown as given.
     pub fn set_gpu(&self, figures: Option<String>) {
-        self.lock().gpu = figures;
+        self.meta().gpu = figures;
     }
 
     /// The figures now.
@@ -250,10 +257,13 @@ impl LiveStats {
             self.sent.load(Ordering::Relaxed),
             self.returned.load(Ordering::Relaxed),
         );
-        let l = self.lock();
+        let (label, total, started, gpu) = {
+            let meta = self.meta();
+            (meta.label.clone(), meta.total, meta.started, meta.gpu.clone())
+        };
         let simulated = self.simulated_micros.load(Ordering::Relaxed);
         let elapsed_s = match simulated {
-            0 => l.started.map_or(0.0, |s| s.elapsed().as_secs_f64()),
+            0 => started.map_or(0.0, |s| s.elapsed().as_secs_f64()),
             micros => (micros - 1) as f64 / 1e6,
         };
         let tokens = self.output_tokens.load(Ordering::Relaxed) as f64;
@@ -264,25 +274,25 @@ impl LiveStats {
             _ => (sent.saturating_sub(returned), created.saturating_sub(sent)),
         };
         LiveSnapshot {
-            label: l.label.clone(),
+            label,
             elapsed_s,
             virtual_clock: simulated > 0,
             done: self.done.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
-            total: l.total,
+            total,
             in_flight,
             queued,
             output_tok_s: if elapsed_s > 0.0 { tokens / elapsed_s } else { 0.0 },
-            ttft_ms: three(&l.ttft),
-            itl_ms: three(&l.itl),
+            ttft_ms: three(&self.ttft),
+            itl_ms: three(&self.itl),
             kv_utilization: (kv > 0).then(|| (kv - 1) as f64 / 1e6),
-            gpu: l.gpu.clone(),
+            gpu,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Latencies> {
-        // A panic elsewhere while holding the lock leaves plain numbers: still readable.
-        self.latencies.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn meta(&self) -> std::sync::MutexGuard<'_, PointMeta> {
+        // A panic elsewhere while holding the lock leaves plain values: still readable.
+        self.meta.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -293,7 +303,7 @@ mod tests {
 
     #[test]
     fn histogram_percentiles_are_within_two_percent() {
-        let mut h = Histogram::default();
+        let h = Histogram::default();
         for i in 1..=1000 {
             h.add(f64::from(i) * 0.1);
         }
