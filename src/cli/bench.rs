@@ -82,7 +82,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A virtual-clock engine plans rather than measures: points run in simulated time.
     let planning_dir = match (&setup.simulation, &setup.loaded_dir) {
         (Some(sim), Some(dir)) if sim.is_virtual() => {
-            eprintln!("virtual clock: latencies, durations and rates are simulated executor time");
+            if !args.quiet {
+                eprintln!("virtual clock: latencies, durations and rates are simulated executor time");
+            }
             Some(dir.clone())
         }
         _ => None,

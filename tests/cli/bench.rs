@@ -443,3 +443,22 @@ fn a_trace_replay_keeps_to_max_concurrency() {
     assert!(num(&summary, "p99_dispatch_delay_ms") > 5.0, "{summary}");
     assert!(num(&summary, "p99_client_queue_time_ms") > 5.0, "{summary}");
 }
+
+#[test]
+fn quiet_prints_only_the_table_and_notes() {
+    let engine = builtin_engine_dir();
+    let out = tempfile::tempdir().unwrap();
+    let run = |quiet: &[&str]| {
+        let mut args = vec!["--engine-dir", engine.path().to_str().unwrap(), "--concurrency", "2"];
+        args.extend(["--input-len", "16", "--output-len", "4", "--num-prompts", "4", "--warmup", "0"]);
+        args.extend(["--output-dir", out.path().to_str().unwrap()]);
+        args.extend(quiet);
+        bench(&args)
+    };
+    let quiet = run(&["--quiet"]);
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "", "nothing on stderr");
+    let table = String::from_utf8_lossy(&quiet.stdout);
+    assert!(table.contains("c=2") && table.contains("results in"), "{table}");
+    let told = run(&[]);
+    assert!(String::from_utf8_lossy(&told.stderr).contains("engine "), "without --quiet the setup is told");
+}

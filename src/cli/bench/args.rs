@@ -255,7 +255,7 @@ pub struct RunArgs {
     /// Seconds between scrapes of `--metrics-url` during a point.
     #[arg(long, default_value_t = 1.0)]
     pub metrics_interval: f64,
-    /// No live view: plain progress lines on stderr (as when stdout is not a terminal).
+    /// No live view and no progress lines: the table and notes at the end only.
     #[arg(long)]
     pub quiet: bool,
 }

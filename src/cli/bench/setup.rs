@@ -88,7 +88,9 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
     let backend = executor.executor().backend().clone();
     let gpu = simulated_gpu(&engine_dir);
     let simulation = EngineSimulation::from_engine_dir(&engine_dir)?;
-    eprintln!("engine {} ({}), backend {backend}", engine.model_name, engine_dir.display());
+    if !args.quiet {
+        eprintln!("engine {} ({}), backend {backend}", engine.model_name, engine_dir.display());
+    }
     let tokenizer_source = engine.tokenizer_dir.clone().map(|dir| {
         let id = if builtin { format!("{} (built-in)", engine.model_name) } else { dir.display().to_string() };
         (TokenizerSource::Dir(dir), id)
