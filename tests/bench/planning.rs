@@ -2,7 +2,7 @@
 //! the same records and iteration log, whatever the host was doing while they ran.
 
 use trtllm::bench::*;
-use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine};
+use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine, SimulatedEngineBuilder};
 
 fn workload() -> Workload {
     Workload {
@@ -16,6 +16,14 @@ fn workload() -> Workload {
         guide: None,
         lengths: Default::default(),
     }
+}
+
+/// A virtual-clock engine directory: Llama-3.1-8B on an H100, with `limits` applied.
+fn llama_8b_on_h100(limits: impl FnOnce(SimulatedEngineBuilder) -> SimulatedEngineBuilder) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = SimulatedEngine::builder().model(ModelPreset::by_id("llama-3.1-8b").unwrap()).gpu("h100-sxm");
+    limits(engine).clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    dir
 }
 
 /// Records and iteration log of one closed-loop planning point, as JSON (iteration timestamps,
@@ -41,10 +49,7 @@ async fn closed_loop(dir: &std::path::Path) -> (Vec<serde_json::Value>, Vec<serd
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_loop_planning_point_gives_the_same_figures_every_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = ModelPreset::by_id("llama-3.1-8b").unwrap();
-    let engine = SimulatedEngine::builder().model(model).gpu("h100-sxm").max_batch_size(16);
-    engine.clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let dir = llama_8b_on_h100(|engine| engine.max_batch_size(16));
     let (records, iterations) = closed_loop(dir.path()).await;
     assert_eq!(records.len(), 72);
     // Requests queue behind the running batch: the count the executor reports must not depend
@@ -70,10 +75,7 @@ async fn capped_open_loop(dir: &std::path::Path) -> Vec<serde_json::Value> {
 async fn a_capped_open_loop_planning_point_gives_the_same_figures_every_run() {
     // Requests come faster than slots free: many wait for one, and which waiting
     // request a freed slot goes to must not depend on the order the runner's tasks wake in.
-    let dir = tempfile::tempdir().unwrap();
-    let model = ModelPreset::by_id("llama-3.1-8b").unwrap();
-    let engine = SimulatedEngine::builder().model(model).gpu("h100-sxm");
-    engine.clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let dir = llama_8b_on_h100(|engine| engine);
     let records = capped_open_loop(dir.path()).await;
     assert_eq!(records.len(), 160);
     let queued = records.iter().filter(|r| r["client_queue_s"].as_f64().unwrap() > 0.0).count();
@@ -91,10 +93,7 @@ async fn a_capped_open_loop_planning_point_gives_the_same_figures_every_run() {
 /// broadcast holds), while a task keeps the runtime's only worker busy for 150 ms at a time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_virtual_clock_point_loses_no_iteration_statistics() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = ModelPreset::by_id("llama-3.1-8b").unwrap();
-    let engine = SimulatedEngine::builder().model(model).gpu("h100-sxm").max_num_tokens(8192);
-    engine.clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let dir = llama_8b_on_h100(|engine| engine.max_num_tokens(8192));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let hog = tokio::spawn({
         let stop = stop.clone();
@@ -122,10 +121,7 @@ async fn a_virtual_clock_point_loses_no_iteration_statistics() {
 /// requests in flight, then every measured request in simulated time, TTFT as the result has it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_live_view_follows_a_virtual_clock_point_in_simulated_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = ModelPreset::by_id("llama-3.1-8b").unwrap();
-    let engine = SimulatedEngine::builder().model(model).gpu("h100-sxm").max_num_tokens(8192);
-    engine.clock(ClockMode::Virtual).build().write_to(dir.path()).unwrap();
+    let dir = llama_8b_on_h100(|engine| engine.max_num_tokens(8192));
     let live = std::sync::Arc::new(LiveStats::default());
     live.start_point("virtual c8", Some(96));
     let watching = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
