@@ -255,7 +255,8 @@ pub struct RunArgs {
     /// Seconds between scrapes of `--metrics-url` during a point.
     #[arg(long, default_value_t = 1.0)]
     pub metrics_interval: f64,
-    /// No live view and no progress lines: the table and notes at the end only.
+    /// No live view and no setup lines: plain progress lines on stderr while a point runs, then
+    /// the table and notes.
     #[arg(long)]
     pub quiet: bool,
 }

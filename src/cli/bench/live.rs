@@ -1,5 +1,5 @@
 //! What `trtllm bench` shows while it runs: the live view on a terminal, plain progress lines
-//! otherwise (`--live false`, output not a terminal), nothing with `--quiet`.
+//! otherwise (`--live false`, output not a terminal, or `--quiet`).
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,8 +28,8 @@ pub struct LiveOutput {
 }
 
 impl LiveOutput {
-    /// The view `live` asks for (default: on when stdout is a terminal); plain lines when it is
-    /// off; nothing at all when `quiet`, unless `live` asks for the view.
+    /// The view `live` asks for (default: on when stdout is a terminal and not `quiet`); plain
+    /// progress lines when it is off.
     pub fn start(live: Option<bool>, quiet: bool) -> LiveOutput {
         let stats = Arc::new(LiveStats::default());
         let finished = Arc::new(Mutex::new(Vec::new()));
@@ -37,14 +37,11 @@ impl LiveOutput {
         let running = Arc::new(AtomicBool::new(false));
         let terminal = live.unwrap_or(!quiet && std::io::stdout().is_terminal());
         let (s, f, r, st) = (stats.clone(), finished.clone(), running.clone(), stop.clone());
-        let thread = match (terminal, quiet) {
-            (false, true) => None,
-            _ => trtllm::bench::spawn_observer("bench-live", move || match terminal {
-                true => view(&s, &f, &r, &st),
-                false => lines(&s, &r, &st),
-            })
-            .ok(),
-        };
+        let thread = trtllm::bench::spawn_observer("bench-live", move || match terminal {
+            true => view(&s, &f, &r, &st),
+            false => lines(&s, &r, &st),
+        })
+        .ok();
         LiveOutput { stats, finished, running, stop, thread }
     }
 
