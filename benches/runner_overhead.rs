@@ -32,18 +32,23 @@
 //!
 //! `cargo bench --bench runner_overhead`
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+#[path = "runner_overhead/host_floor.rs"]
+mod host_floor;
+#[path = "runner_overhead/live_view.rs"]
+mod live_view;
+
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 // The allocator the `trtllm` command uses (src/main.rs), so the figures are the command's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use host_floor::{timer_lateness, wake_up_floor};
+use live_view::{GPU_SAMPLE_INTERVAL, VIEW_PERIOD, live_view};
 use trtllm::bench::{
-    BenchTarget, Calibration, GrpcTarget, LIVE_VIEW_HEIGHT, LiveStats, LoadPlan, Phase, PointRun, PromptSource,
-    RequestRecord, RunClock, SimulatedSource, TelemetrySampler, WallAnchor, Workload, draw_live_view, percentile,
-    run_point, run_point_live, spawn_observer, telemetry_line,
+    BenchTarget, Calibration, GrpcTarget, LoadPlan, Phase, PointRun, PromptSource, RequestRecord, RunClock,
+    SimulatedSource, TelemetrySampler, WallAnchor, Workload, percentile, run_point, run_point_live, telemetry_line,
 };
 use trtllm::server::{ServeOptions, serve};
 use trtllm::sim::SimulatedEngine;
@@ -123,63 +128,6 @@ async fn run_full(
 async fn run(target: &BenchTarget, concurrency: usize, output_len: usize) -> (Vec<RequestRecord>, f64) {
     let (run, _, _, seconds) = run_full(target, concurrency, output_len).await;
     (run.records.into_iter().filter(|r| r.phase == Phase::Measure).collect(), seconds)
-}
-
-/// `trtllm bench`'s default interval between GPU telemetry samples.
-const GPU_SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
-/// How often `trtllm bench` redraws its live view.
-const VIEW_PERIOD: Duration = Duration::from_millis(250);
-
-/// The live view's counters, and the thread that draws them as `trtllm bench` does.
-struct LiveView {
-    stats: Arc<LiveStats>,
-    /// Frames drawn, to show the view ran.
-    frames: Arc<AtomicU64>,
-    /// Time spent taking snapshots and drawing them.
-    drawing_ns: Arc<AtomicU64>,
-    /// The view's thread is an ordinary one (`TRTLLM_BENCH_VIEW_PRIORITY=normal`), not an
-    /// idle-priority observer as in `trtllm bench`.
-    normal_priority: bool,
-    /// Whether the GPU telemetry sampler runs too (`TRTLLM_BENCH_TELEMETRY=0`: not, to tell
-    /// its cost from the view's).
-    telemetry: bool,
-}
-
-/// The live view when `TRTLLM_BENCH_LIVE=1` asks for it (started on first use; it draws until
-/// the process ends).
-fn live_view() -> Option<&'static LiveView> {
-    static VIEW: OnceLock<Option<LiveView>> = OnceLock::new();
-    VIEW.get_or_init(|| {
-        if std::env::var("TRTLLM_BENCH_LIVE").as_deref() != Ok("1") {
-            return None;
-        }
-        let stats = Arc::new(LiveStats::default());
-        let (frames, drawing_ns) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (s, f, d) = (stats.clone(), frames.clone(), drawing_ns.clone());
-        let draw = move || {
-            // The terminal's cost is the view's drawing, not this host's terminal: draw off screen.
-            let backend = ratatui::backend::TestBackend::new(120, LIVE_VIEW_HEIGHT);
-            let mut terminal = ratatui::Terminal::new(backend).expect("test backend");
-            loop {
-                let started = Instant::now();
-                let now = s.snapshot();
-                let _ = terminal.draw(|frame| draw_live_view(frame, &[], &now));
-                d.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                f.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(VIEW_PERIOD);
-            }
-        };
-        // `trtllm bench` draws from an observer thread at idle priority; `normal` compares an
-        // ordinary thread.
-        let normal = std::env::var("TRTLLM_BENCH_VIEW_PRIORITY").as_deref() == Ok("normal");
-        match normal {
-            true => drop(std::thread::spawn(draw)),
-            false => drop(spawn_observer("bench-live", draw).expect("the live view's thread")),
-        }
-        let telemetry = std::env::var("TRTLLM_BENCH_TELEMETRY").as_deref() != Ok("0");
-        Some(LiveView { stats, frames, drawing_ns, normal_priority: normal, telemetry })
-    })
-    .as_ref()
 }
 
 /// A percentile of values already in milliseconds.
@@ -271,68 +219,6 @@ impl Table {
             format!("{:.3} ms", self.floor_timer_p99)
         );
     }
-}
-
-/// The host's wake-up floor: how late a thread parked on a condition variable (the response
-/// thread waiting in `awaitResponses`) and a tokio task parked on a channel (a stream's consumer)
-/// run after another thread wakes them. No measurement taken on this host can be finer than this.
-async fn wake_up_floor() -> (Vec<f64>, Vec<f64>) {
-    const WAKES: usize = 2000;
-    let gap = Duration::from_micros(500);
-    // Thread to thread: a condition variable, as the executor wakes the response thread.
-    let pair = std::sync::Arc::new((std::sync::Mutex::new(None::<Instant>), std::sync::Condvar::new()));
-    let waiter = {
-        let pair = pair.clone();
-        std::thread::spawn(move || {
-            let (slot, woken) = &*pair;
-            let mut delays = Vec::with_capacity(WAKES);
-            for _ in 0..WAKES {
-                let mut guard = woken.wait_while(slot.lock().unwrap(), |s| s.is_none()).unwrap();
-                let sent = guard.take().unwrap();
-                delays.push(sent.elapsed().as_secs_f64() * 1e3);
-            }
-            delays
-        })
-    };
-    for _ in 0..WAKES {
-        std::thread::sleep(gap);
-        let (slot, woken) = &*pair;
-        *slot.lock().unwrap() = Some(Instant::now());
-        woken.notify_one();
-        // The waiter takes it before the next one: wait for the slot to empty.
-        while slot.lock().unwrap().is_some() {
-            std::thread::yield_now();
-        }
-    }
-    let thread_delays = tokio::task::spawn_blocking(move || waiter.join().unwrap()).await.unwrap();
-    // Thread to task: a bounded tokio channel, as the response thread wakes a stream's consumer.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Instant>(1);
-    let receiver = tokio::spawn(async move {
-        let mut delays = Vec::with_capacity(WAKES);
-        while let Some(sent) = rx.recv().await {
-            delays.push(sent.elapsed().as_secs_f64() * 1e3);
-        }
-        delays
-    });
-    std::thread::spawn(move || {
-        for _ in 0..WAKES {
-            std::thread::sleep(gap);
-            let _ = tx.blocking_send(Instant::now());
-        }
-    });
-    (thread_delays, receiver.await.unwrap())
-}
-
-/// How late a thread sleeping until a deadline wakes (the real-time simulator sleeps until each
-/// iteration's end and stamps that end, so its responses are at least this late), ms.
-fn timer_lateness() -> Vec<f64> {
-    (0..300)
-        .map(|_| {
-            let deadline = Instant::now() + Duration::from_millis(2);
-            std::thread::sleep(deadline - Instant::now());
-            deadline.elapsed().as_secs_f64() * 1e3
-        })
-        .collect()
 }
 
 #[tokio::main(flavor = "multi_thread")]
