@@ -156,16 +156,21 @@ async fn clients_that_stop_reading_do_not_hold_up_shutdown() {
 async fn an_executor_error_mid_stream_is_unavailable() {
     let server = TestServer::builder()
         .iteration_ms(2.0)
-        .engine(|e| e.faults = SimFaults { fail_all_from_iteration: Some(6), ..Default::default() })
+        .engine(|e| e.faults = SimFaults { fail_all_from_iteration: Some(150), ..Default::default() })
         .start()
         .await;
     let mut client = server.client().await;
     // The forward failure fails every active request at once: the executor as a whole is failing
-    // (one failing request alone would be INTERNAL, see tests/server/reliability.rs).
+    // (one failing request alone would be INTERNAL, see tests/server/reliability.rs). All three
+    // must be running when it comes (300 ms in, each far from done), or the first to fail would
+    // fail alone: each has streamed a token before the next is sent.
     let mut streams = Vec::new();
     for i in 0..3 {
-        streams
-            .push(client.generate(request(&format!("doomed-{i}"), vec![1, 2], 200, true)).await.unwrap().into_inner());
+        let mut stream =
+            client.generate(request(&format!("doomed-{i}"), vec![1, 2], 1000, true)).await.unwrap().into_inner();
+        let first = stream.message().await.unwrap().expect("a first message");
+        assert!(matches!(first.response, Some(Kind::Chunk(_))), "{first:?}");
+        streams.push(stream);
     }
     for mut stream in streams {
         let (messages, status) = drain(&mut stream).await;
