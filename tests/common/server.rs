@@ -175,10 +175,14 @@ pub fn chunks_and_completes(messages: &[pb::GenerateResponse]) -> (Vec<u32>, Vec
     (tokens, completes)
 }
 
-/// A minimal HTTP/1.1 GET over loopback; the response body.
+/// A minimal HTTP/1.1 GET over loopback; the response body. A refused connection is tried again
+/// for up to 5 s: `serve` binds its metrics endpoint itself, and a gRPC channel to the server can
+/// connect (the test's listener accepts) before that.
 pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let connect = || async move { tokio::net::TcpStream::connect(addr).await.ok() };
+    let stream = eventually_some(Duration::from_secs(5), Duration::from_millis(10), connect).await;
+    let mut stream = stream.unwrap_or_else(|| panic!("nothing listens on {addr}"));
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
