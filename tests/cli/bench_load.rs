@@ -7,8 +7,9 @@ use crate::common;
 use common::cli::{bench, read_json};
 use serde_json::Value;
 
-/// The built-in engine (timed by the GPU model, so a prediction applies) at one concurrency.
-fn run(extra: &[&str]) -> (Value, String) {
+/// The built-in engine (timed by the GPU model, so a prediction applies) at one concurrency,
+/// `output_len` tokens per request.
+fn run(output_len: &str, extra: &[&str]) -> (Value, String) {
     let engine = tempfile::tempdir().unwrap();
     trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), engine.path()).unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -18,7 +19,7 @@ fn run(extra: &[&str]) -> (Value, String) {
         "--concurrency",
         "8",
         "--output-len",
-        "16",
+        output_len,
         "--output-dir",
         out.path().to_str().unwrap(),
     ];
@@ -34,13 +35,14 @@ fn run(extra: &[&str]) -> (Value, String) {
 
 #[test]
 fn users_start_spread_out_unless_asked_and_lockstep_is_reported() {
-    let (spread, _) = run(&["--input-len", "64", "--num-prompts", "48"]);
     // Spread over one request cycle, the users' sends do not come in waves (a busy host may
-    // still bunch a few).
+    // still bunch a few). Requests of 64 tokens put the users' starts several iterations apart,
+    // more than a loaded host delays a send.
+    let (spread, _) = run("64", &["--input-len", "64", "--num-prompts", "48"]);
     assert!(!spread["arrivals"]["reading"].as_str().unwrap().starts_with("lockstep"), "{}", spread["arrivals"]);
     assert!(spread["arrivals"]["sent_together_share"].as_f64() < Some(0.5), "{}", spread["arrivals"]);
     assert!(spread["workload"]["user_start"].as_str().unwrap().starts_with("spread"));
-    let (together, stdout) = run(&["--input-len", "64", "--num-prompts", "48", "--users-start-together"]);
+    let (together, stdout) = run("64", &["--input-len", "64", "--num-prompts", "48", "--users-start-together"]);
     assert!(together["arrivals"]["reading"].as_str().unwrap().starts_with("lockstep"), "{}", together["arrivals"]);
     assert!(stdout.contains("(lockstep); figures depend on it"), "{stdout}");
     assert!(spread["arrivals"]["sent_together_share"].as_f64() < together["arrivals"]["sent_together_share"].as_f64());
@@ -57,7 +59,7 @@ fn users_start_spread_out_unless_asked_and_lockstep_is_reported() {
 #[test]
 fn sessions_report_ttft_and_cache_hits_by_turn_and_a_like_for_like_prediction() {
     let (summary, stdout) =
-        run(&["--turns", "3", "--input-len", "128", "--turn-input-len", "32", "--num-prompts", "48"]);
+        run("16", &["--turns", "3", "--input-len", "128", "--turn-input-len", "32", "--num-prompts", "48"]);
     let turns = summary["sessions"]["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 3);
     assert_eq!(turns[0]["cache_hit_rate"], 0.0);
