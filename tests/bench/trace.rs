@@ -209,7 +209,9 @@ fn max_in_flight(records: &[RequestRecord]) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capped_real_time_replay_waits_for_a_slot() {
     let dir = tempfile::tempdir().unwrap();
-    SimulatedEngine::builder().vocab_size(1000).iteration_ms(2.0).build().write_to(dir.path()).unwrap();
+    // Requests of about 50 ms against arrivals 2 ms apart: a third request waits about 45 ms for a
+    // slot, far more than a loaded host can make its send timer late.
+    SimulatedEngine::builder().vocab_size(1000).iteration_ms(5.0).build().write_to(dir.path()).unwrap();
     let config = ExecutorConfig::builder().stats_poll_interval(Duration::from_millis(20)).build().unwrap();
     let executor = AsyncExecutor::load(dir.path(), config).await.unwrap();
     let target = BenchTarget::InProcess(executor.clone());

@@ -191,10 +191,23 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
     response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
 }
 
-/// A free loopback port (for the metrics endpoint).
+/// A free loopback port (for a metrics endpoint the server binds itself), below Linux's ephemeral
+/// range (32768 and up): a port the kernel handed out for `bind(0)` and freed again can be handed
+/// to another test's listener or outgoing connection before the server binds it, one below the
+/// range only to another caller of this function, and each call in this process takes the next.
 pub fn free_port_addr() -> std::net::SocketAddr {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap()
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    const FIRST: u32 = 20000;
+    const PORTS: u32 = 12000;
+    let start = std::process::id().wrapping_mul(7919);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(n < PORTS, "no free port in {FIRST}..{}", FIRST + PORTS);
+        let port = FIRST + start.wrapping_add(n) % PORTS;
+        if let Ok(probe) = std::net::TcpListener::bind(("127.0.0.1", port as u16)) {
+            return probe.local_addr().unwrap();
+        }
+    }
 }
 
 /// Starts `trtllm serve --port 0 <extra>` as a child process and returns it with the address it
