@@ -448,13 +448,7 @@ fn a_trace_replay_keeps_to_max_concurrency() {
 fn quiet_leaves_out_the_setup_lines_and_the_view() {
     let engine = builtin_engine_dir();
     let out = tempfile::tempdir().unwrap();
-    let run = |quiet: &[&str]| {
-        let mut args = vec!["--engine-dir", engine.path().to_str().unwrap(), "--concurrency", "2"];
-        args.extend(["--input-len", "16", "--output-len", "4", "--num-prompts", "4", "--warmup", "0"]);
-        args.extend(["--output-dir", out.path().to_str().unwrap()]);
-        args.extend(quiet);
-        bench(&args)
-    };
+    let run = |quiet: &[&str]| common::cli::small_bench(engine.path(), out.path(), quiet);
     let quiet = run(&["--quiet"]);
     // Progress lines, if the point lasts their 5 s, are all it may print there.
     let stderr = String::from_utf8_lossy(&quiet.stderr);

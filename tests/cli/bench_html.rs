@@ -135,21 +135,7 @@ fn bench_compare_writes_its_report_beside_b() {
     let engine = common::sim::engine_dir(|b| b.iteration_ms(1.0));
     let out = tempfile::tempdir().unwrap();
     for name in ["a", "b"] {
-        common::cli::bench(&[
-            "--engine-dir",
-            engine.path().to_str().unwrap(),
-            "--concurrency",
-            "2",
-            "--input-len",
-            "16",
-            "--output-len",
-            "8",
-            "--num-prompts",
-            "4",
-            "--quiet",
-            "--output-dir",
-            out.path().join(name).to_str().unwrap(),
-        ]);
+        common::cli::small_bench(engine.path(), &out.path().join(name), &["--quiet"]);
     }
     let (a, b) = (out.path().join("a/c2_in16_out8.json"), out.path().join("b/c2_in16_out8.json"));
     let compare = common::cli::bench(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);

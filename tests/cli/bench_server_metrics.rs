@@ -83,23 +83,7 @@ fn an_unreachable_endpoint_is_recorded_not_fatal() {
     let engine = common::sim::engine_dir(|b| b.iteration_ms(1.0));
     let out = tempfile::tempdir().unwrap();
     let url = format!("http://{}/metrics", free_port_addr());
-    common::cli::bench(&[
-        "--engine-dir",
-        engine.path().to_str().unwrap(),
-        "--metrics-url",
-        &url,
-        "--concurrency",
-        "2",
-        "--input-len",
-        "16",
-        "--output-len",
-        "8",
-        "--num-prompts",
-        "4",
-        "--quiet",
-        "--output-dir",
-        out.path().to_str().unwrap(),
-    ]);
+    common::cli::small_bench(engine.path(), out.path(), &["--metrics-url", &url, "--quiet"]);
     let section = &read_json(&out.path().join("c2_in16_out8.json"))["server_metrics"];
     let errors = section["endpoints"][0]["errors"].as_array().unwrap();
     assert!(errors.len() >= 2 && errors[0].as_str().unwrap().contains("scraping"), "{section:#}");

@@ -59,22 +59,7 @@ fn a_simulated_run_writes_gpu_samples_averages_and_their_plot() {
 fn off_means_no_samples() {
     let engine = common::sim::engine_dir(|b| b.iteration_ms(1.0));
     let out = tempfile::tempdir().unwrap();
-    common::cli::bench(&[
-        "--engine-dir",
-        engine.path().to_str().unwrap(),
-        "--concurrency",
-        "2",
-        "--input-len",
-        "16",
-        "--output-len",
-        "8",
-        "--num-prompts",
-        "4",
-        "--gpu-telemetry",
-        "false",
-        "--output-dir",
-        out.path().to_str().unwrap(),
-    ]);
+    common::cli::small_bench(engine.path(), out.path(), &["--gpu-telemetry", "false"]);
     assert!(!out.path().join("c2_in16_out8.gpu.jsonl").exists());
     assert!(read_json(&out.path().join("c2_in16_out8.json")).get("gpu_telemetry").is_none());
 }

@@ -2,14 +2,10 @@
 
 use crate::common;
 
-use std::process::{Command, Output};
+use common::cli::trtllm;
 
 use serde_json::{Value, json};
 use trtllm::text::Tokenizer;
-
-fn trtllm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
-}
 
 fn shipped_tokenizer() -> Tokenizer {
     Tokenizer::from_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/sim-tokenizer")).expect("shipped tokenizer")

@@ -1,12 +1,8 @@
 //! `trtllm generate` with `--json-schema`, `--regex` and `--grammar` on the built-in engine.
 
-use std::process::{Command, Output};
+use crate::common::cli::trtllm;
 
 use serde_json::Value;
-
-fn trtllm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
-}
 
 /// The generated text and finish reason of a `--json` run.
 fn generate(args: &[&str]) -> (String, String) {

@@ -1,21 +1,12 @@
 //! A Mixture-of-Experts engine end to end: `trtllm sim build` with expert parallelism, a model given
 //! as a Hugging Face config.json, `trtllm bench` and `trtllm serve` on it, and `trtllm inspect`'s budget.
 
-use std::process::{Command, Output};
-
 use crate::common;
+use common::cli::{stderr, trtllm, write_token_prompts};
 use common::server::spawn_serve;
 use futures::StreamExt;
 use trtllm::proto::trtllm as pb;
 use trtllm::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
-
-fn trtllm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 /// Builds Mixtral 8x7B over 2 H100s as 2 expert-parallel ranks, on the virtual clock.
 fn build_mixtral(out: &std::path::Path) -> String {
@@ -155,13 +146,7 @@ fn bench_runs_on_a_mixtral_engine() {
     let engine = dir.path().join("mixtral");
     build_mixtral(&engine);
     let prompts = dir.path().join("prompts.jsonl");
-    let lines: String = (0..24u32)
-        .map(|i| {
-            let ids: Vec<u32> = (0..(100 + i * 37)).map(|t| 1 + (t * 31 + i * 7919) % 30000).collect();
-            format!("{}\n", serde_json::json!({"prompt_token_ids": ids, "output_len": 32}))
-        })
-        .collect();
-    std::fs::write(&prompts, lines).unwrap();
+    write_token_prompts(&prompts, 24, |i| 100 + i * 37, |_| 32);
     let out = dir.path().join("bench");
     let bench = trtllm(&[
         "bench",

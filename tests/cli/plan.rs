@@ -2,11 +2,9 @@
 //! recommendation, resuming, and the printed `trtllm sim build` command.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-pub(super) fn trtllm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
-}
+pub(super) use crate::common::cli::trtllm;
 
 pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

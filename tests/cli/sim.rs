@@ -1,14 +1,8 @@
 //! `trtllm sim build` and `trtllm sim presets`: engine directories from presets, and clear errors.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn trtllm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use crate::common::cli::{stderr, trtllm, write_token_prompts};
 
 #[test]
 fn build_writes_an_engine_directory_the_executor_loads() {
@@ -238,15 +232,7 @@ fn bench_round_trip(engine_args: &[&str], hidden: &[(&str, f64)]) {
 
     // Varied prompts and outputs, so that the iterations mix prefill, short and long decode, and batch sizes.
     let prompts = dir.path().join("prompts.jsonl");
-    let lines: String = (0..96u32)
-        .map(|i| {
-            let len = 64 + (i * 977) % 1400;
-            let ids: Vec<u32> = (0..len).map(|t| 1 + (t * 31 + i * 7919) % 30000).collect();
-            let output = 24 + (i * 53) % 160;
-            format!("{}\n", serde_json::json!({"prompt_token_ids": ids, "output_len": output}))
-        })
-        .collect();
-    std::fs::write(&prompts, lines).unwrap();
+    write_token_prompts(&prompts, 96, |i| 64 + (i * 977) % 1400, |i| 24 + (i * 53) % 160);
     let out = dir.path().join("bench");
     let bench = trtllm(&[
         "bench",

@@ -6,9 +6,40 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// Runs `trtllm <args>` to the end, whatever its exit status.
+pub fn trtllm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trtllm")).args(args).output().expect("run trtllm")
+}
+
+/// A command's stderr, as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// Runs `trtllm bench <args>` to the end, whatever its exit status.
 pub fn run_bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_trtllm")).arg("bench").args(args).output().unwrap()
+}
+
+/// One small point (`c2_in16_out8`) on `engine` into `out`: 2 users, 4 requests of 16 prompt and 8 output tokens,
+/// with `extra` arguments; fails the test unless it succeeds.
+pub fn small_bench(engine: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["--engine-dir", engine.to_str().unwrap(), "--concurrency", "2", "--input-len", "16"];
+    args.extend(["--output-len", "8", "--num-prompts", "4", "--output-dir", out.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    bench(&args)
+}
+
+/// Writes `count` token-id prompts as JSONL (`prompt_token_ids`, `output_len`): prompt `i` has
+/// `prompt_len(i)` ids spread over a 30,000-token vocabulary and asks for `output_len(i)` tokens.
+pub fn write_token_prompts(path: &Path, count: u32, prompt_len: impl Fn(u32) -> u32, output_len: impl Fn(u32) -> u32) {
+    let lines: String = (0..count)
+        .map(|i| {
+            let ids: Vec<u32> = (0..prompt_len(i)).map(|t| 1 + (t * 31 + i * 7919) % 30000).collect();
+            format!("{}\n", serde_json::json!({"prompt_token_ids": ids, "output_len": output_len(i)}))
+        })
+        .collect();
+    std::fs::write(path, lines).unwrap();
 }
 
 /// Runs `trtllm bench <args>`; fails the test (with its stderr) unless it succeeds.
