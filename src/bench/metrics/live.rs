@@ -177,15 +177,9 @@ impl LiveStats {
 
     /// Adds a finished request after the warmup: its outcome, tokens, TTFT and ITLs.
     pub fn record(&self, record: &RequestRecord) {
-        if record.phase == Phase::Warmup {
+        if !self.count_finished(record) {
             return;
         }
-        self.done.fetch_add(1, Ordering::Relaxed);
-        if !record.is_success() {
-            self.failed.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        self.output_tokens.fetch_add(record.output_tokens, Ordering::Relaxed);
         if let Some(ttft) = record.ttft_s() {
             self.ttft.add(ttft * 1e3);
         }
@@ -200,19 +194,15 @@ impl LiveStats {
     /// then those of per-request means; the result files rebuild every token's time). The
     /// point's elapsed time becomes simulated: the latest last token so far.
     pub fn record_simulated(&self, record: &RequestRecord) {
-        if record.phase == Phase::Warmup {
-            return;
-        }
-        self.done.fetch_add(1, Ordering::Relaxed);
         let server = record.server.unwrap_or_default();
-        if let Some(last) = server.last_token_s {
+        if record.phase != Phase::Warmup
+            && let Some(last) = server.last_token_s
+        {
             self.set_simulated_elapsed(last);
         }
-        if !record.is_success() {
-            self.failed.fetch_add(1, Ordering::Relaxed);
+        if !self.count_finished(record) {
             return;
         }
-        self.output_tokens.fetch_add(record.output_tokens, Ordering::Relaxed);
         if let (Some(arrival), Some(first)) = (server.arrival_s, server.first_token_s) {
             self.ttft.add((first - arrival) * 1e3);
         }
@@ -221,6 +211,21 @@ impl LiveStats {
         {
             self.itl.add_times((last - first) * 1e3 / gaps as f64, gaps);
         }
+    }
+
+    /// Counts a finished request after the warmup (done, failed, output tokens); whether its
+    /// latencies count too, which they do when it succeeded.
+    fn count_finished(&self, record: &RequestRecord) -> bool {
+        if record.phase == Phase::Warmup {
+            return false;
+        }
+        self.done.fetch_add(1, Ordering::Relaxed);
+        if !record.is_success() {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        self.output_tokens.fetch_add(record.output_tokens, Ordering::Relaxed);
+        true
     }
 
     /// The point runs on the virtual clock and has reached `seconds` of simulated time (an
