@@ -153,20 +153,9 @@ fn strip_prolog(svg: &str) -> &str {
     svg.find("<svg").map_or(svg, |i| &svg[i..])
 }
 
-/// Text safe inside HTML elements and attribute values.
+/// Text safe inside HTML elements and attribute values (minijinja's HTML escaping).
 fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    minijinja::HtmlEscape(text).to_string()
 }
 
 /// The report of `bench compare`: the comparison text and both summaries' headline figures.
