@@ -2,7 +2,7 @@
 //! as a Hugging Face config.json, `trtllm bench` and `trtllm serve` on it, and `trtllm inspect`'s budget.
 
 use crate::common;
-use common::cli::{stderr, trtllm, write_token_prompts};
+use common::cli::{bench_token_prompts, stderr, trtllm};
 use common::server::spawn_serve;
 use futures::StreamExt;
 use trtllm::proto::trtllm as pb;
@@ -145,26 +145,7 @@ fn bench_runs_on_a_mixtral_engine() {
     let dir = tempfile::tempdir().unwrap();
     let engine = dir.path().join("mixtral");
     build_mixtral(&engine);
-    let prompts = dir.path().join("prompts.jsonl");
-    write_token_prompts(&prompts, 24, |i| 100 + i * 37, |_| 32);
-    let out = dir.path().join("bench");
-    let bench = trtllm(&[
-        "bench",
-        "--engine-dir",
-        engine.to_str().unwrap(),
-        "--dataset",
-        "jsonl",
-        "--dataset-path",
-        prompts.to_str().unwrap(),
-        "--concurrency",
-        "8",
-        "--num-prompts",
-        "24",
-        "--warmup",
-        "0",
-        "--output-dir",
-        out.to_str().unwrap(),
-    ]);
+    let (bench, _) = bench_token_prompts(dir.path(), &engine, (24, 8), |i| 100 + i * 37, |_| 32, &[]);
     assert!(bench.status.success(), "{}", stderr(&bench));
     let stdout = String::from_utf8_lossy(&bench.stdout);
     assert!(stdout.contains("24"), "{stdout}");

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use crate::common::cli::{stderr, trtllm, write_token_prompts};
+use crate::common::cli::{bench_token_prompts, stderr, trtllm};
 
 #[test]
 fn build_writes_an_engine_directory_the_executor_loads() {
@@ -231,27 +231,8 @@ fn bench_round_trip(engine_args: &[&str], hidden: &[(&str, f64)]) {
     assert!(built.status.success(), "{}", stderr(&built));
 
     // Varied prompts and outputs, so that the iterations mix prefill, short and long decode, and batch sizes.
-    let prompts = dir.path().join("prompts.jsonl");
-    write_token_prompts(&prompts, 96, |i| 64 + (i * 977) % 1400, |i| 24 + (i * 53) % 160);
-    let out = dir.path().join("bench");
-    let bench = trtllm(&[
-        "bench",
-        "--engine-dir",
-        engine.to_str().unwrap(),
-        "--dataset",
-        "jsonl",
-        "--dataset-path",
-        prompts.to_str().unwrap(),
-        "--concurrency",
-        "24",
-        "--num-prompts",
-        "96",
-        "--warmup",
-        "0",
-        "--save-detailed",
-        "--output-dir",
-        out.to_str().unwrap(),
-    ]);
+    let (prompt_len, output_len) = (|i| 64 + (i * 977) % 1400, |i| 24 + (i * 53) % 160);
+    let (bench, out) = bench_token_prompts(dir.path(), &engine, (96, 24), prompt_len, output_len, &["--save-detailed"]);
     assert!(bench.status.success(), "{}", stderr(&bench));
     let stem = std::fs::read_dir(&out)
         .unwrap()

@@ -30,16 +30,33 @@ pub fn small_bench(engine: &Path, out: &Path, extra: &[&str]) -> Output {
     bench(&args)
 }
 
-/// Writes `count` token-id prompts as JSONL (`prompt_token_ids`, `output_len`): prompt `i` has
-/// `prompt_len(i)` ids spread over a 30,000-token vocabulary and asks for `output_len(i)` tokens.
-pub fn write_token_prompts(path: &Path, count: u32, prompt_len: impl Fn(u32) -> u32, output_len: impl Fn(u32) -> u32) {
+/// Runs `trtllm bench` on `engine` over `count` token-id prompts (written to `dir/prompts.jsonl`):
+/// prompt `i` has `prompt_len(i)` ids spread over a 30,000-token vocabulary and asks for
+/// `output_len(i)` tokens; `users` users send each prompt once, with no warmup, with `extra`
+/// arguments. Returns the command's output and its output directory (`dir/bench`).
+pub fn bench_token_prompts(
+    dir: &Path,
+    engine: &Path,
+    (count, users): (u32, u32),
+    prompt_len: impl Fn(u32) -> u32,
+    output_len: impl Fn(u32) -> u32,
+    extra: &[&str],
+) -> (Output, std::path::PathBuf) {
+    let prompts = dir.join("prompts.jsonl");
     let lines: String = (0..count)
         .map(|i| {
             let ids: Vec<u32> = (0..prompt_len(i)).map(|t| 1 + (t * 31 + i * 7919) % 30000).collect();
             format!("{}\n", serde_json::json!({"prompt_token_ids": ids, "output_len": output_len(i)}))
         })
         .collect();
-    std::fs::write(path, lines).unwrap();
+    std::fs::write(&prompts, lines).unwrap();
+    let out = dir.join("bench");
+    let (count, users) = (count.to_string(), users.to_string());
+    let mut args = vec!["--engine-dir", engine.to_str().unwrap(), "--dataset", "jsonl"];
+    args.extend(["--dataset-path", prompts.to_str().unwrap(), "--concurrency", &users, "--num-prompts", &count]);
+    args.extend(["--warmup", "0", "--output-dir", out.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    (run_bench(&args), out)
 }
 
 /// Runs `trtllm bench <args>`; fails the test (with its stderr) unless it succeeds.
