@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Mutex, Semaphore, mpsc};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use super::backlog::Watch;
 use super::sessions::FAILURE_BACKOFF;
@@ -39,12 +39,23 @@ struct Dispatch {
     scheduled_s: Option<f64>,
     /// When the request became ready to go (its client queue time counts from here).
     ready_at: Instant,
-    slots: Option<Arc<Semaphore>>,
+    slot: Slot,
     /// A closed-loop user's first request: sent no earlier than this, once it holds its slot
     /// (users spread over the request cycle).
     not_before: Option<Instant>,
     /// Counts the request's send and return for a live view.
     live: Arc<LiveStats>,
+}
+
+/// A request's in-flight slot under a concurrency cap.
+enum Slot {
+    /// No cap.
+    Free,
+    /// Waits for one of these.
+    Wait(Arc<Semaphore>),
+    /// Taken when the request was made: a closed-loop user's first request, so that each user's
+    /// start offset goes with its own first request whichever task the runtime polls first.
+    Held(OwnedSemaphorePermit),
 }
 
 /// The mean latency of the warmup's successful requests: one request cycle, over which
@@ -231,9 +242,10 @@ async fn collect(
 fn dispatch(target: &BenchTarget, clock: &RunClock, d: Dispatch, done: &mpsc::UnboundedSender<RequestRecord>) {
     let (target, clock, done) = (target.clone(), *clock, done.clone());
     tokio::spawn(async move {
-        let _permit = match &d.slots {
-            Some(slots) => slots.clone().acquire_owned().await.ok(),
-            None => None,
+        let _permit = match d.slot {
+            Slot::Free => None,
+            Slot::Wait(slots) => slots.acquire_owned().await.ok(),
+            Slot::Held(permit) => Some(permit),
         };
         let ready_at = match d.not_before {
             Some(at) => {
@@ -279,7 +291,11 @@ fn closed_loop(
             spec: sampler.next_request(),
             scheduled_s: None,
             ready_at,
-            slots: Some(slots.clone()),
+            // A fresh semaphore with `concurrency` permits: the first requests take theirs now.
+            slot: match slots.clone().try_acquire_owned() {
+                Ok(permit) => Slot::Held(permit),
+                Err(_) => Slot::Wait(slots.clone()),
+            },
             not_before,
             live: live.clone(),
         };
@@ -323,7 +339,7 @@ fn open_loop(
                 spec: sampler.next_request(),
                 scheduled_s: Some(clock.offset_s(due)),
                 ready_at: due,
-                slots: slots.clone(),
+                slot: slots.clone().map_or(Slot::Free, Slot::Wait),
                 not_before: None,
                 live: live.clone(),
             };
@@ -411,77 +427,4 @@ fn users(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::bench::traffic::workload::PromptSource;
-
-    fn workload() -> Workload {
-        Workload {
-            source: PromptSource::Random { vocab_size: 1000, input_len: 8, shared_prefix: 0 },
-            output_len: Some(3),
-            fallback_output_len: 3,
-            ignore_eos: true,
-            end_id: None,
-            streaming: true,
-            seed: 1,
-            guide: None,
-            lengths: Default::default(),
-        }
-    }
-
-    async fn executor() -> (tempfile::TempDir, crate::AsyncExecutor) {
-        let dir = tempfile::tempdir().unwrap();
-        crate::sim::SimulatedEngine::builder().vocab_size(1000).iteration_ms(1.0).build().write_to(dir.path()).unwrap();
-        let config = crate::ExecutorConfig::builder().stats_poll_interval(Duration::from_millis(10)).build().unwrap();
-        let executor = crate::AsyncExecutor::load(dir.path(), config).await.unwrap();
-        (dir, executor)
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn warmup_and_measure_are_indexed_in_one_sequence() {
-        let (_dir, executor) = executor().await;
-        let target = BenchTarget::InProcess(executor.clone());
-        let plan = LoadPlan { warmup: 2, ..LoadPlan::closed(2, 3) };
-        let run = run_point(&target, &workload(), 0, &plan, &RunClock::start(), |_| {}).await.unwrap();
-        let mut indexes: Vec<u64> = run.records.iter().map(|r| r.index).collect();
-        indexes.sort_unstable();
-        assert_eq!(indexes, [0, 1, 2, 3, 4]);
-        assert_eq!(run.records.iter().filter(|r| r.phase == Phase::Warmup).count(), 2);
-        assert!(run.iterations.is_some_and(|log| !log.iterations.is_empty()));
-        executor.shutdown(crate::ShutdownMode::Cancel).await.unwrap();
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn live_view_gets_the_kv_use_from_the_iteration_stats() {
-        let (_dir, executor) = executor().await;
-        let target = BenchTarget::InProcess(executor.clone());
-        let live = Arc::new(LiveStats::default());
-        live.start_point("c4", Some(8));
-        assert_eq!(live.snapshot().kv_utilization, None, "unknown before the point runs");
-        let plan = LoadPlan::closed(4, 8);
-        let run = run_point_live(&target, &workload(), 0, &plan, &RunClock::start(), |_| {}, &live).await.unwrap();
-        let log = run.iterations.expect("in process: iteration stats");
-        let last = log.iterations.iter().rev().find_map(|s| s.kv_cache).expect("the simulator reports KV figures");
-        // The view shows what the last iteration received reported: used blocks over capacity.
-        assert_eq!(live.snapshot().kv_utilization, Some((last.utilization() * 1e6).floor() / 1e6));
-        executor.shutdown(crate::ShutdownMode::Cancel).await.unwrap();
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn users_stop_sending_at_the_deadline() {
-        let (_dir, executor) = executor().await;
-        let target = BenchTarget::InProcess(executor.clone());
-        let plan = LoadPlan {
-            ramp_up: Some(Duration::from_millis(100)),
-            duration: Some(Duration::from_millis(200)),
-            ..LoadPlan::closed(3, 0)
-        };
-        let clock = RunClock::start();
-        let run = run_point(&target, &workload(), 0, &plan, &clock, |_| {}).await.unwrap();
-        assert!(run.records.iter().any(|r| r.phase == Phase::RampUp));
-        assert!(run.records.iter().any(|r| r.phase == Phase::Measure));
-        // Nothing is sent after ramp-up + duration (a loose bound: scheduling on a busy machine).
-        assert!(run.records.iter().all(|r| r.send_s < 0.3 + 2.0), "{:?}", run.records.last());
-        executor.shutdown(crate::ShutdownMode::Cancel).await.unwrap();
-    }
-}
+mod tests;
