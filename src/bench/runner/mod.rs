@@ -8,4 +8,5 @@ pub(crate) mod openai;
 pub(crate) mod point;
 pub(crate) mod records;
 pub(crate) mod sessions;
+pub(crate) mod slots;
 pub(crate) mod target;

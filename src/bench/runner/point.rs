@@ -4,10 +4,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Mutex, mpsc};
 
 use super::backlog::Watch;
 use super::sessions::FAILURE_BACKOFF;
+use super::slots::{Slot, SlotQueue};
 use super::target::BenchTarget;
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::live::LiveStats;
@@ -45,17 +46,6 @@ struct Dispatch {
     not_before: Option<Instant>,
     /// Counts the request's send and return for a live view.
     live: Arc<LiveStats>,
-}
-
-/// A request's in-flight slot under a concurrency cap.
-enum Slot {
-    /// No cap.
-    Free,
-    /// Waits for one of these.
-    Wait(Arc<Semaphore>),
-    /// Taken when the request was made: a closed-loop user's first request, so that each user's
-    /// start offset goes with its own first request whichever task the runtime polls first.
-    Held(OwnedSemaphorePermit),
 }
 
 /// The mean latency of the warmup's successful requests: one request cycle, over which
@@ -242,11 +232,7 @@ async fn collect(
 fn dispatch(target: &BenchTarget, clock: &RunClock, d: Dispatch, done: &mpsc::UnboundedSender<RequestRecord>) {
     let (target, clock, done) = (target.clone(), *clock, done.clone());
     tokio::spawn(async move {
-        let _permit = match d.slot {
-            Slot::Free => None,
-            Slot::Wait(slots) => slots.acquire_owned().await.ok(),
-            Slot::Held(permit) => Some(permit),
-        };
+        let _permit = d.slot.take().await;
         let ready_at = match d.not_before {
             Some(at) => {
                 tokio::time::sleep_until(at.into()).await;
@@ -280,7 +266,7 @@ fn closed_loop(
     live: &Arc<LiveStats>,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
-    let slots = Arc::new(Semaphore::new(concurrency.max(1)));
+    let mut slots = SlotQueue::new(Some(concurrency.max(1)));
     let ready_at = Instant::now();
     for k in 0..count {
         let index = next_index.fetch_add(1, Ordering::Relaxed);
@@ -291,11 +277,8 @@ fn closed_loop(
             spec: sampler.next_request(),
             scheduled_s: None,
             ready_at,
-            // A fresh semaphore with `concurrency` permits: the first requests take theirs now.
-            slot: match slots.clone().try_acquire_owned() {
-                Ok(permit) => Slot::Held(permit),
-                Err(_) => Slot::Wait(slots.clone()),
-            },
+            // The first `concurrency` requests hold theirs from now: each user's first request.
+            slot: slots.next(),
             not_before,
             live: live.clone(),
         };
@@ -326,7 +309,7 @@ fn open_loop(
     live: &Arc<LiveStats>,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
-    let slots = max_concurrency.map(|c| Arc::new(Semaphore::new(c.max(1))));
+    let mut slots = SlotQueue::new(max_concurrency);
     let stopped = move || stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
     let (target, clock, next_index, live) = (target.clone(), *clock, next_index.clone(), live.clone());
     tokio::spawn(async move {
@@ -339,7 +322,8 @@ fn open_loop(
                 spec: sampler.next_request(),
                 scheduled_s: Some(clock.offset_s(due)),
                 ready_at: due,
-                slot: slots.clone().map_or(Slot::Free, Slot::Wait),
+                // Claimed when due, below.
+                slot: Slot::Free,
                 not_before: None,
                 live: live.clone(),
             };
@@ -348,11 +332,12 @@ fn open_loop(
         match arrivals {
             Arrivals::Fixed(times) => {
                 for offset in times {
-                    let (due, d) = send_at(offset, &mut sampler);
+                    let (due, mut d) = send_at(offset, &mut sampler);
                     tokio::time::sleep_until(due.into()).await;
                     if stopped() {
                         break;
                     }
+                    d.slot = slots.next();
                     live.created();
                     dispatch(&target, &clock, d, &tx);
                 }
@@ -360,11 +345,12 @@ fn open_loop(
             Arrivals::Until(mut process, duration_s) => {
                 let mut offset = process.next_gap_s();
                 while offset < duration_s {
-                    let (due, d) = send_at(offset, &mut sampler);
+                    let (due, mut d) = send_at(offset, &mut sampler);
                     tokio::time::sleep_until(due.into()).await;
                     if stopped() {
                         break;
                     }
+                    d.slot = slots.next();
                     live.created();
                     dispatch(&target, &clock, d, &tx);
                     offset += process.next_gap_s();
