@@ -266,7 +266,7 @@ fn closed_loop(
     live: &Arc<LiveStats>,
 ) -> mpsc::UnboundedReceiver<RequestRecord> {
     let (tx, rx) = mpsc::unbounded_channel();
-    let mut slots = SlotQueue::new(Some(concurrency.max(1)));
+    let mut slots = SlotQueue::new(Some(concurrency));
     let ready_at = Instant::now();
     for k in 0..count {
         let index = next_index.fetch_add(1, Ordering::Relaxed);
@@ -314,48 +314,34 @@ fn open_loop(
     let (target, clock, next_index, live) = (target.clone(), *clock, next_index.clone(), live.clone());
     tokio::spawn(async move {
         let start = Instant::now();
-        let send_at = |offset_s: f64, sampler: &mut PromptSampler| {
-            let due = start + Duration::from_secs_f64(offset_s);
+        let offsets: Box<dyn Iterator<Item = f64> + Send> = match arrivals {
+            Arrivals::Fixed(times) => Box::new(times.into_iter()),
+            Arrivals::Until(mut process, duration_s) => {
+                let first = process.next_gap_s();
+                let drawn = std::iter::successors(Some(first), move |t| Some(t + process.next_gap_s()));
+                Box::new(drawn.take_while(move |&t| t < duration_s))
+            }
+        };
+        for offset in offsets {
+            let due = start + Duration::from_secs_f64(offset);
+            let (index, spec) = (next_index.fetch_add(1, Ordering::Relaxed), sampler.next_request());
+            tokio::time::sleep_until(due.into()).await;
+            if stopped() {
+                break;
+            }
             let d = Dispatch {
-                index: next_index.fetch_add(1, Ordering::Relaxed),
+                index,
                 phase: Phase::Measure,
-                spec: sampler.next_request(),
+                spec,
                 scheduled_s: Some(clock.offset_s(due)),
                 ready_at: due,
-                // Claimed when due, below.
-                slot: Slot::Free,
+                // Claimed when due: a free slot is held from now, else the request queues.
+                slot: slots.next(),
                 not_before: None,
                 live: live.clone(),
             };
-            (due, d)
-        };
-        match arrivals {
-            Arrivals::Fixed(times) => {
-                for offset in times {
-                    let (due, mut d) = send_at(offset, &mut sampler);
-                    tokio::time::sleep_until(due.into()).await;
-                    if stopped() {
-                        break;
-                    }
-                    d.slot = slots.next();
-                    live.created();
-                    dispatch(&target, &clock, d, &tx);
-                }
-            }
-            Arrivals::Until(mut process, duration_s) => {
-                let mut offset = process.next_gap_s();
-                while offset < duration_s {
-                    let (due, mut d) = send_at(offset, &mut sampler);
-                    tokio::time::sleep_until(due.into()).await;
-                    if stopped() {
-                        break;
-                    }
-                    d.slot = slots.next();
-                    live.created();
-                    dispatch(&target, &clock, d, &tx);
-                    offset += process.next_gap_s();
-                }
-            }
+            live.created();
+            dispatch(&target, &clock, d, &tx);
         }
     });
     rx
