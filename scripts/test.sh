@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what the tests need, then runs them.
-#   - Debian packages (a C++ compiler, valgrind) through scripts/setup.sh
-#   - Python packages for the protocol interop and gateway tests, in a venv under the target
-#     directory (target/tmp/py-venv), installed by scripts/py-venv.sh while Rust compiles
+#   - Debian packages through scripts/setup.sh: a C++ compiler first; valgrind, python3-venv and
+#     chromium while Rust compiles
+#   - Python packages for the layer checker and for the protocol interop and gateway tests, in venvs
+#     under the target directory (target/tmp/), installed by scripts/py-venv.sh while Rust compiles
 # No GPU and no network other than the package registries are needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh --tests
+# The build needs only a C++ compiler; what the tests alone need (valgrind, python3-venv, chromium) and
+# the two Python venvs are mostly downloads, so they are installed while Rust compiles.
+scripts/setup.sh
 export TRTLLM_REQUIRE_VALGRIND=1
 
 mkdir -p target/tmp
-# Mostly waiting on downloads: overlap it with the build. Should it fail, the tests that need the
-# venv try again themselves and fail with pip's reason, so only its log is kept here.
-scripts/py-venv.sh target/tmp/py-venv >target/py-venv.log 2>&1 &
-venv_job=$!
+# Should a venv fail here, the tests that need it try again themselves and fail with pip's reason, so
+# only the log is kept; the layer checker's venv is made again below, where its failure stops the run.
+{
+    scripts/setup.sh --tests &&
+        scripts/py-venv.sh target/tmp/layers-venv scripts/layers-requirements.txt 'import tree_sitter, tree_sitter_rust' &&
+        scripts/py-venv.sh target/tmp/py-venv
+} >target/prepare-tests.log 2>&1 &
+prepare_job=$!
 
 cargo fmt --all -- --check
-# Imports follow docs/architecture.md's layer order, and no file imports its way back to itself (exits
-# non-zero naming the file, line and modules); the checker's own tests run on their fixture trees first.
-scripts/py-venv.sh target/tmp/layers-venv scripts/layers-requirements.txt 'import tree_sitter, tree_sitter_rust'
-target/tmp/layers-venv/bin/python -m unittest discover -s scripts/tests
-target/tmp/layers-venv/bin/python scripts/layers.py
 
 # Lint and build in one pass. `cargo clippy` is `cargo check` with clippy's driver wrapping rustc
 # for this package's crates; wrapping the test build the same way lints exactly what
@@ -36,7 +38,14 @@ export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-D warnings"
 # Benches and examples hold no tests but are built too, so that they are linted.
 cargo test --all-targets --no-run --locked
 
-wait "$venv_job" || { echo "warning: the test venv could not be prepared in advance:"; cat target/py-venv.log; }
+wait "$prepare_job" || { echo "warning: the test packages could not be prepared in advance:"; cat target/prepare-tests.log; }
+scripts/setup.sh --tests
+
+# Imports follow docs/architecture.md's layer order, and no file imports its way back to itself (exits
+# non-zero naming the file, line and modules); the checker's own tests run on their fixture trees first.
+scripts/py-venv.sh target/tmp/layers-venv scripts/layers-requirements.txt 'import tree_sitter, tree_sitter_rust'
+target/tmp/layers-venv/bin/python -m unittest discover -s scripts/tests
+target/tmp/layers-venv/bin/python scripts/layers.py
 
 # Most integration tests wait rather than compute (real-time executors, sleeps, child servers and gateways):
 # with one test per core the 2-core CI host sat 60% idle through them, so run four per core.
