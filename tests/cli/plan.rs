@@ -128,7 +128,13 @@ fn impossible_slos_fail_with_a_clear_message() {
 #[test]
 fn bad_slos_and_knobs_are_refused_before_running() {
     let dir = tempfile::tempdir().unwrap();
-    for (slo, needle) in [("ttft:95:500", "pN"), ("speed:p95:5", "unknown SLO metric"), ("ttft:p95:-3", "positive")] {
+    for (slo, needle) in [
+        ("ttft:95:500", "pN"),
+        ("speed:p95:5", "unknown SLO metric \"speed\": the metrics are ttft, tpot, itl, e2el"),
+        ("ttft:p95:-3", "milliseconds"),
+        // A typo for p95 is refused, not read as the 9th percentile.
+        ("ttft:p95:500,tpot:p9:50", "SLO percentile \"p9\" is not pN with N from 50 to 99.99"),
+    ] {
         let out = plan(dir.path(), slo);
         assert_eq!(out.status.code(), Some(1), "{slo}");
         assert!(text(&out.stderr).contains(needle), "{slo}: {}", text(&out.stderr));
@@ -293,6 +299,36 @@ fn a_pruned_search_keeps_the_recommendation_and_the_five_best() {
         .collect();
     assert_eq!(tps.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8], "every TP that divides 32 heads is searched");
     assert!(pruned["bounded"].as_u64().unwrap() > 0, "nothing was skipped: {pruned:#}");
+    // Every configuration of the space is counted once.
+    let counts = &pruned["counts"];
+    let count = |k: &str| counts[k].as_u64().unwrap();
+    assert_eq!(count("space"), count("run") + count("bounded") + count("pruned_before"), "{counts:#}");
+    // The front's low-latency end: one user on every parallelism run, whichever load its climbs
+    // started at; a climb that started high and missed there is unexplored, not ranked at 0.
+    let results: Vec<serde_json::Value> = std::fs::read_dir(dir.path().join("pruned").join("configs"))
+        .unwrap()
+        .map(|e| json(&e.unwrap().path()))
+        .collect();
+    let loads = |r: &serde_json::Value| -> Vec<String> {
+        r["points"].as_array().unwrap().iter().map(|p| p["load"].as_str().unwrap().to_owned()).collect()
+    };
+    for tp in [1, 2, 4, 8] {
+        let group: Vec<&serde_json::Value> = results.iter().filter(|r| r["candidate"]["engine"]["tp"] == tp).collect();
+        assert!(group.is_empty() || group.iter().any(|r| loads(r).contains(&"c1".to_owned())), "tp{tp}: no c1 point");
+    }
+    let unexplored: Vec<&str> =
+        pruned["unexplored"].as_array().unwrap().iter().map(|u| u["key"].as_str().unwrap()).collect();
+    for r in &results {
+        let (key, first) = (r["key"].as_str().unwrap(), loads(r)[0].clone());
+        let met = r["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["violations"].as_array().unwrap().is_empty() && p["failed"] == 0);
+        assert_eq!(unexplored.contains(&key), first != "c1" && !met, "{key}: {:?}", loads(r));
+    }
+    let ranked = pruned["ranking"].as_array().unwrap();
+    assert!(ranked.iter().all(|r| !unexplored.contains(&r["key"].as_str().unwrap())));
     assert_eq!(pruned["recommendation"], full["recommendation"]);
     assert_eq!(top(&pruned), top(&full));
     assert!(stdout.contains("by their bound"), "{stdout}");

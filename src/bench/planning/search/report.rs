@@ -63,8 +63,8 @@ impl Recommendation {
                 None => "no BF16 configuration met the SLOs".to_string(),
             };
             lines.push(format!(
-                "precision: {} change the model's outputs, which the simulator does not model: check accuracy \
-                 before serving; {bf16}",
+                "precision: it uses {}, which changes the model's outputs (the simulator does not model that): \
+                 check accuracy before serving; {bf16}",
                 note.fp8
             ));
         }
