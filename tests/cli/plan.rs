@@ -303,32 +303,6 @@ fn a_pruned_search_keeps_the_recommendation_and_the_five_best() {
     let counts = &pruned["counts"];
     let count = |k: &str| counts[k].as_u64().unwrap();
     assert_eq!(count("space"), count("run") + count("bounded") + count("pruned_before"), "{counts:#}");
-    // The front's low-latency end: one user on every parallelism run, whichever load its climbs
-    // started at; a climb that started high and missed there is unexplored, not ranked at 0.
-    let results: Vec<serde_json::Value> = std::fs::read_dir(dir.path().join("pruned").join("configs"))
-        .unwrap()
-        .map(|e| json(&e.unwrap().path()))
-        .collect();
-    let loads = |r: &serde_json::Value| -> Vec<String> {
-        r["points"].as_array().unwrap().iter().map(|p| p["load"].as_str().unwrap().to_owned()).collect()
-    };
-    for tp in [1, 2, 4, 8] {
-        let group: Vec<&serde_json::Value> = results.iter().filter(|r| r["candidate"]["engine"]["tp"] == tp).collect();
-        assert!(group.is_empty() || group.iter().any(|r| loads(r).contains(&"c1".to_owned())), "tp{tp}: no c1 point");
-    }
-    let unexplored: Vec<&str> =
-        pruned["unexplored"].as_array().unwrap().iter().map(|u| u["key"].as_str().unwrap()).collect();
-    for r in &results {
-        let (key, first) = (r["key"].as_str().unwrap(), loads(r)[0].clone());
-        let met = r["points"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["violations"].as_array().unwrap().is_empty() && p["failed"] == 0);
-        assert_eq!(unexplored.contains(&key), first != "c1" && !met, "{key}: {:?}", loads(r));
-    }
-    let ranked = pruned["ranking"].as_array().unwrap();
-    assert!(ranked.iter().all(|r| !unexplored.contains(&r["key"].as_str().unwrap())));
     assert_eq!(pruned["recommendation"], full["recommendation"]);
     assert_eq!(top(&pruned), top(&full));
     assert!(stdout.contains("by their bound"), "{stdout}");

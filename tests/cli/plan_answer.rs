@@ -3,7 +3,7 @@
 //! best point is at the edge of the search, counts on stderr and stdout that reconcile, and
 //! progress lines when stderr is not a terminal.
 
-use super::plan::{text, trtllm};
+use super::plan::{json, text, trtllm};
 
 #[test]
 fn the_console_gives_the_latencies_the_precision_the_edge_and_counts_that_reconcile() {
@@ -62,4 +62,69 @@ fn the_console_gives_the_latencies_the_precision_the_edge_and_counts_that_reconc
     let warning = rec.lines().find(|l| l.trim_start().starts_with("warning: ")).unwrap_or_else(|| panic!("{rec}"));
     assert!(warning.contains("the best point, c4, is at the edge of the search"), "{warning}");
     assert!(warning.contains("--max-batch-size (e.g. 8)"), "{warning}");
+}
+
+/// A search where the bound starts the climbs of two- and four-GPU configurations at high loads,
+/// which miss the SLOs there.
+#[test]
+fn climbs_started_high_are_unexplored_and_every_parallelism_runs_one_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("plan");
+    let out = trtllm(&[
+        "plan",
+        "--model",
+        "tinyllama-1.1b",
+        "--gpu",
+        "rtx-a6000",
+        "--slo",
+        "ttft:p95:400,tpot:p95:12",
+        "--input-len",
+        "96",
+        "--output-len",
+        "16",
+        "--num-prompts",
+        "8",
+        "--max-batch-size",
+        "4,16,64,256",
+        "--max-num-tokens",
+        "512,2048",
+        "--scheduler-policy",
+        "guaranteed-no-evict,max-utilization",
+        "--quiet",
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let summary = json(&out_dir.join("summary.json"));
+    let results: Vec<serde_json::Value> =
+        std::fs::read_dir(out_dir.join("configs")).unwrap().map(|e| json(&e.unwrap().path())).collect();
+    let loads = |r: &serde_json::Value| -> Vec<String> {
+        r["points"].as_array().unwrap().iter().map(|p| p["load"].as_str().unwrap().to_owned()).collect()
+    };
+    // The front's low-latency end: one user on every parallelism run.
+    let tps: std::collections::BTreeSet<u64> =
+        results.iter().map(|r| r["candidate"]["engine"]["tp"].as_u64().unwrap()).collect();
+    assert!(tps.len() > 1, "{tps:?}");
+    for tp in tps {
+        let group: Vec<&serde_json::Value> = results.iter().filter(|r| r["candidate"]["engine"]["tp"] == tp).collect();
+        assert!(group.iter().any(|r| loads(r).contains(&"c1".to_owned())), "tp{tp}: no c1 point");
+    }
+    // A climb that started above one user and met the SLOs nowhere is unexplored, not ranked at 0.
+    let unexplored = summary["unexplored"].as_array().unwrap();
+    assert!(!unexplored.is_empty(), "{summary:#}");
+    let unexplored_keys: Vec<&str> = unexplored.iter().map(|u| u["key"].as_str().unwrap()).collect();
+    for r in &results {
+        let key = r["key"].as_str().unwrap();
+        let met = r["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["violations"].as_array().unwrap().is_empty() && p["failed"] == 0);
+        assert_eq!(unexplored_keys.contains(&key), loads(r)[0] != "c1" && !met, "{key}: {:?}", loads(r));
+    }
+    assert!(unexplored[0]["reason"].as_str().unwrap().contains("its climb started at c"), "{unexplored:#?}");
+    let ranking = summary["ranking"].as_array().unwrap();
+    assert!(ranking.iter().all(|r| !unexplored_keys.contains(&r["key"].as_str().unwrap())));
+    assert_eq!(ranking.len() + unexplored.len(), results.len());
+    assert!(text(&out.stdout).contains(&format!("{} configurations unexplored, not ranked", unexplored.len())));
 }
