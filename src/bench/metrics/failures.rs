@@ -58,7 +58,7 @@ impl FailureSummary {
             }
         }
         // Stable: equal counts keep the order first seen.
-        summary.reasons.sort_by(|a, b| b.count.cmp(&a.count));
+        summary.reasons.sort_by_key(|r| std::cmp::Reverse(r.count));
         summary
     }
 
