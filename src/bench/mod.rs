@@ -69,6 +69,7 @@ mod telemetry;
 mod traffic;
 
 pub use metrics::calibration::{Calibration, itl_errors_s};
+pub use metrics::failures::{FailureBudget, FailureBudgetError, FailureReason, FailureSummary};
 pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
@@ -77,7 +78,11 @@ pub use metrics::load_shape::{SteadyWindow, TOGETHER_S, arrival_sync, sessions_b
 pub use metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats, repeats_section, t_quantile_975};
 pub use metrics::saturation::{BacklogWatch, over_saturated_at};
-pub use metrics::slo::{SloError, Slos};
+pub use metrics::slo::Slos;
+pub use metrics::slo_set::{
+    DEFAULT_SLO_PERCENTILE, MAX_SLO_PERCENTILE, MIN_SLO_PERCENTILE, PercentileSlo, PercentileTable, SloError,
+    SloMetric, SloSet, SloVerdict,
+};
 pub use metrics::speculative::{SpecCounts, SpeculativeSummary};
 pub use metrics::stats::{
     DEFAULT_PERCENTILES, Distribution, StatsError, mean, median, parse_percentiles, percentile, percentile_key,

@@ -5,6 +5,7 @@ mod draft_target;
 mod http_setup;
 mod layers;
 mod lengths;
+mod limits;
 mod live;
 mod lora;
 mod plan;
@@ -12,13 +13,14 @@ mod report;
 mod saturate;
 mod setup;
 mod target_info;
+mod verdict;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use trtllm::bench::{
-    RunClock, RunInfo, Slos, SweepRow, WallAnchor, console_table, parse_percentiles, run_point_live,
+    FailureSummary, RunClock, RunInfo, SloSet, SweepRow, WallAnchor, console_table, parse_percentiles, run_point_live,
     run_virtual_point_with,
 };
 
@@ -62,8 +64,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         return layers::run(*args.run, |one| Box::pin(run(Args { compare: None, run: Box::new(one) }))).await;
     }
     let args = *args.run;
+    // Everything the options alone decide is checked before the engine loads (minutes, on a
+    // real one).
     let percentiles = parse_percentiles(&args.percentiles)?;
-    let slos = args.slo.as_deref().map(Slos::parse).transpose()?;
+    let slo_set = args.slo.as_deref().map(SloSet::parse).transpose().context("--slo")?;
+    let slos = slo_set.as_ref().map(SloSet::request_limits);
     if !(args.metrics_interval.is_finite() && args.metrics_interval > 0.0) {
         anyhow::bail!("--metrics-interval must be a positive number of seconds");
     }
@@ -74,6 +79,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         && !(interval.is_finite() && interval > 0.0)
     {
         anyhow::bail!("--sample-interval must be a positive number of seconds");
+    }
+    plan::check_options(&args)?;
+    lengths::check(&args)?;
+    if args.saturate.saturate {
+        args.saturate.validate()?;
+        if plan::workloads(&args) != 1 {
+            anyhow::bail!("--saturate sweeps the rate of one workload: give one --input-len and one --output-len");
+        }
     }
     let date = RunInfo::now_date();
     let output_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("bench-results").join(&date));
@@ -105,6 +118,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let sources = plan::prompt_sources(&args, setup.vocab_size, tokenizer.as_ref())?;
     let mut points = plan::points(&args, sources, end_id)?;
     lengths::apply(&args, &mut points)?;
+    // The workload against the engine's limits, before the first request.
+    let engine_limits = limits::EngineLimits { max_input_len: setup.max_input_len, max_seq_len: setup.max_seq_len };
+    let mut notes: Vec<String> = limits::check(&mut points, engine_limits, args.clip_lengths)?;
+    if !args.quiet {
+        notes.iter().for_each(|note| eprintln!("{note}"));
+    }
     std::fs::create_dir_all(&output_dir).with_context(|| format!("creating {}", output_dir.display()))?;
 
     let live = self::live::LiveOutput::start(args.live, args.quiet);
@@ -122,8 +141,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     report.timer_jitter = jitter.as_ref().map(trtllm::bench::TimerJitter::to_json);
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut summaries: Vec<(String, serde_json::Value)> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
     let mut succeeded = 0_usize;
+    // Points whose failed requests are beyond --max-failed: (stem, failed, measured).
+    let mut over_budget: Vec<(String, usize, usize)> = Vec::new();
+    let mut tally = |stem: &str, failures: &FailureSummary| {
+        succeeded += failures.measured - failures.failed;
+        if !args.max_failed.allows(failures.failed, failures.measured) {
+            over_budget.push((stem.to_string(), failures.failed, failures.measured));
+        }
+    };
     // A virtual-clock point loads its own executor: with the same settings as a real one.
     let virtual_options = trtllm::bench::VirtualRunOptions {
         executor: Some(args.executor.apply(trtllm::ExecutorConfig::builder()).build()?),
@@ -152,12 +178,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         gpu_sample_interval: args.gpu_sample_interval,
         metrics_urls: &args.metrics_url,
         metrics_interval: args.metrics_interval,
+        slos: slo_set.as_ref(),
     };
     if args.saturate.saturate {
-        args.saturate.validate()?;
-        if points.len() != 1 {
-            anyhow::bail!("--saturate sweeps the rate of one workload: give one --input-len and one --output-len");
-        }
         let start = args.request_rate.as_ref().and_then(|r| r.first().copied()).unwrap_or(1.0);
         if !(start.is_finite() && start > 0.0) {
             anyhow::bail!("--saturate starts from a finite --request-rate");
@@ -173,8 +196,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             point.plan.stop_when_saturated = true;
             point.request_rate = r;
             point.stem = format!("sat_r{r}_{}", points[0].stem.split_once('_').map_or("", |s| s.1));
-            let (row, point_notes, summary, ok) = one.run(&point, judged.len()).await?;
-            succeeded += ok;
+            let (row, point_notes, summary, failures) = one.run(&point, judged.len()).await?;
+            tally(&point.stem, &failures);
             summaries.push((point.stem.clone(), summary.clone()));
             rows.push(row);
             notes.extend(point_notes);
@@ -188,8 +211,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut repeats = Vec::new();
         for repeat in 0..args.repeats as usize {
             let point = base.repeat(repeat);
-            let (row, point_notes, summary, ok) = one.run(&point, index).await?;
-            succeeded += ok;
+            let (row, point_notes, summary, failures) = one.run(&point, index).await?;
+            tally(&point.stem, &failures);
             if repeat == 0 {
                 summaries.push((point.stem.clone(), summary.clone()));
                 rows.push(row);
@@ -215,6 +238,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(executor) = setup.target.executor() {
         executor.shutdown(trtllm::ShutdownMode::Cancel).await?;
     }
+    if !over_budget.is_empty() {
+        eprintln!("error: {}", verdict::over_budget(&over_budget, &args.max_failed));
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(if succeeded == 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -238,16 +265,18 @@ struct OnePoint<'a> {
     metrics_urls: &'a [String],
     /// `--metrics-interval`, seconds.
     metrics_interval: f64,
+    /// `--slo`: judged on each point's console lines.
+    slos: Option<&'a SloSet>,
 }
 
 impl OnePoint<'_> {
     /// Runs `point` (sweep index `index`) and writes its files: its sweep row, console notes,
-    /// summary and successful measured requests.
+    /// summary and failed measured requests.
     async fn run(
         &self,
         point: &self::plan::Point,
         index: usize,
-    ) -> anyhow::Result<(SweepRow, Vec<String>, serde_json::Value, usize)> {
+    ) -> anyhow::Result<(SweepRow, Vec<String>, serde_json::Value, FailureSummary)> {
         let total = point.plan.duration.is_none().then_some(point.plan.num_prompts as u64);
         self.live.start_point(&format!("{} {}", self.target, point.stem), total);
         let clock = RunClock::start();
@@ -290,7 +319,7 @@ impl OnePoint<'_> {
             None => Vec::new(),
         };
         let observed = self::report::Observed { gpu: telemetry, servers };
-        let ok = run.records.iter().filter(|r| r.is_measured() && r.is_success()).count();
+        let failures = FailureSummary::of(&run.records);
         let twin = match self.twin_dir {
             Some(dir) => {
                 let options = self.virtual_options;
@@ -299,9 +328,10 @@ impl OnePoint<'_> {
             }
             None => None,
         };
-        let (row, notes, summary) =
+        let (row, mut notes, summary) =
             self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref(), observed)?;
-        Ok((row, notes, summary, ok))
+        notes.extend(verdict::point_lines(&point.stem, self.slos, &run.records, &summary, &failures));
+        Ok((row, notes, summary, failures))
     }
 
     /// Where GPU figures come from for this run, if anywhere: a simulated engine's timing model

@@ -113,6 +113,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .ignore_eos(args.ignore_eos)
         .skip_special_tokens(!args.no_skip_special_tokens);
     let executor = AsyncExecutor::load(&engine_dir, config).await?;
+    if executor.executor().backend().is_simulated() {
+        // Said first, on stderr: the text itself is all a reader of stdout sees.
+        eprintln!(
+            "note: {} is a simulated engine: its text is random tokens of its vocabulary (within the guide, if \
+             one is given), not a model's answer; its timings are what the simulator models",
+            engine.model_name
+        );
+    }
     let mut stream = TextStream::generate(&executor, request, &tokenizer, options)?;
     let mut out = std::io::stdout().lock();
     let mut outcome = None;

@@ -2,6 +2,7 @@
 
 mod bench;
 mod doctor;
+mod error_report;
 mod executor_args;
 mod generate;
 mod guided;
@@ -16,6 +17,8 @@ mod version;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+pub use self::error_report::error_report;
 
 /// `--version` names the backend too: which executor a binary runs matters as much as its version.
 static LONG_VERSION: std::sync::LazyLock<String> =

@@ -1,6 +1,7 @@
 //! `trtllm plan`: search engine and runtime knobs on the virtual clock for the most goodput per
 //! GPU under latency SLOs, and print the recommended configuration's command lines.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -8,9 +9,9 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::search::{
-    LoadStep, Loads, ResultStore, SchedulerChoice, SearchOptions, SearchReport, SearchSpace, SloSet, Study,
-    WorkloadShape, build_report, default_expert_parallel, default_tensor_parallel, expert_parallel_refusal, run_search,
-    write_report,
+    ConfigCounts, LoadStep, Loads, ProgressLines, ResultStore, SchedulerChoice, SearchOptions, SearchReport,
+    SearchSpace, SloSet, Study, WorkloadShape, build_report, default_expert_parallel, default_tensor_parallel,
+    expert_parallel_refusal, run_search, write_report,
 };
 use trtllm::bench::{
     PromptSource, SampledPrompt, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries,
@@ -36,8 +37,9 @@ pub struct Args {
     /// GPU preset (see `trtllm sim presets`).
     #[arg(long)]
     gpu: String,
-    /// Objectives every point must meet, METRIC:pPERCENTILE:MS (metrics ttft, tpot, itl, e2el),
-    /// e.g. `ttft:p95:500,tpot:p95:50`.
+    /// Objectives every point must meet, the grammar `trtllm bench` takes: METRIC:pPERCENTILE:MS
+    /// or METRIC:MS, which means METRIC:p95:MS (metrics ttft, tpot, itl, e2el; percentiles p50 to
+    /// p99.99), e.g. `ttft:p95:500,tpot:p95:50`.
     #[arg(long)]
     slo: String,
     /// The results directory: one JSON per configuration (a re-run skips finished ones),
@@ -184,14 +186,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (candidates, pruned) = space.candidates(&study.shape)?;
     let store = ResultStore::open(&args.output_dir)?;
     if !args.quiet {
-        eprintln!(
-            "{} configurations of {} on {} ({} pruned before running), loads {}",
-            candidates.len(),
-            args.model,
-            args.gpu,
-            pruned.len(),
-            study.loads.describe()
-        );
+        let outline = ConfigCounts::outline(candidates.len() + pruned.len(), pruned.len());
+        eprintln!("{} on {}: {outline}; loads {}", args.model, args.gpu, study.loads.describe());
     }
     let bar = if args.quiet {
         ProgressBar::hidden()
@@ -201,7 +197,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let options = SearchOptions { jobs, exact_top: if args.exhaustive { 0 } else { TOP } };
+    // Without a terminal the bar draws nothing: a log gets progress lines instead.
+    let mut lines = (!args.quiet && !std::io::stderr().is_terminal())
+        .then(|| ProgressLines::new(candidates.len(), std::time::Duration::from_secs(10)));
     let outcome = run_search(&space, &study, &store, options, |result, resumed| {
+        if let Some(line) = lines.as_mut().and_then(|l| l.finished(result)) {
+            eprintln!("{line}");
+        }
         bar.inc(1);
         bar.set_message(if resumed { "(resumed)".to_string() } else { result.candidate.label() });
     })
@@ -310,8 +312,11 @@ const TOP: usize = 5;
 /// The console report: the top of the ranking, the front, the recommendation and its commands.
 fn render(report: &SearchReport, study: &Study, exhaustive: bool) -> String {
     let mut out = format!(
-        "{} configurations ({} resumed, {} pruned: {} by their bound), {} load points, {:.1} s wall; SLOs {}\n",
-        report.configurations, report.resumed, report.pruned, report.bounded, report.points, report.wall_s, study.slos
+        "{}; {} load points, {:.1} s wall; SLOs {}\n",
+        report.counts.summary(),
+        report.points,
+        report.wall_s,
+        study.slos
     );
     if report.lost_statistics > 0 {
         out += &format!("{} iteration statistics lost: those points' figures miss them\n", report.lost_statistics);
@@ -327,6 +332,13 @@ fn render(report: &SearchReport, study: &Study, exhaustive: bool) -> String {
             row.goodput_requests_per_s_per_gpu,
             row.best_load.as_deref().unwrap_or("-"),
             row.error.as_ref().map(|e| format!("  error: {e}")).unwrap_or_default()
+        );
+    }
+    if !report.unexplored.is_empty() {
+        out += &format!(
+            "{} configurations unexplored, not ranked: their climb started above one user and missed there \
+             (summary.json's unexplored)\n",
+            report.unexplored.len()
         );
     }
     out += &format!(
@@ -350,6 +362,9 @@ fn render(report: &SearchReport, study: &Study, exhaustive: bool) -> String {
                 rec.goodput_requests_per_s_per_gpu,
                 rec.tokens_per_s_per_user
             );
+            for note in rec.notes(&study.slos) {
+                out += &format!("  {note}\n");
+            }
             out += &format!("  build: {}\n  serve: {}\n  bench: {}\n", rec.sim_build, rec.serve, rec.bench);
         }
         None => out += "\nno configuration meets the SLOs at any load: relax --slo or widen the search\n",

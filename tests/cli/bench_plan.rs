@@ -34,7 +34,8 @@ fn the_recommendations_bench_line_measures_it_with_the_serve_settings() {
     assert!(
         bench.contains("--input-len 96")
             && bench.contains("--output-len 16")
-            && bench.contains("--slo ttft:500,tpot:50")
+            && bench.contains("--slo ttft:p95:500,tpot:p95:50"),
+        "the same SLOs in the grammar both commands read: {bench}"
     );
     trtllm(&words(build));
     let results = dir.path().join("bench");

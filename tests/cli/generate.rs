@@ -41,6 +41,22 @@ fn streams_text_and_prints_a_summary() {
     assert!(summary.contains("TTFT") && summary.contains("TPOT"), "{summary}");
 }
 
+#[test]
+fn a_simulated_engine_says_its_text_is_random_tokens() {
+    for extra in [&[][..], &["--json"]] {
+        let mut args = vec!["generate", "The executor", "--max-tokens", "8"];
+        args.extend_from_slice(extra);
+        let out = trtllm(&args);
+        assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("is a simulated engine: its text is random tokens of its vocabulary")
+                && stderr.contains("not a model's answer"),
+            "{extra:?}: {stderr}"
+        );
+    }
+}
+
 /// The text `trtllm generate` prints on stdout (without the newline it ends with).
 fn printed_text(args: &[&str]) -> String {
     let mut all = vec!["generate"];

@@ -2,6 +2,7 @@
 //! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod bench;
+mod bench_checks;
 mod bench_gateway;
 mod bench_html;
 mod bench_layers;
@@ -12,11 +13,13 @@ mod bench_repeats;
 mod bench_saturate;
 mod bench_server_metrics;
 mod bench_telemetry;
+mod errors;
 mod generate;
 mod guided;
 mod lora;
 mod moe;
 mod plan;
+mod plan_answer;
 mod plan_moe;
 mod serve;
 mod sim;

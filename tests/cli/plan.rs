@@ -128,7 +128,13 @@ fn impossible_slos_fail_with_a_clear_message() {
 #[test]
 fn bad_slos_and_knobs_are_refused_before_running() {
     let dir = tempfile::tempdir().unwrap();
-    for (slo, needle) in [("ttft:95:500", "pN"), ("speed:p95:5", "unknown SLO metric"), ("ttft:p95:-3", "positive")] {
+    for (slo, needle) in [
+        ("ttft:95:500", "pN"),
+        ("speed:p95:5", "unknown SLO metric \"speed\": the metrics are ttft, tpot, itl, e2el"),
+        ("ttft:p95:-3", "milliseconds"),
+        // A typo for p95 is refused, not read as the 9th percentile.
+        ("ttft:p95:500,tpot:p9:50", "SLO percentile \"p9\" is not pN with N from 50 to 99.99"),
+    ] {
         let out = plan(dir.path(), slo);
         assert_eq!(out.status.code(), Some(1), "{slo}");
         assert!(text(&out.stderr).contains(needle), "{slo}: {}", text(&out.stderr));
@@ -293,6 +299,10 @@ fn a_pruned_search_keeps_the_recommendation_and_the_five_best() {
         .collect();
     assert_eq!(tps.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8], "every TP that divides 32 heads is searched");
     assert!(pruned["bounded"].as_u64().unwrap() > 0, "nothing was skipped: {pruned:#}");
+    // Every configuration of the space is counted once.
+    let counts = &pruned["counts"];
+    let count = |k: &str| counts[k].as_u64().unwrap();
+    assert_eq!(count("space"), count("run") + count("bounded") + count("pruned_before"), "{counts:#}");
     assert_eq!(pruned["recommendation"], full["recommendation"]);
     assert_eq!(top(&pruned), top(&full));
     assert!(stdout.contains("by their bound"), "{stdout}");

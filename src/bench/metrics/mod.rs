@@ -3,6 +3,7 @@
 //! iteration statistics. Depends on nothing else in the benchmark.
 
 pub(crate) mod calibration;
+pub(crate) mod failures;
 pub(crate) mod iterations;
 pub(crate) mod live;
 pub(crate) mod load_shape;
@@ -10,6 +11,7 @@ pub(crate) mod record;
 pub(crate) mod repeats;
 pub(crate) mod saturation;
 pub(crate) mod slo;
+pub(crate) mod slo_set;
 pub(crate) mod speculative;
 pub(crate) mod stats;
 pub(crate) mod throughput;

@@ -1,41 +1,17 @@
-//! Service-level objectives for goodput, parsed from `ttft:MS,tpot:MS,e2el:MS`.
+//! Per-request latency limits for goodput (`request_goodput`), read from `--slo` through the one
+//! SLO grammar (`slo_set.rs`).
 
 use std::fmt;
-use std::str::FromStr;
 
 use super::record::RequestRecord;
-
-/// Errors from parsing an SLO specification.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SloError {
-    /// The specification has no `name:value` pair.
-    #[error("no service level objective given; expected e.g. \"ttft:1000,tpot:40\"")]
-    Empty,
-    /// A pair without a `:` between name and value.
-    #[error("invalid SLO {0:?}: expected NAME:MILLISECONDS, e.g. \"ttft:1000\"")]
-    MissingColon(String),
-    /// A metric name other than `ttft`, `tpot` or `e2el`.
-    #[error("unknown SLO metric {0:?}: expected one of ttft, tpot, e2el")]
-    UnknownMetric(String),
-    /// A value that is not a non-negative finite number of milliseconds.
-    #[error("invalid SLO value {value:?} for {metric}: expected a non-negative number of milliseconds")]
-    InvalidValue {
-        /// The metric the value was given for.
-        metric: String,
-        /// The text that failed to parse.
-        value: String,
-    },
-    /// The same metric given twice.
-    #[error("SLO metric {0} given more than once")]
-    Duplicate(String),
-}
 
 /// Latency limits a request must meet, all at once, to count towards `request_goodput`.
 ///
 /// Semantics follow `vllm bench serve --goodput`: a request is good when each given limit is at
 /// least its value; a request with at most one output token counts as TPOT 0. A successful
-/// request that never received a token fails a TTFT limit.
+/// request that never received a token fails a TTFT limit. [`Slos::parse`] reads `--slo` in the
+/// grammar of [`SloSet`](super::slo_set::SloSet) (`ttft:500` is `ttft:p95:500`), keeping each
+/// metric's limit.
 ///
 /// ```rust
 /// use trtllm::bench::Slos;
@@ -46,6 +22,7 @@ pub enum SloError {
 /// assert_eq!(slos.e2el_ms, None);
 /// assert!("ttft=1000".parse::<Slos>().is_err());
 /// assert!("latency:5".parse::<Slos>().is_err());
+/// assert!("ttft:p9:1000".parse::<Slos>().is_err(), "percentiles run from p50 to p99.99");
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Slos {
@@ -58,33 +35,6 @@ pub struct Slos {
 }
 
 impl Slos {
-    /// Parses pairs separated by commas or whitespace, e.g. `"ttft:1000,tpot:40"`.
-    pub fn parse(text: &str) -> Result<Self, SloError> {
-        let mut slos = Slos::default();
-        let mut any = false;
-        for pair in text.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
-            let (name, value) = pair.split_once(':').ok_or_else(|| SloError::MissingColon(pair.to_owned()))?;
-            let name = name.trim().to_ascii_lowercase();
-            let slot = match name.as_str() {
-                "ttft" => &mut slos.ttft_ms,
-                "tpot" => &mut slos.tpot_ms,
-                "e2el" => &mut slos.e2el_ms,
-                _ => return Err(SloError::UnknownMetric(name)),
-            };
-            let ms: f64 = value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| SloError::InvalidValue { metric: name.clone(), value: value.to_owned() })?;
-            if slot.replace(ms).is_some() {
-                return Err(SloError::Duplicate(name));
-            }
-            any = true;
-        }
-        if any { Ok(slos) } else { Err(SloError::Empty) }
-    }
-
     /// True when no limit is set.
     pub fn is_empty(&self) -> bool {
         self.ttft_ms.is_none() && self.tpot_ms.is_none() && self.e2el_ms.is_none()
@@ -127,14 +77,6 @@ impl Slos {
     }
 }
 
-impl FromStr for Slos {
-    type Err = SloError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Slos::parse(s)
-    }
-}
-
 impl fmt::Display for Slos {
     /// Writes the canonical `ttft:MS,tpot:MS,e2el:MS` form (only the limits that are set).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -162,14 +104,15 @@ mod tests {
 
     #[test]
     fn rejects_bad_input_with_clear_errors() {
+        use crate::bench::metrics::slo_set::SloError;
         assert!(matches!(Slos::parse(" , "), Err(SloError::Empty)));
-        assert!(matches!(Slos::parse("ttft1000"), Err(SloError::MissingColon(_))));
-        assert!(matches!(Slos::parse("itl:10"), Err(SloError::UnknownMetric(_))));
-        assert!(matches!(Slos::parse("tpot:-1"), Err(SloError::InvalidValue { .. })));
-        assert!(matches!(Slos::parse("tpot:fast"), Err(SloError::InvalidValue { .. })));
+        assert!(matches!(Slos::parse("ttft1000"), Err(SloError::Shape(_))));
+        assert!(matches!(Slos::parse("latency:10"), Err(SloError::UnknownMetric(_))));
+        assert!(matches!(Slos::parse("tpot:-1"), Err(SloError::Limit(_))));
+        assert!(matches!(Slos::parse("tpot:fast"), Err(SloError::Limit(_))));
         assert!(matches!(Slos::parse("tpot:1,tpot:2"), Err(SloError::Duplicate(_))));
-        let msg = Slos::parse("itl:10").unwrap_err().to_string();
-        assert!(msg.contains("ttft, tpot, e2el"), "{msg}");
+        let msg = Slos::parse("latency:10").unwrap_err().to_string();
+        assert!(msg.contains("ttft, tpot, itl, e2el"), "{msg}");
     }
 
     #[test]

@@ -105,6 +105,28 @@ impl LengthDistribution {
         Ok(Self { shape, mean: m, stddev, min, max })
     }
 
+    /// The same distribution drawing no length above `max` (an engine's limit): the upper bound
+    /// lowered to it, the tail above cut as any bound cuts it. Fails when the lower bound is
+    /// above `max`; `what` names the lengths in the error.
+    ///
+    /// ```rust
+    /// use trtllm::bench::{LengthDistribution, LengthShape};
+    ///
+    /// let d = LengthDistribution::new("input", LengthShape::Lognormal, 1024, 512.0, None, Some(4096)).unwrap();
+    /// assert_eq!(d.clone().capped_at("input", 1024).unwrap().max, 1024);
+    /// assert_eq!(d.clone().capped_at("input", 8192).unwrap(), d, "a cap above the bound changes nothing");
+    /// assert!(d.capped_at("input", 0).is_err());
+    /// ```
+    pub fn capped_at(self, what: &'static str, max: u32) -> Result<Self, LengthError> {
+        if self.min > max {
+            return Err(LengthError::Invalid {
+                what,
+                problem: format!("the shortest length {} is above the limit {max}", self.min),
+            });
+        }
+        Ok(Self { max: self.max.min(max), ..self })
+    }
+
     /// One length from `rng`.
     pub fn sample(&self, rng: &mut StdRng) -> u32 {
         let (lo, hi) = (f64::from(self.min), f64::from(self.max));

@@ -118,6 +118,12 @@ pub struct RunArgs {
     /// Longest drawn output length [default: mean + 3 stddev (uniform: √3)].
     #[arg(long)]
     pub output_max: Option<u32>,
+    /// Draw lengths only within the engine's limits: the upper bound of `--input-dist` lowered
+    /// to max_input_len and that of `--output-dist` to what max_seq_len leaves after the longest
+    /// prompt. Without it a distribution that can draw beyond them is refused before the first
+    /// request.
+    #[arg(long)]
+    pub clip_lengths: bool,
     /// Tokens shared by every random prompt (a warm prefix the KV cache can reuse); 0 sends
     /// fully distinct prompts (cold).
     #[arg(long, default_value_t = 0)]
@@ -221,9 +227,18 @@ pub struct RunArgs {
     /// Percentiles to report.
     #[arg(long, default_value = "50,90,95,99")]
     pub percentiles: String,
-    /// Goodput SLOs, e.g. ttft:1000,tpot:40 (milliseconds; only e2el applies without streaming).
+    /// Latency objectives, the grammar `trtllm plan` takes: METRIC:pPERCENTILE:MS or METRIC:MS,
+    /// which means METRIC:p95:MS (metrics ttft, tpot, itl, e2el; percentiles p50 to p99.99),
+    /// e.g. ttft:500,tpot:p99:50. Goodput counts the requests within each metric's limit (only
+    /// e2el applies without streaming; itl is judged on its percentile only); the console
+    /// prints each point's goodput, the share of requests within every limit, and each
+    /// objective's percentile against its limit.
     #[arg(long)]
     pub slo: Option<String>,
+    /// Failed requests a point may have, as a count (3) or a share of its measured requests
+    /// (5%), before `trtllm bench` exits with an error; by default any failure does.
+    #[arg(long, default_value = "0", value_name = "N|P%")]
+    pub max_failed: trtllm::bench::FailureBudget,
     /// A label for the results (vLLM's `label`).
     #[arg(long)]
     pub label: Option<String>,

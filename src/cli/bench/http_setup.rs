@@ -55,6 +55,7 @@ pub async fn http(args: &RunArgs, url: &str, scratch: tempfile::TempDir) -> anyh
         model_id: model,
         vocab_size,
         max_seq_len: 0,
+        max_input_len: 0,
         backend: format!("openai-compatible ({url})"),
         gpu: None,
         engine_dir: None,

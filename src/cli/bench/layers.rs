@@ -45,7 +45,7 @@ pub async fn run(args: RunArgs, run_one: RunOne) -> anyhow::Result<ExitCode> {
             }
             Err(error) => {
                 all_ok = false;
-                eprintln!("layer {target} failed: {error:#}");
+                eprintln!("layer {target} failed: {}", crate::cli::error_report(&error));
             }
         }
     }

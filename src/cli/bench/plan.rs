@@ -13,6 +13,11 @@ use trtllm::text::Tokenizer;
 
 use super::args::{DatasetKind, RunArgs};
 
+/// Prompt lengths of the default sweep (random prompts).
+pub const DEFAULT_INPUT_LENS: [usize; 2] = [128, 1024];
+/// Output length of the default sweep (random prompts).
+pub const DEFAULT_OUTPUT_LEN: usize = 128;
+
 /// One point of the sweep.
 #[derive(Clone)]
 pub struct Point {
@@ -105,7 +110,7 @@ pub fn prompt_sources(
         if args.chat_template {
             bail!("--chat-template applies to text datasets (jsonl, sharegpt), not random token ids");
         }
-        let lens = args.input_len.clone().unwrap_or_else(|| vec![128, 1024]);
+        let lens = args.input_len.clone().unwrap_or_else(|| DEFAULT_INPUT_LENS.to_vec());
         if lens.contains(&0) {
             bail!("--input-len must be at least 1");
         }
@@ -186,7 +191,7 @@ fn session_sources(
             if args.dataset_path.is_some() {
                 bail!("--dataset-path needs --dataset sharegpt for sessions");
             }
-            let lens = args.input_len.clone().unwrap_or_else(|| vec![128, 1024]);
+            let lens = args.input_len.clone().unwrap_or_else(|| DEFAULT_INPUT_LENS.to_vec());
             if lens.contains(&0) || args.turn_input_len == Some(0) {
                 bail!("--input-len and --turn-input-len must be at least 1");
             }
@@ -308,27 +313,50 @@ fn seconds(name: &str, value: Option<f64>) -> anyhow::Result<Option<Duration>> {
         .transpose()
 }
 
+/// Checks what the options alone decide, before an engine loads (minutes, on a real one): the
+/// load axis, the durations, the burstiness and the lengths asked for.
+pub fn check_options(args: &RunArgs) -> anyhow::Result<()> {
+    load_axis(args)?;
+    seconds("ramp-up", args.ramp_up)?;
+    seconds("duration", args.duration)?;
+    if args.burstiness.is_nan() || args.burstiness <= 0.0 {
+        bail!("--burstiness must be positive (1 = Poisson, inf = constant spacing)");
+    }
+    if args.input_len.as_ref().is_some_and(|lens| lens.contains(&0)) {
+        bail!("--input-len must be at least 1");
+    }
+    if args.output_len.as_ref().is_some_and(|lens| lens.contains(&0)) {
+        bail!("--output-len must be at least 1");
+    }
+    Ok(())
+}
+
+/// How many workloads (prompt shape × output length) the sweep has: one per `--input-len` of
+/// random prompts (a dataset or trace is one) times one per `--output-len`.
+pub fn workloads(args: &RunArgs) -> usize {
+    let inputs = match args.dataset {
+        DatasetKind::Random => args.input_len.as_ref().map_or(DEFAULT_INPUT_LENS.len(), Vec::len),
+        _ => 1,
+    };
+    inputs * args.output_len.as_ref().map_or(1, Vec::len)
+}
+
 /// The points: load × prompt source × output length, each with its own workload and plan.
 pub fn points(
     args: &RunArgs,
     sources: Vec<(Option<usize>, PromptSource)>,
     end_id: Option<i32>,
 ) -> anyhow::Result<Vec<Point>> {
+    check_options(args)?;
     let ramp_up = seconds("ramp-up", args.ramp_up)?;
     let duration = seconds("duration", args.duration)?;
     let guide =
         crate::cli::guided::GuideArgs { json_schema: args.json_schema.clone(), ..Default::default() }.params()?;
-    if args.burstiness.is_nan() || args.burstiness <= 0.0 {
-        bail!("--burstiness must be positive (1 = Poisson, inf = constant spacing)");
-    }
     let output_lens: Vec<Option<usize>> = match (&args.output_len, args.dataset) {
         (Some(lens), _) => lens.iter().map(|&n| Some(n)).collect(),
-        (None, DatasetKind::Random) => vec![Some(128)],
+        (None, DatasetKind::Random) => vec![Some(DEFAULT_OUTPUT_LEN)],
         (None, _) => vec![None],
     };
-    if output_lens.contains(&Some(0)) {
-        bail!("--output-len must be at least 1");
-    }
     let mut axis = load_axis(args)?;
     // A trace: one point at the trace's own mean rate (its arrivals come from the trace).
     let trace_requests = sources.iter().find_map(|(_, s)| match s {

@@ -130,6 +130,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         model_id: engine.model_name.clone(),
         vocab_size: engine.vocab_size,
         max_seq_len: engine.max_seq_len,
+        max_input_len: engine.max_input_len,
         backend: backend.to_string(),
         gpu,
         engine_dir: (!builtin).then(|| engine_dir.clone()),
@@ -172,6 +173,7 @@ async fn grpc(url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
     Ok(Setup {
         vocab_size: usize::try_from(model.vocab_size).unwrap_or(0),
         max_seq_len: usize::try_from(model.max_seq_len).unwrap_or(0),
+        max_input_len: usize::try_from(model.max_input_len).unwrap_or(0),
         backend: format!("{} {}", server.backend, server.version),
         gpu: None,
         engine_dir: None,

@@ -14,7 +14,10 @@ pub struct Setup {
     pub engine: Value,
     pub model_id: String,
     pub vocab_size: usize,
+    /// The longest sequence (prompt and output) the target takes; 0 when it does not say.
     pub max_seq_len: usize,
+    /// The longest prompt the target takes; 0 when it does not say.
+    pub max_input_len: usize,
     /// `tensorrt-llm <version>`, `simulated <version>`, or the server's backend and version.
     pub backend: String,
     /// The GPU, or the simulated GPU preset (simulation.json's `gpu`), when known.

@@ -16,6 +16,7 @@
 //!   tokens/s/GPU, and recommends a configuration with its `trtllm sim build` and `trtllm serve`
 //!   command lines; [`write_report`] writes `summary.json` and `pareto.svg`.
 
+mod answer;
 mod bound;
 mod loads;
 mod pareto;
@@ -26,6 +27,10 @@ mod run;
 mod slo;
 mod space;
 
+pub use answer::{
+    Alternative, ConfigCounts, PrecisionNote, ProgressLines, UnexploredConfig, edge_of_search, latencies_at,
+    precision_note, unexplored,
+};
 pub use bound::{Bound, kth_best};
 pub use loads::{LoadStep, Loads};
 pub use pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
@@ -33,7 +38,7 @@ pub use plot::{FrontPlotError, plot_front};
 pub use report::{RankedConfig, Recommendation, ReportError, SearchReport, build_report, write_report};
 pub use result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
 pub use run::{SearchError, SearchOptions, SearchOutcome, Study, run_search};
-pub use slo::{PercentileSlo, PercentileTable, SloMetric, SloSet, SloSpecError};
+pub use slo::{PercentileSlo, PercentileTable, SloMetric, SloSet};
 pub use space::{
     Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape, default_expert_parallel,
     default_tensor_parallel, expert_parallel_refusal,

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::answer::{ConfigCounts, PrecisionNote, UnexploredConfig, edge_of_search, precision_note, unexplored};
 use super::pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
 use super::plot::{FrontPlotError, plot_front};
 use super::result::ResultStore;
 use super::result::ResultStoreError;
 use super::run::{SearchOutcome, Study};
+use super::slo::PercentileTable;
 use super::space::{Candidate, SearchSpace, shell_word};
 
 /// The recommended configuration and how to run it.
@@ -29,6 +31,12 @@ pub struct Recommendation {
     pub goodput_requests_per_s_per_gpu: f64,
     /// Decode speed per user at that point, tokens/s.
     pub tokens_per_s_per_user: f64,
+    /// The latency percentiles at that point (`p95_ttft_ms` style), the objectives' among them.
+    pub percentiles: PercentileTable,
+    /// Set when the configuration uses FP8: what it quantizes and the best BF16 configuration.
+    pub precision: Option<PrecisionNote>,
+    /// Set when the point is the highest load the search could try for the configuration.
+    pub edge_of_search: Option<String>,
     /// `trtllm sim build ...` for its engine.
     pub sim_build: String,
     /// `trtllm serve ...` with its runtime knobs.
@@ -36,6 +44,35 @@ pub struct Recommendation {
     /// `trtllm bench ...` that measures it in process: the same runtime settings, workload,
     /// load point and SLOs.
     pub bench: String,
+}
+
+impl Recommendation {
+    /// The console lines under the recommendation: its latencies against the objectives, the
+    /// precision note and the edge-of-search warning when they apply.
+    pub fn notes(&self, slos: &super::slo::SloSet) -> Vec<String> {
+        let mut lines = vec![format!("at {}: {}", self.load, super::answer::latencies_at(slos, &self.percentiles))];
+        if let Some(note) = &self.precision {
+            let bf16 = match &note.best_bf16 {
+                Some(alt) => format!(
+                    "the best BF16 configuration is {} at {}: {:.1} output tokens/s per GPU ({:.0}% of this)",
+                    alt.label,
+                    alt.load,
+                    alt.goodput_tokens_per_s_per_gpu,
+                    100.0 * alt.goodput_tokens_per_s_per_gpu / self.goodput_tokens_per_s_per_gpu.max(f64::MIN_POSITIVE)
+                ),
+                None => "no BF16 configuration met the SLOs".to_string(),
+            };
+            lines.push(format!(
+                "precision: it uses {}, which changes the model's outputs (the simulator does not model that): \
+                 check accuracy before serving; {bf16}",
+                note.fp8
+            ));
+        }
+        if let Some(warning) = &self.edge_of_search {
+            lines.push(format!("warning: {warning}"));
+        }
+        lines
+    }
 }
 
 /// One row of the ranking.
@@ -62,6 +99,8 @@ pub struct RankedConfig {
 pub struct SearchReport {
     /// The study's fingerprint (model, GPU, workload, loads, SLOs).
     pub study: serde_json::Value,
+    /// How every configuration of the space was accounted for.
+    pub counts: ConfigCounts,
     /// Configurations run (or resumed).
     pub configurations: usize,
     /// Of those, taken from earlier runs.
@@ -81,8 +120,10 @@ pub struct SearchReport {
     pub recommendation: Option<Recommendation>,
     /// The Pareto front of the points within the SLOs.
     pub pareto_front: Vec<FrontPoint>,
-    /// Every configuration, best first.
+    /// Every configuration run at a load that could meet the SLOs, best first.
     pub ranking: Vec<RankedConfig>,
+    /// Configurations never run at a load that could meet the SLOs (not ranked).
+    pub unexplored: Vec<UnexploredConfig>,
     /// Pruned configurations and why.
     pub pruned_configurations: Vec<super::space::Pruned>,
 }
@@ -113,13 +154,18 @@ pub fn build_report(space: &SearchSpace, study: &Study, outcome: &SearchOutcome,
             goodput_tokens_per_s_per_gpu: r.goodput_tokens_per_s_per_gpu(),
             goodput_requests_per_s_per_gpu: r.goodput_requests_per_s_per_gpu(),
             tokens_per_s_per_user: best.tokens_per_s_per_user,
+            percentiles: best.percentiles.clone(),
+            precision: precision_note(r, results),
+            edge_of_search: edge_of_search(&study.loads, space.max_batch_size.iter().copied().max().unwrap_or(0), r),
             sim_build: space.sim_build_command(&r.candidate, &study.shape, engine_dir),
             serve: SearchSpace::serve_command(&r.candidate, engine_dir),
             bench: bench_command(&r.candidate, engine_dir, study, &best.load),
         })
     });
+    let unexplored: Vec<UnexploredConfig> = results.iter().filter_map(|r| unexplored(r, &study.loads)).collect();
     let ranking = rank(results)
         .into_iter()
+        .filter(|r| !unexplored.iter().any(|u| u.key == r.key))
         .map(|r| RankedConfig {
             key: r.key.clone(),
             label: r.candidate.label(),
@@ -130,8 +176,16 @@ pub fn build_report(space: &SearchSpace, study: &Study, outcome: &SearchOutcome,
             error: r.error.clone(),
         })
         .collect();
+    let counts = ConfigCounts {
+        space: results.len() + outcome.pruned.len(),
+        pruned_before: outcome.pruned.len() - outcome.bounded,
+        bounded: outcome.bounded,
+        run: results.len(),
+        resumed: outcome.resumed,
+    };
     SearchReport {
         study: study.fingerprint(space),
+        counts,
         configurations: results.len(),
         resumed: outcome.resumed,
         pruned: outcome.pruned.len(),
@@ -142,6 +196,7 @@ pub fn build_report(space: &SearchSpace, study: &Study, outcome: &SearchOutcome,
         recommendation,
         pareto_front: pareto_front(&all_points(results)),
         ranking,
+        unexplored,
         pruned_configurations: outcome.pruned.clone(),
     }
 }
@@ -188,19 +243,8 @@ fn bench_command(candidate: &Candidate, engine_dir: &str, study: &Study, load: &
     } else if let Some(r) = load.strip_prefix('r') {
         cmd += &format!(" --request-rate {r} --burstiness {}", study.burstiness);
     }
-    // Percentile objectives become per-request goodput limits (`ttft:p95:500` -> `ttft:500`).
-    let limits: Vec<String> = study
-        .slos
-        .to_string()
-        .split(',')
-        .filter_map(|o| {
-            let parts: Vec<&str> = o.split(':').collect();
-            (parts.len() == 3).then(|| format!("{}:{}", parts[0], parts[2]))
-        })
-        .collect();
-    if !limits.is_empty() {
-        cmd += &format!(" --slo {}", limits.join(","));
-    }
+    // The same objectives: bench reads `--slo` in the same grammar.
+    cmd += &format!(" --slo {}", study.slos);
     cmd += &format!(" --seed {} --repeats 3", study.workload.seed);
     cmd
 }

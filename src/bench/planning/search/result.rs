@@ -53,26 +53,8 @@ impl PointResult {
         let window = if end > start { end - start } else { 0.0 };
         let output: u64 = ok.iter().map(|r| r.output_tokens).sum();
         let per_s = |n: f64| if window > 0.0 { n / window } else { 0.0 };
-        let samples = |metric: SloMetric| -> Vec<f64> {
-            match metric {
-                SloMetric::Ttft => ok.iter().filter_map(|r| r.ttft_s()).collect(),
-                SloMetric::Tpot => ok.iter().filter_map(|r| r.tpot_s()).collect(),
-                SloMetric::Itl => ok.iter().flat_map(|r| r.itl_s()).collect(),
-                SloMetric::E2el => ok.iter().filter_map(|r| r.e2el_s()).collect(),
-            }
-        };
-        let mut percentiles = PercentileTable::new();
-        for metric in SloMetric::ALL {
-            // Sorted once: ITL has a sample per token of every request.
-            let values =
-                crate::bench::Distribution::from_samples(samples(metric).into_iter().map(|s| s * 1e3).collect(), &[]);
-            for p in REPORTED_PERCENTILES.into_iter().chain(slos.percentiles_of(metric)) {
-                if let Some(v) = values.percentile(p) {
-                    percentiles.insert(crate::bench::percentile_key(p, metric.name()), v);
-                }
-            }
-        }
-        let tpots: Vec<f64> = samples(SloMetric::Tpot);
+        let percentiles = slos.measure(records, &REPORTED_PERCENTILES);
+        let tpots: Vec<f64> = SloMetric::Tpot.samples_s(records);
         let tokens_per_s_per_user = crate::bench::mean(&tpots).filter(|t| *t > 0.0).map_or(0.0, |t| 1.0 / t);
         let output_throughput = per_s(output as f64);
         let violations = slos.violations(&percentiles);

@@ -218,13 +218,11 @@ pub async fn run_search(
     bounded.sort_by_key(|(i, _)| *i);
     let bounded_count = bounded.len();
     pruned.extend(bounded.into_iter().map(|(_, p)| p));
-    Ok(SearchOutcome {
-        results: results.into_iter().flatten().collect(),
-        pruned,
-        bounded: bounded_count,
-        resumed,
-        wall_s: started.elapsed().as_secs_f64(),
-    })
+    let mut results: Vec<ConfigResult> = results.into_iter().flatten().collect();
+    if matches!(study.loads, Loads::UntilPeak) {
+        explore_front_end(space, study, store, &mut results).await?;
+    }
+    Ok(SearchOutcome { results, pruned, bounded: bounded_count, resumed, wall_s: started.elapsed().as_secs_f64() })
 }
 
 /// One configuration: its engine in a temporary directory under `root`, then its load points
@@ -262,29 +260,98 @@ async fn run_config(
             (Loads::UntilPeak, LoadStep::Concurrency(c)) => c as u64,
             _ => result.points.len() as u64,
         };
-        match run_point(dir.path(), &study.workload, index, &study.plan(step), candidate.runtime).await {
-            Ok(PointRun { records, wall_s, lost_statistics }) => {
-                let summarized = Instant::now();
-                let point = PointResult::from_records(step.name(), &records, candidate.gpus(), &study.slos);
-                tracing::debug!(
-                    load = %step.name(),
-                    summarize_s = summarized.elapsed().as_secs_f64(),
-                    config = %candidate.label(),
-                    "point summarized"
-                );
-                if let Some(error) = records.iter().filter(|r| r.is_measured()).find_map(|r| r.error.as_deref()) {
-                    result.error = Some(format!("{}: {} requests failed, e.g.: {error}", step.name(), point.failed));
-                }
-                result.points.push(PointResult { wall_s, lost_statistics, ..point });
+        match measure(dir.path(), study, &candidate, step, index).await {
+            Ok((point, failure)) => {
+                result.error = failure.or(result.error.take());
+                result.points.push(point);
             }
             Err(e) => {
-                result.error = Some(format!("{}: {e}", step.name()));
+                result.error = Some(e);
                 break;
             }
         }
     }
     result.wall_s = started.elapsed().as_secs_f64();
     result
+}
+
+/// One load point of `candidate` on its engine in `dir`: its figures, and what failed if any
+/// request did; `Err` when the point could not run.
+async fn measure(
+    dir: &Path,
+    study: &Study,
+    candidate: &Candidate,
+    step: LoadStep,
+    index: u64,
+) -> Result<(PointResult, Option<String>), String> {
+    let PointRun { records, wall_s, lost_statistics } =
+        run_point(dir, &study.workload, index, &study.plan(step), candidate.runtime)
+            .await
+            .map_err(|e| format!("{}: {e}", step.name()))?;
+    let summarized = Instant::now();
+    let point = PointResult::from_records(step.name(), &records, candidate.gpus(), &study.slos);
+    tracing::debug!(
+        load = %step.name(),
+        summarize_s = summarized.elapsed().as_secs_f64(),
+        config = %candidate.label(),
+        "point summarized"
+    );
+    let failure = records
+        .iter()
+        .filter(|r| r.is_measured())
+        .find_map(|r| r.error.as_deref())
+        .map(|error| format!("{}: {} requests failed, e.g.: {error}", step.name(), point.failed));
+    Ok((PointResult { wall_s, lost_statistics, ..point }, failure))
+}
+
+/// The low-latency end of the Pareto front: one user on each parallelism (TP and EP). A climb
+/// the bound started above one user leaves it out, so the best configuration of each
+/// parallelism without a one-user point runs one (first among its points), and is stored again.
+async fn explore_front_end(
+    space: &SearchSpace,
+    study: &Study,
+    store: &ResultStore,
+    results: &mut [ConfigResult],
+) -> Result<(), SearchError> {
+    let one = LoadStep::Concurrency(1);
+    let mut parallelisms: Vec<(usize, usize)> =
+        results.iter().map(|r| (r.candidate.engine.tp, r.candidate.engine.ep)).collect();
+    parallelisms.sort_unstable();
+    parallelisms.dedup();
+    for parallelism in parallelisms {
+        let group = || results.iter().filter(|r| (r.candidate.engine.tp, r.candidate.engine.ep) == parallelism);
+        if group().any(|r| r.points.iter().any(|p| p.load == one.name())) {
+            continue;
+        }
+        // The group's best goodput; among equals (none met the SLOs), the first run.
+        let Some(best) = group()
+            .filter(|r| !r.points.is_empty())
+            .reduce(|a, b| if b.goodput_tokens_per_s_per_gpu() > a.goodput_tokens_per_s_per_gpu() { b } else { a })
+            .map(|r| r.key.clone())
+        else {
+            continue;
+        };
+        let Some(result) = results.iter_mut().find(|r| r.key == best) else { continue };
+        let started = Instant::now();
+        let candidate = result.candidate;
+        let point = match build_engine(space, study, store.root(), &candidate) {
+            Ok(dir) => measure(dir.path(), study, &candidate, one, 1).await,
+            Err(e) => Err(e),
+        };
+        match point {
+            Ok((point, failure)) => {
+                result.points.insert(0, point);
+                result.error = result.error.take().or(failure);
+            }
+            Err(e) => {
+                tracing::warn!(config = %candidate.label(), "the one-user point could not run: {e}");
+                continue;
+            }
+        }
+        result.wall_s += started.elapsed().as_secs_f64();
+        store.save(result)?;
+    }
+    Ok(())
 }
 
 /// Writes the configuration's virtual-clock engine into a fresh directory under `root`
