@@ -11,6 +11,7 @@ mod bench_plan;
 mod bench_repeats;
 mod bench_saturate;
 mod bench_server_metrics;
+mod bench_summary_golden;
 mod bench_telemetry;
 mod generate;
 mod guided;
