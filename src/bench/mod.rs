@@ -73,7 +73,10 @@ pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
 pub use metrics::live::{LiveSnapshot, LiveStats};
-pub use metrics::load_shape::{SteadyWindow, TOGETHER_S, arrival_sync, sessions_by_turn};
+pub use metrics::load_shape::{
+    ArrivalSync, LatencyFigures, OverSaturated, SessionsByTurn, SteadyState, SteadyWindow, TOGETHER_S, TurnFigures,
+    arrival_sync, sessions_by_turn,
+};
 pub use metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats, repeats_section, t_quantile_975};
 pub use metrics::saturation::{BacklogWatch, over_saturated_at};
@@ -110,6 +113,10 @@ pub use report::plot::{
     LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_gpu_telemetry, plot_latency_vs_throughput,
     plot_time_series, plot_ttft_vs_inflight_tokens, write_svg,
 };
+pub use report::sections::{
+    ClockSection, ExecutorSettings, OutputLen, PredictedMeasured, PredictionSection, PromptText, Rate, RunMetadata,
+    SummarySections, UnderLoad, WorkloadSection,
+};
 pub use report::summary::Summary;
 pub use report::summary_builder::{SummaryBuilder, SummaryError};
 pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats};
@@ -124,7 +131,7 @@ pub use telemetry::{
     server_metrics_rows, server_metrics_section,
 };
 pub use telemetry::{
-    GpuSample, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler, TelemetrySource, telemetry_line,
+    GpuFigures, GpuSample, GpuTelemetry, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler, TelemetrySource, telemetry_line,
     telemetry_section,
 };
 pub use traffic::dataset::{

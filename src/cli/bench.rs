@@ -119,7 +119,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .ok(),
     };
     let mut report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
-    report.timer_jitter = jitter.as_ref().map(trtllm::bench::TimerJitter::to_json);
+    report.timer_jitter = jitter;
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut summaries: Vec<(String, serde_json::Value)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();

@@ -9,6 +9,7 @@ pub(crate) mod lengths;
 pub(crate) mod live;
 pub(crate) mod output;
 pub(crate) mod plot;
+pub(crate) mod sections;
 pub(crate) mod summary;
 pub(crate) mod summary_builder;
 pub(crate) mod summary_sections;
