@@ -380,7 +380,9 @@ impl SteadyWindow {
             ("e2el", ms(inside.iter().filter_map(|r| r.e2el_s()), percentiles)),
         ];
         SteadyState {
-            definition: "from when the in-flight count first reaches its time-weighted median to when it last is at or above it".into(),
+            definition:
+                "from when the in-flight count first reaches its time-weighted median to when it last is at or above it"
+                    .into(),
             in_flight_level: self.level,
             start_s: self.start_s,
             end_s: self.end_s,

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
 use crate::bench::report::sections::{PredictedMeasured, UnderLoad};
+use serde_json::{Value, json};
 
 /// Why no twin could be made.
 #[derive(Debug, thiserror::Error)]

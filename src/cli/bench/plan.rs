@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use trtllm::bench::{
-    Load, LoadPlan, OutputLen, PromptText, Rate, WorkloadSection, PromptSource, SampledPrompt, SessionPlan, SessionScript, TokenizeOptions, Trace, TraceOptions,
-    WordVocabulary, Workload, load_jsonl, load_sharegpt, load_sharegpt_sessions, tokenize_entries, tokenize_sessions,
+    Load, LoadPlan, OutputLen, PromptSource, PromptText, Rate, SampledPrompt, SessionPlan, SessionScript,
+    TokenizeOptions, Trace, TraceOptions, WordVocabulary, Workload, WorkloadSection, load_jsonl, load_sharegpt,
+    load_sharegpt_sessions, tokenize_entries, tokenize_sessions,
 };
 use trtllm::text::Tokenizer;
 

@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use trtllm::bench::{
-    ClockSection, ExecutorSettings, GpuSample, GpuTelemetry, OverSaturated, PredictionSection, RunMetadata,
-    TimerJitter, UnderLoad, LatencyMetric, LatencyThroughputPoint, Phase, PointRun, Prediction, PressurePoint,
-    RequestRecord, ResultFiles, RunClock, RunInfo, Slos, Summary, SweepRow, VirtualClockRun, WallAnchor,
-    fill_kv_utilization, plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series,
-    plot_ttft_vs_inflight_tokens, telemetry_section, time_series, unavailable_section, write_svg, write_sweep_csv,
+    ClockSection, ExecutorSettings, GpuSample, GpuTelemetry, LatencyMetric, LatencyThroughputPoint, OverSaturated,
+    Phase, PointRun, Prediction, PredictionSection, PressurePoint, RequestRecord, ResultFiles, RunClock, RunInfo,
+    RunMetadata, Slos, Summary, SweepRow, TimerJitter, UnderLoad, VirtualClockRun, WallAnchor, fill_kv_utilization,
+    plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series, plot_ttft_vs_inflight_tokens, telemetry_section,
+    time_series, unavailable_section, write_svg, write_sweep_csv,
 };
 
 use super::args::RunArgs;
