@@ -101,7 +101,10 @@ pub use planning::virtual_clock::{
     GRPC_CLIENT_LATENCY, IN_PROCESS_CLIENT_LATENCY, PlanningError, VirtualClockRun, VirtualRunOptions,
     iteration_latencies_ms, run_virtual_point, run_virtual_point_with, to_simulated_time,
 };
-pub use report::compare::{CompareError, compare, compare_files};
+pub use report::compare::{
+    CompareError, CompareOptions, Comparison, Difference, DifferenceKind, compare, compare_files, compare_with,
+    differences,
+};
 pub use report::html::{HtmlReport, compare_html};
 pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
 pub use report::lengths::length_section;
@@ -131,8 +134,8 @@ pub use telemetry::{
     server_metrics_rows, server_metrics_section,
 };
 pub use telemetry::{
-    GpuFigures, GpuSample, GpuTelemetry, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler, TelemetrySource, telemetry_line,
-    telemetry_section,
+    GpuFigures, GpuSample, GpuTelemetry, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler,
+    TelemetrySource, telemetry_line, telemetry_section,
 };
 pub use traffic::dataset::{
     DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, load_sharegpt_sessions,
