@@ -111,7 +111,9 @@ impl HtmlReport {
 
     /// The results table: one row per point with its load, shape and headline figures.
     fn results_table(&self) -> String {
-        let mut h = String::from("<h2>Results</h2>\n<table class=\"results\"><tr><th>point</th><th>load</th><th>in / out tokens</th>");
+        let mut h = String::from(
+            "<h2>Results</h2>\n<table class=\"results\"><tr><th>point</th><th>load</th><th>in / out tokens</th>",
+        );
         for (_, title) in HEADLINE {
             h += &format!("<th>{title}</th>");
         }

@@ -137,7 +137,7 @@ impl<'a> Report<'a> {
                     v.client_latency_s,
                     v.simulated_s,
                     v.wall_s,
-                    v.itl_unmapped_requests as u64,
+                    v.itl_unmapped_requests,
                 ));
             }
             None => {
