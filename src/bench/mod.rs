@@ -113,8 +113,8 @@ pub use report::output::{
     OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
 };
 pub use report::plot::{
-    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_gpu_telemetry, plot_latency_vs_throughput,
-    plot_time_series, plot_ttft_vs_inflight_tokens, write_svg,
+    PlotError, plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series, plot_ttft_vs_inflight_tokens,
+    write_svg,
 };
 pub use report::sections::{
     ClockSection, ExecutorSettings, OutputLen, PredictedMeasured, PredictionSection, PromptText, Rate, RunMetadata,
@@ -124,6 +124,7 @@ pub use report::summary::Summary;
 pub use report::summary_builder::{SummaryBuilder, SummaryError};
 pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats};
 pub use report::sweep::{SweepRow, console_table, sweep_csv};
+pub use report::sweep_points::{LatencyMetric, LatencyThroughputPoint, PressurePoint};
 pub use runner::draft_target::DraftTargetBench;
 pub use runner::openai::{HttpOptions, OpenAiApi, OpenAiError, OpenAiTarget};
 pub use runner::point::{PointRun, run_point, run_point_live};

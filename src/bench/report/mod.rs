@@ -14,3 +14,4 @@ pub(crate) mod summary;
 pub(crate) mod summary_builder;
 pub(crate) mod summary_sections;
 pub(crate) mod sweep;
+pub(crate) mod sweep_points;
