@@ -74,7 +74,10 @@ pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
 pub use metrics::live::{LiveSnapshot, LiveStats};
-pub use metrics::load_shape::{SteadyWindow, TOGETHER_S, arrival_sync, sessions_by_turn};
+pub use metrics::load_shape::{
+    ArrivalSync, LatencyFigures, OverSaturated, SessionsByTurn, SteadyState, SteadyWindow, TOGETHER_S, TurnFigures,
+    arrival_sync, sessions_by_turn,
+};
 pub use metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes, UNSUCCESSFUL_FINISH_REASONS};
 pub use metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats, repeats_section, t_quantile_975};
 pub use metrics::saturation::{BacklogWatch, over_saturated_at};
@@ -103,7 +106,10 @@ pub use planning::virtual_clock::{
     GRPC_CLIENT_LATENCY, IN_PROCESS_CLIENT_LATENCY, PlanningError, VirtualClockRun, VirtualRunOptions,
     iteration_latencies_ms, run_virtual_point, run_virtual_point_with, to_simulated_time,
 };
-pub use report::compare::{CompareError, compare, compare_files};
+pub use report::compare::{
+    CompareError, CompareOptions, Comparison, Difference, DifferenceKind, compare, compare_files, compare_with,
+    differences,
+};
 pub use report::html::{HtmlReport, compare_html};
 pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
 pub use report::lengths::length_section;
@@ -112,13 +118,18 @@ pub use report::output::{
     OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
 };
 pub use report::plot::{
-    LatencyMetric, LatencyThroughputPoint, PlotError, PressurePoint, plot_gpu_telemetry, plot_latency_vs_throughput,
-    plot_time_series, plot_ttft_vs_inflight_tokens, write_svg,
+    PlotError, plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series, plot_ttft_vs_inflight_tokens,
+    write_svg,
+};
+pub use report::sections::{
+    ClockSection, ExecutorSettings, OutputLen, PredictedMeasured, PredictionSection, PromptText, Rate, RunMetadata,
+    SummarySections, UnderLoad, WorkloadSection,
 };
 pub use report::summary::Summary;
 pub use report::summary_builder::{SummaryBuilder, SummaryError};
 pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats};
 pub use report::sweep::{SweepRow, console_table, sweep_csv};
+pub use report::sweep_points::{LatencyMetric, LatencyThroughputPoint, PressurePoint};
 pub use runner::draft_target::DraftTargetBench;
 pub use runner::openai::{HttpOptions, OpenAiApi, OpenAiError, OpenAiTarget};
 pub use runner::point::{PointRun, run_point, run_point_live};
@@ -129,8 +140,8 @@ pub use telemetry::{
     server_metrics_rows, server_metrics_section,
 };
 pub use telemetry::{
-    GpuSample, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler, TelemetrySource, telemetry_line,
-    telemetry_section,
+    GpuFigures, GpuSample, GpuTelemetry, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler,
+    TelemetrySource, telemetry_line, telemetry_section,
 };
 pub use traffic::dataset::{
     DatasetEntry, DatasetError, PromptInput, TokenizeOptions, load_jsonl, load_sharegpt, load_sharegpt_sessions,

@@ -47,15 +47,36 @@ enum Compare {
         a: PathBuf,
         /// Candidate summary.
         b: PathBuf,
+        /// Print the speedup of B over A even when the two runs' workloads differ (the
+        /// differences are listed beside it); without it such a comparison exits with status 3.
+        #[arg(long)]
+        allow_different_workloads: bool,
     },
 }
 
+/// `bench compare`'s exit status when the workloads differ and no speedup was printed.
+const WORKLOADS_DIFFER: u8 = 3;
+
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(Compare::Compare { a, b }) = args.compare {
-        let text = trtllm::bench::compare_files(&a, &b)?;
-        print!("{text}");
-        let path = self::report::write_compare_html(&a, &b, &text)?;
+    if let Some(Compare::Compare { a, b, allow_different_workloads }) = args.compare {
+        let options = trtllm::bench::CompareOptions { allow_different_workloads };
+        let comparison = trtllm::bench::compare_files(&a, &b, options)?;
+        print!("{}", comparison.text);
+        let path = self::report::write_compare_html(&a, &b, &comparison.text)?;
         println!("report in {}", path.display());
+        if comparison.refused {
+            let what: Vec<&str> = comparison
+                .differences
+                .iter()
+                .filter(|d| d.kind == trtllm::bench::DifferenceKind::Workload)
+                .map(|d| d.what.as_str())
+                .collect();
+            eprintln!(
+                "error: the two runs' workloads differ ({}): no speedup printed; pass --allow-different-workloads to print it anyway",
+                what.join(", ")
+            );
+            return Ok(ExitCode::from(WORKLOADS_DIFFER));
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // Layers side by side: `--target a,b,c` runs each target in turn (see layers.rs).
@@ -138,7 +159,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .ok(),
     };
     let mut report = Report::new(&args, &setup, &date, &output_dir, &percentiles, slos, tokenizer.is_some());
-    report.timer_jitter = jitter.as_ref().map(trtllm::bench::TimerJitter::to_json);
+    report.timer_jitter = jitter;
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut summaries: Vec<(String, serde_json::Value)> = Vec::new();
     let mut succeeded = 0_usize;

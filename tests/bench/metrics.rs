@@ -323,11 +323,14 @@ fn summary_has_every_vllm_key_with_vllm_types() {
         .slos(Slos::parse("e2el:1000").unwrap())
         .detailed(true)
         .engine(json!({"backend": "simulated tiny"}))
-        .workload(json!({"dataset": "random", "seed": 0}))
+        .workload(WorkloadSection { dataset: "random".into(), seed: 0, ..WorkloadSection::default() })
         .kv(json!({"max_utilization": 0.5}))
         .iter(json!({"count": 10}))
-        .prediction(json!({"tpot_ms": 1.0}))
-        .metadata(json!({"git": "abc"}))
+        .prediction(PredictionSection {
+            model: json!({"tpot_ms": 1.0}).as_object().cloned().unwrap(),
+            ..PredictionSection::default()
+        })
+        .metadata(RunMetadata { crate_version: "0.1.0".into(), ..RunMetadata::default() })
         .build(&sample_records())
         .unwrap()
         .to_json();

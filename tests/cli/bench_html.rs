@@ -1,39 +1,20 @@
-//! `trtllm bench` writes one self-contained HTML report per run and per comparison; a real
-//! headless Chromium renders it, and the screenshot shows the tables and the plots' lines.
+//! `trtllm bench` writes one self-contained HTML report per run and per comparison, leading with
+//! the answer; a real headless Chromium renders it, and its first screen shows the results table
+//! and the sweep plots' lines.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common;
 
-/// Chromium, installed from the Debian packages when missing; `None` (with the reason printed)
-/// only when it cannot be installed.
-fn chromium() -> Option<PathBuf> {
-    let find = || {
-        ["chromium", "chromium-browser"].iter().find_map(|name| {
-            let out = Command::new("sh").args(["-c", &format!("command -v {name}")]).output().ok()?;
-            out.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        })
-    };
-    if let Some(path) = find() {
-        return Some(path);
-    }
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    let apt = |args: &[&str]| {
-        let mut c = if root { Command::new("apt-get") } else { Command::new("sudo") };
-        if !root {
-            c.args(["-n", "apt-get"]);
-        }
-        c.args(args).env("DEBIAN_FRONTEND", "noninteractive").status().is_ok_and(|s| s.success())
-    };
-    let _ = apt(&["update", "-qq"]);
-    if apt(&["install", "-y", "-qq", "--no-install-recommends", "chromium"])
-        && let Some(path) = find()
-    {
-        return Some(path);
-    }
-    eprintln!("skipped: chromium is not installed and could not be installed (scripts/setup.sh --tests installs it)");
-    None
+/// Chromium on the `PATH` (`scripts/setup.sh --tests`, which `scripts/test.sh` runs first,
+/// installs it). The test fails without it: a report nobody rendered is not checked.
+fn chromium() -> PathBuf {
+    let found = ["chromium", "chromium-browser"].iter().find_map(|name| {
+        let out = Command::new("sh").args(["-c", &format!("command -v {name}")]).output().ok()?;
+        out.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    });
+    found.expect("chromium is not on the PATH: run scripts/setup.sh --tests (it installs chromium) before this test")
 }
 
 /// Runs headless Chromium on `page` with a fresh profile, with `extra` arguments; its stdout.
@@ -66,6 +47,22 @@ fn near(p: [u8; 3], c: [u8; 3], tolerance: i32) -> bool {
     p.iter().zip(c).all(|(&a, b)| (i32::from(a) - i32::from(b)).abs() <= tolerance)
 }
 
+/// The deepest nesting of `<table>` elements in `html`.
+fn table_depth(html: &str) -> usize {
+    let (mut depth, mut deepest) = (0_usize, 0_usize);
+    let mut rest = html;
+    while let Some(at) = rest.find("table") {
+        if rest[..at].ends_with("</") {
+            depth = depth.saturating_sub(1);
+        } else if rest[..at].ends_with('<') {
+            depth += 1;
+            deepest = deepest.max(depth);
+        }
+        rest = &rest[at + 5..];
+    }
+    deepest
+}
+
 #[test]
 fn the_report_is_self_contained_and_renders_its_tables_and_plots() {
     let engine = common::sim::engine_dir(|b| b.iteration_ms(1.0));
@@ -96,7 +93,7 @@ fn the_report_is_self_contained_and_renders_its_tables_and_plots() {
         assert!(!html.contains(fetch), "the report fetches something: {fetch}");
     }
     for text in
-        ["Settings", "Summary", "Plots", "c1_in16_out32", "c4_in16_out32", "The runner's own error", "GPU telemetry"]
+        ["Settings", "Results", "Sweep", "c1_in16_out32", "c4_in16_out32", "The runner's own error", "GPU telemetry"]
     {
         assert!(html.contains(text), "{text} missing");
     }
@@ -107,13 +104,33 @@ fn the_report_is_self_contained_and_renders_its_tables_and_plots() {
     assert!(svg_files >= 3, "the sweep's plots and the GPU telemetry plots: {svg_files}");
     assert_eq!(html.matches("<svg").count(), svg_files, "every plot inline");
 
-    let Some(chromium) = chromium() else { return };
+    // It leads with the answer: the results, then the sweep's plots (latency against throughput
+    // first), then the notes, settings and each point's details with its own plots.
+    let at = |text: &str| html.find(text).unwrap_or_else(|| panic!("{text} missing"));
+    assert!(at("<h2>Results</h2>") < at("<h2>Sweep</h2>"));
+    assert!(at("<h2>Sweep</h2>") < at("<svg") && at("<svg") < at("<h2>Settings</h2>"));
+    assert!(at("latency_vs_throughput.svg") < at("ttft_vs_inflight_tokens.svg"));
+    assert!(at("ttft_vs_inflight_tokens.svg") < at("<h2>Points</h2>"));
+    assert!(at("<h2>Points</h2>") < at("c1_in16_out32.gpu.svg"), "a point's telemetry goes with its details");
+    // Points named by their load, in the table and beside each point of the sweep's plots.
+    assert!(html.contains("<td>1 user</td>") && html.contains("<td>4 users</td>"));
+    let sweep = &html[at("<h2>Sweep</h2>")..at("<h2>Points</h2>")];
+    assert_eq!(sweep.matches("\nc1\n</text>").count(), 2, "c1 labelled in both sweep plots");
+    assert_eq!(sweep.matches("\nc4\n</text>").count(), 2, "c4 labelled in both sweep plots");
+    // Readable tables: the host's timer jitter in words, sections flat (a list of GPUs is the
+    // one table inside a table).
+    assert!(html.contains("sleeps of 1.0 ms overslept by p50"), "host timer jitter in words");
+    assert!(!html.contains("{&quot;") && !html.contains("{\"samples"), "no raw JSON in a cell");
+    assert!(table_depth(&html) <= 2, "tables nested {} deep", table_depth(&html));
+
+    let chromium = chromium();
     let dom = headless(&chromium, &page, &["--dump-dom"]);
-    assert!(dom.contains("<h2>Summary</h2>") && dom.contains("c4_in16_out32"), "the DOM as rendered");
+    assert!(dom.contains("<h2>Results</h2>") && dom.contains("c4_in16_out32"), "the DOM as rendered");
+    // The first screen (1280x900) holds the results and the sweep's plot lines.
     let shot = out.path().join("report.png");
-    headless(&chromium, &page, &["--window-size=1280,2000", &format!("--screenshot={}", shot.display())]);
+    headless(&chromium, &page, &["--window-size=1280,900", &format!("--screenshot={}", shot.display())]);
     let (width, height, rgb) = pixels(&shot);
-    assert_eq!((width, height), (1280, 2000));
+    assert_eq!((width, height), (1280, 900));
     let white = rgb.iter().filter(|&&p| near(p, [255, 255, 255], 3)).count();
     assert!(white < rgb.len() * 97 / 100, "the page is not blank");
     let distinct: std::collections::HashSet<[u8; 3]> = rgb.iter().copied().collect();
@@ -126,7 +143,7 @@ fn the_report_is_self_contained_and_renders_its_tables_and_plots() {
         ("plot line", [230, 25, 75], 30, 50),
     ] {
         let count = rgb.iter().filter(|&&p| near(p, colour, tolerance)).count();
-        assert!(count >= least, "{what}: {count} pixels of {colour:?}");
+        assert!(count >= least, "{what}: {count} pixels of {colour:?} on the first screen");
     }
 }
 

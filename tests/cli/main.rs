@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_checks;
+mod bench_compare;
 mod bench_gateway;
 mod bench_html;
 mod bench_layers;
@@ -12,6 +13,7 @@ mod bench_plan;
 mod bench_repeats;
 mod bench_saturate;
 mod bench_server_metrics;
+mod bench_summary_golden;
 mod bench_telemetry;
 mod errors;
 mod generate;

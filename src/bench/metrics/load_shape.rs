@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::record::{Phase, RequestRecord};
 use super::stats::{Distribution, mean};
@@ -15,8 +15,161 @@ fn ms(samples: impl IntoIterator<Item = f64>, percentiles: &[f64]) -> Distributi
     Distribution::from_samples(samples.into_iter().map(|s| s * 1000.0).collect(), percentiles)
 }
 
-fn latency_entries(d: &Distribution, name: &str) -> Vec<(String, Value)> {
-    d.ms_entries(name).into_iter().filter(|(k, _)| !k.starts_with("std_")).map(|(k, v)| (k, json!(v))).collect()
+/// Latency statistics by key (`mean_ttft_ms`, `p50_ttft_ms`, ...; no `std_`), ms, in report
+/// order: each metric's mean, median and percentiles, metric after metric.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyFigures(Vec<(String, f64)>);
+
+impl LatencyFigures {
+    /// The figure named `key` (`p50_ttft_ms`).
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// Every figure, in report order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+}
+
+impl FromIterator<(String, f64)> for LatencyFigures {
+    fn from_iter<I: IntoIterator<Item = (String, f64)>>(iter: I) -> Self {
+        LatencyFigures(iter.into_iter().collect())
+    }
+}
+
+impl Serialize for LatencyFigures {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for LatencyFigures {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Figures;
+        impl<'de> serde::de::Visitor<'de> for Figures {
+            type Value = LatencyFigures;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("latency figures by key")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<LatencyFigures, A::Error> {
+                let mut figures = Vec::new();
+                // Flattened beside other fields: keep the numbers, skip what is not one.
+                while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                    if let Some(x) = v.as_f64() {
+                        figures.push((k, x));
+                    }
+                }
+                Ok(LatencyFigures(figures))
+            }
+        }
+        deserializer.deserialize_map(Figures)
+    }
+}
+
+fn latency_entries(d: &Distribution, name: &str) -> Vec<(String, f64)> {
+    d.ms_entries(name).into_iter().filter(|(k, _)| !k.starts_with("std_")).collect()
+}
+
+/// The summary's `sessions`: how many sessions ran and each turn's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionsByTurn {
+    /// Sessions with a measured request.
+    pub sessions: usize,
+    /// One row per turn, in turn order.
+    pub turns: Vec<TurnFigures>,
+}
+
+/// One turn of [`SessionsByTurn`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnFigures {
+    /// The turn number, from 1.
+    pub turn: u32,
+    /// Measured requests of this turn.
+    pub requests: usize,
+    /// Of which failed.
+    pub failed: usize,
+    /// Mean prompt tokens of the successful ones (`null` without any).
+    pub mean_prompt_tokens: Option<f64>,
+    /// Mean prompt tokens served from reused KV blocks (`null` without any).
+    pub mean_cached_tokens: Option<f64>,
+    /// Cached prompt tokens over prompt tokens.
+    pub cache_hit_rate: f64,
+    /// TTFT, ITL and E2E statistics, ms.
+    #[serde(flatten)]
+    pub latency: LatencyFigures,
+}
+
+/// The summary's `arrivals`: how synchronised the measured sends were ([`arrival_sync`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArrivalSync {
+    /// Measured requests.
+    pub requests: usize,
+    /// Mean gap between consecutive sends, ms (absent with fewer than two sends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_send_gap_ms: Option<f64>,
+    /// Coefficient of variation of the gaps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_gap_cv: Option<f64>,
+    /// Share of sends within `together_within_ms` of the one before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_together_share: Option<f64>,
+    /// The "together" threshold, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub together_within_ms: Option<f64>,
+    /// `lockstep: ...`, `bursty` or `spread out`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading: Option<String>,
+    /// Set when the backlog showed the target could not keep up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_saturated: Option<OverSaturated>,
+}
+
+impl ArrivalSync {
+    /// Whether most sends came in waves.
+    pub fn is_lockstep(&self) -> bool {
+        self.reading.as_deref().is_some_and(|r| r.starts_with("lockstep"))
+    }
+}
+
+/// `arrivals.over_saturated`: when the backlog of sent, unfinished requests kept growing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverSaturated {
+    /// Seconds into the run when it began.
+    pub after_s: f64,
+    /// Whether the runner stopped sending then.
+    pub stopped_sending: bool,
+    /// What it means.
+    pub reading: String,
+}
+
+/// The summary's `steady_state`: the figures of the [`SteadyWindow`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SteadyState {
+    /// How the window is found.
+    pub definition: String,
+    /// The in-flight count that defines it.
+    pub in_flight_level: u64,
+    /// Start, seconds on the run clock.
+    pub start_s: f64,
+    /// End, seconds on the run clock.
+    pub end_s: f64,
+    /// `end_s - start_s`.
+    pub duration_s: f64,
+    /// Measured requests sent and finished inside it.
+    pub requests: usize,
+    /// Their share of the measured requests.
+    pub share_of_measured: f64,
+    /// Output tokens per second over the window.
+    pub output_throughput: f64,
+    /// TTFT, TPOT, ITL and E2E statistics of the requests inside, ms.
+    #[serde(flatten)]
+    pub latency: LatencyFigures,
 }
 
 /// TTFT, ITL, E2E latency and KV-cache hits by session turn (`None` when no request had a turn).
@@ -36,10 +189,10 @@ fn latency_entries(d: &Distribution, name: &str) -> Vec<(String, Value)> {
 ///     records.push(r);
 /// }
 /// let by_turn = sessions_by_turn(&records, &[50.0]).unwrap();
-/// assert_eq!(by_turn["sessions"], 1);
-/// assert_eq!(by_turn["turns"][1]["cache_hit_rate"], 0.75);
+/// assert_eq!(by_turn.sessions, 1);
+/// assert_eq!(by_turn.turns[1].cache_hit_rate, 0.75);
 /// ```
-pub fn sessions_by_turn(records: &[RequestRecord], percentiles: &[f64]) -> Option<Value> {
+pub fn sessions_by_turn(records: &[RequestRecord], percentiles: &[f64]) -> Option<SessionsByTurn> {
     let measured: Vec<&RequestRecord> = records.iter().filter(|r| r.is_measured() && r.turn.is_some()).collect();
     if measured.is_empty() {
         return None;
@@ -48,35 +201,34 @@ pub fn sessions_by_turn(records: &[RequestRecord], percentiles: &[f64]) -> Optio
     for r in &measured {
         turns.entry(r.turn.unwrap_or(1)).or_default().push(r);
     }
-    let rows: Vec<Value> = turns
+    let rows: Vec<TurnFigures> = turns
         .iter()
         .map(|(turn, all)| {
             let ok: Vec<&&RequestRecord> = all.iter().filter(|r| r.is_success()).collect();
             let prompt: u64 = ok.iter().map(|r| r.prompt_tokens).sum();
             let cached: u64 = ok.iter().map(|r| r.cached_tokens).sum();
-            let mut row = serde_json::Map::new();
-            row.insert("turn".into(), json!(turn));
-            row.insert("requests".into(), json!(all.len()));
-            row.insert("failed".into(), json!(all.len() - ok.len()));
             let prompts: Vec<f64> = ok.iter().map(|r| r.prompt_tokens as f64).collect();
             let hits: Vec<f64> = ok.iter().map(|r| r.cached_tokens as f64).collect();
-            row.insert("mean_prompt_tokens".into(), json!(mean(&prompts)));
-            row.insert("mean_cached_tokens".into(), json!(mean(&hits)));
-            row.insert("cache_hit_rate".into(), json!(if prompt > 0 { cached as f64 / prompt as f64 } else { 0.0 }));
             let ttft = ms(ok.iter().filter_map(|r| r.ttft_s()), percentiles);
             let itl = ms(ok.iter().flat_map(|r| r.itl_s()), percentiles);
             let e2el = ms(ok.iter().filter_map(|r| r.e2el_s()), percentiles);
-            for (k, v) in latency_entries(&ttft, "ttft").into_iter().chain(latency_entries(&itl, "itl")) {
-                row.insert(k, v);
+            let latency = [(&ttft, "ttft"), (&itl, "itl"), (&e2el, "e2el")]
+                .into_iter()
+                .flat_map(|(d, name)| latency_entries(d, name))
+                .collect();
+            TurnFigures {
+                turn: *turn,
+                requests: all.len(),
+                failed: all.len() - ok.len(),
+                mean_prompt_tokens: mean(&prompts),
+                mean_cached_tokens: mean(&hits),
+                cache_hit_rate: if prompt > 0 { cached as f64 / prompt as f64 } else { 0.0 },
+                latency,
             }
-            for (k, v) in latency_entries(&e2el, "e2el") {
-                row.insert(k, v);
-            }
-            Value::Object(row)
         })
         .collect();
     let sessions: std::collections::BTreeSet<u64> = measured.iter().filter_map(|r| r.session).collect();
-    Some(json!({ "sessions": sessions.len(), "turns": rows }))
+    Some(SessionsByTurn { sessions: sessions.len(), turns: rows })
 }
 
 /// How synchronised the measured sends were: the coefficient of variation of the gaps between
@@ -90,15 +242,23 @@ pub fn sessions_by_turn(records: &[RequestRecord], percentiles: &[f64]) -> Optio
 /// let wave: Vec<RequestRecord> =
 ///     (0..8).map(|i| RequestRecord::new(i, Phase::Measure, (i / 4) as f64 * 0.1 + i as f64 * 1e-5)).collect();
 /// let sync = arrival_sync(&wave);
-/// assert!(sync["sent_together_share"].as_f64().unwrap() > 0.7);
-/// assert_eq!(sync["reading"], "lockstep: most requests are sent in waves");
+/// assert!(sync.sent_together_share.unwrap() > 0.7);
+/// assert!(sync.is_lockstep());
 /// ```
-pub fn arrival_sync(records: &[RequestRecord]) -> Value {
+pub fn arrival_sync(records: &[RequestRecord]) -> ArrivalSync {
     let mut sends: Vec<f64> = records.iter().filter(|r| r.is_measured()).map(|r| r.send_s).collect();
     sends.sort_by(f64::total_cmp);
     let gaps: Vec<f64> = sends.windows(2).map(|w| w[1] - w[0]).collect();
     if gaps.is_empty() {
-        return json!({ "requests": sends.len() });
+        return ArrivalSync {
+            requests: sends.len(),
+            mean_send_gap_ms: None,
+            send_gap_cv: None,
+            sent_together_share: None,
+            together_within_ms: None,
+            reading: None,
+            over_saturated: None,
+        };
     }
     let m = mean(&gaps).unwrap_or(0.0);
     let sd = super::stats::std_dev(&gaps).unwrap_or(0.0);
@@ -111,14 +271,15 @@ pub fn arrival_sync(records: &[RequestRecord]) -> Value {
     } else {
         "spread out"
     };
-    json!({
-        "requests": sends.len(),
-        "mean_send_gap_ms": m * 1000.0,
-        "send_gap_cv": cv,
-        "sent_together_share": together,
-        "together_within_ms": TOGETHER_S * 1000.0,
-        "reading": reading,
-    })
+    ArrivalSync {
+        requests: sends.len(),
+        mean_send_gap_ms: Some(m * 1000.0),
+        send_gap_cv: Some(cv),
+        sent_together_share: Some(together),
+        together_within_ms: Some(TOGETHER_S * 1000.0),
+        reading: Some(reading.to_owned()),
+        over_saturated: None,
+    }
 }
 
 /// The steady part of a run: from when the in-flight count (ramp-up and measured requests)
@@ -197,7 +358,7 @@ impl SteadyWindow {
 
     /// The window's figures: measured requests sent and ended inside it, their latency
     /// statistics, and output tokens per second over it (every token received inside it).
-    pub fn section(&self, records: &[RequestRecord], percentiles: &[f64]) -> Value {
+    pub fn section(&self, records: &[RequestRecord], percentiles: &[f64]) -> SteadyState {
         let inside: Vec<&RequestRecord> = records
             .iter()
             .filter(|r| r.is_measured() && r.is_success())
@@ -212,32 +373,25 @@ impl SteadyWindow {
             .map(|c| u64::from(c.tokens))
             .sum();
         let measured = records.iter().filter(|r| r.is_measured()).count();
-        let mut section = serde_json::Map::new();
-        section.insert(
-            "definition".into(),
-            json!(
-                "from when the in-flight count first reaches its time-weighted median to when it last is at or above it"
-            ),
-        );
-        section.insert("in_flight_level".into(), json!(self.level));
-        section.insert("start_s".into(), json!(self.start_s));
-        section.insert("end_s".into(), json!(self.end_s));
-        section.insert("duration_s".into(), json!(span));
-        section.insert("requests".into(), json!(inside.len()));
-        section.insert("share_of_measured".into(), json!(inside.len() as f64 / measured.max(1) as f64));
-        section.insert("output_throughput".into(), json!(if span > 0.0 { tokens as f64 / span } else { 0.0 }));
         let entries = [
             ("ttft", ms(inside.iter().filter_map(|r| r.ttft_s()), percentiles)),
             ("tpot", ms(inside.iter().filter_map(|r| r.tpot_s()), percentiles)),
             ("itl", ms(inside.iter().flat_map(|r| r.itl_s()), percentiles)),
             ("e2el", ms(inside.iter().filter_map(|r| r.e2el_s()), percentiles)),
         ];
-        for (name, d) in entries {
-            for (k, v) in latency_entries(&d, name) {
-                section.insert(k, v);
-            }
+        SteadyState {
+            definition:
+                "from when the in-flight count first reaches its time-weighted median to when it last is at or above it"
+                    .into(),
+            in_flight_level: self.level,
+            start_s: self.start_s,
+            end_s: self.end_s,
+            duration_s: span,
+            requests: inside.len(),
+            share_of_measured: inside.len() as f64 / measured.max(1) as f64,
+            output_throughput: if span > 0.0 { tokens as f64 / span } else { 0.0 },
+            latency: entries.iter().flat_map(|(name, d)| latency_entries(d, name)).collect(),
         }
-        Value::Object(section)
     }
 }
 
@@ -271,14 +425,14 @@ mod tests {
         assert!((w.start_s - 0.3).abs() < 1e-9, "{w:?}");
         assert!(w.end_s >= 10.0 && w.end_s <= 10.5 + 1e-9, "{w:?}");
         let section = w.section(&records, &[50.0]);
-        assert!(section["requests"].as_u64().unwrap() < records.len() as u64);
+        assert!(section.requests < records.len());
     }
 
     #[test]
     fn evenly_spread_sends_are_not_lockstep() {
         let records: Vec<RequestRecord> = (0..20).map(|i| request(i, i as f64 * 0.05, i as f64 * 0.05 + 0.2)).collect();
         let sync = arrival_sync(&records);
-        assert!(sync["send_gap_cv"].as_f64().unwrap() < 0.01);
-        assert_eq!(sync["reading"], "spread out");
+        assert!(sync.send_gap_cv.unwrap() < 0.01);
+        assert_eq!(sync.reading.as_deref(), Some("spread out"));
     }
 }

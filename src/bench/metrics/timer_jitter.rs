@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::stats::percentile;
 
@@ -18,17 +18,20 @@ use super::stats::percentile;
 /// assert_eq!(jitter.samples, 20);
 /// assert!(jitter.p50_ms >= 0.0 && jitter.p50_ms <= jitter.p99_ms && jitter.p99_ms <= jitter.max_ms);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TimerJitter {
     /// Sleeps measured.
     pub samples: usize,
     /// Length of each sleep, ms.
     pub sleep_ms: f64,
     /// Median oversleep, ms.
+    #[serde(rename = "oversleep_p50_ms")]
     pub p50_ms: f64,
     /// 99th percentile oversleep, ms.
+    #[serde(rename = "oversleep_p99_ms")]
     pub p99_ms: f64,
     /// Largest oversleep, ms.
+    #[serde(rename = "oversleep_max_ms")]
     pub max_ms: f64,
 }
 
@@ -55,19 +58,18 @@ impl TimerJitter {
 
     /// The figures as JSON.
     pub fn to_json(&self) -> Value {
-        json!({
-            "samples": self.samples,
-            "sleep_ms": self.sleep_ms,
-            "oversleep_p50_ms": self.p50_ms,
-            "oversleep_p99_ms": self.p99_ms,
-            "oversleep_max_ms": self.max_ms,
-        })
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
     /// One console line.
     pub fn console_line(&self) -> String {
+        format!("host timer jitter: {}", self.describe())
+    }
+
+    /// The figures in words: `100 sleeps of 1.0 ms overslept by p50 0.061 ms, ...`.
+    pub fn describe(&self) -> String {
         format!(
-            "host timer jitter: {} sleeps of {:.1} ms overslept by p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            "{} sleeps of {:.1} ms overslept by p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
             self.samples, self.sleep_ms, self.p50_ms, self.p99_ms, self.max_ms
         )
     }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::bench::report::sections::{PredictedMeasured, UnderLoad};
 use serde_json::{Value, json};
 
 /// Why no twin could be made.
@@ -84,19 +85,19 @@ pub const UNDER_LOAD_FIGURES: [&str; 8] = [
 /// use trtllm::bench::under_load_section;
 ///
 /// let section = under_load_section(&json!({"mean_ttft_ms": 10.0}), &json!({"mean_ttft_ms": 12.0}));
-/// assert_eq!(section["figures"]["mean_ttft_ms"]["ratio"], 1.2);
+/// assert_eq!(section.figures["mean_ttft_ms"].ratio, Some(1.2));
 /// ```
-pub fn under_load_section(predicted: &Value, measured: &Value) -> Value {
-    let mut figures = serde_json::Map::new();
+pub fn under_load_section(predicted: &Value, measured: &Value) -> UnderLoad {
+    let mut figures = std::collections::BTreeMap::new();
     for key in UNDER_LOAD_FIGURES {
         let (p, m) = (predicted.get(key).and_then(Value::as_f64), measured.get(key).and_then(Value::as_f64));
-        if let (Some(p), Some(m)) = (p, m) {
-            let ratio = if p != 0.0 { Some(m / p) } else { None };
-            figures.insert(key.to_owned(), json!({ "predicted": p, "measured": m, "ratio": ratio }));
+        if let (Some(predicted), Some(measured)) = (p, m) {
+            let ratio = if predicted != 0.0 { Some(measured / predicted) } else { None };
+            figures.insert(key.to_owned(), PredictedMeasured { predicted, measured, ratio });
         }
     }
-    json!({
-        "source": "the simulated engine's own virtual-clock run of the same workload (same load and seed)",
-        "figures": figures,
-    })
+    UnderLoad {
+        source: "the simulated engine's own virtual-clock run of the same workload (same load and seed)".into(),
+        figures,
+    }
 }

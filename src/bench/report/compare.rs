@@ -1,9 +1,13 @@
-//! Side-by-side comparison of two result JSON files (ours or vLLM's) with B/A ratios.
+//! Side-by-side comparison of two result JSON files (ours or vLLM's) with B/A ratios, every
+//! difference between the two runs' workloads and targets, and a speedup only across the same
+//! workload unless asked.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::sections::{SummarySections, WorkloadSection};
 use crate::bench::metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats};
 
 /// Errors from reading result files to compare.
@@ -105,8 +109,177 @@ fn identity(v: &Value) -> String {
     if parts.is_empty() { "-".into() } else { parts.join(" | ") }
 }
 
+/// Which side of a run a [`Difference`] is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DifferenceKind {
+    /// What was sent and how (lengths, load, dataset...): figures of different workloads are
+    /// not a speedup.
+    Workload,
+    /// What served it (engine, GPU, backend, executor settings): usually what a comparison is for.
+    Target,
+    /// The same workload drawn again (the seed): a difference of draws, within the runs' noise.
+    Draw,
+}
+
+/// One setting that differs between two runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Difference {
+    /// Workload, target or draw.
+    pub kind: DifferenceKind,
+    /// The setting, e.g. `workload.concurrency`, `engine.gpu`.
+    pub what: String,
+    /// A's value (`-` when A does not say).
+    pub a: String,
+    /// B's value.
+    pub b: String,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: A {}, B {}", self.what, self.a, self.b)
+    }
+}
+
+/// Options of [`compare_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompareOptions {
+    /// Print a speedup even when the workloads differ (with the differences beside it).
+    pub allow_different_workloads: bool,
+}
+
+/// What [`compare_with`] found: the text to print, and every difference between the runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The comparison table, the differences, the speedup (or why it is refused) and the noise.
+    pub text: String,
+    /// Every workload, target and draw difference, workload first.
+    pub differences: Vec<Difference>,
+    /// The workloads differ and no speedup was printed for it (see
+    /// [`CompareOptions::allow_different_workloads`]).
+    pub refused: bool,
+}
+
+impl Comparison {
+    /// Whether the two runs' workloads differ.
+    pub fn workloads_differ(&self) -> bool {
+        self.differences.iter().any(|d| d.kind == DifferenceKind::Workload)
+    }
+}
+
+/// Every difference between two result objects' workloads and targets: the load and actual
+/// token counts every result file has (vLLM's keys), then our `workload` section's settings,
+/// then the `engine` description, the target and the executor flags.
+///
+/// ```rust
+/// use serde_json::json;
+/// use trtllm::bench::{DifferenceKind, differences};
+///
+/// let a = json!({"max_concurrency": 4, "completed": 8, "total_input_tokens": 1024});
+/// let b = json!({"max_concurrency": 16, "completed": 8, "total_input_tokens": 4096});
+/// let found = differences(&a, &b);
+/// assert!(found.iter().all(|d| d.kind == DifferenceKind::Workload));
+/// assert_eq!(found[0].to_string(), "max_concurrency: A 4, B 16");
+/// assert_eq!(found[1].to_string(), "prompt tokens per request: A 128.0, B 512.0");
+/// ```
+pub fn differences(a: &Value, b: &Value) -> Vec<Difference> {
+    let (sa, sb) = (SummarySections::from_result(a), SummarySections::from_result(b));
+    let mut found = Vec::new();
+    let mut note = |kind: DifferenceKind, what: &str, x: String, y: String| {
+        if x != y {
+            found.push(Difference { kind, what: what.to_owned(), a: x, b: y });
+        }
+    };
+    use DifferenceKind::{Draw, Target, Workload};
+    for key in ["request_rate", "burstiness", "max_concurrency", "num_prompts"] {
+        note(Workload, key, shown(a.get(key)), shown(b.get(key)));
+    }
+    // Actual lengths, from the totals every result file has; a drawn length varies a little.
+    let per_request =
+        |v: &Value, total: &str| Some(v.get(total)?.as_f64()? / v.get("completed")?.as_f64().filter(|&c| c > 0.0)?);
+    for (total, what) in
+        [("total_input_tokens", "prompt tokens per request"), ("total_output_tokens", "output tokens per request")]
+    {
+        if let (Some(x), Some(y)) = (per_request(a, total), per_request(b, total))
+            && (x - y).abs() > LENGTH_TOLERANCE * x.max(y)
+        {
+            note(Workload, what, format!("{x:.1}"), format!("{y:.1}"));
+        }
+    }
+    if let (Some(wa), Some(wb)) = (&sa.workload, &sb.workload) {
+        let fields = |w: &WorkloadSection| -> Vec<(&'static str, String)> {
+            let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+            let asked = |name: &str| {
+                w.length_distribution
+                    .as_ref()
+                    .and_then(|l| l.get(name))
+                    .and_then(|l| l.get("describe"))
+                    .map(|d| shown(Some(d)))
+            };
+            vec![
+                ("workload.dataset", w.dataset.clone()),
+                ("workload.dataset_path", opt(w.dataset_path.clone())),
+                ("workload.input_len", opt(w.input_len.map(|n| n.to_string()))),
+                ("workload.output_len", w.output_len.to_string()),
+                ("workload.input_dist", opt(asked("input"))),
+                ("workload.output_dist", opt(asked("output"))),
+                ("workload.shared_prefix", w.shared_prefix.to_string()),
+                ("workload.chat_template", w.chat_template.to_string()),
+                ("workload.stopping", w.stopping.clone()),
+                ("workload.streaming", w.streaming.to_string()),
+                ("workload.load", w.load.clone()),
+                ("workload.warmup", w.warmup.to_string()),
+                ("workload.ramp_up_s", opt(w.ramp_up_s.map(|s| s.to_string()))),
+                ("workload.duration_s", opt(w.duration_s.map(|s| s.to_string()))),
+                ("workload.turns", opt(w.turns.map(|n| n.to_string()))),
+                ("workload.think_time_s", opt(w.think_time_s.map(|s| s.to_string()))),
+                ("workload.turn_input_len", opt(w.turn_input_len.map(|n| n.to_string()))),
+                ("workload.user_start", w.user_start.clone()),
+            ]
+        };
+        for ((what, x), (_, y)) in fields(wa).into_iter().zip(fields(wb)) {
+            note(Workload, what, x, y);
+        }
+        note(Draw, "workload.seed", wa.seed.to_string(), wb.seed.to_string());
+    }
+    let scalars = |engine: &Option<Value>| -> BTreeMap<String, String> {
+        let Some(Value::Object(map)) = engine else { return BTreeMap::new() };
+        map.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, v)| (k.clone(), shown(Some(v)))).collect()
+    };
+    let (ea, eb) = (scalars(&sa.engine), scalars(&sb.engine));
+    let keys: std::collections::BTreeSet<&String> = ea.keys().chain(eb.keys()).collect();
+    for key in keys {
+        let get = |m: &BTreeMap<String, String>| m.get(key).cloned().unwrap_or_else(|| "-".into());
+        note(Target, &format!("engine.{key}"), get(&ea), get(&eb));
+    }
+    if sa.engine.is_none() || sb.engine.is_none() {
+        note(Target, "model_id", shown(a.get("model_id")), shown(b.get("model_id")));
+        note(Target, "backend", shown(a.get("backend")), shown(b.get("backend")));
+    }
+    if let (Some(ma), Some(mb)) = (&sa.metadata, &sb.metadata) {
+        note(Target, "metadata.target", ma.target.clone(), mb.target.clone());
+    }
+    if let (Some(xa), Some(xb)) = (&sa.executor_settings, &sb.executor_settings) {
+        note(Target, "executor_settings.flags", xa.flags.join(" "), xb.flags.join(" "));
+    }
+    found
+}
+
+/// Actual mean lengths closer than this share count as the same workload.
+const LENGTH_TOLERANCE: f64 = 0.02;
+
+/// A JSON value as a short text: strings bare, `-` for null or missing.
+fn shown(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "-".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
 /// Headline metrics of two result objects side by side with the ratio B/A (`-` when a value is
-/// missing or A is zero). Works on any vLLM-compatible result JSON; non-objects compare as empty.
+/// missing or A is zero), the differences between their workloads and targets, the decode
+/// speedup of B over A (same workloads only) and whether the figures differ beyond noise.
+/// Works on any vLLM-compatible result JSON; non-objects compare as empty.
 ///
 /// ```rust
 /// use serde_json::json;
@@ -118,8 +291,28 @@ fn identity(v: &Value) -> String {
 /// let line = text.lines().find(|l| l.starts_with("output_throughput")).unwrap();
 /// assert!(line.ends_with("1.250"));
 /// assert!(text.lines().any(|l| l.starts_with("p99_ttft_ms") && l.ends_with("0.500")));
+/// assert!(text.contains("workloads and targets: the same"));
 /// ```
 pub fn compare(a: &Value, b: &Value) -> String {
+    compare_with(a, b, CompareOptions::default()).text
+}
+
+/// [`compare`] with options: across different workloads the speedup is refused (and
+/// [`Comparison::refused`] set) unless [`CompareOptions::allow_different_workloads`].
+///
+/// ```rust
+/// use serde_json::json;
+/// use trtllm::bench::{CompareOptions, compare_with};
+///
+/// let a = json!({"max_concurrency": 4, "mean_tpot_ms": 10.0});
+/// let b = json!({"max_concurrency": 16, "mean_tpot_ms": 20.0});
+/// let refused = compare_with(&a, &b, CompareOptions::default());
+/// assert!(refused.refused && !refused.text.contains("speedup of B over A"));
+/// assert!(refused.text.contains("max_concurrency: A 4, B 16"));
+/// let allowed = compare_with(&a, &b, CompareOptions { allow_different_workloads: true });
+/// assert!(!allowed.refused && allowed.text.contains("speedup of B over A: 0.50x"));
+/// ```
+pub fn compare_with(a: &Value, b: &Value, options: CompareOptions) -> Comparison {
     let rows: Vec<[String; 4]> = headline_keys(a, b)
         .into_iter()
         .map(|k| {
@@ -141,11 +334,44 @@ pub fn compare(a: &Value, b: &Value) -> String {
         let [w0, w1, w2, w3] = widths;
         out.push_str(&format!("{m:<w0$}  {x:>w1$}  {y:>w2$}  {r:>w3$}\n"));
     }
+    let mut differences = differences(a, b);
+    differences.sort_by_key(|d| match d.kind {
+        DifferenceKind::Workload => 0,
+        DifferenceKind::Draw => 1,
+        DifferenceKind::Target => 2,
+    });
+    if differences.is_empty() {
+        out.push_str("workloads and targets: the same\n");
+    } else {
+        out.push_str("differences between the runs:\n");
+        for d in &differences {
+            let kind = match d.kind {
+                DifferenceKind::Workload => "workload",
+                DifferenceKind::Draw => "draw",
+                DifferenceKind::Target => "target",
+            };
+            out.push_str(&format!("  {kind:<8}  {d}\n"));
+        }
+    }
+    let workloads_differ = differences.iter().any(|d| d.kind == DifferenceKind::Workload);
+    let mut refused = false;
     if let Some(line) = speedup_line(a, b) {
-        out.push_str(&line);
+        if !workloads_differ {
+            out.push_str(&line);
+        } else if options.allow_different_workloads {
+            out.push_str(&format!(
+                "{} (across different workloads, as allowed: see the differences)\n",
+                line.trim_end()
+            ));
+        } else {
+            refused = true;
+            out.push_str(
+                "speedup: refused, the workloads differ (see above); pass --allow-different-workloads to print it anyway\n",
+            );
+        }
     }
     out.push_str(&noise_table(a, b));
-    out
+    Comparison { text: out, differences, refused }
 }
 
 /// Whether each headline figure differs beyond the runs' noise, from the `repeats` sections
@@ -226,9 +452,9 @@ fn read_object(path: &Path) -> Result<Value, CompareError> {
     if value.is_object() { Ok(value) } else { Err(CompareError::NotAnObject(path.to_owned())) }
 }
 
-/// Reads two result files and [`compare`]s them.
-pub fn compare_files(a: &Path, b: &Path) -> Result<String, CompareError> {
-    Ok(compare(&read_object(a)?, &read_object(b)?))
+/// Reads two result files and compares them ([`compare_with`]).
+pub fn compare_files(a: &Path, b: &Path, options: CompareOptions) -> Result<Comparison, CompareError> {
+    Ok(compare_with(&read_object(a)?, &read_object(b)?, options))
 }
 
 #[cfg(test)]
@@ -244,7 +470,7 @@ mod tests {
         let order: Vec<&str> = text
             .lines()
             .skip(3)
-            .take_while(|l| !l.starts_with("noise"))
+            .take_while(|l| !l.starts_with("workloads and targets"))
             .map(|l| l.split_whitespace().next().unwrap())
             .collect();
         assert_eq!(order, ["completed", "p9_ttft_ms", "p50_ttft_ms", "p99.9_ttft_ms"]);
@@ -265,6 +491,62 @@ mod tests {
         assert!(compare(&json!({}), &json!({})).contains("noise: unknown"));
     }
 
+    /// A result file of ours with `workload`, `engine` and `executor_settings` sections.
+    fn ours(concurrency: u64, input_len: usize, gpu: &str, seed: u64) -> Value {
+        let workload = WorkloadSection {
+            input_len: Some(input_len),
+            output_len: super::super::sections::OutputLen::Tokens(64),
+            concurrency: Some(concurrency as usize),
+            seed,
+            ..WorkloadSection::default()
+        };
+        json!({
+            "max_concurrency": concurrency, "request_rate": "inf", "num_prompts": 16,
+            "completed": 16, "total_input_tokens": 16 * input_len, "total_output_tokens": 16 * 64,
+            "mean_tpot_ms": 10.0, "mean_e2el_ms": 700.0,
+            "workload": workload,
+            "engine": {"model_id": "tiny", "gpu": gpu, "tp_size": 1, "config": {"nested": true}},
+            "executor_settings": {"applies_to": "x", "flags": [], "serve_equivalent": null, "config": null},
+        })
+    }
+
+    #[test]
+    fn every_workload_and_target_difference_is_named() {
+        let found = differences(&ours(4, 128, "H100", 0), &ours(16, 512, "A100", 1));
+        let named: Vec<(DifferenceKind, String)> = found.iter().map(|d| (d.kind, d.to_string())).collect();
+        let want = [
+            (DifferenceKind::Workload, "max_concurrency: A 4, B 16"),
+            (DifferenceKind::Workload, "prompt tokens per request: A 128.0, B 512.0"),
+            (DifferenceKind::Workload, "workload.input_len: A 128, B 512"),
+            (DifferenceKind::Draw, "workload.seed: A 0, B 1"),
+            (DifferenceKind::Target, "engine.gpu: A H100, B A100"),
+        ];
+        for (kind, text) in want {
+            assert!(named.contains(&(kind, text.to_owned())), "{text} missing from {named:?}");
+        }
+        assert_eq!(found.len(), want.len(), "nothing else differs: {named:?}");
+        assert!(differences(&ours(4, 128, "H100", 0), &ours(4, 128, "H100", 0)).is_empty());
+    }
+
+    #[test]
+    fn a_speedup_needs_the_same_workload_unless_allowed() {
+        let (a, b) = (ours(4, 128, "H100", 0), ours(4, 128, "A100", 0));
+        let same = compare_with(&a, &b, CompareOptions::default());
+        assert!(!same.refused && same.text.contains("speedup of B over A: 1.00x"), "{}", same.text);
+        assert!(same.text.contains("target    engine.gpu: A H100, B A100"), "{}", same.text);
+        let other = ours(8, 128, "H100", 0);
+        let refused = compare_with(&a, &other, CompareOptions::default());
+        assert!(refused.refused && refused.workloads_differ());
+        assert!(!refused.text.contains("speedup of B over A"), "{}", refused.text);
+        assert!(refused.text.contains("--allow-different-workloads"));
+        let allowed = compare_with(&a, &other, CompareOptions { allow_different_workloads: true });
+        assert!(!allowed.refused && allowed.text.contains("speedup of B over A"), "{}", allowed.text);
+        assert!(allowed.text.contains("across different workloads"));
+        // A seed alone is another draw of the same workload: the speedup stands.
+        let redrawn = compare_with(&a, &ours(4, 128, "H100", 9), CompareOptions::default());
+        assert!(!redrawn.refused && redrawn.text.contains("draw      workload.seed: A 0, B 9"), "{}", redrawn.text);
+    }
+
     #[test]
     fn zero_baseline_has_no_ratio() {
         let text = compare(&json!({"failed": 0}), &json!({"failed": 3}));
@@ -280,9 +562,11 @@ mod tests {
         std::fs::write(&good, r#"{"completed": 1}"#).unwrap();
         std::fs::write(&list, "[1]").unwrap();
         std::fs::write(&broken, "{").unwrap();
-        assert!(compare_files(&good, &good).unwrap().contains("completed"));
-        assert!(matches!(compare_files(&good, &list), Err(CompareError::NotAnObject(_))));
-        assert!(matches!(compare_files(&broken, &good), Err(CompareError::Json { .. })));
-        assert!(matches!(compare_files(&dir.path().join("missing.json"), &good), Err(CompareError::Io { .. })));
+        let options = CompareOptions::default();
+        assert!(compare_files(&good, &good, options).unwrap().text.contains("completed"));
+        assert!(matches!(compare_files(&good, &list, options), Err(CompareError::NotAnObject(_))));
+        assert!(matches!(compare_files(&broken, &good, options), Err(CompareError::Json { .. })));
+        let missing = dir.path().join("missing.json");
+        assert!(matches!(compare_files(&missing, &good, options), Err(CompareError::Io { .. })));
     }
 }

@@ -1,25 +1,32 @@
-//! One self-contained HTML report per run and per comparison: settings, summary, every plot
-//! (inline SVG), predictions beside measurements, telemetry and the runner's own error, with
-//! inline CSS and nothing fetched from the network.
+//! One self-contained HTML report per run and per comparison, leading with the answer: the
+//! headline table and the sweep's plots first, then the console notes and the settings, then
+//! each point's details as flat tables (its own plots folded away), with inline CSS and nothing
+//! fetched from the network.
 
 use serde_json::Value;
+
+use super::sections::{ClockSection, SummarySections};
 
 /// What a run's report shows.
 #[derive(Debug, Clone, Default)]
 pub struct HtmlReport {
     /// The page title.
     pub title: String,
-    /// Settings shown first (the command line, target, backend...), as key/value pairs.
+    /// Settings (the command line, target, backend...), as key/value pairs.
     pub settings: Vec<(String, String)>,
     /// Each point's summary (`<stem>.json`), with its stem.
     pub points: Vec<(String, Value)>,
-    /// Every plot: its caption and SVG document.
+    /// Every plot: its file name and SVG document. A plot named after a point's stem
+    /// (`<stem>.gpu.svg`) goes with that point's details; the others are the sweep's.
     pub plots: Vec<(String, String)>,
     /// Console notes of the run (predictions, steady state, lengths...).
     pub notes: Vec<String>,
 }
 
-/// The headline figures of the summary table: key and column title.
+/// A plot: its file name and SVG document.
+type Plot = (String, String);
+
+/// The headline figures of the results table: key and column title.
 const HEADLINE: [(&str, &str); 11] = [
     ("completed", "completed"),
     ("failed", "failed"),
@@ -34,24 +41,17 @@ const HEADLINE: [(&str, &str); 11] = [
     ("request_goodput", "goodput req/s"),
 ];
 
-/// The point sections shown as tables (when present): key and heading.
-const SECTIONS: [(&str, &str); 8] = [
-    ("workload", "Workload"),
-    ("prediction", "Prediction beside measurement"),
-    ("gpu_telemetry", "GPU telemetry"),
-    ("server_metrics", "Server metrics"),
-    ("calibration", "The runner's own error"),
-    ("clock", "Clock"),
-    ("kv", "KV cache"),
-    ("executor_settings", "Executor settings"),
-];
+/// The sweep's plots, in the order they answer: latency against throughput first.
+const SWEEP_PLOTS: [&str; 2] = ["latency_vs_throughput.svg", "ttft_vs_inflight_tokens.svg"];
 
 const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222;background:#fff}\
-h1{font-size:22px}h2{font-size:18px;border-bottom:2px solid #2a6;padding-bottom:4px;margin-top:32px}\
+h1{font-size:22px;margin-bottom:4px}p.sub{color:#555;margin-top:0}\
+h2{font-size:18px;border-bottom:2px solid #2a6;padding-bottom:4px;margin-top:32px}\
 h3{font-size:15px;margin-top:20px}table{border-collapse:collapse;margin:8px 0;font-size:13px}\
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}\
-th{background:#e8f4ec}td.n{text-align:right;font-variant-numeric:tabular-nums}\
-.plot{display:inline-block;margin:8px;border:1px solid #ddd}.plot svg{max-width:100%;height:auto}\
+th{background:#e8f4ec}table.results td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+.plots{display:flex;flex-wrap:wrap;gap:8px}.plot{margin:0;border:1px solid #ddd;flex:1 1 560px;max-width:900px}\
+.plot svg{width:100%;height:auto}\
 pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap}details{margin:6px 0}";
 
 impl HtmlReport {
@@ -60,10 +60,11 @@ impl HtmlReport {
     /// ```rust
     /// use trtllm::bench::HtmlReport;
     ///
-    /// let summary = serde_json::json!({"completed": 8, "median_ttft_ms": 4.5});
+    /// let summary = serde_json::json!({"completed": 8, "median_ttft_ms": 4.5, "max_concurrency": 4});
     /// let html = HtmlReport { title: "run <1>".into(), points: vec![("c4".into(), summary)], ..Default::default() }
     ///     .render();
     /// assert!(html.contains("<title>run &lt;1&gt;</title>") && html.contains("4.50"));
+    /// assert!(html.contains("<td>4 users</td>"));
     /// assert!(!html.contains("http://") && !html.contains("<script"));
     /// ```
     pub fn render(&self) -> String {
@@ -71,6 +72,26 @@ impl HtmlReport {
         h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
         h += &format!("<title>{}</title><style>{STYLE}</style></head><body>\n", escape(&self.title));
         h += &format!("<h1>{}</h1>\n", escape(&self.title));
+        let subtitle: Vec<String> = ["model", "backend", "gpu", "target"]
+            .iter()
+            .filter_map(|k| self.settings.iter().find(|(name, v)| name == k && !v.is_empty()))
+            .map(|(k, v)| format!("{k} {}", escape(v)))
+            .collect();
+        if !subtitle.is_empty() {
+            h += &format!("<p class=\"sub\">{}</p>\n", subtitle.join(" · "));
+        }
+        h += &self.results_table();
+        let (sweep, per_point) = self.split_plots();
+        if !sweep.is_empty() {
+            h += "<h2>Sweep</h2>\n<div class=\"plots\">";
+            for (name, svg) in sweep {
+                h += &figure(name, svg);
+            }
+            h += "</div>\n";
+        }
+        if !self.notes.is_empty() {
+            h += &format!("<h2>Notes</h2>\n<pre>{}</pre>\n", escape(&self.notes.join("\n")));
+        }
         if !self.settings.is_empty() {
             h += "<h2>Settings</h2>\n<table>";
             for (k, v) in &self.settings {
@@ -78,63 +99,190 @@ impl HtmlReport {
             }
             h += "</table>\n";
         }
-        h += "<h2>Summary</h2>\n<table><tr><th>point</th>";
+        if !self.points.is_empty() {
+            h += "<h2>Points</h2>\n";
+        }
+        for (stem, summary) in &self.points {
+            h += &point_details(stem, summary, per_point.iter().copied().filter(|(name, _)| belongs_to(name, stem)));
+        }
+        h += "</body></html>\n";
+        h
+    }
+
+    /// The results table: one row per point with its load, shape and headline figures.
+    fn results_table(&self) -> String {
+        let mut h = String::from(
+            "<h2>Results</h2>\n<table class=\"results\"><tr><th>point</th><th>load</th><th>in / out tokens</th>",
+        );
         for (_, title) in HEADLINE {
             h += &format!("<th>{title}</th>");
         }
         h += "</tr>";
         for (stem, summary) in &self.points {
-            h += &format!("<tr><th>{}</th>", escape(stem));
+            let sections = SummarySections::from_result(summary);
+            h += &format!(
+                "<tr><th>{}</th><td>{}</td><td>{}</td>",
+                escape(stem),
+                load_label(summary, &sections),
+                shape(summary)
+            );
             for (key, _) in HEADLINE {
                 h += &format!("<td class=\"n\">{}</td>", number(&summary[key]));
             }
             h += "</tr>";
         }
-        h += "</table>\n";
-        if !self.notes.is_empty() {
-            h += &format!("<pre>{}</pre>\n", escape(&self.notes.join("\n")));
-        }
-        if !self.plots.is_empty() {
-            h += "<h2>Plots</h2>\n";
-            for (caption, svg) in &self.plots {
-                h += &format!(
-                    "<figure class=\"plot\"><figcaption>{}</figcaption>{}</figure>\n",
-                    escape(caption),
-                    strip_prolog(svg)
-                );
-            }
-        }
-        for (stem, summary) in &self.points {
-            h += &format!("<h2>Point {}</h2>\n", escape(stem));
-            for (key, heading) in SECTIONS {
-                if let Some(section) = summary.get(key).filter(|v| !v.is_null()) {
-                    h += &format!("<details open><summary><b>{heading}</b></summary>{}</details>\n", table(section, 0));
-                }
-            }
-            h += &format!("<details><summary><b>Every summary key</b></summary>{}</details>\n", table(summary, 0));
-        }
-        h += "</body></html>\n";
-        h
+        h + "</table>\n"
+    }
+
+    /// The sweep's plots (latency against throughput first) and the points' own.
+    fn split_plots(&self) -> (Vec<&Plot>, Vec<&Plot>) {
+        let of_a_point = |name: &str| self.points.iter().any(|(stem, _)| belongs_to(name, stem));
+        let (mut sweep, per_point): (Vec<_>, Vec<_>) = self.plots.iter().partition(|(name, _)| !of_a_point(name));
+        let rank = |name: &str| SWEEP_PLOTS.iter().position(|p| *p == name).unwrap_or(SWEEP_PLOTS.len());
+        sweep.sort_by_key(|(name, _)| rank(name));
+        (sweep, per_point)
     }
 }
 
-/// A JSON value as nested tables (objects), lists (short arrays) or text.
-fn table(value: &Value, depth: usize) -> String {
-    match value {
-        Value::Object(map) if depth < 4 => {
-            let mut t = String::from("<table>");
-            for (k, v) in map {
-                t += &format!("<tr><th>{}</th><td>{}</td></tr>", escape(k), table(v, depth + 1));
-            }
-            t + "</table>"
-        }
-        Value::Array(items) if items.len() <= 12 && items.iter().all(|v| !v.is_object()) => {
-            items.iter().map(number).collect::<Vec<_>>().join(", ")
-        }
-        Value::Array(items) => format!("{} items", items.len()),
-        Value::Object(_) => escape(&value.to_string()),
-        other => number(other),
+/// Whether plot file `name` is one of point `stem`'s (`<stem>.gpu.svg`, `<stem>.timeseries.svg`).
+fn belongs_to(name: &str, stem: &str) -> bool {
+    name.strip_prefix(stem).is_some_and(|rest| rest.starts_with('.') && rest[1..].split('.').count() == 2)
+}
+
+/// The load a point ran at, as a person says it: `4 users`, `2.5 req/s (at most 8 in flight)`.
+fn load_label(summary: &Value, sections: &SummarySections) -> String {
+    if let Some(w) = &sections.workload {
+        return match (w.concurrency, w.request_rate.0.is_finite(), w.max_concurrency) {
+            (Some(c), _, _) => users(c),
+            (None, true, Some(cap)) => format!("{} req/s (at most {cap} in flight)", w.request_rate.0),
+            (None, true, None) => format!("{} req/s", w.request_rate.0),
+            (None, false, _) => "all at once".into(),
+        };
     }
+    // Another tool's result: vLLM's keys.
+    match (summary["request_rate"].as_f64(), summary["max_concurrency"].as_u64()) {
+        (Some(rate), Some(cap)) => format!("{rate} req/s (at most {cap} in flight)"),
+        (Some(rate), None) => format!("{rate} req/s"),
+        (None, Some(c)) => users(c as usize),
+        (None, None) => "-".into(),
+    }
+}
+
+fn users(n: usize) -> String {
+    if n == 1 { "1 user".into() } else { format!("{n} users") }
+}
+
+/// Mean actual prompt and output tokens.
+fn shape(summary: &Value) -> String {
+    match (summary["mean_prompt_tokens"].as_f64(), summary["mean_output_tokens"].as_f64()) {
+        (Some(i), Some(o)) => format!("{i:.0} / {o:.0}"),
+        _ => "-".into(),
+    }
+}
+
+/// A point's details: its sections as flat tables, its own plots, every key folded away.
+fn point_details<'a>(stem: &str, summary: &Value, plots: impl Iterator<Item = &'a (String, String)>) -> String {
+    let sections = SummarySections::from_result(summary);
+    let mut h = format!("<details><summary><b>{}</b> ({})</summary>\n", escape(stem), load_label(summary, &sections));
+    let clock: Option<ClockSection> = summary.get("clock").and_then(|c| serde_json::from_value(c.clone()).ok());
+    let mut parts: Vec<(&str, Option<Value>)> = vec![
+        ("Workload", to_value(&sections.workload)),
+        ("Prediction beside measurement", to_value(&sections.prediction)),
+        ("Steady state", to_value(&sections.steady_state)),
+        ("Arrivals", to_value(&sections.arrivals)),
+        ("Sessions by turn", to_value(&sections.sessions)),
+        ("GPU telemetry", to_value(&sections.gpu_telemetry)),
+        ("Server metrics", sections.server_metrics.clone()),
+        ("The runner's own error", summary.get("calibration").cloned()),
+        ("Clock", to_value(&clock)),
+        ("KV cache", sections.kv.clone()),
+        ("Iterations", sections.iter.clone()),
+        ("LoRA", sections.lora.clone()),
+        ("Executor settings", to_value(&sections.executor_settings)),
+    ];
+    parts.retain(|(_, v)| v.as_ref().is_some_and(|v| !v.is_null()));
+    for (heading, value) in parts {
+        h += &format!("<h3>{heading}</h3>{}\n", flat_table(value.as_ref().unwrap_or(&Value::Null)));
+    }
+    let plots: Vec<&(String, String)> = plots.collect();
+    if !plots.is_empty() {
+        h += "<h3>Plots</h3><div class=\"plots\">";
+        for (name, svg) in plots {
+            h += &figure(name, svg);
+        }
+        h += "</div>\n";
+    }
+    h += &format!("<details><summary>Every summary key</summary>{}</details>\n", flat_table(summary));
+    h + "</details>\n"
+}
+
+fn to_value<T: serde::Serialize>(section: &Option<T>) -> Option<Value> {
+    section.as_ref().and_then(|s| serde_json::to_value(s).ok())
+}
+
+/// A JSON object as one two-column table: nested objects' keys joined with dots
+/// (`single_stream.ttft_ms`), short lists inline, lists of objects as their own column tables.
+fn flat_table(value: &Value) -> String {
+    let mut rows = Vec::new();
+    flatten("", value, &mut rows);
+    let mut t = String::from("<table>");
+    for (key, cell) in rows {
+        t += &format!("<tr><th>{}</th><td>{cell}</td></tr>", escape(&key));
+    }
+    t + "</table>"
+}
+
+fn flatten(prefix: &str, value: &Value, rows: &mut Vec<(String, String)>) {
+    let join = |k: &str| if prefix.is_empty() { k.to_owned() } else { format!("{prefix}.{k}") };
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                flatten(&join(k), v, rows);
+            }
+        }
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
+            rows.push((prefix.to_owned(), column_table(items)));
+        }
+        Value::Array(items) if items.len() <= 12 => {
+            rows.push((prefix.to_owned(), items.iter().map(number).collect::<Vec<_>>().join(", ")))
+        }
+        Value::Array(items) => rows.push((prefix.to_owned(), format!("{} values (see the JSON file)", items.len()))),
+        other => rows.push((prefix.to_owned(), number(other))),
+    }
+}
+
+/// A list of objects (GPUs, turns, endpoints) as a table with one column per key.
+fn column_table(items: &[Value]) -> String {
+    let mut rows: Vec<Vec<(String, String)>> = Vec::new();
+    let mut columns: Vec<String> = Vec::new();
+    for item in items {
+        let mut cells = Vec::new();
+        flatten("", item, &mut cells);
+        for (k, _) in &cells {
+            if !columns.contains(k) {
+                columns.push(k.clone());
+            }
+        }
+        rows.push(cells);
+    }
+    let mut t = String::from("<table><tr>");
+    for c in &columns {
+        t += &format!("<th>{}</th>", escape(c));
+    }
+    t += "</tr>";
+    for cells in rows {
+        t += "<tr>";
+        for c in &columns {
+            let cell = cells.iter().find(|(k, _)| k == c).map_or("", |(_, v)| v.as_str());
+            t += &format!("<td class=\"n\">{cell}</td>");
+        }
+        t += "</tr>";
+    }
+    t + "</table>"
+}
+
+fn figure(name: &str, svg: &str) -> String {
+    format!("<figure class=\"plot\"><figcaption>{}</figcaption>{}</figure>\n", escape(name), strip_prolog(svg))
 }
 
 /// A number with a few decimals, other values as text (HTML-escaped).
@@ -144,6 +292,7 @@ fn number(v: &Value) -> String {
         Value::Number(n) => n.to_string(),
         Value::String(s) => escape(s),
         Value::Null => "-".into(),
+        Value::Object(m) if m.is_empty() => "-".into(),
         other => escape(&other.to_string()),
     }
 }

@@ -1,4 +1,5 @@
-//! SVG charts of benchmark results: TTFT under input-token pressure, latency vs throughput, time series.
+//! SVG charts of benchmark results: TTFT under input-token pressure, latency vs throughput, time series
+//! (the sweep's points are [`super::sweep_points`]).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -9,7 +10,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::prelude::*;
 
 use super::output::{OutputError, write_file};
-use super::sweep::SweepRow;
+use super::sweep_points::{LatencyMetric, LatencyThroughputPoint, PressurePoint};
 use crate::bench::metrics::timeseries::TimeSample;
 use crate::bench::telemetry::GpuSample;
 
@@ -32,104 +33,34 @@ fn draw_err(e: impl std::fmt::Display) -> PlotError {
     PlotError::Draw(e.to_string())
 }
 
-/// One sweep point for the TTFT-pressure chart.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PressurePoint {
-    /// Configured prompt length: one line per value.
-    pub input_len: u64,
-    /// In-flight input tokens: concurrency × actual prompt tokens (the x coordinate).
-    pub inflight_tokens: f64,
-    /// 95th-percentile TTFT, ms.
-    pub p95_ttft_ms: f64,
-}
-
-impl PressurePoint {
-    /// A closed-loop point: `concurrency` × `prompt_tokens` in flight.
-    pub fn closed(input_len: u64, concurrency: u64, prompt_tokens: f64, p95_ttft_ms: f64) -> Self {
-        PressurePoint { input_len, inflight_tokens: concurrency as f64 * prompt_tokens, p95_ttft_ms }
-    }
-
-    /// Points from sweep rows that have a p95 TTFT (streaming runs) and a positive
-    /// [`SweepRow::inflight_input_tokens`]; the line is the configured input length, else the
-    /// rounded actual prompt length.
-    pub fn from_rows(rows: &[SweepRow]) -> Vec<Self> {
-        rows.iter()
-            .filter(|r| r.inflight_input_tokens > 0.0)
-            .filter_map(|r| {
-                Some(PressurePoint {
-                    input_len: r.input_len.unwrap_or(r.mean_prompt_tokens.round() as u64),
-                    inflight_tokens: r.inflight_input_tokens,
-                    p95_ttft_ms: r.p95_ttft_ms?,
-                })
-            })
-            .collect()
-    }
-}
-
-/// Which latency the latency-vs-throughput chart shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LatencyMetric {
-    /// Median time per output token.
-    P50Tpot,
-    /// Median time to first token.
-    P50Ttft,
-    /// Median end-to-end latency (the one latency of non-streaming runs).
-    P50E2el,
-}
-
-impl LatencyMetric {
-    fn label(self) -> &'static str {
-        match self {
-            LatencyMetric::P50Tpot => "p50 TPOT (ms)",
-            LatencyMetric::P50Ttft => "p50 TTFT (ms)",
-            LatencyMetric::P50E2el => "p50 E2E latency (ms)",
-        }
-    }
-}
-
-/// One sweep point for the latency-vs-throughput chart.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LatencyThroughputPoint {
-    /// Line label (e.g. the shape `in=512 out=128`).
-    pub series: String,
-    /// Concurrency or request rate: orders the points along a line.
-    pub load: f64,
-    /// Output tokens per second (x).
-    pub output_throughput: f64,
-    /// Latency in ms (y).
-    pub latency_ms: f64,
-}
-
-impl LatencyThroughputPoint {
-    /// Points from sweep rows with a concurrency or rate and the chosen latency; one line per
-    /// input/output shape.
-    pub fn from_rows(rows: &[SweepRow], metric: LatencyMetric) -> Vec<Self> {
-        rows.iter()
-            .filter_map(|r| {
-                let latency = match metric {
-                    LatencyMetric::P50Tpot => r.p50_tpot_ms,
-                    LatencyMetric::P50Ttft => r.p50_ttft_ms,
-                    LatencyMetric::P50E2el => r.p50_e2el_ms,
-                }?;
-                let shape = |configured: Option<u64>, actual: f64| configured.unwrap_or(actual.round() as u64);
-                Some(LatencyThroughputPoint {
-                    series: format!(
-                        "in={} out={}",
-                        shape(r.input_len, r.mean_prompt_tokens),
-                        shape(r.output_len, r.mean_output_tokens)
-                    ),
-                    load: r.request_rate.or(r.concurrency.map(|c| c as f64))?,
-                    output_throughput: r.output_throughput,
-                    latency_ms: latency,
-                })
-            })
-            .collect()
-    }
-}
-
 struct Series {
     label: String,
     points: Vec<(f64, f64)>,
+    /// Text written beside each point (its load); empty for none.
+    point_labels: Vec<String>,
+}
+
+impl Series {
+    fn plain(label: &str, points: Vec<(f64, f64)>) -> Self {
+        Series { label: label.to_owned(), points, point_labels: Vec::new() }
+    }
+}
+
+/// Sweep lines in the order both sweep charts give them colours: by input, then output length,
+/// numerically, so one shape has one colour in every chart.
+type ShapeKey = (u64, u64, String);
+
+fn shape_order(label: &str) -> ShapeKey {
+    let number =
+        |key: &str| label.split_whitespace().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok()).unwrap_or(u64::MAX);
+    (number("in="), number("out="), label.to_owned())
+}
+
+/// One sweep line from `(x, y, load label)` points, in x order.
+fn sweep_series(label: String, mut points: Vec<(f64, f64, String)>) -> Series {
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let point_labels = points.iter().map(|p| p.2.clone()).collect();
+    Series { label, points: points.into_iter().map(|(x, y, _)| (x, y)).collect(), point_labels }
 }
 
 struct Panel<'a> {
@@ -143,7 +74,8 @@ struct Panel<'a> {
 const SIZE: (u32, u32) = (900, 560);
 
 /// p95 TTFT against in-flight input tokens (concurrency × actual prompt tokens, log scale), one
-/// line per prompt length, as an SVG document.
+/// line per shape (coloured as in [`plot_latency_vs_throughput`]), each point labelled with its
+/// load, as an SVG document.
 ///
 /// ```rust
 /// use trtllm::bench::{plot_ttft_vs_inflight_tokens, PressurePoint};
@@ -151,23 +83,10 @@ const SIZE: (u32, u32) = (900, 560);
 /// let points: Vec<PressurePoint> =
 ///     [1u64, 4, 16].iter().map(|&c| PressurePoint::closed(512, c, 512.0, 20.0 * c as f64)).collect();
 /// let svg = plot_ttft_vs_inflight_tokens(&points).unwrap();
-/// assert!(svg.contains("<svg") && svg.contains("in=512"));
+/// assert!(svg.contains("<svg") && svg.contains("in=512") && svg.contains("\nc16\n</text>"));
 /// ```
 pub fn plot_ttft_vs_inflight_tokens(points: &[PressurePoint]) -> Result<String, PlotError> {
-    let mut lines: BTreeMap<u64, Vec<(f64, f64)>> = BTreeMap::new();
-    for p in points {
-        let xy = (p.inflight_tokens, p.p95_ttft_ms);
-        if xy.0 > 0.0 && xy.0.is_finite() && xy.1.is_finite() {
-            lines.entry(p.input_len).or_default().push(xy);
-        }
-    }
-    let series: Vec<Series> = lines
-        .into_iter()
-        .map(|(len, mut pts)| {
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series { label: format!("in={len}"), points: pts }
-        })
-        .collect();
+    let series = pressure_series(points);
     let (x, y) = ranges(&series).ok_or(PlotError::NoData("TTFT vs in-flight tokens"))?;
     let x = (x.start / 1.25)..(x.end * 1.25);
     render(SIZE, |root| {
@@ -187,7 +106,7 @@ pub fn plot_ttft_vs_inflight_tokens(points: &[PressurePoint]) -> Result<String, 
 }
 
 /// Latency (p50 TPOT or TTFT) against output tokens per second, one line per shape with points
-/// ordered by concurrency (or rate), as an SVG document.
+/// ordered by concurrency (or rate) and labelled with it, as an SVG document.
 ///
 /// ```rust
 /// use trtllm::bench::{plot_latency_vs_throughput, LatencyMetric, LatencyThroughputPoint};
@@ -197,31 +116,22 @@ pub fn plot_ttft_vs_inflight_tokens(points: &[PressurePoint]) -> Result<String, 
 ///     .map(|&c| LatencyThroughputPoint {
 ///         series: "in=128 out=128".into(),
 ///         load: c as f64,
+///         load_label: format!("c{c}"),
 ///         output_throughput: 100.0 * c as f64,
 ///         latency_ms: 10.0 + c as f64,
 ///     })
 ///     .collect();
 /// let svg = plot_latency_vs_throughput(&points, LatencyMetric::P50Tpot).unwrap();
-/// assert!(svg.contains("p50 TPOT (ms)"));
+/// assert!(svg.contains("p50 TPOT (ms)") && svg.contains("\nc4\n</text>"));
 /// ```
 pub fn plot_latency_vs_throughput(
     points: &[LatencyThroughputPoint],
     metric: LatencyMetric,
 ) -> Result<String, PlotError> {
-    let mut lines: BTreeMap<&str, Vec<(f64, f64, f64)>> = BTreeMap::new();
-    for p in points {
-        if p.output_throughput.is_finite() && p.latency_ms.is_finite() {
-            lines.entry(p.series.as_str()).or_default().push((p.load, p.output_throughput, p.latency_ms));
-        }
-    }
-    let series: Vec<Series> = lines
-        .into_iter()
-        .map(|(label, mut pts)| {
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series { label: label.to_owned(), points: pts.into_iter().map(|(_, x, y)| (x, y)).collect() }
-        })
-        .collect();
+    let series = latency_series(points);
     let (x, y) = ranges(&series).ok_or(PlotError::NoData("latency vs throughput"))?;
+    // Room on the right for the last point's load label.
+    let x = x.start..(x.end + (x.end - x.start) * 0.06);
     let title = format!("{} vs output throughput", metric.label());
     render(SIZE, |root| {
         draw_panel(
@@ -262,13 +172,15 @@ pub fn plot_time_series(samples: &[TimeSample]) -> Result<String, PlotError> {
     ];
     let series: Vec<Series> = panels
         .iter()
-        .map(|(label, pick)| Series {
-            label: (*label).to_owned(),
-            points: samples
-                .iter()
-                .filter_map(|s| Some((s.mid_s(), pick(s)?)))
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
-                .collect(),
+        .map(|(label, pick)| {
+            Series::plain(
+                label,
+                samples
+                    .iter()
+                    .filter_map(|s| Some((s.mid_s(), pick(s)?)))
+                    .filter(|(x, y)| x.is_finite() && y.is_finite())
+                    .collect(),
+            )
         })
         .collect();
     let time = ranges(&series).ok_or(PlotError::NoData("time series"))?.0;
@@ -314,17 +226,17 @@ pub fn plot_gpu_telemetry(samples: &[GpuSample], output_tok_s: &[(f64, f64)]) ->
         ("memory in use (GiB)", |s| s.memory_used_bytes.map(|b| b / f64::from(1u32 << 30))),
     ];
     let first_gpu = samples.iter().map(|s| s.gpu).min();
-    let mut series = vec![Series { label: "output tokens/s".into(), points: output_tok_s.to_vec() }];
+    let mut series = vec![Series::plain("output tokens/s", output_tok_s.to_vec())];
     series.extend(figures.iter().map(|(label, pick)| {
-        Series {
-            label: (*label).to_owned(),
-            points: samples
+        Series::plain(
+            label,
+            samples
                 .iter()
                 .filter(|s| Some(s.gpu) == first_gpu)
                 .filter_map(|s| Some((s.t_s, pick(s)?)))
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
                 .collect(),
-        }
+        )
     }));
     series.retain(|s| !s.points.is_empty());
     if series.iter().all(|s| s.label == "output tokens/s") {
@@ -346,6 +258,42 @@ pub fn plot_gpu_telemetry(samples: &[GpuSample], output_tok_s: &[(f64, f64)]) ->
         }
         Ok(())
     })
+}
+
+/// The TTFT-pressure chart's lines, in colour order.
+fn pressure_series(points: &[PressurePoint]) -> Vec<Series> {
+    let mut lines: BTreeMap<ShapeKey, Vec<(f64, f64, String)>> = BTreeMap::new();
+    for p in points {
+        let xy = (p.inflight_tokens, p.p95_ttft_ms);
+        if xy.0 > 0.0 && xy.0.is_finite() && xy.1.is_finite() {
+            lines.entry(shape_order(&p.series())).or_default().push((xy.0, xy.1, p.load.clone()));
+        }
+    }
+    lines.into_iter().map(|((_, _, label), pts)| sweep_series(label, pts)).collect()
+}
+
+/// The latency-vs-throughput chart's lines, in colour order.
+fn latency_series(points: &[LatencyThroughputPoint]) -> Vec<Series> {
+    let mut lines: BTreeMap<ShapeKey, Vec<(f64, &LatencyThroughputPoint)>> = BTreeMap::new();
+    for p in points {
+        if p.output_throughput.is_finite() && p.latency_ms.is_finite() {
+            lines.entry(shape_order(&p.series)).or_default().push((p.load, p));
+        }
+    }
+    lines
+        .into_iter()
+        .map(|((_, _, label), mut pts)| {
+            // Along a line in load order, whatever the throughput did.
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let pts = pts.into_iter().map(|(_, p)| (p.output_throughput, p.latency_ms, p.load_label.clone()));
+            let mut s = sweep_series(label, Vec::new());
+            for (x, y, l) in pts {
+                s.points.push((x, y));
+                s.point_labels.push(l);
+            }
+            s
+        })
+        .collect()
 }
 
 /// Writes an SVG document to `path` (creating parent directories).
@@ -442,6 +390,12 @@ where
             .map_err(draw_err)?
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        let labels = s.points.iter().zip(&s.point_labels).filter(|(_, l)| !l.is_empty());
+        chart
+            .draw_series(labels.map(|(&xy, label)| {
+                EmptyElement::at(xy) + Text::new(label.clone(), (5, -16), ("sans-serif", 13).into_font().color(&BLACK))
+            }))
+            .map_err(draw_err)?;
     }
     if panel.legend {
         chart
@@ -458,6 +412,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::report::sweep::SweepRow;
 
     #[test]
     fn tick_labels_are_compact() {
@@ -479,6 +434,36 @@ mod tests {
         let p = PressurePoint::closed(64, 1, 64.0, 3.0);
         let svg = plot_ttft_vs_inflight_tokens(&[p]).unwrap();
         assert!(svg.contains("in=64"));
+    }
+
+    #[test]
+    fn a_shape_has_one_colour_and_its_points_their_load_in_both_sweep_charts() {
+        let rows: Vec<SweepRow> = [(512, 128), (128, 512), (128, 128)]
+            .into_iter()
+            .flat_map(|(i, o)| {
+                [1_u64, 4].map(|c| SweepRow {
+                    concurrency: Some(c),
+                    input_len: Some(i),
+                    output_len: Some(o),
+                    inflight_input_tokens: (c * i) as f64,
+                    mean_prompt_tokens: i as f64,
+                    mean_output_tokens: o as f64,
+                    p95_ttft_ms: Some(c as f64),
+                    p50_tpot_ms: Some(c as f64),
+                    output_throughput: 100.0 * c as f64,
+                    ..SweepRow::default()
+                })
+            })
+            .collect();
+        let pressure = pressure_series(&PressurePoint::from_rows(&rows));
+        let latency = latency_series(&LatencyThroughputPoint::from_rows(&rows, LatencyMetric::P50Tpot));
+        let labels = |s: &[Series]| s.iter().map(|s| s.label.clone()).collect::<Vec<_>>();
+        // The same lines in the same order: the same palette colour for each.
+        assert_eq!(labels(&pressure), ["in=128 out=128", "in=128 out=512", "in=512 out=128"]);
+        assert_eq!(labels(&pressure), labels(&latency));
+        for s in pressure.iter().chain(&latency) {
+            assert_eq!(s.point_labels, ["c1", "c4"], "{}", s.label);
+        }
     }
 
     #[test]

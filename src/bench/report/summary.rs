@@ -3,6 +3,7 @@
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
+use super::sections::{ClockSection, SummarySections};
 use super::summary_sections::{DetailedArrays, FailedRequest, RunInfo, ServerStats, TokenStats};
 use crate::bench::metrics::calibration::Calibration;
 use crate::bench::metrics::slo::Slos;
@@ -100,36 +101,12 @@ pub struct Summary {
     /// The runner's measurement error against the executor's stamps.
     pub calibration: Option<Calibration>,
     /// Which clock the times come from, and details (written as `clock` when set).
-    pub clock: Option<Value>,
-    /// Engine description (filled by the runner).
-    pub engine: Option<Value>,
-    /// Workload description (filled by the runner).
-    pub workload: Option<Value>,
-    /// KV-cache statistics (filled by the runner).
-    pub kv: Option<Value>,
-    /// Iteration statistics (filled by the runner).
-    pub iter: Option<Value>,
-    /// Performance-model prediction (filled by the runner).
-    pub prediction: Option<Value>,
-    /// Free-form metadata (filled by the runner).
-    pub metadata: Option<Value>,
-    /// LoRA adapters, cache counters and latency by how the adapter was sent (filled by the
-    /// runner with `--lora-adapters`).
-    pub lora: Option<Value>,
+    pub clock: Option<ClockSection>,
     /// Speculative-decoding figures, when requests proposed draft tokens.
     pub speculative: Option<crate::bench::metrics::speculative::SpeculativeSummary>,
-    /// TTFT, ITL and KV-cache hits by session turn (multi-turn workloads).
-    pub sessions: Option<Value>,
-    /// How synchronised the measured sends were ([`crate::bench::arrival_sync`]).
-    pub arrivals: Option<Value>,
-    /// The steady part of the run beside the whole ([`crate::bench::SteadyWindow`]).
-    pub steady_state: Option<Value>,
-    /// The executor's runtime settings the run used (filled by the runner).
-    pub executor_settings: Option<Value>,
-    /// GPU telemetry averages ([`crate::bench::telemetry_section`], filled by the runner).
-    pub gpu_telemetry: Option<Value>,
-    /// Scraped Prometheus endpoints ([`crate::bench::server_metrics_section`], filled by the runner).
-    pub server_metrics: Option<Value>,
+    /// The named sections (`engine`, `workload`, `prediction`, `steady_state`, ...), each
+    /// written when set.
+    pub sections: SummarySections,
 }
 
 impl Summary {
@@ -210,8 +187,8 @@ impl Summary {
         }
         put("warmup_requests", json!(self.warmup_requests));
         put("ramp_up_requests", json!(self.ramp_up_requests));
-        if let Some(clock) = &self.clock {
-            put("clock", clock.clone());
+        if let Some(clock) = self.clock.as_ref().and_then(|c| serde_json::to_value(c).ok()) {
+            put("clock", clock);
         }
         if let Some(server) = &self.server {
             put("server", server.to_json());
@@ -222,26 +199,7 @@ impl Summary {
         if let Some(speculative) = &self.speculative {
             put("speculative", speculative.to_json());
         }
-        let sections = [
-            ("engine", &self.engine),
-            ("workload", &self.workload),
-            ("kv", &self.kv),
-            ("iter", &self.iter),
-            ("prediction", &self.prediction),
-            ("metadata", &self.metadata),
-            ("lora", &self.lora),
-            ("executor_settings", &self.executor_settings),
-            ("gpu_telemetry", &self.gpu_telemetry),
-            ("server_metrics", &self.server_metrics),
-            ("arrivals", &self.arrivals),
-            ("steady_state", &self.steady_state),
-            ("sessions", &self.sessions),
-        ];
-        for (name, value) in sections {
-            if let Some(v) = value {
-                put(name, v.clone());
-            }
-        }
+        e.extend(self.sections.entries());
         e
     }
 

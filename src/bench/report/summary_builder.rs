@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
+use super::sections::{ClockSection, PredictionSection, RunMetadata, SummarySections, WorkloadSection};
 use super::summary::Summary;
 use super::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats, TokenStats};
 use crate::bench::metrics::calibration::Calibration;
@@ -21,7 +22,7 @@ pub enum SummaryError {
     /// A configured percentile is outside 0..=100.
     #[error("invalid percentile: {0}")]
     Percentile(#[from] StatsError),
-    /// An open-ended section (`engine`, `workload`, ...) that is not a JSON object.
+    /// An open-ended section (`engine`, `kv`, `iter`) that is not a JSON object.
     #[error("summary section {0:?} must be a JSON object")]
     NotAnObject(&'static str),
 }
@@ -34,11 +35,9 @@ pub struct SummaryBuilder {
     slos: Option<Slos>,
     detailed: bool,
     iteration_end_s: BTreeMap<u64, f64>,
-    clock: Option<(ClockKind, Value)>,
-    sections: [(&'static str, Option<Value>); 6],
+    clock: Option<ClockSection>,
+    sections: SummarySections,
 }
-
-const SECTION_NAMES: [&str; 6] = ["engine", "workload", "kv", "iter", "prediction", "metadata"];
 
 impl SummaryBuilder {
     /// Percentiles to report (default p50, p90, p95, p99).
@@ -66,47 +65,48 @@ impl SummaryBuilder {
         self
     }
 
-    /// Says which clock the records' times come from: written as `clock` (`kind` plus the
-    /// entries of the `details` object). On the virtual clock the runner's measurement error
-    /// (`calibration`) is not computed: client and executor times are then the same figures.
-    pub fn clock(mut self, kind: ClockKind, details: Value) -> Self {
-        self.clock = Some((kind, details));
+    /// Says which clock the records' times come from (written as `clock`). On the virtual
+    /// clock the runner's measurement error (`calibration`) is not computed: client and
+    /// executor times are then the same figures.
+    pub fn clock(mut self, clock: ClockSection) -> Self {
+        self.clock = Some(clock);
         self
     }
 
-    fn section(mut self, index: usize, value: Value) -> Self {
-        self.sections[index].1 = Some(value);
+    /// The `engine` object (its keys follow the engine's source).
+    pub fn engine(mut self, value: Value) -> Self {
+        self.sections.engine = Some(value);
         self
     }
 
-    /// The `engine` object.
-    pub fn engine(self, value: Value) -> Self {
-        self.section(0, value)
-    }
-
-    /// The `workload` object.
-    pub fn workload(self, value: Value) -> Self {
-        self.section(1, value)
+    /// The `workload` section.
+    pub fn workload(mut self, workload: WorkloadSection) -> Self {
+        self.sections.workload = Some(workload);
+        self
     }
 
     /// The `kv` object.
-    pub fn kv(self, value: Value) -> Self {
-        self.section(2, value)
+    pub fn kv(mut self, value: Value) -> Self {
+        self.sections.kv = Some(value);
+        self
     }
 
     /// The `iter` object.
-    pub fn iter(self, value: Value) -> Self {
-        self.section(3, value)
+    pub fn iter(mut self, value: Value) -> Self {
+        self.sections.iter = Some(value);
+        self
     }
 
-    /// The `prediction` object (the performance model's expectation next to the measurement).
-    pub fn prediction(self, value: Value) -> Self {
-        self.section(4, value)
+    /// The `prediction` section (the performance model's expectation next to the measurement).
+    pub fn prediction(mut self, prediction: PredictionSection) -> Self {
+        self.sections.prediction = Some(prediction);
+        self
     }
 
-    /// The `metadata` object.
-    pub fn metadata(self, value: Value) -> Self {
-        self.section(5, value)
+    /// The `metadata` section.
+    pub fn metadata(mut self, metadata: RunMetadata) -> Self {
+        self.sections.metadata = Some(metadata);
+        self
     }
 
     /// Computes the summary. Warmup requests are counted but excluded from every statistic;
@@ -115,7 +115,8 @@ impl SummaryBuilder {
         for &p in &self.percentiles {
             validate_percentile(p)?;
         }
-        for (name, value) in &self.sections {
+        let open = [("engine", &self.sections.engine), ("kv", &self.sections.kv), ("iter", &self.sections.iter)];
+        for (name, value) in open {
             if value.as_ref().is_some_and(|v| !v.is_object()) {
                 return Err(SummaryError::NotAnObject(name));
             }
@@ -163,7 +164,6 @@ impl SummaryBuilder {
         let detailed = self.detailed.then(|| detailed_arrays(&measured));
         let mut run = self.run;
         run.num_prompts.get_or_insert(measured.len() as u64);
-        let [engine, workload, kv, iter, prediction, metadata] = self.sections.map(|(_, v)| v);
         let streaming = measured.iter().all(|r| r.streaming);
         let given = self.slos.filter(|s| !s.is_empty());
         let throughput = Throughput::compute(records, given.as_ref());
@@ -195,33 +195,19 @@ impl SummaryBuilder {
             slos_not_applicable,
             warmup_requests: count_phase(Phase::Warmup),
             ramp_up_requests: count_phase(Phase::RampUp),
-            calibration: match &self.clock {
-                Some((ClockKind::Virtual, _)) => None,
+            calibration: match self.clock.as_ref().map(|c| c.kind) {
+                Some(ClockKind::Virtual) => None,
                 _ => Calibration::compute(records, &self.iteration_end_s, ps),
             },
-            clock: self.clock.map(|(kind, details)| {
-                let mut section = Map::new();
-                section.insert("kind".into(), json!(kind));
-                if let Value::Object(details) = details {
-                    section.extend(details);
-                }
-                Value::Object(section)
-            }),
+            clock: self.clock,
             throughput,
             run,
-            engine,
-            workload,
-            kv,
-            iter,
-            prediction,
-            metadata,
-            lora: None,
-            sessions: sessions_by_turn(records, ps),
-            arrivals: (!measured.is_empty()).then(|| arrival_sync(records)),
-            steady_state: SteadyWindow::find(records).map(|w| w.section(records, ps)),
-            executor_settings: None,
-            gpu_telemetry: None,
-            server_metrics: None,
+            sections: SummarySections {
+                sessions: sessions_by_turn(records, ps),
+                arrivals: (!measured.is_empty()).then(|| arrival_sync(records)),
+                steady_state: SteadyWindow::find(records).map(|w| w.section(records, ps)),
+                ..self.sections
+            },
             speculative: SpeculativeSummary::compute(
                 ok.iter().filter_map(|r| r.speculative.as_ref().map(|c| (r.output_tokens, c))),
             ),
@@ -264,7 +250,7 @@ impl Summary {
             detailed: false,
             iteration_end_s: BTreeMap::new(),
             clock: None,
-            sections: SECTION_NAMES.map(|name| (name, None)),
+            sections: SummarySections::default(),
         }
     }
 }
@@ -302,7 +288,7 @@ mod tests {
 
     #[test]
     fn sections_must_be_objects() {
-        let err = Summary::builder(RunInfo::default()).kv(json!([1, 2])).build(&[]).unwrap_err();
+        let err = Summary::builder(RunInfo::default()).kv(serde_json::json!([1, 2])).build(&[]).unwrap_err();
         assert!(matches!(err, SummaryError::NotAnObject("kv")));
         let err = Summary::builder(RunInfo::default()).percentiles(&[50.0, 120.0]).build(&[]).unwrap_err();
         assert!(matches!(err, SummaryError::Percentile(_)));

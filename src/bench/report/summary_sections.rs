@@ -63,7 +63,7 @@ impl Default for RunInfo {
 }
 
 /// Which clock a summary's times were taken on, written as `clock.kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ClockKind {
     /// The process's monotonic clock: what a client saw.

@@ -12,8 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
-
 pub use self::nvml::NvmlSource;
 pub use self::server_metrics::{
     EndpointLog, Scraped, SeriesKind, ServerMetricsError, ServerMetricsWatch, parse_prometheus, scrape,
@@ -79,54 +77,105 @@ impl Drop for TelemetrySampler {
     }
 }
 
-/// The summary's `gpu_telemetry`: per GPU, the mean (and max) of each figure over the samples,
-/// the throttle reasons seen and how often, and what the source was.
+/// The summary's `gpu_telemetry`: what the source was, how many samples it gave, and per GPU
+/// the mean and max of each figure it reported ([`telemetry_section`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GpuTelemetry {
+    /// The source's kind (`nvml`, `simulated`).
+    pub source: String,
+    /// Samples over every GPU.
+    pub samples: usize,
+    /// One entry per GPU, by index.
+    pub gpus: Vec<GpuFigures>,
+}
+
+/// One GPU's figures in [`GpuTelemetry`]: the mean and max of each figure over its samples
+/// (absent when the source did not report it), and the throttle reasons seen.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[allow(missing_docs)] // Each figure is named by its unit: watts, MHz, percent, bytes, degrees C.
+pub struct GpuFigures {
+    /// GPU index.
+    pub gpu: u32,
+    /// Samples of this GPU.
+    pub samples: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_power_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_power_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_sm_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_mem_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mem_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_gpu_util_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gpu_util_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_mem_util_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mem_util_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_memory_used_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_used_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_temperature_c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_temperature_c: Option<f64>,
+    /// Samples that named each throttle reason.
+    pub throttle_reason_samples: std::collections::BTreeMap<String, usize>,
+}
+
+/// Computes the summary's [`GpuTelemetry`] from a point's samples.
 ///
 /// ```rust
 /// use trtllm::bench::{GpuSample, telemetry_section};
 ///
 /// let s = |t_s, w| GpuSample { t_s, power_w: Some(w), ..Default::default() };
 /// let section = telemetry_section("nvml", &[s(0.0, 100.0), s(0.5, 300.0)]);
-/// assert_eq!(section["gpus"][0]["mean_power_w"], 200.0);
-/// assert_eq!(section["gpus"][0]["max_power_w"], 300.0);
+/// assert_eq!(section.gpus[0].mean_power_w, Some(200.0));
+/// assert_eq!(section.gpus[0].max_power_w, Some(300.0));
+/// assert_eq!(section.gpus[0].mean_gpu_util_pct, None);
 /// ```
-pub fn telemetry_section(kind: &str, samples: &[GpuSample]) -> Value {
+pub fn telemetry_section(kind: &str, samples: &[GpuSample]) -> GpuTelemetry {
     let mut gpus: Vec<u32> = samples.iter().map(|s| s.gpu).collect();
     gpus.sort_unstable();
     gpus.dedup();
-    let per_gpu: Vec<Value> = gpus
+    let per_gpu = gpus
         .iter()
         .map(|&gpu| {
             let mine: Vec<&GpuSample> = samples.iter().filter(|s| s.gpu == gpu).collect();
-            let mut out = Map::new();
-            out.insert("gpu".into(), json!(gpu));
-            out.insert("samples".into(), json!(mine.len()));
+            let mut out = GpuFigures { gpu, samples: mine.len(), ..GpuFigures::default() };
             type Pick = fn(&GpuSample) -> Option<f64>;
-            let figures: [(&str, Pick); 7] = [
-                ("power_w", |s| s.power_w),
-                ("sm_clock_mhz", |s| s.sm_clock_mhz),
-                ("mem_clock_mhz", |s| s.mem_clock_mhz),
-                ("gpu_util_pct", |s| s.gpu_util_pct),
-                ("mem_util_pct", |s| s.mem_util_pct),
-                ("memory_used_bytes", |s| s.memory_used_bytes),
-                ("temperature_c", |s| s.temperature_c),
+            type Slots = fn(&mut GpuFigures) -> (&mut Option<f64>, &mut Option<f64>);
+            let figures: [(Pick, Slots); 7] = [
+                (|s| s.power_w, |f| (&mut f.mean_power_w, &mut f.max_power_w)),
+                (|s| s.sm_clock_mhz, |f| (&mut f.mean_sm_clock_mhz, &mut f.max_sm_clock_mhz)),
+                (|s| s.mem_clock_mhz, |f| (&mut f.mean_mem_clock_mhz, &mut f.max_mem_clock_mhz)),
+                (|s| s.gpu_util_pct, |f| (&mut f.mean_gpu_util_pct, &mut f.max_gpu_util_pct)),
+                (|s| s.mem_util_pct, |f| (&mut f.mean_mem_util_pct, &mut f.max_mem_util_pct)),
+                (|s| s.memory_used_bytes, |f| (&mut f.mean_memory_used_bytes, &mut f.max_memory_used_bytes)),
+                (|s| s.temperature_c, |f| (&mut f.mean_temperature_c, &mut f.max_temperature_c)),
             ];
-            for (name, get) in figures {
+            for (get, slots) in figures {
                 let values: Vec<f64> = mine.iter().filter_map(|s| get(s)).filter(|v| v.is_finite()).collect();
                 if !values.is_empty() {
-                    out.insert(format!("mean_{name}"), json!(values.iter().sum::<f64>() / values.len() as f64));
-                    out.insert(format!("max_{name}"), json!(values.iter().copied().fold(f64::MIN, f64::max)));
+                    let (mean, max) = slots(&mut out);
+                    *mean = Some(values.iter().sum::<f64>() / values.len() as f64);
+                    *max = Some(values.iter().copied().fold(f64::MIN, f64::max));
                 }
             }
-            let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
             for reason in mine.iter().flat_map(|s| &s.throttle_reasons) {
-                *reasons.entry(reason).or_default() += 1;
+                *out.throttle_reason_samples.entry(reason.clone()).or_default() += 1;
             }
-            out.insert("throttle_reason_samples".into(), json!(reasons));
-            Value::Object(out)
+            out
         })
         .collect();
-    json!({ "source": kind, "samples": samples.len(), "gpus": per_gpu })
+    GpuTelemetry { source: kind.to_owned(), samples: samples.len(), gpus: per_gpu }
 }
 
 /// A short line of the latest figures for a live view, e.g. `287 W 93% 41.2 GiB`.
@@ -182,7 +231,7 @@ mod tests {
         assert_eq!(samples.len(), seen.load(Ordering::Relaxed));
         assert!(samples.windows(2).all(|w| w[0].t_s <= w[1].t_s));
         let section = telemetry_section("counting", &samples);
-        assert_eq!(section["gpus"][0]["max_power_w"], samples.len() as f64);
+        assert_eq!(section.gpus[0].max_power_w, Some(samples.len() as f64));
         assert_eq!(telemetry_line(&samples[..1]).as_deref(), Some("1 W"));
     }
 }

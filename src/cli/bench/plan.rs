@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
 use trtllm::bench::{
-    Load, LoadPlan, PromptSource, SampledPrompt, SessionPlan, SessionScript, TokenizeOptions, Trace, TraceOptions,
-    WordVocabulary, Workload, load_jsonl, load_sharegpt, load_sharegpt_sessions, tokenize_entries, tokenize_sessions,
+    Load, LoadPlan, OutputLen, PromptSource, PromptText, Rate, SampledPrompt, SessionPlan, SessionScript,
+    TokenizeOptions, Trace, TraceOptions, WordVocabulary, Workload, WorkloadSection, load_jsonl, load_sharegpt,
+    load_sharegpt_sessions, tokenize_entries, tokenize_sessions,
 };
 use trtllm::text::Tokenizer;
 
@@ -46,51 +46,52 @@ impl Point {
     }
 
     /// The `workload` object of the summary.
-    pub fn describe(&self, args: &RunArgs, tokenizer_id: Option<&str>) -> Value {
+    pub fn describe(&self, args: &RunArgs, tokenizer_id: Option<&str>) -> WorkloadSection {
         let (load, concurrency, max_concurrency) = match self.plan.load {
             Load::Closed { concurrency } => ("closed", Some(concurrency), None),
             Load::Open { max_concurrency, .. } => ("open", None, max_concurrency),
         };
-        json!({
-            "dataset": args.dataset.name(),
-            "dataset_path": args.dataset_path,
-            "input_len": self.input_len,
-            "output_len": self.output_len.map_or(json!("dataset"), |n| json!(n)),
-            "shared_prefix": args.shared_prefix,
-            "prefix_cache": if args.shared_prefix > 0 { "warm" } else { "cold" },
-            "chat_template": args.chat_template,
-            "seed": args.seed,
-            "ignore_eos": self.workload.ignore_eos,
-            "stopping": if self.workload.ignore_eos { "fixed length" } else { "natural (end id)" },
-            "end_id": self.workload.end_id,
-            "streaming": self.workload.streaming,
-            "tokenizer_id": tokenizer_id,
-            "load": load,
-            "concurrency": concurrency,
-            "request_rate": if self.request_rate.is_finite() { json!(self.request_rate) } else { json!("inf") },
-            "burstiness": args.burstiness,
-            "max_concurrency": max_concurrency,
-            "num_prompts": self.plan.duration.is_none().then_some(self.plan.num_prompts),
-            "warmup": self.plan.warmup,
-            "ramp_up_s": self.plan.ramp_up.map(|d| d.as_secs_f64()),
-            "duration_s": self.plan.duration.map(|d| d.as_secs_f64()),
-            "prompt_text": match &self.workload.source {
-                PromptSource::Words { input_len, .. } => json!({
-                    "kind": "whole-word tokens that round-trip through the tokenizer",
-                    "content_tokens": input_len,
-                    "server_added_tokens": self.input_len.map(|n| n.saturating_sub(*input_len)),
+        WorkloadSection {
+            dataset: args.dataset.name().into(),
+            dataset_path: args.dataset_path.as_ref().map(|p| p.display().to_string()),
+            input_len: self.input_len,
+            output_len: self.output_len.map_or(OutputLen::Dataset, OutputLen::Tokens),
+            shared_prefix: args.shared_prefix,
+            prefix_cache: if args.shared_prefix > 0 { "warm" } else { "cold" }.into(),
+            chat_template: args.chat_template,
+            seed: args.seed,
+            ignore_eos: self.workload.ignore_eos,
+            stopping: if self.workload.ignore_eos { "fixed length" } else { "natural (end id)" }.into(),
+            end_id: self.workload.end_id,
+            streaming: self.workload.streaming,
+            tokenizer_id: tokenizer_id.map(str::to_owned),
+            load: load.into(),
+            concurrency,
+            request_rate: Rate(self.request_rate),
+            burstiness: args.burstiness,
+            max_concurrency,
+            num_prompts: self.plan.duration.is_none().then_some(self.plan.num_prompts),
+            warmup: self.plan.warmup,
+            ramp_up_s: self.plan.ramp_up.map(|d| d.as_secs_f64()),
+            duration_s: self.plan.duration.map(|d| d.as_secs_f64()),
+            prompt_text: match &self.workload.source {
+                PromptSource::Words { input_len, .. } => Some(PromptText {
+                    kind: "whole-word tokens that round-trip through the tokenizer".into(),
+                    content_tokens: *input_len,
+                    server_added_tokens: self.input_len.map(|n| n.saturating_sub(*input_len)),
                 }),
-                _ => Value::Null,
+                _ => None,
             },
-            "turns": args.turns,
-            "think_time_s": args.turns.map(|_| args.think_time),
-            "turn_input_len": args.turns.map(|_| args.turn_input_len.or(self.input_len)),
-            "user_start": match self.plan.user_start {
-                trtllm::bench::UserStart::Auto => json!("spread over the warmup's mean request latency"),
-                trtllm::bench::UserStart::Spread(d) => json!(format!("spread over {:.3} s", d.as_secs_f64())),
-                trtllm::bench::UserStart::Together => json!("together"),
+            turns: args.turns,
+            think_time_s: args.turns.map(|_| args.think_time),
+            turn_input_len: args.turns.and_then(|_| args.turn_input_len.or(self.input_len)),
+            user_start: match self.plan.user_start {
+                trtllm::bench::UserStart::Auto => "spread over the warmup's mean request latency".into(),
+                trtllm::bench::UserStart::Spread(d) => format!("spread over {:.3} s", d.as_secs_f64()),
+                trtllm::bench::UserStart::Together => "together".into(),
             },
-        })
+            ..WorkloadSection::default()
+        }
     }
 }
 

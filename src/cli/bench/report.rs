@@ -2,12 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use trtllm::bench::{
-    ClockKind, GpuSample, LatencyMetric, LatencyThroughputPoint, Phase, PointRun, Prediction, PressurePoint,
-    RequestRecord, ResultFiles, RunClock, RunInfo, Slos, Summary, SweepRow, VirtualClockRun, WallAnchor,
-    fill_kv_utilization, plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series,
-    plot_ttft_vs_inflight_tokens, telemetry_section, time_series, unavailable_section, write_svg, write_sweep_csv,
+    ClockSection, ExecutorSettings, GpuSample, GpuTelemetry, LatencyMetric, LatencyThroughputPoint, OverSaturated,
+    Phase, PointRun, Prediction, PredictionSection, PressurePoint, RequestRecord, ResultFiles, RunClock, RunInfo,
+    RunMetadata, Slos, Summary, SweepRow, TimerJitter, UnderLoad, VirtualClockRun, WallAnchor, fill_kv_utilization,
+    plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series, plot_ttft_vs_inflight_tokens, telemetry_section,
+    time_series, unavailable_section, write_svg, write_sweep_csv,
 };
 
 use super::args::RunArgs;
@@ -36,11 +37,11 @@ pub struct Report<'a> {
     output_dir: PathBuf,
     percentiles: Vec<f64>,
     slos: Option<Slos>,
-    metadata: Value,
+    metadata: RunMetadata,
     /// The host's timer jitter, measured before a real-time run (`clock.host_timer_jitter`).
-    pub timer_jitter: Option<Value>,
+    pub timer_jitter: Option<TimerJitter>,
     /// The executor's runtime settings of the run (`executor_settings`).
-    executor_settings: Value,
+    executor_settings: ExecutorSettings,
 }
 
 impl<'a> Report<'a> {
@@ -53,17 +54,17 @@ impl<'a> Report<'a> {
         slos: Option<Slos>,
         tokenizer_loaded: bool,
     ) -> Self {
-        let metadata = json!({
-            "command_line": std::env::args().collect::<Vec<_>>(),
-            "crate_version": env!("CARGO_PKG_VERSION"),
-            "target": args.target,
-            "backend": setup.backend,
-            "gpu": setup.gpu,
-            "engine_dir": setup.engine_dir,
-            "label": args.label,
-            "tokenizer_id": setup.tokenizer_id(),
-            "tokenizer_loaded": tokenizer_loaded,
-        });
+        let metadata = RunMetadata {
+            command_line: std::env::args().collect(),
+            crate_version: env!("CARGO_PKG_VERSION").into(),
+            target: args.target.clone(),
+            backend: setup.backend.clone(),
+            gpu: setup.gpu.clone(),
+            engine_dir: setup.engine_dir.as_ref().map(|d| d.display().to_string()),
+            label: args.label.clone(),
+            tokenizer_id: setup.tokenizer_id().map(str::to_owned),
+            tokenizer_loaded,
+        };
         Report {
             args,
             setup,
@@ -132,27 +133,15 @@ impl<'a> Report<'a> {
                     v.wall_s,
                     if v.wall_s > 0.0 { v.simulated_s / v.wall_s } else { 0.0 }
                 ));
-                builder = builder.clock(
-                    ClockKind::Virtual,
-                    json!({
-                        "figures": "simulated executor time: every latency, duration and rate is what the simulated GPU would take, not what the run took",
-                        "arrivals": "stamped in simulated time: a closed-loop user's next request arrives client_latency_s after its previous one ended; open-loop requests at their scheduled times; each joins the first iteration starting at or after its arrival",
-                        "client_latency_s": v.client_latency_s,
-                        "simulated_s": v.simulated_s,
-                        "wall_s": v.wall_s,
-                        "simulated_per_wall": if v.wall_s > 0.0 { v.simulated_s / v.wall_s } else { 0.0 },
-                        "itl_unmapped_requests": v.itl_unmapped_requests,
-                    }),
-                );
+                builder = builder.clock(ClockSection::virtual_clock(
+                    v.client_latency_s,
+                    v.simulated_s,
+                    v.wall_s,
+                    v.itl_unmapped_requests,
+                ));
             }
             None => {
-                builder = builder.clock(
-                    ClockKind::Wall,
-                    json!({
-                        "figures": "measured by the runner on this process's monotonic clock",
-                        "host_timer_jitter": self.timer_jitter,
-                    }),
-                );
+                builder = builder.clock(ClockSection::wall(self.timer_jitter));
                 if let Some(log) = &run.iterations {
                     builder = builder.iteration_end_times(log.end_times_s(clock, anchor));
                 }
@@ -166,7 +155,7 @@ impl<'a> Report<'a> {
         if let Some(traffic) = self.setup.target.lora() {
             let section = traffic.section(&run.records);
             notes.push(lora_console_line(&point.stem, &section));
-            summary.lora = Some(section);
+            summary.sections.lora = Some(section);
         }
         // The timing model's expectation, on a simulated engine whose iterations it times.
         if let Some(sim) = &self.setup.simulation {
@@ -178,29 +167,28 @@ impl<'a> Report<'a> {
                 if twin.is_none() {
                     notes.push(prediction.console_line(&point.stem, &section));
                 }
-                summary.prediction = Some(section);
+                let model = match section {
+                    Value::Object(map) => map,
+                    _ => Default::default(),
+                };
+                summary.sections.prediction = Some(PredictionSection { under_load: None, model });
             }
         }
         if let Some(twin) = twin {
             let predicted = Summary::builder(RunInfo::default()).percentiles(&self.percentiles).build(&twin.records)?;
             let section = trtllm::bench::under_load_section(&predicted.to_json(), &summary.to_json());
             notes.push(under_load_line(&point.stem, &section));
-            match &mut summary.prediction {
-                Some(Value::Object(prediction)) => {
-                    prediction.insert("under_load".into(), section);
-                }
-                _ => summary.prediction = Some(json!({ "under_load": section })),
-            }
+            summary.sections.prediction.get_or_insert_with(PredictionSection::default).under_load = Some(section);
         }
 
         if let Some(at) = run.over_saturated_s {
-            let flag = json!({
-                "after_s": at,
-                "stopped_sending": point.plan.stop_when_saturated,
-                "reading": "the backlog of requests sent and not finished kept growing: the target could not keep up with the offered rate",
-            });
-            if let Some(Value::Object(arrivals)) = &mut summary.arrivals {
-                arrivals.insert("over_saturated".into(), flag);
+            let flag = OverSaturated {
+                after_s: at,
+                stopped_sending: point.plan.stop_when_saturated,
+                reading: "the backlog of requests sent and not finished kept growing: the target could not keep up with the offered rate".into(),
+            };
+            if let Some(arrivals) = &mut summary.sections.arrivals {
+                arrivals.over_saturated = Some(flag);
             }
             notes.push(format!(
                 "over-saturated {}: the backlog kept growing from {at:.1} s{}",
@@ -208,13 +196,13 @@ impl<'a> Report<'a> {
                 if point.plan.stop_when_saturated { "; stopped sending" } else { "" }
             ));
         }
-        summary.executor_settings = Some(self.executor_settings.clone());
+        summary.sections.executor_settings = Some(self.executor_settings.clone());
         // Prompt tokens as the target counted them beside those asked for.
-        if let (Some(requested), None) = (point.input_len, &summary.sessions) {
+        if let (Some(requested), None) = (point.input_len, &summary.sections.sessions) {
             let actual = summary.mean_prompt_tokens();
-            if let Some(Value::Object(workload)) = &mut summary.workload {
-                workload.insert("prompt_tokens_requested".into(), json!(requested));
-                workload.insert("prompt_tokens_actual_mean".into(), json!(actual));
+            if let Some(workload) = &mut summary.sections.workload {
+                workload.prompt_tokens_requested = Some(requested);
+                workload.prompt_tokens_actual_mean = Some(actual);
             }
             if summary.throughput.completed > 0 && (actual - requested as f64).abs() > 0.5 {
                 notes.push(format!(
@@ -225,27 +213,28 @@ impl<'a> Report<'a> {
         }
         // Drawn lengths (`--input-dist`, `--output-dist`): what was asked beside what was sent.
         if let Some(section) = trtllm::bench::length_section(&point.workload.lengths, &run.records, &self.percentiles)
-            && let Some(Value::Object(workload)) = &mut summary.workload
+            && let Some(workload) = &mut summary.sections.workload
         {
             notes.push(length_line(&point.stem, &section));
-            workload.insert("length_distribution".into(), section);
+            workload.length_distribution = Some(section);
         }
         notes.extend(load_shape_lines(&point.stem, &summary));
 
         let files = ResultFiles::new(self.output_dir.join(&point.stem));
         if !observed.servers.is_empty() {
-            summary.server_metrics = Some(trtllm::bench::server_metrics_section(&observed.servers));
+            summary.sections.server_metrics = Some(trtllm::bench::server_metrics_section(&observed.servers));
             let rows: String =
                 trtllm::bench::server_metrics_rows(&observed.servers).iter().map(|r| r.to_string() + "\n").collect();
             std::fs::write(self.output_dir.join(format!("{}.server_metrics.jsonl", point.stem)), rows)?;
         }
         if let Some((kind, samples)) = &observed.gpu {
-            summary.gpu_telemetry = Some(telemetry_section(kind, samples));
+            let section = telemetry_section(kind, samples);
             files.write_gpu_telemetry(samples)?;
             if let Ok(svg) = plot_gpu_telemetry(samples, &output_rate(&run.records)) {
                 write_svg(&files.gpu_svg_path(), &svg)?;
             }
-            notes.push(gpu_line(&point.stem, kind, summary.gpu_telemetry.as_ref()));
+            notes.push(gpu_line(&point.stem, &section));
+            summary.sections.gpu_telemetry = Some(section);
         }
         files.write_summary(&summary)?;
         files.write_requests(&run.records)?;
@@ -298,16 +287,15 @@ impl<'a> Report<'a> {
                 Ok((p.file_name().unwrap_or_default().to_string_lossy().into_owned(), std::fs::read_to_string(p)?))
             })
             .collect::<std::io::Result<Vec<_>>>()?;
-        let text = |v: &Value| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
         let settings = vec![
             ("date".to_owned(), self.date.clone()),
             ("command line".to_owned(), std::env::args().collect::<Vec<_>>().join(" ")),
             ("target".to_owned(), self.args.target.clone()),
-            ("backend".to_owned(), text(&self.metadata["backend"])),
-            ("gpu".to_owned(), text(&self.metadata["gpu"])),
+            ("backend".to_owned(), self.metadata.backend.clone()),
+            ("gpu".to_owned(), self.metadata.gpu.clone().unwrap_or_default()),
             ("model".to_owned(), self.setup.model_id.clone()),
             ("label".to_owned(), self.args.label.clone().unwrap_or_default()),
-            ("host timer jitter".to_owned(), self.timer_jitter.as_ref().map(Value::to_string).unwrap_or_default()),
+            ("host timer jitter".to_owned(), self.timer_jitter.as_ref().map(TimerJitter::describe).unwrap_or_default()),
         ];
         let page = trtllm::bench::HtmlReport {
             title: format!("trtllm bench {} {}", self.args.target, self.date),
@@ -357,17 +345,7 @@ pub fn write_compare_html(a: &Path, b: &Path, comparison: &str) -> anyhow::Resul
 }
 
 /// One console line comparing the twin's predicted figures with the measured ones.
-fn under_load_line(stem: &str, section: &Value) -> String {
-    let figures = &section["figures"];
-    let part = |key: &str, label: &str| -> Option<String> {
-        let f = &figures[key];
-        Some(format!(
-            "{label} {:.2} predicted, {:.2} measured ({:.2}x)",
-            f["predicted"].as_f64()?,
-            f["measured"].as_f64()?,
-            f["ratio"].as_f64()?
-        ))
-    };
+fn under_load_line(stem: &str, section: &UnderLoad) -> String {
     let parts: Vec<String> = [
         ("p50_ttft_ms", "TTFT p50 ms"),
         ("mean_tpot_ms", "TPOT mean ms"),
@@ -375,26 +353,34 @@ fn under_load_line(stem: &str, section: &Value) -> String {
         ("output_throughput", "out tok/s"),
     ]
     .iter()
-    .filter_map(|(k, l)| part(k, l))
+    .filter_map(|(key, label)| {
+        let f = section.figures.get(*key)?;
+        Some(format!("{label} {:.2} predicted, {:.2} measured ({:.2}x)", f.predicted, f.measured, f.ratio?))
+    })
     .collect();
     format!("prediction {stem} (the simulator's virtual-clock run of the same load): {}", parts.join("; "))
 }
 
 /// The `executor_settings` section: the executor flags given (the same as `trtllm serve`'s),
 /// the `trtllm serve` line with them, and the configuration the in-process executor ran with.
-fn executor_settings(args: &RunArgs, setup: &Setup) -> Value {
+fn executor_settings(args: &RunArgs, setup: &Setup) -> ExecutorSettings {
     let argv: Vec<String> = std::env::args().collect();
     let flags = crate::cli::executor_args::ExecutorArgs::given_flags(&argv);
     let in_process = setup.target.executor().is_some();
-    json!({
-        "applies_to": if in_process { "the in-process executor" } else { "nothing: the target's server was started with its own settings" },
-        "flags": flags,
-        "serve_equivalent": in_process.then(|| {
+    ExecutorSettings {
+        applies_to: if in_process {
+            "the in-process executor"
+        } else {
+            "nothing: the target's server was started with its own settings"
+        }
+        .into(),
+        serve_equivalent: in_process.then(|| {
             let dir = args.engine_dir.as_ref().map_or("<engine dir>".to_string(), |d| d.display().to_string());
             format!("trtllm serve --engine-dir {dir}{}", flags.iter().map(|f| format!(" {f}")).collect::<String>())
         }),
-        "config": setup.engine.get("executor").cloned().unwrap_or(Value::Null),
-    })
+        flags,
+        config: setup.engine.get("executor").cloned().unwrap_or(Value::Null),
+    }
 }
 
 /// Adds the `repeats` section (each headline figure's mean, std, CV and 95% CI over the runs)
@@ -428,47 +414,45 @@ pub fn write_repeats(output_dir: &Path, stem: &str, summaries: &[Value]) -> anyh
 /// beside the whole run, and a warning when users sent in lockstep.
 fn load_shape_lines(stem: &str, summary: &trtllm::bench::Summary) -> Vec<String> {
     let mut lines = Vec::new();
-    let f = |v: &Value| v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
-    if let Some(sessions) = &summary.sessions {
-        let turns: Vec<String> = sessions["turns"]
-            .as_array()
-            .into_iter()
-            .flatten()
+    let f = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
+    let sections = &summary.sections;
+    if let Some(sessions) = &sections.sessions {
+        let turns: Vec<String> = sessions
+            .turns
+            .iter()
             .map(|t| {
                 format!(
                     "turn {}: {} req, {:.0} prompt tok, TTFT p50 {} ms, ITL mean {} ms, cache hit {:.0}%",
-                    t["turn"],
-                    t["requests"],
-                    t["mean_prompt_tokens"].as_f64().unwrap_or(0.0),
-                    f(&t["p50_ttft_ms"]),
-                    f(&t["mean_itl_ms"]),
-                    t["cache_hit_rate"].as_f64().unwrap_or(0.0) * 100.0
+                    t.turn,
+                    t.requests,
+                    t.mean_prompt_tokens.unwrap_or(0.0),
+                    f(t.latency.get("p50_ttft_ms")),
+                    f(t.latency.get("mean_itl_ms")),
+                    t.cache_hit_rate * 100.0
                 )
             })
             .collect();
-        lines.push(format!("sessions {stem}: {} sessions\n  {}", sessions["sessions"], turns.join("\n  ")));
+        lines.push(format!("sessions {stem}: {} sessions\n  {}", sessions.sessions, turns.join("\n  ")));
     }
-    if let Some(steady) = &summary.steady_state {
+    if let Some(steady) = &sections.steady_state {
         lines.push(format!(
             "steady {stem}: {:.2}-{:.2} s at {} in flight, {} req ({:.0}% of measured): TTFT p50 {} ms (whole run {}), TPOT p50 {} ms (whole run {})",
-            steady["start_s"].as_f64().unwrap_or(0.0),
-            steady["end_s"].as_f64().unwrap_or(0.0),
-            steady["in_flight_level"],
-            steady["requests"],
-            steady["share_of_measured"].as_f64().unwrap_or(0.0) * 100.0,
-            f(&steady["p50_ttft_ms"]),
-            summary.ttft.median().map_or("-".into(), |x| format!("{x:.2}")),
-            f(&steady["p50_tpot_ms"]),
-            summary.tpot.median().map_or("-".into(), |x| format!("{x:.2}")),
+            steady.start_s,
+            steady.end_s,
+            steady.in_flight_level,
+            steady.requests,
+            steady.share_of_measured * 100.0,
+            f(steady.latency.get("p50_ttft_ms")),
+            f(summary.ttft.median()),
+            f(steady.latency.get("p50_tpot_ms")),
+            f(summary.tpot.median()),
         ));
     }
-    if let Some(arrivals) = &summary.arrivals
-        && arrivals["reading"].as_str().is_some_and(|r| r.starts_with("lockstep"))
-    {
+    if let Some(arrivals) = sections.arrivals.as_ref().filter(|a| a.is_lockstep()) {
         lines.push(format!(
             "arrivals {stem}: {:.0}% of requests were sent within {} ms of another (lockstep); figures depend on it",
-            arrivals["sent_together_share"].as_f64().unwrap_or(0.0) * 100.0,
-            arrivals["together_within_ms"]
+            arrivals.sent_together_share.unwrap_or(0.0) * 100.0,
+            arrivals.together_within_ms.unwrap_or(0.0)
         ));
     }
     lines
@@ -485,24 +469,25 @@ fn output_rate(records: &[RequestRecord]) -> Vec<(f64, f64)> {
 }
 
 /// One console line of a point's GPU telemetry averages (the first GPU's).
-fn gpu_line(stem: &str, kind: &str, section: Option<&Value>) -> String {
-    let gpu = section.map(|s| &s["gpus"][0]).cloned().unwrap_or(Value::Null);
-    let figure = |key: &str, label: &str, scale: f64, unit: &str| {
-        gpu[key].as_f64().map(|v| format!("{label} {:.1}{unit}", v / scale))
+fn gpu_line(stem: &str, section: &GpuTelemetry) -> String {
+    let gpu = section.gpus.first().cloned().unwrap_or_default();
+    let figure = |value: Option<f64>, label: &str, scale: f64, unit: &str| {
+        value.map(|v| format!("{label} {:.1}{unit}", v / scale))
     };
     let parts: Vec<String> = [
-        figure("mean_power_w", "power", 1.0, " W"),
-        figure("mean_gpu_util_pct", "compute", 1.0, "%"),
-        figure("mean_mem_util_pct", "memory bandwidth", 1.0, "%"),
-        figure("mean_memory_used_bytes", "memory", f64::from(1u32 << 30), " GiB"),
-        figure("mean_sm_clock_mhz", "SM clock", 1.0, " MHz"),
-        figure("mean_temperature_c", "temperature", 1.0, " C"),
+        figure(gpu.mean_power_w, "power", 1.0, " W"),
+        figure(gpu.mean_gpu_util_pct, "compute", 1.0, "%"),
+        figure(gpu.mean_mem_util_pct, "memory bandwidth", 1.0, "%"),
+        figure(gpu.mean_memory_used_bytes, "memory", f64::from(1u32 << 30), " GiB"),
+        figure(gpu.mean_sm_clock_mhz, "SM clock", 1.0, " MHz"),
+        figure(gpu.mean_temperature_c, "temperature", 1.0, " C"),
     ]
     .into_iter()
     .flatten()
     .collect();
     format!(
-        "gpu {stem} ({kind}, mean over the point): {}",
+        "gpu {stem} ({}, mean over the point): {}",
+        section.source,
         if parts.is_empty() { "no samples".into() } else { parts.join(", ") }
     )
 }

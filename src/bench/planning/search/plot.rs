@@ -21,19 +21,33 @@ fn draw_err(e: impl std::fmt::Display) -> FrontPlotError {
     FrontPlotError::Draw(e.to_string())
 }
 
-/// The chart as an SVG document: grey points miss an SLO, blue ones meet them all, the red
-/// line joins the Pareto front, the star marks the recommendation.
+/// The parallelism of a configuration label (`tp2 ep2 fp8/16bkv ...` gives `tp2 ep2`): the
+/// points of one parallelism share a colour.
+fn parallelism(label: &str) -> String {
+    let words: Vec<&str> = label
+        .split_whitespace()
+        .filter(|w| {
+            ["tp", "pp", "ep", "cp"].iter().any(|p| w.strip_prefix(p).is_some_and(|n| n.parse::<u32>().is_ok()))
+        })
+        .collect();
+    if words.is_empty() { "other".into() } else { words.join(" ") }
+}
+
+/// The chart as an SVG document: each parallelism in its own colour (filled: meets every SLO;
+/// hollow: misses one), the Pareto front as a red line, the recommendation as a black
+/// triangle, and the legend in its own column right of the plot, off the data.
 ///
 /// ```rust
 /// use trtllm::bench::search::{FrontPoint, pareto_front, plot_front};
 ///
-/// let p = |user: f64, gpu: f64, ok: bool| FrontPoint {
-///     key: "k".into(), label: "tp1".into(), load: "c1".into(),
+/// let p = |label: &str, user: f64, gpu: f64, ok: bool| FrontPoint {
+///     key: "k".into(), label: label.into(), load: "c1".into(),
 ///     tokens_per_s_per_user: user, tokens_per_s_per_gpu: gpu, meets_slos: ok,
 /// };
-/// let points = [p(50.0, 50.0, true), p(40.0, 320.0, true), p(20.0, 900.0, false)];
+/// let points = [p("tp1 bf16", 50.0, 50.0, true), p("tp2 bf16", 40.0, 320.0, true), p("tp2 fp8", 20.0, 900.0, false)];
 /// let svg = plot_front(&points, &pareto_front(&points), Some(&points[1]))?;
 /// assert!(svg.contains("<svg") && svg.contains("Pareto front"));
+/// assert!(svg.contains("\ntp1\n") && svg.contains("\ntp2\n"));
 /// # Ok::<(), trtllm::bench::search::FrontPlotError>(())
 /// ```
 pub fn plot_front(
@@ -46,13 +60,21 @@ pub fn plot_front(
     if finite.is_empty() {
         return Err(FrontPlotError::NoData);
     }
+    let mut groups: Vec<String> = finite.iter().map(|p| parallelism(&p.label)).collect();
+    groups.sort_by_key(|g| (g.split_whitespace().count(), g.clone()));
+    groups.dedup();
+    let colour = |p: &FrontPoint| {
+        let group = parallelism(&p.label);
+        Palette99::pick(groups.iter().position(|g| *g == group).unwrap_or(0)).to_rgba()
+    };
     let x_max = finite.iter().map(|p| p.tokens_per_s_per_user).fold(0.0_f64, f64::max).max(1.0) * 1.05;
     let y_max = finite.iter().map(|p| p.tokens_per_s_per_gpu).fold(0.0_f64, f64::max).max(1.0) * 1.05;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900, 600)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1000, 600)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
-        let mut chart = ChartBuilder::on(&root)
+        let (plot_area, legend_area) = root.split_horizontally(760);
+        let mut chart = ChartBuilder::on(&plot_area)
             .caption("Configurations: throughput per GPU vs speed per user", ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(40)
@@ -66,37 +88,79 @@ pub fn plot_front(
             .label_style(("sans-serif", 14))
             .draw()
             .map_err(draw_err)?;
-        let grey = RGBColor(170, 170, 170);
         chart
-            .draw_series(finite.iter().filter(|p| !p.meets_slos).map(|p| Circle::new(xy(p), 3, grey.filled())))
-            .map_err(draw_err)?
-            .label("misses an SLO")
-            .legend(move |(x, y)| Circle::new((x + 10, y), 3, grey.filled()));
-        chart
-            .draw_series(finite.iter().filter(|p| p.meets_slos).map(|p| Circle::new(xy(p), 4, BLUE.filled())))
-            .map_err(draw_err)?
-            .label("meets the SLOs")
-            .legend(|(x, y)| Circle::new((x + 10, y), 4, BLUE.filled()));
-        chart
-            .draw_series(LineSeries::new(front.iter().map(xy), RED.stroke_width(2)))
-            .map_err(draw_err)?
-            .label("Pareto front")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], RED.stroke_width(2)));
-        if let Some(best) = recommended {
-            chart
-                .draw_series(std::iter::once(TriangleMarker::new(xy(best), 9, BLACK.filled())))
-                .map_err(draw_err)?
-                .label(format!("recommended: {} at {}", best.label, best.load))
-                .legend(|(x, y)| TriangleMarker::new((x + 10, y), 6, BLACK.filled()));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 13))
-            .draw()
+            .draw_series(finite.iter().map(|p| {
+                let c = colour(p);
+                if p.meets_slos { Circle::new(xy(p), 4, c.filled()) } else { Circle::new(xy(p), 4, c.stroke_width(1)) }
+            }))
             .map_err(draw_err)?;
+        chart.draw_series(LineSeries::new(front.iter().map(xy), RED.stroke_width(2))).map_err(draw_err)?;
+        if let Some(best) = recommended {
+            chart.draw_series(std::iter::once(TriangleMarker::new(xy(best), 9, BLACK.filled()))).map_err(draw_err)?;
+        }
+        // The legend, in its own column.
+        let font = ("sans-serif", 14).into_font();
+        let mut y = 60;
+        let mut line = |text: String, mark: &dyn Fn(i32) -> Result<(), FrontPlotError>| -> Result<(), FrontPlotError> {
+            mark(y)?;
+            legend_area.draw(&Text::new(text, (34, y - 7), font.clone())).map_err(draw_err)?;
+            y += 24;
+            Ok(())
+        };
+        line("parallelism".into(), &|_| Ok(()))?;
+        for (i, group) in groups.iter().enumerate() {
+            let c = Palette99::pick(i).to_rgba();
+            line(group.clone(), &|y| legend_area.draw(&Circle::new((18, y), 5, c.filled())).map_err(draw_err))?;
+        }
+        let grey = RGBColor(90, 90, 90);
+        line("meets the SLOs".into(), &|y| {
+            legend_area.draw(&Circle::new((18, y), 5, grey.filled())).map_err(draw_err)
+        })?;
+        line("misses an SLO".into(), &|y| {
+            legend_area.draw(&Circle::new((18, y), 5, grey.stroke_width(1))).map_err(draw_err)
+        })?;
+        line("Pareto front".into(), &|y| {
+            legend_area.draw(&PathElement::new([(8, y), (28, y)], RED.stroke_width(2))).map_err(draw_err)
+        })?;
+        if let Some(best) = recommended {
+            line(format!("recommended: {} at {}", parallelism(&best.label), best.load), &|y| {
+                legend_area.draw(&TriangleMarker::new((18, y), 7, BLACK.filled())).map_err(draw_err)
+            })?;
+        }
         root.present().map_err(draw_err)?;
     }
     Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parallelism_is_read_from_the_label() {
+        assert_eq!(parallelism("tp2 ep2 fp8/16bkv mbs64 mnt8192 kv0.90 reuse gne"), "tp2 ep2");
+        assert_eq!(parallelism("tp1 bf16/16bkv mbs8"), "tp1");
+        assert_eq!(parallelism("custom"), "other");
+    }
+
+    #[test]
+    fn the_legend_is_right_of_the_data() {
+        let p = |label: &str, user: f64, gpu: f64| FrontPoint {
+            key: label.into(),
+            label: label.into(),
+            load: "c1".into(),
+            tokens_per_s_per_user: user,
+            tokens_per_s_per_gpu: gpu,
+            meets_slos: true,
+        };
+        let points = [p("tp1 bf16", 90.0, 900.0), p("tp2 bf16", 10.0, 100.0)];
+        let svg = plot_front(&points, &points, None).unwrap();
+        // Every legend text starts right of the plot's 760-pixel column.
+        for name in ["parallelism", "\ntp1\n", "\ntp2\n", "Pareto front"] {
+            let at = svg.find(name).unwrap_or_else(|| panic!("{name} missing"));
+            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+            let x: f64 = tag.split("x=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+            assert!(x > 760.0, "{name} at x={x}");
+        }
+    }
 }
