@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::engine::{ConfigJson, JsonFileError, SimulationJson, read_json_or_default};
+use crate::engine::{ConfigFileError, EngineDescription, JsonFileError, SimulationJson, read_json_or_default};
 use crate::sim::{ClockMode, KvCacheDtype, PerfModel, SimError, WeightDtype};
 
 /// Errors from reading a simulated engine directory's timing description.
@@ -28,6 +28,9 @@ pub enum SimulationError {
         /// What is wrong.
         message: String,
     },
+    /// config.json is missing or does not describe an engine.
+    #[error(transparent)]
+    Config(#[from] ConfigFileError),
     /// The GPU preset, an override or the engine's shape cannot be modelled.
     #[error(transparent)]
     Model(#[from] SimError),
@@ -92,14 +95,11 @@ impl EngineSimulation {
         Self::read(dir).map(Some)
     }
 
-    /// Reads the directory whatever the backend (the simulator's defaults for absent members).
+    /// Reads the directory whatever the backend: config.json must describe the engine; a missing
+    /// simulation.json reads as the simulator's defaults.
     pub fn read(dir: &Path) -> Result<Self, SimulationError> {
-        let config_path = dir.join("config.json");
-        let config: ConfigJson = read_engine_file(&config_path)?;
+        let description = EngineDescription::from_dir(dir)?;
         let sim: SimulationJson = read_engine_file(&dir.join("simulation.json"))?;
-
-        let description = crate::engine::EngineDescription::resolve(&config)
-            .map_err(|e| SimulationError::Format { path: config_path.clone(), message: e.0 })?;
         // The simulator's own model of this engine (the same description, the same code).
         let perf_model = match sim.iteration_ms {
             None => Some(PerfModel::from_description(&description, &sim)?),
@@ -110,11 +110,11 @@ impl EngineSimulation {
             clock: sim.clock,
             time_scale: sim.time_scale,
             iteration_ms: sim.iteration_ms,
-            weights: WeightDtype::of(&description.precision),
-            kv_cache: Some(KvCacheDtype::of(&description.precision)),
-            tp_size: description.parallelism.tp,
-            max_num_tokens: description.limits.max_num_tokens,
-            tokens_per_block: description.limits.tokens_per_block,
+            weights: WeightDtype::of(description.precision()),
+            kv_cache: Some(KvCacheDtype::of(description.precision())),
+            tp_size: description.parallelism().tp,
+            max_num_tokens: description.limits().max_num_tokens,
+            tokens_per_block: description.limits().tokens_per_block,
             perf_model,
         })
     }
@@ -125,7 +125,7 @@ impl EngineSimulation {
     }
 }
 
-/// The file's document through the engine directory schema; the schema's defaults when it does not exist.
+/// simulation.json through its schema; the schema's defaults when it does not exist.
 fn read_engine_file<T: DeserializeOwned + Default>(path: &Path) -> Result<T, SimulationError> {
     read_json_or_default(path).map_err(|e| match e {
         JsonFileError::Read(source) => SimulationError::Io { path: path.to_path_buf(), source },
@@ -166,6 +166,14 @@ mod tests {
         let sim = EngineSimulation::read(dir.path()).unwrap();
         assert_eq!(sim.iteration_ms, Some(2.0));
         assert!(sim.perf_model.is_none());
+    }
+
+    #[test]
+    fn a_missing_config_is_an_error_not_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = EngineSimulation::read(dir.path()).unwrap_err();
+        assert!(matches!(err, SimulationError::Config(ConfigFileError::Missing { .. })), "{err:?}");
+        assert!(err.to_string().contains("config.json: not found"), "{err}");
     }
 
     #[test]

@@ -205,7 +205,8 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         None => builder.gpu(args.gpu.as_deref().unwrap_or_default()),
     };
     if let Some(factor) = args.moe_imbalance {
-        anyhow::ensure!(factor >= 1.0 && factor.is_finite(), "--moe-imbalance must be at least 1");
+        let factor = trtllm::engine::simulation_json::check_moe_imbalance(factor)
+            .map_err(|e| anyhow::anyhow!("--{}", e.replace('_', "-")))?;
         builder = builder.moe_imbalance(factor);
     }
     let mut builder = builder
@@ -224,7 +225,7 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         .cuda_graphs(args.cuda_graphs);
     if let Some(path) = &args.calibration {
         let gpu = args.gpu.as_deref().context("--calibration needs a --gpu preset")?;
-        for (figure, value) in super::sim_model::calibration_overrides(path, gpu)? {
+        for (figure, value) in trtllm::sim::calibrate::GpuCalibration::overrides_from_file(path, gpu)? {
             builder = builder.gpu_override(figure, value);
         }
     }
@@ -257,7 +258,7 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     engine.write_to(&args.output).with_context(|| format!("writing {}", args.output.display()))?;
 
     let gpu = perf.gpu();
-    let budget = perf.memory_budget(&perf.spec().limits, trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION);
+    let budget = perf.memory_budget(&perf.spec().limits(), trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION);
     println!("wrote {}", args.output.display());
     let parallel = match model.shape.moe {
         Some(_) => format!(

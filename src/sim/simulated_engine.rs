@@ -12,6 +12,7 @@ use crate::engine::config_json::{
     BuildConfig, ConfigJson, LoraConfigJson, Mapping, MoeConfigJson, PluginConfig, PretrainedConfig, Quantization,
 };
 use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
+use crate::engine::{DescriptionError, EngineDescription};
 use crate::error::{Error, Result};
 
 /// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
@@ -187,6 +188,10 @@ impl SimulatedEngine {
                 hidden_act: some("silu"),
                 position_embedding_type: some("rope_gpt_neox"),
                 max_position_embeddings: Some(self.max_position_embeddings.unwrap_or(self.max_seq_len)),
+                rotary_base: None,
+                norm_epsilon: None,
+                bos_token_id: None,
+                eos_token_id: None,
                 tie_word_embeddings: shape.tie_word_embeddings,
                 use_parallel_embedding: false,
                 mapping: Mapping {
@@ -250,6 +255,12 @@ impl SimulatedEngine {
             },
             tokenizer_dir: None,
         }
+    }
+
+    /// The description its config.json resolves to, as the simulator will read it; fails on a shape,
+    /// split or limit the rules refuse.
+    pub fn description(&self) -> std::result::Result<EngineDescription, DescriptionError> {
+        EngineDescription::resolve(&self.config_json())
     }
 
     /// The simulation.json document.

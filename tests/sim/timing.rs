@@ -172,8 +172,8 @@ fn builder_writes_a_tensorrt_llm_shaped_config() {
     assert_eq!(simulation["gpu_overrides"]["mfu"], 0.5);
     assert!(simulation.get("iteration_ms").is_none());
     let parsed = trtllm::EngineConfig::from_dir(dir.path()).unwrap();
-    assert_eq!((parsed.tp_size, parsed.world_size, parsed.num_layers), (4, 4, 80));
-    assert_eq!(parsed.model_name, "meta-llama/Llama-3.1-70B-Instruct");
+    assert_eq!((parsed.tp_size(), parsed.world_size(), parsed.num_layers()), (4, 4, 80));
+    assert_eq!(parsed.model_name(), "meta-llama/Llama-3.1-70B-Instruct");
     // The simulator loads it.
     let executor = Executor::load(dir.path(), Default::default()).expect("load");
     executor.shutdown(trtllm::ShutdownMode::Cancel).unwrap();
