@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::config_json::ConfigJson;
 use super::description::{DescriptionError, EngineDescription};
 use super::hf_config;
+use super::json_file::JsonFileError;
 use super::key_spelling;
-use super::{ConfigJson, JsonFileError};
 
 /// The file an engine directory describes its engine in.
 pub const CONFIG_FILE: &str = "config.json";

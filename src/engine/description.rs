@@ -6,21 +6,14 @@
 use serde::Serialize;
 
 use super::config_json::{ConfigJson, PretrainedConfig, TokenIds};
+pub use super::description_error::DescriptionError;
+use super::description_error::fail;
 use super::model_shape::{Family, ModelShape, MoeShape};
 pub use super::precision::{KvQuant, Precision, WeightQuant, dtype_bytes};
 use super::speculative::SpeculativeDecodingMode;
 
 /// Longest draft (max_draft_len, num_medusa_heads) an engine may have.
 const MAX_DRAFT: usize = 1024;
-
-/// Why a config.json cannot describe an engine; the message names the member at fault.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("config.json: {0}")]
-pub struct DescriptionError(pub String);
-
-fn fail<T>(message: String) -> Result<T, DescriptionError> {
-    Err(DescriptionError(message))
-}
 
 /// How the engine is split across GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -432,7 +425,7 @@ fn resolve_parallelism(p: &PretrainedConfig, shape: &ModelShape) -> Result<Paral
 
 /// Tensor parallelism splits the attention heads across the ranks: each needs a whole number of query heads,
 /// and of KV heads unless there are fewer KV heads than ranks, which then share replicated ones.
-fn check_head_split(heads: usize, kv_heads: usize, tp: usize) -> Result<(), DescriptionError> {
+pub fn check_head_split(heads: usize, kv_heads: usize, tp: usize) -> Result<(), DescriptionError> {
     if !heads.is_multiple_of(tp) {
         return fail(format!(
             "pretrained_config.mapping.tp_size ({tp}) must divide pretrained_config.num_attention_heads ({heads}): every tensor-parallel rank runs a whole number of attention heads, and {tp} ranks do not divide the {heads} attention heads"

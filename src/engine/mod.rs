@@ -5,7 +5,9 @@
 mod config_file;
 pub mod config_json;
 pub mod description;
+mod description_error;
 pub mod hf_config;
+mod json_file;
 mod key_spelling;
 pub mod model_shape;
 mod null_default;
@@ -16,14 +18,14 @@ pub mod speculative;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::error::{Error, Result};
 
 pub use config_file::{CONFIG_FILE, ConfigFileError};
 pub use config_json::ConfigJson;
 pub use description::{DescriptionError, EngineDescription};
+pub use json_file::JsonFileError;
+pub(crate) use json_file::read_json_or_default;
 // The bench reads simulation.json through this path; the library alone does not.
 #[cfg_attr(not(feature = "bench"), allow(unused_imports))]
 pub use simulation_json::SimulationJson;
@@ -242,53 +244,9 @@ fn tokenizer_dir(dir: &Path, named: Option<&str>) -> Option<PathBuf> {
     [dir.join("tokenizer"), dir.to_path_buf()].into_iter().find(|d| d.join("tokenizer.json").is_file())
 }
 
-/// Why one of the engine directory's JSON files could not be read; the callers add the file's path.
-#[derive(Debug, thiserror::Error)]
-pub enum JsonFileError {
-    /// The file could not be read (it may not exist: see [`JsonFileError::is_not_found`]).
-    #[error("cannot read: {0}")]
-    Read(#[from] std::io::Error),
-    /// The file is not JSON.
-    #[error("not valid JSON: {0}")]
-    Syntax(serde_json::Error),
-    /// A member has the wrong type, or is unknown where unknown members are refused.
-    #[error("{field}: {message}")]
-    Schema {
-        /// The member's dotted path, e.g. `build_config.max_batch_size` (`.` for the document).
-        field: String,
-        /// What is wrong with it.
-        message: String,
-    },
-}
-
-impl JsonFileError {
-    /// True when the file does not exist.
-    #[cfg_attr(not(feature = "bench"), allow(dead_code))]
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, JsonFileError::Read(e) if e.kind() == std::io::ErrorKind::NotFound)
-    }
-}
-
-/// Reads and deserializes one JSON file, naming the offending member's path in schema errors.
-pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> std::result::Result<T, JsonFileError> {
-    let text = std::fs::read_to_string(path)?;
-    let value: Value = serde_json::from_str(&text).map_err(JsonFileError::Syntax)?;
-    serde_path_to_error::deserialize(value)
-        .map_err(|e| JsonFileError::Schema { field: e.path().to_string(), message: e.into_inner().to_string() })
-}
-
-/// [`read_json`], or `T::default()` when the file does not exist.
-pub(crate) fn read_json_or_default<T: DeserializeOwned + Default>(
-    path: &Path,
-) -> std::result::Result<T, JsonFileError> {
-    match read_json(path) {
-        Err(e) if e.is_not_found() => Ok(T::default()),
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::json_file::read_json;
     use super::*;
 
     #[test]

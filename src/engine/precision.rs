@@ -3,11 +3,7 @@
 
 use serde::Serialize;
 
-use super::description::DescriptionError;
-
-fn fail<T>(message: String) -> Result<T, DescriptionError> {
-    Err(DescriptionError(message))
-}
+use super::description_error::{DescriptionError, fail};
 
 /// How the linear layers' weights are stored (`quantization.quant_algo`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -15,6 +15,7 @@ mod bench_telemetry;
 mod generate;
 mod guided;
 mod lora;
+mod model_arg;
 mod moe;
 mod plan;
 mod plan_moe;

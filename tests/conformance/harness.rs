@@ -210,11 +210,8 @@ pub fn write_simulated_engine(
     dir: &Path,
     tune: impl FnOnce(trtllm::sim::SimulatedEngine) -> trtllm::sim::SimulatedEngine,
 ) -> Result<(), String> {
-    let engine = trtllm::sim::SimulatedEngine {
-        iteration_ms: Some(1.0),
-        max_beam_width: MAX_TEST_BEAMS as usize,
-        ..trtllm::builtin::builtin_engine()
-    };
+    let mut engine = trtllm::sim::SimulatedEngine { iteration_ms: Some(1.0), ..trtllm::builtin::builtin_engine() };
+    engine.limits.max_beam_width = MAX_TEST_BEAMS as usize;
     trtllm::builtin::write_engine(&tune(engine), dir).map(|_| ()).map_err(|e| e.to_string())
 }
 

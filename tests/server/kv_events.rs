@@ -161,7 +161,7 @@ async fn a_completed_request_streams_its_stored_blocks_and_a_repeat_is_served_fr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evicted_blocks_stream_as_removed_events() {
     // A cache of four blocks: the second prompt needs them all and evicts the first's blocks.
-    let engine_block = trtllm::builtin::builtin_engine().tokens_per_block as u32;
+    let engine_block = trtllm::builtin::builtin_engine().limits.tokens_per_block as u32;
     let server = with_events(builder()).config(|c| c.kv_cache_max_tokens(4 * engine_block)).start().await;
     let block = server.executor.executor().engine().tokens_per_block() as u32;
     assert_eq!(block, engine_block);
@@ -437,7 +437,7 @@ async fn under_load_the_engine_load_matches_the_workers_own_figures() {
         TestServer::builder()
             .iteration_ms(20.0)
             .engine(|e| {
-                e.max_batch_size = BATCH as usize;
+                e.limits.max_batch_size = BATCH as usize;
                 e.kv_cache_max_tokens = Some(4096);
             })
             .options(options),

@@ -279,7 +279,7 @@ fn memory_budgets_hold_when_tight() {
     // KV pool for well under one full-length sequence.
     let engine = build("llama-3.1-70b", "h100-sxm", 1, WeightDtype::Fp8, 131072);
     let model = engine.perf_model().unwrap();
-    let budget = model.memory_budget(&model.spec().limits(), 0.9);
+    let budget = model.memory_budget(model.spec().limits(), 0.9);
     let gib = |b: f64| b / (1u64 << 30) as f64;
     assert!((gib(budget.weight_bytes()) - 67.7).abs() < 0.2, "{budget}");
     let text = budget.to_string();
@@ -292,7 +292,7 @@ fn memory_budgets_hold_when_tight() {
     assert!(budget.max_full_sequences < 1.0, "{text}");
     // The decoder's buffers grow with max_batch_size x max_seq_len: a shorter engine keeps more KV.
     let short = build("llama-3.1-70b", "h100-sxm", 1, WeightDtype::Fp8, 8192).perf_model().unwrap();
-    assert!(short.memory_budget(&short.spec().limits(), 0.9).kv_tokens > budget.kv_tokens);
+    assert!(short.memory_budget(short.spec().limits(), 0.9).kv_tokens > budget.kv_tokens);
     // Llama-3.1-405B in BF16 on 8 H100s does not load, and the refusal shows the budget.
     let err = build("llama-3.1-405b", "h100-sxm", 8, WeightDtype::Bf16, 8192).perf_model().unwrap_err();
     assert!(matches!(err, SimError::DoesNotFit { .. }), "{err}");
@@ -300,7 +300,7 @@ fn memory_budgets_hold_when_tight() {
     // ... and in FP8 it does, with a sliding-window Mistral holding sequences of its window only.
     build("llama-3.1-405b", "h100-sxm", 8, WeightDtype::Fp8, 8192).perf_model().unwrap();
     let mistral = build("mistral-7b", "h100-sxm", 1, WeightDtype::Bf16, 32768).perf_model().unwrap();
-    let b = mistral.memory_budget(&mistral.spec().limits(), 0.9);
+    let b = mistral.memory_budget(mistral.spec().limits(), 0.9);
     assert!((b.max_full_sequences - b.kv_tokens as f64 / 4096.0).abs() < 1e-9);
 }
 
@@ -320,7 +320,7 @@ fn runtime_buffers_are_sized_as_tensorrt_llm_sizes_them() {
             .unwrap()
     };
     let line = |model: &trtllm::sim::PerfModel, what: &str| {
-        let budget = model.memory_budget(&model.spec().limits(), 0.9);
+        let budget = model.memory_budget(model.spec().limits(), 0.9);
         budget.lines.iter().find(|l| l.what.starts_with(what)).map(|l| l.bytes)
     };
     let one = engine(1, 1);

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::description::check_head_split;
 use crate::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelPreset, SimulatedEngine, WeightDtype};
 use crate::{ExecutorConfig, SchedulerPolicy};
 
@@ -333,7 +334,8 @@ pub(super) fn engine_for(
 }
 
 /// The tensor-parallel sizes worth searching for `model` by default: 1, 2, 4 and 8 where they
-/// divide its attention heads (those that do not fit the GPUs are pruned with the reason).
+/// split its attention heads as the engine requires (`check_head_split`); those that do not fit the
+/// GPUs are pruned with the reason.
 ///
 /// ```rust
 /// use trtllm::bench::search::default_tensor_parallel;
@@ -344,7 +346,8 @@ pub(super) fn engine_for(
 /// # Ok::<(), trtllm::sim::SimError>(())
 /// ```
 pub fn default_tensor_parallel(model: &ModelPreset) -> Vec<usize> {
-    [1, 2, 4, 8].into_iter().filter(|&tp| model.shape.num_heads.is_multiple_of(tp)).collect()
+    let shape = &model.shape;
+    [1, 2, 4, 8].into_iter().filter(|&tp| check_head_split(shape.num_heads, shape.num_kv_heads, tp).is_ok()).collect()
 }
 
 /// The expert-parallel sizes worth searching for `model` by default: for a Mixture-of-Experts
