@@ -220,7 +220,7 @@ impl EngineBuilder {
         let tokenizer = match tokenizer {
             Some(tokenizer) => tokenizer,
             None => {
-                let tokenizer_dir = engine.tokenizer_dir().clone().ok_or_else(|| Error::EngineConfig {
+                let tokenizer_dir = engine.tokenizer_dir().ok_or_else(|| Error::EngineConfig {
                     path: dir.join("config.json"),
                     message: "the engine directory holds no tokenizer (tokenizer/ or tokenizer.json): give one with \
                               Engine::builder(dir).tokenizer(..)"

@@ -36,7 +36,7 @@ impl TimingSpec {
     }
 
     /// The same spec with this MoE routing imbalance (simulation.json `moe_imbalance`, checked at least 1
-    /// by [`SimulationJson::check`](crate::engine::SimulationJson::check)).
+    /// by [`check_moe_imbalance`](crate::engine::simulation_json::check_moe_imbalance)).
     pub(crate) fn with_moe_imbalance(mut self, factor: f64) -> Self {
         self.moe_imbalance = factor;
         self

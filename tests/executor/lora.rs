@@ -145,7 +145,7 @@ fn requests_with_different_adapters_run_in_one_batch() {
 fn bad_adapters_are_refused_before_enqueue_naming_the_fault() {
     let dir = lora_engine();
     let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
-    let settings = executor.engine().lora().clone().unwrap();
+    let settings = executor.engine().lora().cloned().unwrap();
 
     // A rank above max_lora_rank (8).
     let too_wide = adapter(&executor, 4, 1);

@@ -17,7 +17,7 @@ use crate::common::server::{TestServer, chunks_and_completes, collect, free_port
 
 /// A rank-4 adapter on attn_q of every layer of the built-in engine (which adapts more modules).
 fn adapter(server: &TestServer, seed: u64) -> LoraWeights {
-    let engine = server.executor.executor().engine().lora().clone().expect("the built-in engine has LoRA");
+    let engine = server.executor.executor().engine().lora().cloned().expect("the built-in engine has LoRA");
     let q_only = EngineLoraSettings::new(
         vec![LoraModule::AttnQ],
         engine.max_rank(),

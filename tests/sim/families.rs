@@ -156,8 +156,8 @@ fn the_tensorrt_llm_form_resolves_like_the_hugging_face_form() {
     assert_eq!((d.parallelism().tp, d.parallelism().moe_tp, d.parallelism().moe_ep), (4, 2, 2));
     assert_eq!((d.limits().max_batch_size, d.limits().max_seq_len), (256, 8192));
     assert_eq!(d.precision().weight_bytes(), 1.0);
-    assert_eq!(WeightDtype::of(&d.precision()), Some(WeightDtype::Fp8));
-    assert_eq!(KvCacheDtype::of(&d.precision()), KvCacheDtype::Fp8);
+    assert_eq!(WeightDtype::of(d.precision()), Some(WeightDtype::Fp8));
+    assert_eq!(KvCacheDtype::of(d.precision()), KvCacheDtype::Fp8);
 }
 
 #[test]

@@ -73,7 +73,7 @@ pub fn check_engine(report: &mut Report, dir: Option<&Path>, scratch: &Path) -> 
     let library = backend.release();
     let mut problems = Vec::new();
     let mut fixes = Vec::new();
-    if !backend.same_release(&engine.version()) {
+    if !backend.same_release(engine.version()) {
         problems.push(format!("built by TensorRT-LLM {} but the library is {}", engine.version(), backend.version));
         fixes.push(format!("rebuild the engine with trtllm-build from TensorRT-LLM {library} (an engine loads only with the version that built it)"));
     }
@@ -202,7 +202,7 @@ pub async fn smoke_test(
         Err(e) => return report.push(Check::fail("smoke test", format!("settings: {e}"), "check --device-ids")),
     };
     let started = std::time::Instant::now();
-    let executor = match AsyncExecutor::load(&engine.dir(), config).await {
+    let executor = match AsyncExecutor::load(engine.dir(), config).await {
         Ok(executor) => executor,
         Err(e) => {
             return report.push(Check::fail(
