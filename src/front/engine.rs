@@ -109,7 +109,7 @@ impl Engine {
     /// let dir = tempfile::tempdir()?;
     /// let engine_dir = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), dir.path())?;
     /// let engine = trtllm::EngineConfig::from_dir(&engine_dir)?;
-    /// let tokenizer = trtllm::text::Tokenizer::from_dir(engine.tokenizer_dir.as_ref().expect("shipped"))?;
+    /// let tokenizer = trtllm::text::Tokenizer::from_dir(engine.tokenizer_dir().expect("shipped"))?;
     /// assert!(trtllm::Engine::check_tokenizer(&engine, &tokenizer).is_ok());
     /// # Ok(()) }
     /// ```
