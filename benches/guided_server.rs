@@ -68,8 +68,8 @@ mod bench {
         let dir = tempfile::tempdir().unwrap();
         let mut engine = trtllm::builtin::builtin_engine();
         engine.clock = ClockMode::Virtual;
-        engine.max_batch_size = 256;
-        engine.max_num_tokens = 16_384;
+        engine.limits.max_batch_size = 256;
+        engine.limits.max_num_tokens = 16_384;
         engine.kv_cache_max_tokens = Some(1 << 20);
         trtllm::builtin::write_engine(&engine, dir.path()).unwrap();
         let tokenizer = Tokenizer::from_dir(dir.path().join("tokenizer")).unwrap();

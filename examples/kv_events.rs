@@ -17,7 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     SimulatedEngine::builder().iteration_ms(5.0).build().write_to(dir.path())?;
     let config = ExecutorConfig::builder().kv_cache_event_buffer_max_size(1024).build()?;
     let executor = AsyncExecutor::load(dir.path(), config).await?;
-    let block = executor.executor().engine().tokens_per_block;
+    let block = executor.executor().engine().tokens_per_block();
 
     let mut events = executor.subscribe_kv_events()?;
     let printer = tokio::spawn(async move {

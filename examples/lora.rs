@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The adapter directory, as PEFT writes it; load_peft_adapter lays it out for this engine.
     let adapter_dir = tempfile::tempdir()?;
     write_peft_adapter(adapter_dir.path(), 8)?;
-    let settings = executor.engine().lora.as_ref().ok_or("the engine has no LoRA")?;
+    let settings = executor.engine().lora().ok_or("the engine has no LoRA")?;
     let weights = load_peft_adapter(adapter_dir.path(), settings)?;
     println!("adapter: {} rows of {} {} values", weights.shape()[0], weights.shape()[1], weights.dtype());
 

@@ -48,7 +48,7 @@ fn engine_for(model: &ModelPreset, gpu: &GpuPreset, dtype: WeightDtype, kv: KvCa
             .clock(ClockMode::Virtual)
             .build();
         let perf = engine.perf_model().ok()?;
-        let reserve = perf.runtime_reserve_bytes(engine.max_num_tokens, engine.max_batch_size, 1);
+        let reserve = perf.runtime_reserve_bytes(engine.limits.max_num_tokens, engine.limits.max_batch_size, 1);
         let capacity = perf.kv_capacity_tokens(trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve);
         (capacity.ok()? >= max_seq_len as u64).then_some(engine)
     })
@@ -75,13 +75,14 @@ fn table(dtype: WeightDtype, kv: KvCacheDtype, gpus: &[&GpuPreset]) -> anyhow::R
             let executor = Executor::load(dir.path(), config)?;
             let (mut decode, mut ttft) = (Vec::new(), Vec::new());
             for prompt in PROMPTS {
-                if prompt > engine.max_input_len {
+                if prompt > engine.limits.max_input_len {
                     decode.push("n/a".to_string());
                     ttft.push("n/a".to_string());
                     continue;
                 }
                 let (ttft_ms, tokens_per_s) = run_request(&executor, prompt)?;
-                let predicted = perf.single_stream(prompt, OUTPUT, engine.max_num_tokens, engine.tokens_per_block);
+                let predicted =
+                    perf.single_stream(prompt, OUTPUT, engine.limits.max_num_tokens, engine.limits.tokens_per_block);
                 worst = worst
                     .max((ttft_ms / predicted.ttft_ms - 1.0).abs())
                     .max((tokens_per_s / predicted.decode_tokens_per_s - 1.0).abs());

@@ -61,7 +61,7 @@ pub fn builtin_engine() -> SimulatedEngine {
 /// let dir = tempfile::tempdir()?;
 /// trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), dir.path())?;
 /// let engine = trtllm::EngineConfig::from_dir(dir.path())?;
-/// assert_eq!(engine.tokenizer_dir, Some(dir.path().join("tokenizer")));
+/// assert_eq!(engine.tokenizer_dir(), Some(dir.path().join("tokenizer").as_path()));
 /// # Ok(()) }
 /// ```
 pub fn write_engine(engine: &SimulatedEngine, dir: &Path) -> Result<PathBuf> {

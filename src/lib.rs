@@ -57,7 +57,7 @@
 pub mod bench;
 pub mod builtin;
 mod clock;
-mod engine;
+pub mod engine;
 mod error;
 mod executor;
 mod ffi;

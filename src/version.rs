@@ -78,12 +78,12 @@ pub(crate) fn check(backend: &Backend, engine: &EngineConfig) -> Result<()> {
             SUPPORTED_LINES.join(" and ")
         )));
     }
-    if !backend.same_release(&engine.version) {
+    if !backend.same_release(engine.version()) {
         return Err(Error::UnsupportedVersion(format!(
             "engine {} was built by TensorRT-LLM {} but the library is {}; rebuild the engine with \
              trtllm-build {library}, or set allow_version_mismatch to try anyway",
-            engine.dir.display(),
-            engine.version,
+            engine.dir().display(),
+            engine.version(),
             backend.version
         )));
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::engine::{ConfigJson, JsonFileError, SimulationJson, read_json_or_default};
+use crate::engine::{ConfigFileError, EngineDescription, JsonFileError, SimulationJson, read_json_or_default};
 use crate::sim::{ClockMode, KvCacheDtype, PerfModel, SimError, WeightDtype};
 
 /// Errors from reading a simulated engine directory's timing description.
@@ -28,6 +28,9 @@ pub enum SimulationError {
         /// What is wrong.
         message: String,
     },
+    /// config.json is missing or does not describe an engine.
+    #[error(transparent)]
+    Config(#[from] ConfigFileError),
     /// The GPU preset, an override or the engine's shape cannot be modelled.
     #[error(transparent)]
     Model(#[from] SimError),
@@ -48,36 +51,18 @@ pub enum SimulationError {
 ///     .build()
 ///     .write_to(dir.path())?;
 /// let sim = EngineSimulation::from_engine_dir(dir.path())?.expect("a simulated engine");
-/// assert_eq!(sim.gpu, "h100-sxm");
-/// assert_eq!(sim.clock, ClockMode::Virtual);
+/// assert_eq!(sim.gpu(), "h100-sxm");
+/// assert_eq!(sim.clock(), ClockMode::Virtual);
 /// // The timing model is in effect (no fixed iteration_ms), so predictions exist.
-/// let model = sim.perf_model.as_ref().expect("timing model");
+/// let model = sim.perf_model().expect("timing model");
 /// assert!(model.decode_step_ms(1000) > 1.0);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct EngineSimulation {
-    /// The GPU preset id (simulation.json `gpu`, default `rtx-a6000`).
-    pub gpu: String,
-    /// Whether executor time is real or virtual.
-    pub clock: ClockMode,
-    /// Real clock: wall-clock time per simulated time.
-    pub time_scale: f64,
-    /// A fixed simulated iteration time, when simulation.json sets one (the timing model is then unused).
-    pub iteration_ms: Option<f64>,
-    /// Weight precision of the engine.
-    pub weights: Option<WeightDtype>,
-    /// KV-cache precision of the engine.
-    pub kv_cache: Option<KvCacheDtype>,
-    /// Tensor-parallel GPUs.
-    pub tp_size: usize,
-    /// Tokens per iteration the engine was built for (how prompts are chunked).
-    pub max_num_tokens: usize,
-    /// KV-cache block size (chunk boundaries).
-    pub tokens_per_block: usize,
-    /// The timing model of this engine on its GPU; `None` when `iteration_ms` replaces it or the
-    /// engine's precision is one the model does not describe (weight-only quantization).
-    pub perf_model: Option<PerfModel>,
+    description: EngineDescription,
+    simulation: SimulationJson,
+    perf_model: Option<PerfModel>,
 }
 
 impl EngineSimulation {
@@ -92,40 +77,67 @@ impl EngineSimulation {
         Self::read(dir).map(Some)
     }
 
-    /// Reads the directory whatever the backend (the simulator's defaults for absent members).
+    /// Reads the directory whatever the backend: config.json must describe the engine; a missing
+    /// simulation.json reads as the simulator's defaults.
     pub fn read(dir: &Path) -> Result<Self, SimulationError> {
-        let config_path = dir.join("config.json");
-        let config: ConfigJson = read_engine_file(&config_path)?;
-        let sim: SimulationJson = read_engine_file(&dir.join("simulation.json"))?;
-
-        let description = crate::engine::EngineDescription::resolve(&config)
-            .map_err(|e| SimulationError::Format { path: config_path.clone(), message: e.0 })?;
+        let description = EngineDescription::from_dir(dir)?;
+        let simulation: SimulationJson = read_engine_file(&dir.join("simulation.json"))?;
         // The simulator's own model of this engine (the same description, the same code).
-        let perf_model = match sim.iteration_ms {
-            None => Some(PerfModel::from_description(&description, &sim)?),
+        let perf_model = match simulation.iteration_ms {
+            None => Some(PerfModel::from_description(&description, &simulation)?),
             Some(_) => None,
         };
-        Ok(EngineSimulation {
-            gpu: sim.gpu,
-            clock: sim.clock,
-            time_scale: sim.time_scale,
-            iteration_ms: sim.iteration_ms,
-            weights: WeightDtype::of(&description.precision),
-            kv_cache: Some(KvCacheDtype::of(&description.precision)),
-            tp_size: description.parallelism.tp,
-            max_num_tokens: description.limits.max_num_tokens,
-            tokens_per_block: description.limits.tokens_per_block,
-            perf_model,
-        })
+        Ok(EngineSimulation { description, simulation, perf_model })
+    }
+
+    /// The engine's description (config.json, resolved).
+    pub fn description(&self) -> &EngineDescription {
+        &self.description
+    }
+
+    /// The GPU preset id (simulation.json `gpu`, default `rtx-a6000`).
+    pub fn gpu(&self) -> &str {
+        &self.simulation.gpu
+    }
+
+    /// Whether executor time is real or virtual.
+    pub fn clock(&self) -> ClockMode {
+        self.simulation.clock
+    }
+
+    /// Real clock: wall-clock time per simulated time.
+    pub fn time_scale(&self) -> f64 {
+        self.simulation.time_scale
+    }
+
+    /// A fixed simulated iteration time, when simulation.json sets one (the timing model is then unused).
+    pub fn iteration_ms(&self) -> Option<f64> {
+        self.simulation.iteration_ms
+    }
+
+    /// Weight precision of the engine; `None` for weight-only quantization (not a choice here).
+    pub fn weights(&self) -> Option<WeightDtype> {
+        WeightDtype::of(self.description.precision())
+    }
+
+    /// KV-cache precision of the engine.
+    pub fn kv_cache(&self) -> KvCacheDtype {
+        KvCacheDtype::of(self.description.precision())
+    }
+
+    /// The timing model of this engine on its GPU; `None` when `iteration_ms` replaces it or the
+    /// engine's precision is one the model does not describe (weight-only quantization).
+    pub fn perf_model(&self) -> Option<&PerfModel> {
+        self.perf_model.as_ref()
     }
 
     /// True when executor timestamps come from the simulated (virtual) clock.
     pub fn is_virtual(&self) -> bool {
-        self.clock == ClockMode::Virtual
+        self.clock() == ClockMode::Virtual
     }
 }
 
-/// The file's document through the engine directory schema; the schema's defaults when it does not exist.
+/// simulation.json through its schema; the schema's defaults when it does not exist.
 fn read_engine_file<T: DeserializeOwned + Default>(path: &Path) -> Result<T, SimulationError> {
     read_json_or_default(path).map_err(|e| match e {
         JsonFileError::Read(source) => SimulationError::Io { path: path.to_path_buf(), source },
@@ -151,9 +163,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         engine.write_to(dir.path()).unwrap();
         let sim = EngineSimulation::read(dir.path()).unwrap();
-        assert_eq!((sim.tp_size, sim.weights, sim.kv_cache), (4, Some(WeightDtype::Fp8), Some(KvCacheDtype::Fp8)));
-        assert_eq!(sim.clock, ClockMode::Real);
-        let model = sim.perf_model.unwrap();
+        let tp = sim.description().parallelism().tp;
+        assert_eq!((tp, sim.weights(), sim.kv_cache()), (4, Some(WeightDtype::Fp8), KvCacheDtype::Fp8));
+        assert_eq!(sim.clock(), ClockMode::Real);
+        let model = sim.perf_model().unwrap();
         assert_eq!(model.gpu().mfu, 0.5);
         let expected = engine.perf_model().unwrap();
         assert_eq!(model.decode_step_ms(512), expected.decode_step_ms(512));
@@ -164,8 +177,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         SimulatedEngine::builder().iteration_ms(2.0).build().write_to(dir.path()).unwrap();
         let sim = EngineSimulation::read(dir.path()).unwrap();
-        assert_eq!(sim.iteration_ms, Some(2.0));
-        assert!(sim.perf_model.is_none());
+        assert_eq!(sim.iteration_ms(), Some(2.0));
+        assert!(sim.perf_model().is_none());
+    }
+
+    #[test]
+    fn a_missing_config_is_an_error_not_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = EngineSimulation::read(dir.path()).unwrap_err();
+        assert!(matches!(err, SimulationError::Config(ConfigFileError::Missing { .. })), "{err:?}");
+        assert!(err.to_string().contains("config.json: not found"), "{err}");
     }
 
     #[test]

@@ -181,7 +181,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // it is the prediction under load, beside the measurement.
     let twin_dir = match (&planning_dir, &setup.simulation, &setup.loaded_dir) {
         // Only where the GPU timing model times the engine (a fixed iteration time predicts nothing).
-        (None, Some(sim), Some(dir)) if sim.perf_model.is_some() => {
+        (None, Some(sim), Some(dir)) if sim.perf_model().is_some() => {
             let twin = tempfile::tempdir()?;
             trtllm::bench::write_virtual_twin(dir, twin.path())?.then_some(twin)
         }

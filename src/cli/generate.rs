@@ -80,12 +80,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let engine = trtllm::EngineConfig::from_dir(&engine_dir)?;
-    let tokenizer_dir = args.tokenizer.clone().or(engine.tokenizer_dir.clone()).with_context(|| {
-        format!(
-            "{} names no tokenizer: pass --tokenizer DIR (a Hugging Face tokenizer directory)",
-            engine_dir.display()
-        )
-    })?;
+    let tokenizer_dir =
+        args.tokenizer.clone().or(engine.tokenizer_dir().map(std::path::Path::to_path_buf)).with_context(|| {
+            format!(
+                "{} names no tokenizer: pass --tokenizer DIR (a Hugging Face tokenizer directory)",
+                engine_dir.display()
+            )
+        })?;
     let tokenizer = Tokenizer::from_dir(&tokenizer_dir)
         .with_context(|| format!("loading the tokenizer in {}", tokenizer_dir.display()))?;
     let prompt_ids = prompt_ids(&args, &tokenizer)?;
@@ -118,7 +119,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!(
             "note: {} is a simulated engine: its text is random tokens of its vocabulary (within the guide, if \
              one is given), not a model's answer; its timings are what the simulator models",
-            engine.model_name
+            engine.model_name()
         );
     }
     let mut stream = TextStream::generate(&executor, request, &tokenizer, options)?;

@@ -18,7 +18,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.engine_dir.join("simulation.json").is_file() {
         let model = trtllm::sim::PerfModel::from_engine_dir(&args.engine_dir)?;
         let budget =
-            model.memory_budget(&model.spec().limits, trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION);
+            model.memory_budget(model.spec().limits(), trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION);
         doc["memory_budget"] = serde_json::to_value(&budget)?;
         eprintln!("{budget}");
     }

@@ -17,6 +17,7 @@ use trtllm::bench::{
     PromptSource, SampledPrompt, TokenizeOptions, Workload, load_jsonl, load_sharegpt, tokenize_entries,
 };
 use trtllm::sim::ModelPreset;
+use trtllm::sim::calibrate::GpuCalibration;
 use trtllm::text::Tokenizer;
 
 /// Dataset file formats.
@@ -31,7 +32,8 @@ enum DatasetFormat {
 /// Arguments of `trtllm plan`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Model preset (see `trtllm sim presets`).
+    /// The model: a preset id (see `trtllm sim presets`), a config.json (Hugging Face or
+    /// TensorRT-LLM form) or a directory holding one.
     #[arg(long)]
     model: String,
     /// GPU preset (see `trtllm sim presets`).
@@ -151,21 +153,22 @@ fn parse_switch(text: &str) -> Result<bool, String> {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let slos = SloSet::parse(&args.slo).context("--slo")?;
-    let model = ModelPreset::by_id(&args.model)?;
+    let model = ModelPreset::from_arg(&args.model)?;
     let gpu_overrides = match &args.calibration {
-        Some(path) => super::sim_model::calibration_overrides(path, &args.gpu)?.into_iter().collect(),
+        Some(path) => GpuCalibration::overrides_from_file(path, &args.gpu)?,
         None => Default::default(),
     };
-    let ep = args.ep.clone().unwrap_or_else(|| default_expert_parallel(model));
-    if let Some(reason) = ep.iter().find_map(|&ep| expert_parallel_refusal(model, ep)) {
+    let ep = args.ep.clone().unwrap_or_else(|| default_expert_parallel(&model));
+    if let Some(reason) = ep.iter().find_map(|&ep| expert_parallel_refusal(&model, ep)) {
         eprintln!("error: --ep: {reason}");
         return Ok(ExitCode::from(2));
     }
+    let study = study(&args, &model, slos)?;
     let space = SearchSpace {
-        model: args.model.clone(),
+        tp: args.tp.clone().unwrap_or_else(|| default_tensor_parallel(&model)),
+        model,
         gpu: args.gpu.clone(),
         gpu_overrides,
-        tp: args.tp.clone().unwrap_or_else(|| default_tensor_parallel(model)),
         ep,
         try_fp8: !args.no_fp8,
         max_batch_size: args.max_batch_size.clone(),
@@ -182,12 +185,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             })
             .collect(),
     };
-    let study = study(&args, model, slos)?;
     let (candidates, pruned) = space.candidates(&study.shape)?;
     let store = ResultStore::open(&args.output_dir)?;
     if !args.quiet {
         let outline = ConfigCounts::outline(candidates.len() + pruned.len(), pruned.len());
-        eprintln!("{} on {}: {outline}; loads {}", args.model, args.gpu, study.loads.describe());
+        let model = if space.model.is_preset() { &space.model.id } else { &space.model.name };
+        eprintln!("{model} on {}: {outline}; loads {}", args.gpu, study.loads.describe());
     }
     let bar = if args.quiet {
         ProgressBar::hidden()

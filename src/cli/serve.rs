@@ -109,7 +109,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let tokenizer_dir = match args.tokenizer.clone() {
         Some(dir) => Some(dir),
-        None => trtllm::EngineConfig::from_dir(&engine_dir)?.tokenizer_dir,
+        None => trtllm::EngineConfig::from_dir(&engine_dir)?.tokenizer_dir().map(std::path::Path::to_path_buf),
     };
     let tokenizer = match &tokenizer_dir {
         Some(dir) => {
@@ -141,7 +141,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let engine = executor.executor().engine();
     tracing::info!(
         %addr,
-        model = %engine.model_name,
+        model = %engine.model_name(),
         backend = %executor.executor().backend(),
         tls = tls.is_some(),
         auth = args.auth_token.is_some(),

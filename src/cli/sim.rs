@@ -205,7 +205,8 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         None => builder.gpu(args.gpu.as_deref().unwrap_or_default()),
     };
     if let Some(factor) = args.moe_imbalance {
-        anyhow::ensure!(factor >= 1.0 && factor.is_finite(), "--moe-imbalance must be at least 1");
+        let factor = trtllm::engine::simulation_json::check_moe_imbalance(factor)
+            .map_err(|e| anyhow::anyhow!("--{}", e.replace('_', "-")))?;
         builder = builder.moe_imbalance(factor);
     }
     let mut builder = builder
@@ -224,7 +225,7 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         .cuda_graphs(args.cuda_graphs);
     if let Some(path) = &args.calibration {
         let gpu = args.gpu.as_deref().context("--calibration needs a --gpu preset")?;
-        for (figure, value) in super::sim_model::calibration_overrides(path, gpu)? {
+        for (figure, value) in trtllm::sim::calibrate::GpuCalibration::overrides_from_file(path, gpu)? {
             builder = builder.gpu_override(figure, value);
         }
     }
@@ -252,12 +253,13 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         builder = builder.speculation(SimulatedSpeculation::draft_model(agreement));
     }
     let engine = builder.build();
-    check_limits(&engine)?;
+    anyhow::ensure!(engine.time_scale >= 0.0, "--time-scale must be at least 0");
+    // The build limits' rules are the engine description's (the same the simulator loads with).
     let perf = engine.perf_model()?;
     engine.write_to(&args.output).with_context(|| format!("writing {}", args.output.display()))?;
 
     let gpu = perf.gpu();
-    let budget = perf.memory_budget(&perf.spec().limits, trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION);
+    let budget = perf.memory_budget(perf.spec().limits(), trtllm::sim::perf_model::DEFAULT_FREE_GPU_MEMORY_FRACTION);
     println!("wrote {}", args.output.display());
     let parallel = match model.shape.moe {
         Some(_) => format!(
@@ -290,8 +292,8 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     if let Some(tokens) = engine.kv_cache_max_tokens {
         println!("  KV cache fixed at {tokens} tokens (simulation.json kv_cache_max_tokens)");
     }
-    let prompt = 1024.min(engine.max_input_len);
-    let single = perf.single_stream(prompt, 128, engine.max_num_tokens, engine.tokens_per_block);
+    let prompt = 1024.min(engine.limits.max_input_len);
+    let single = perf.single_stream(prompt, 128, engine.limits.max_num_tokens, engine.limits.tokens_per_block);
     println!(
         "  single user: bandwidth bound {:.1} tokens/s, predicted decode {:.1} tokens/s, TTFT {:.1} ms at {prompt} prompt tokens",
         perf.bandwidth_bound_tokens_per_s(),
@@ -304,30 +306,6 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         args.output.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// The build limits must be consistent, as trtllm-build requires.
-fn check_limits(engine: &SimulatedEngine) -> anyhow::Result<()> {
-    let positive = [
-        ("--max-batch-size", engine.max_batch_size),
-        ("--max-input-len", engine.max_input_len),
-        ("--max-seq-len", engine.max_seq_len),
-        ("--max-num-tokens", engine.max_num_tokens),
-        ("--max-beam-width", engine.max_beam_width),
-        ("--tokens-per-block", engine.tokens_per_block),
-    ];
-    for (flag, value) in positive {
-        anyhow::ensure!(value >= 1, "{flag} must be at least 1");
-        anyhow::ensure!(value <= i32::MAX as usize, "{flag} {value} is too large");
-    }
-    anyhow::ensure!(
-        engine.max_input_len <= engine.max_seq_len,
-        "--max-input-len ({}) must not exceed --max-seq-len ({})",
-        engine.max_input_len,
-        engine.max_seq_len
-    );
-    anyhow::ensure!(engine.time_scale >= 0.0, "--time-scale must be at least 0");
-    Ok(())
 }
 
 /// The presets as two aligned text tables.

@@ -132,7 +132,7 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         let samples = calibrate::bench_samples(&iterations, &read(&with(".requests.jsonl"))?)?;
         let total = iterations.lines().filter(|l| !l.trim().is_empty()).count();
         let model = PerfModel::from_engine_dir(dir)?;
-        let figures = calibrate::iteration_figures(model.spec().weights.fp8_math);
+        let figures = calibrate::iteration_figures(model.spec().weights().fp8_math);
         // Iterations the requests file does not explain (chunked prompts, warm-up, speculation) are left out.
         let source =
             format!("bench {}: {} of {total} iterations explained by its requests", stem.display(), samples.len());
@@ -193,14 +193,4 @@ pub fn run_calibrate(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         println!("wrote {} (use: trtllm sim build --calibration {})", args.output.display(), args.output.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A calibration file's figures, as `--gpu-override` pairs for `sim build`.
-pub fn calibration_overrides(path: &PathBuf, gpu: &str) -> anyhow::Result<Vec<(String, f64)>> {
-    let calibration = GpuCalibration::parse(&read(path)?)?;
-    if calibration.gpu != gpu {
-        anyhow::bail!("{} calibrates the {} preset, not {gpu}", path.display(), calibration.gpu);
-    }
-    calibration.apply()?;
-    Ok(calibration.figures.into_iter().collect())
 }

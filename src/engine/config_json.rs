@@ -13,11 +13,10 @@ use serde::{Deserialize, Serialize};
 /// ```
 /// let json = r#"{"version": "1.2.0", "pretrained_config": {"num_attention_heads": 32, "future_field": 1},
 ///                "build_config": {"max_batch_size": 8}}"#;
-/// let config: trtllm::sim::ConfigJson = serde_json::from_str(json)?;
+/// let config: trtllm::engine::ConfigJson = serde_json::from_str(json)?;
 /// assert_eq!(config.pretrained_config.num_attention_heads, Some(32));
-/// assert_eq!(config.pretrained_config.num_kv_heads(), Some(32));
+/// assert_eq!(config.pretrained_config.num_key_value_heads, None); // resolved to 32 by the description
 /// assert_eq!(config.build_config.max_batch_size, Some(8));
-/// assert_eq!(config.pretrained_config.mapping.tp_size(), 1);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -86,6 +85,18 @@ pub struct PretrainedConfig {
     /// Longest context the model was trained for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_position_embeddings: Option<usize>,
+    /// RoPE base frequency; absent means 10000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotary_base: Option<f64>,
+    /// The norms' epsilon; absent means 1e-5.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norm_epsilon: Option<f64>,
+    /// Not written by `trtllm-build`: the checkpoint's beginning-of-sequence token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bos_token_id: Option<u32>,
+    /// Not written by `trtllm-build`: the checkpoint's end-of-sequence token, or tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eos_token_id: Option<TokenIds>,
     /// The output head shares the input embedding's weights.
     #[serde(deserialize_with = "super::null_default::null_as_default")]
     pub tie_word_embeddings: bool,
@@ -127,6 +138,26 @@ pub struct PretrainedConfig {
     pub decoder_sparse_step: Option<usize>,
 }
 
+/// One token id or several (a checkpoint's `eos_token_id`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TokenIds {
+    /// One id.
+    One(u32),
+    /// Several ids.
+    Many(Vec<u32>),
+}
+
+impl TokenIds {
+    /// The ids, in order.
+    pub fn to_vec(&self) -> Vec<u32> {
+        match self {
+            TokenIds::One(id) => vec![*id],
+            TokenIds::Many(ids) => ids.clone(),
+        }
+    }
+}
+
 /// `pretrained_config.moe`: the experts of a Mixture-of-Experts model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -140,13 +171,6 @@ pub struct MoeConfigJson {
     /// Width of the shared expert, 0 for none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shared_expert_intermediate_size: Option<usize>,
-}
-
-impl PretrainedConfig {
-    /// `num_key_value_heads`, else `num_attention_heads`.
-    pub fn num_kv_heads(&self) -> Option<usize> {
-        self.num_key_value_heads.or(self.num_attention_heads)
-    }
 }
 
 /// `pretrained_config.mapping`: the parallel layout. Absent sizes are 1.
@@ -171,28 +195,6 @@ pub struct Mapping {
     /// Expert parallelism (MoE: whole experts per rank); absent means tp_size / moe_tp_size.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe_ep_size: Option<usize>,
-}
-
-impl Mapping {
-    /// Tensor-parallel size (1 when absent).
-    pub fn tp_size(&self) -> usize {
-        self.tp_size.unwrap_or(1)
-    }
-
-    /// Pipeline-parallel size (1 when absent).
-    pub fn pp_size(&self) -> usize {
-        self.pp_size.unwrap_or(1)
-    }
-
-    /// Context-parallel size (1 when absent).
-    pub fn cp_size(&self) -> usize {
-        self.cp_size.unwrap_or(1)
-    }
-
-    /// All ranks (tp × pp × cp when absent).
-    pub fn world_size(&self) -> usize {
-        self.world_size.unwrap_or(self.tp_size() * self.pp_size() * self.cp_size())
-    }
 }
 
 /// `pretrained_config.quantization`. Both members are written, `null` meaning none.
@@ -259,18 +261,6 @@ pub struct LoraConfigJson {
     pub max_lora_rank: Option<u64>,
 }
 
-impl BuildConfig {
-    /// `max_beam_width`, 1 when absent.
-    pub fn max_beam_width(&self) -> usize {
-        self.max_beam_width.unwrap_or(1)
-    }
-
-    /// `max_num_tokens`, 8192 when absent.
-    pub fn max_num_tokens(&self) -> usize {
-        self.max_num_tokens.unwrap_or(8192)
-    }
-}
-
 /// `build_config.plugin_config`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -307,13 +297,6 @@ pub struct PluginConfig {
     pub lora_plugin: Option<serde_json::Value>,
 }
 
-impl PluginConfig {
-    /// `tokens_per_block`, 32 when absent.
-    pub fn tokens_per_block(&self) -> usize {
-        self.tokens_per_block.unwrap_or(32)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,11 +308,14 @@ mod tests {
                                   "mapping": {"tp_size": 2, "moe_tp_size": 2}, "quantization": {"group_size": 128}},
             "build_config": {"lora_config": {}, "plugin_config": {"lora_plugin": null, "tokens_per_block": 64}}}"#;
         let config: ConfigJson = serde_json::from_str(json).unwrap();
-        assert_eq!(config.pretrained_config.num_kv_heads(), Some(4));
-        assert_eq!((config.pretrained_config.mapping.tp_size(), config.pretrained_config.mapping.world_size()), (2, 2));
+        assert_eq!(config.pretrained_config.num_key_value_heads, None);
+        assert_eq!(
+            (config.pretrained_config.mapping.tp_size, config.pretrained_config.mapping.world_size),
+            (Some(2), None)
+        );
         assert_eq!(config.pretrained_config.quantization.quant_algo, None);
-        assert_eq!(config.build_config.plugin_config.tokens_per_block(), 64);
-        assert_eq!(config.build_config.max_num_tokens(), 8192);
+        assert_eq!(config.build_config.plugin_config.tokens_per_block, Some(64));
+        assert_eq!(config.build_config.max_num_tokens, None);
     }
 
     #[test]

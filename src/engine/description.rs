@@ -5,138 +5,15 @@
 
 use serde::Serialize;
 
-use super::config_json::{ConfigJson, PretrainedConfig};
+use super::config_json::{ConfigJson, PretrainedConfig, TokenIds};
+pub use super::description_error::DescriptionError;
+use super::description_error::fail;
 use super::model_shape::{Family, ModelShape, MoeShape};
+pub use super::precision::{KvQuant, Precision, WeightQuant, dtype_bytes};
 use super::speculative::SpeculativeDecodingMode;
 
 /// Longest draft (max_draft_len, num_medusa_heads) an engine may have.
 const MAX_DRAFT: usize = 1024;
-
-/// Why a config.json cannot describe an engine; the message names the member at fault.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("config.json: {0}")]
-pub struct DescriptionError(pub String);
-
-fn fail<T>(message: String) -> Result<T, DescriptionError> {
-    Err(DescriptionError(message))
-}
-
-/// How the linear layers' weights are stored (`quantization.quant_algo`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum WeightQuant {
-    /// In the activations' 16-bit type.
-    None,
-    /// FP8 weights and activations (`FP8`, `FP8_PER_CHANNEL_PER_TOKEN`, ...).
-    Fp8,
-    /// INT8 weights, 16-bit math (`W8A16`, `W8A16_GPTQ`).
-    W8A16,
-    /// INT4 weights, 16-bit math (`W4A16`, `W4A16_AWQ`, `W4A16_GPTQ`).
-    W4A16,
-}
-
-impl WeightQuant {
-    /// The quantization a `quant_algo` names.
-    pub fn from_quant_algo(algo: Option<&str>) -> Result<Self, DescriptionError> {
-        Ok(match algo {
-            None => WeightQuant::None,
-            Some(a) if a.starts_with("FP8") => WeightQuant::Fp8,
-            Some(a) if a.starts_with("W8A16") => WeightQuant::W8A16,
-            Some(a) if a.starts_with("W4A16") => WeightQuant::W4A16,
-            Some(a) => {
-                return fail(format!(
-                    "pretrained_config.quantization.quant_algo \"{a}\" is not modelled (modelled: none, FP8, W8A16, W4A16)"
-                ));
-            }
-        })
-    }
-
-    /// The `quant_algo` written for this quantization.
-    pub fn quant_algo(self) -> Option<&'static str> {
-        match self {
-            WeightQuant::None => None,
-            WeightQuant::Fp8 => Some("FP8"),
-            WeightQuant::W8A16 => Some("W8A16"),
-            WeightQuant::W4A16 => Some("W4A16"),
-        }
-    }
-}
-
-/// How the KV cache is stored (`quantization.kv_cache_quant_algo`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum KvQuant {
-    /// In the activations' type.
-    None,
-    /// FP8.
-    Fp8,
-    /// INT8.
-    Int8,
-}
-
-impl KvQuant {
-    /// The KV-cache quantization a `kv_cache_quant_algo` names.
-    pub fn from_quant_algo(algo: Option<&str>) -> Result<Self, DescriptionError> {
-        Ok(match algo {
-            None => KvQuant::None,
-            Some("FP8") => KvQuant::Fp8,
-            Some("INT8") => KvQuant::Int8,
-            Some(a) => {
-                return fail(format!(
-                    "pretrained_config.quantization.kv_cache_quant_algo \"{a}\" is not modelled (modelled: none, FP8, INT8)"
-                ));
-            }
-        })
-    }
-
-    /// The `kv_cache_quant_algo` written for this quantization.
-    pub fn quant_algo(self) -> Option<&'static str> {
-        match self {
-            KvQuant::None => None,
-            KvQuant::Fp8 => Some("FP8"),
-            KvQuant::Int8 => Some("INT8"),
-        }
-    }
-}
-
-/// Bytes per element of a dtype name (`float16`, `bfloat16`, `float32`, ...); 16-bit when absent.
-pub fn dtype_bytes(dtype: Option<&str>) -> f64 {
-    match dtype {
-        Some("float32") => 4.0,
-        Some("int8" | "fp8") => 1.0,
-        _ => 2.0,
-    }
-}
-
-/// The precision of each part.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Precision {
-    /// `pretrained_config.dtype` (the activations', the norms', the embedding's and the output head's type).
-    pub dtype: String,
-    /// Bytes per activation element.
-    pub activation_bytes: f64,
-    /// The linear layers' weights.
-    pub weights: WeightQuant,
-    /// The KV cache.
-    pub kv_cache: KvQuant,
-}
-
-impl Precision {
-    /// Bytes per linear-layer weight.
-    pub fn weight_bytes(&self) -> f64 {
-        match self.weights {
-            WeightQuant::None => self.activation_bytes,
-            WeightQuant::Fp8 | WeightQuant::W8A16 => 1.0,
-            WeightQuant::W4A16 => 0.5,
-        }
-    }
-
-    /// Bytes per KV-cache element.
-    pub fn kv_bytes(&self) -> f64 {
-        match self.kv_cache {
-            KvQuant::None => self.activation_bytes,
-            KvQuant::Fp8 | KvQuant::Int8 => 1.0,
-        }
-    }
-}
 
 /// How the engine is split across GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -200,45 +77,141 @@ pub struct LoraLimits {
     pub max_rank: u32,
 }
 
-/// An engine's config.json, resolved once.
+/// An engine's config.json, resolved once: every default applied and every rule checked. Consumers
+/// hold or borrow it and ask it (its accessors, [`vocab_size_padded`](Self::vocab_size_padded),
+/// [`kv_heads_per_rank`](Self::kv_heads_per_rank)) instead of copying its members.
+///
+/// [`EngineDescription::from_dir`] reads an engine directory's config.json (the one place that file
+/// is opened); [`EngineDescription::from_model_config`] reads a model's config.json (Hugging Face or
+/// TensorRT-LLM form); [`EngineDescription::resolve`] takes a document already in memory.
 ///
 /// ```
-/// use trtllm::sim::EngineDescription;
-/// let json = r#"{"pretrained_config": {"architecture": "MixtralForCausalLM", "vocab_size": 32000,
+/// use trtllm::engine::EngineDescription;
+/// let json = r#"{"pretrained_config": {"architecture": "MixtralForCausalLM", "vocab_size": 32001,
 ///     "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
 ///     "intermediate_size": 14336, "moe": {"num_experts": 8, "top_k": 2},
 ///     "mapping": {"tp_size": 4, "moe_ep_size": 4}}}"#;
 /// let d = EngineDescription::resolve(&serde_json::from_str(json)?)?;
-/// assert_eq!((d.parallelism.moe_tp, d.parallelism.moe_ep), (1, 4));
-/// assert_eq!(d.shape.moe.unwrap().expert_intermediate_size, 14336);
-/// assert!((d.shape.parameter_count() / 1e9 - 46.7).abs() < 0.1);
-/// assert_eq!(d.limits.max_batch_size, 2048);
+/// assert_eq!((d.parallelism().moe_tp, d.parallelism().moe_ep), (1, 4));
+/// assert_eq!(d.shape().moe.unwrap().expert_intermediate_size, 14336);
+/// assert!((d.shape().parameter_count() / 1e9 - 46.7).abs() < 0.1);
+/// assert_eq!(d.limits().max_batch_size, 2048);
+/// // The engine pads the vocabulary to a multiple of tp; each rank holds 8 / 4 KV heads.
+/// assert_eq!((d.vocab_size_padded(), d.kv_heads_per_rank()), (32004, 2));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EngineDescription {
-    /// The TensorRT-LLM version that built the engine (`version`).
-    pub version: Option<String>,
+    version: Option<String>,
+    architecture: String,
+    family: Option<Family>,
+    model_name: Option<String>,
+    shape: ModelShape,
+    max_position_embeddings: Option<usize>,
+    precision: Precision,
+    parallelism: Parallelism,
+    limits: BuildLimits,
+    speculative: Speculative,
+    lora: Option<LoraLimits>,
+    tokenizer_dir: Option<String>,
+    rotary_base: f64,
+    norm_epsilon: f64,
+    bos_token_id: Option<u32>,
+    eos_token_ids: Vec<u32>,
+}
+
+impl EngineDescription {
+    /// The TensorRT-LLM version that built the engine (`version`), when stated.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
     /// `pretrained_config.architecture` (default `LlamaForCausalLM`).
-    pub architecture: String,
+    pub fn architecture(&self) -> &str {
+        &self.architecture
+    }
+
     /// The family the architecture names; `None` for one the timing model does not describe.
-    pub family: Option<Family>,
-    /// `model_name`, else `_name_or_path`.
-    pub model_name: Option<String>,
+    pub fn family(&self) -> Option<Family> {
+        self.family
+    }
+
+    /// `model_name`, else `_name_or_path`, when the config names the model.
+    pub fn model_name(&self) -> Option<&str> {
+        self.model_name.as_deref()
+    }
+
     /// The model's shape (for an unmodelled architecture, its widths read as a Llama's).
-    pub shape: ModelShape,
-    /// `max_position_embeddings`.
-    pub max_position_embeddings: Option<usize>,
+    pub fn shape(&self) -> &ModelShape {
+        &self.shape
+    }
+
+    /// The longest context the model was trained for: `max_position_embeddings`, else the
+    /// `max_seq_len` the build limits default to.
+    pub fn context_length(&self) -> usize {
+        self.max_position_embeddings.unwrap_or(self.limits.max_seq_len)
+    }
+
     /// Precisions.
-    pub precision: Precision,
+    pub fn precision(&self) -> &Precision {
+        &self.precision
+    }
+
     /// Parallel layout.
-    pub parallelism: Parallelism,
+    pub fn parallelism(&self) -> &Parallelism {
+        &self.parallelism
+    }
+
     /// Build limits.
-    pub limits: BuildLimits,
+    pub fn limits(&self) -> &BuildLimits {
+        &self.limits
+    }
+
     /// Speculative decoding.
-    pub speculative: Speculative,
+    pub fn speculative(&self) -> &Speculative {
+        &self.speculative
+    }
+
     /// LoRA, when built with it.
-    pub lora: Option<LoraLimits>,
+    pub fn lora(&self) -> Option<&LoraLimits> {
+        self.lora.as_ref()
+    }
+
+    /// RoPE base frequency (`rotary_base`, a checkpoint's `rope_theta`; default 10000).
+    pub fn rotary_base(&self) -> f64 {
+        self.rotary_base
+    }
+
+    /// The norms' epsilon (`norm_epsilon`, a checkpoint's `rms_norm_eps`; default 1e-5).
+    pub fn norm_epsilon(&self) -> f64 {
+        self.norm_epsilon
+    }
+
+    /// The beginning-of-sequence token a checkpoint's config names.
+    pub fn bos_token_id(&self) -> Option<u32> {
+        self.bos_token_id
+    }
+
+    /// The end-of-sequence tokens a checkpoint's config names (none when it names none).
+    pub fn eos_token_ids(&self) -> &[u32] {
+        &self.eos_token_ids
+    }
+
+    /// The tokenizer directory config.json names (`tokenizer_dir`, relative to the engine directory).
+    pub fn tokenizer_dir(&self) -> Option<&str> {
+        self.tokenizer_dir.as_deref()
+    }
+
+    /// Names an unnamed model (after the directory it came from).
+    pub(super) fn name_model(&mut self, name: Option<String>) {
+        self.model_name = name;
+    }
+
+    /// The attention window a sequence's KV cache keeps: the sliding window when shorter than
+    /// max_seq_len, else max_seq_len.
+    pub fn attention_window(&self) -> usize {
+        self.shape.sliding_window.map_or(self.limits.max_seq_len, |w| w.min(self.limits.max_seq_len))
+    }
 }
 
 /// A size member: absent takes `default`; present must lie in [`min`, i32::MAX] (the executor's ints).
@@ -286,6 +259,11 @@ impl EngineDescription {
             limits,
             speculative,
             lora: resolve_lora(config)?,
+            tokenizer_dir: config.tokenizer_dir.clone(),
+            rotary_base: p.rotary_base.unwrap_or(10000.0),
+            norm_epsilon: p.norm_epsilon.unwrap_or(1e-5),
+            bos_token_id: p.bos_token_id,
+            eos_token_ids: p.eos_token_id.as_ref().map(TokenIds::to_vec).unwrap_or_default(),
         })
     }
 
@@ -307,6 +285,11 @@ impl EngineDescription {
     pub fn kv_heads_per_rank(&self) -> usize {
         self.shape.num_kv_heads.div_ceil(self.parallelism.tp)
     }
+
+    /// Vocabulary rows of the output head (and of a split embedding table) each tensor-parallel rank holds.
+    pub fn vocab_rows_per_rank(&self) -> usize {
+        self.vocab_size_padded() / self.parallelism.tp
+    }
 }
 
 fn resolve_shape(p: &PretrainedConfig, family: Option<Family>) -> Result<ModelShape, DescriptionError> {
@@ -315,6 +298,12 @@ fn resolve_shape(p: &PretrainedConfig, family: Option<Family>) -> Result<ModelSh
     let hidden = required(p.hidden_size, "pretrained_config.hidden_size")?;
     let layers = required(p.num_hidden_layers, "pretrained_config.num_hidden_layers")?;
     let kv_heads = size(p.num_key_value_heads, "pretrained_config.num_key_value_heads", heads, 1)?;
+    // As the engine splits the hidden state: without an explicit head size, the heads must divide it.
+    if p.head_size.is_none() && !hidden.is_multiple_of(heads) {
+        return fail(format!(
+            "pretrained_config.hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads}), and no head size is given (head_size; head_dim in a Hugging Face config)"
+        ));
+    }
     let head_size = size(p.head_size, "pretrained_config.head_size", hidden / heads, 1)?;
     let intermediate = size(p.intermediate_size, "pretrained_config.intermediate_size", 4 * hidden, 1)?;
     let family_or_llama = family.unwrap_or(Family::Llama);
@@ -436,7 +425,7 @@ fn resolve_parallelism(p: &PretrainedConfig, shape: &ModelShape) -> Result<Paral
 
 /// Tensor parallelism splits the attention heads across the ranks: each needs a whole number of query heads,
 /// and of KV heads unless there are fewer KV heads than ranks, which then share replicated ones.
-fn check_head_split(heads: usize, kv_heads: usize, tp: usize) -> Result<(), DescriptionError> {
+pub fn check_head_split(heads: usize, kv_heads: usize, tp: usize) -> Result<(), DescriptionError> {
     if !heads.is_multiple_of(tp) {
         return fail(format!(
             "pretrained_config.mapping.tp_size ({tp}) must divide pretrained_config.num_attention_heads ({heads}): every tensor-parallel rank runs a whole number of attention heads, and {tp} ranks do not divide the {heads} attention heads"

@@ -24,6 +24,10 @@ struct HfConfig {
     intermediate_size: Option<usize>,
     hidden_act: Option<String>,
     max_position_embeddings: Option<usize>,
+    rope_theta: Option<f64>,
+    rms_norm_eps: Option<f64>,
+    bos_token_id: Option<u32>,
+    eos_token_id: Option<super::config_json::TokenIds>,
     tie_word_embeddings: Option<bool>,
     attention_bias: Option<bool>,
     sliding_window: Option<usize>,
@@ -51,9 +55,10 @@ struct HfQuantization {
     bits: Option<u32>,
 }
 
-/// True when `json` is a TensorRT-LLM engine config (it has `pretrained_config`), not a checkpoint's.
-pub fn is_engine_config(json: &serde_json::Value) -> bool {
-    json.get("pretrained_config").is_some()
+/// True when `json` is a Hugging Face checkpoint's config (it names its class or model type and has no
+/// `pretrained_config`), not a TensorRT-LLM engine's.
+pub fn is_checkpoint_config(json: &serde_json::Value) -> bool {
+    json.get("pretrained_config").is_none() && (json.get("architectures").is_some() || json.get("model_type").is_some())
 }
 
 /// The engine config.json (no build settings: their defaults apply) TensorRT-LLM would build from a
@@ -65,10 +70,10 @@ pub fn is_engine_config(json: &serde_json::Value) -> bool {
 ///     "num_key_value_heads": 4, "intermediate_size": 18944, "max_position_embeddings": 32768,
 ///     "sliding_window": 131072, "use_sliding_window": false});
 /// let config = trtllm::sim::hf_config::engine_config(&hf)?;
-/// let d = trtllm::sim::EngineDescription::resolve(&config)?;
-/// assert!(d.shape.qkv_bias && d.shape.sliding_window.is_none());
-/// assert!((d.shape.parameter_count() / 1e9 - 7.62).abs() < 0.01);
-/// # Ok::<(), trtllm::sim::DescriptionError>(())
+/// let d = trtllm::engine::EngineDescription::resolve(&config)?;
+/// assert!(d.shape().qkv_bias && d.shape().sliding_window.is_none());
+/// assert!((d.shape().parameter_count() / 1e9 - 7.62).abs() < 0.01);
+/// # Ok::<(), trtllm::engine::DescriptionError>(())
 /// ```
 pub fn engine_config(json: &serde_json::Value) -> Result<ConfigJson, DescriptionError> {
     let hf: HfConfig =
@@ -95,6 +100,10 @@ pub fn engine_config(json: &serde_json::Value) -> Result<ConfigJson, Description
         intermediate_size: hf.intermediate_size,
         hidden_act: hf.hidden_act,
         max_position_embeddings: hf.max_position_embeddings,
+        rotary_base: hf.rope_theta,
+        norm_epsilon: hf.rms_norm_eps,
+        bos_token_id: hf.bos_token_id,
+        eos_token_id: hf.eos_token_id,
         tie_word_embeddings: hf.tie_word_embeddings.unwrap_or(false),
         attn_bias: hf.attention_bias,
         // Qwen configs state a window and switch it off with use_sliding_window.

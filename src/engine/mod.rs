@@ -1,148 +1,239 @@
 //! The engine directory's files: one serde schema for config.json ([`config_json`]) and simulation.json
-//! ([`simulation_json`]), config.json resolved once ([`EngineDescription`]), and [`EngineConfig`], the
-//! view of it the executor needs before enqueue.
+//! ([`simulation_json`]), config.json opened and resolved once ([`EngineDescription`]), and
+//! [`EngineConfig`], the engine directory as the executor loads it.
 
+mod config_file;
 pub mod config_json;
 pub mod description;
+mod description_error;
 pub mod hf_config;
+mod json_file;
+mod key_spelling;
 pub mod model_shape;
 mod null_default;
+pub mod precision;
 pub mod simulation_json;
 pub mod speculative;
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::error::{Error, Result};
 
+pub use config_file::{CONFIG_FILE, ConfigFileError};
 pub use config_json::ConfigJson;
 pub use description::{DescriptionError, EngineDescription};
+pub use json_file::JsonFileError;
+pub(crate) use json_file::read_json_or_default;
 // The bench reads simulation.json through this path; the library alone does not.
 #[cfg_attr(not(feature = "bench"), allow(unused_imports))]
 pub use simulation_json::SimulationJson;
 
-/// What this crate needs from an engine's `config.json` (as written by `trtllm-build`, or by
-/// [`SimulatedEngine`](crate::sim::SimulatedEngine) for the simulated executor).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// An engine directory as the executor loads it: its [`EngineDescription`] (config.json resolved once),
+/// the tokenizer it names and its LoRA settings. It holds the description and answers from it.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// trtllm::sim::SimulatedEngine::builder().max_input_len(512).build().write_to(dir.path())?;
+/// let config = trtllm::EngineConfig::from_dir(dir.path())?;
+/// assert_eq!(config.max_input_len(), 512);
+/// assert_eq!(config.description().limits().max_input_len, 512);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
+    dir: PathBuf,
+    description: EngineDescription,
+    tokenizer_dir: Option<PathBuf>,
+    lora: Option<crate::lora::EngineLoraSettings>,
+}
+
+impl EngineConfig {
+    /// Reads `<dir>/config.json` (through [`EngineDescription::from_dir`]); the engine must state the
+    /// TensorRT-LLM version that built it.
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref();
+        let description = EngineDescription::from_dir(dir)?;
+        let path = dir.join(CONFIG_FILE);
+        let fail = |message: String| Error::EngineConfig { path: path.clone(), message };
+        if description.version().is_none() {
+            return Err(fail("version is missing".to_string()));
+        }
+        let lora = description.lora_settings().map_err(|e| fail(e.to_string()))?;
+        Ok(EngineConfig {
+            dir: dir.to_path_buf(),
+            tokenizer_dir: tokenizer_dir(dir, description.tokenizer_dir()),
+            description,
+            lora,
+        })
+    }
+
+    /// The resolved config.json.
+    pub fn description(&self) -> &EngineDescription {
+        &self.description
+    }
+
     /// The engine directory.
-    pub dir: PathBuf,
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The TensorRT-LLM version that built the engine (`version`).
-    pub version: String,
-    /// `pretrained_config.architecture`, e.g. `LlamaForCausalLM`.
-    pub architecture: String,
-    /// `pretrained_config.dtype`, e.g. `bfloat16`.
-    pub dtype: String,
-    /// `pretrained_config.vocab_size`.
-    pub vocab_size: usize,
-    /// `pretrained_config.hidden_size`.
-    pub hidden_size: usize,
-    /// `pretrained_config.num_hidden_layers`.
-    pub num_layers: usize,
-    /// `pretrained_config.num_attention_heads`.
-    pub num_heads: usize,
-    /// `pretrained_config.num_key_value_heads` (defaults to `num_heads`).
-    pub num_kv_heads: usize,
-    /// Tensor-parallel size (`mapping.tp_size`).
-    pub tp_size: usize,
-    /// Pipeline-parallel size (`mapping.pp_size`).
-    pub pp_size: usize,
-    /// Context-parallel size (`mapping.cp_size`).
-    pub cp_size: usize,
-    /// `mapping.world_size` (defaults to tp × pp × cp).
-    pub world_size: usize,
-    /// `build_config.max_input_len`.
-    pub max_input_len: usize,
-    /// `build_config.max_seq_len`.
-    pub max_seq_len: usize,
-    /// `build_config.max_batch_size`.
-    pub max_batch_size: usize,
-    /// `build_config.max_beam_width` (defaults to 1).
-    pub max_beam_width: usize,
-    /// `build_config.max_num_tokens`.
-    pub max_num_tokens: usize,
-    /// `build_config.plugin_config.tokens_per_block` (defaults to 32).
-    pub tokens_per_block: usize,
-    /// `build_config.plugin_config.use_paged_context_fmha`.
-    pub paged_context_fmha: bool,
+    pub fn version(&self) -> &str {
+        self.description.version().unwrap_or_default()
+    }
+
     /// A model name for display: `pretrained_config.model_name` / `_name_or_path`, else the directory name.
-    pub model_name: String,
+    pub fn model_name(&self) -> &str {
+        self.description.model_name().unwrap_or("engine")
+    }
+
     /// The tokenizer directory this engine names, if any: a `tokenizer/` subdirectory holding
     /// tokenizer.json, the engine directory itself when it holds tokenizer.json, or a top-level
     /// `tokenizer_dir` in config.json (relative to the engine directory). `trtllm-build` writes
     /// none of these; they let an engine directory carry its tokenizer.
-    pub tokenizer_dir: Option<PathBuf>,
-    /// The engine's LoRA settings (`build_config.lora_config` with `plugin_config.lora_plugin`); `None`
-    /// when it was built without LoRA, and then requests with an adapter are refused.
-    #[serde(skip)]
-    pub lora: Option<crate::lora::EngineLoraSettings>,
-}
-
-impl EngineConfig {
-    /// Reads `<dir>/config.json`.
-    ///
-    /// ```
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let dir = tempfile::tempdir()?;
-    /// trtllm::sim::SimulatedEngine::builder().max_input_len(512).build().write_to(dir.path())?;
-    /// let config = trtllm::EngineConfig::from_dir(dir.path())?;
-    /// assert_eq!(config.max_input_len, 512);
-    /// # Ok(()) }
-    /// ```
-    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self> {
-        let dir = dir.as_ref();
-        let meta = std::fs::metadata(dir).map_err(|source| Error::EngineDir { path: dir.to_path_buf(), source })?;
-        if !meta.is_dir() {
-            return Err(Error::EngineDir {
-                path: dir.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
-            });
-        }
-        let path = dir.join("config.json");
-        let json: ConfigJson =
-            read_json(&path).map_err(|e| Error::EngineConfig { path: path.clone(), message: e.to_string() })?;
-        Self::from_json(dir, &path, &json)
+    pub fn tokenizer_dir(&self) -> Option<&Path> {
+        self.tokenizer_dir.as_deref()
     }
 
-    /// The view of `json`, the config.json at `path` in `dir`, resolved by [`EngineDescription`].
-    fn from_json(dir: &Path, path: &Path, json: &ConfigJson) -> Result<Self> {
-        let fail = |message: String| Error::EngineConfig { path: path.to_path_buf(), message };
-        let version = json.version.clone().ok_or_else(|| fail("version is missing".to_string()))?;
-        let d = EngineDescription::resolve(json).map_err(|e| fail(e.0))?;
-        let lora = d.lora_settings().map_err(|e| fail(e.to_string()))?;
-        let (shape, parallel, limits) = (&d.shape, &d.parallelism, &d.limits);
-        Ok(EngineConfig {
-            dir: dir.to_path_buf(),
-            version,
-            architecture: d.architecture.clone(),
-            dtype: d.precision.dtype.clone(),
-            vocab_size: shape.vocab_size,
-            hidden_size: shape.hidden_size,
-            num_layers: shape.num_layers,
-            num_heads: shape.num_heads,
-            num_kv_heads: shape.num_kv_heads,
-            tp_size: parallel.tp,
-            pp_size: parallel.pp,
-            cp_size: parallel.cp,
-            world_size: parallel.world,
-            max_input_len: limits.max_input_len,
-            max_seq_len: limits.max_seq_len,
-            max_batch_size: limits.max_batch_size,
-            max_beam_width: limits.max_beam_width,
-            max_num_tokens: limits.max_num_tokens,
-            tokens_per_block: limits.tokens_per_block,
-            paged_context_fmha: limits.paged_context_fmha,
-            model_name: d
-                .model_name
-                .clone()
-                .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| "engine".to_string()),
-            tokenizer_dir: tokenizer_dir(dir, json.tokenizer_dir.as_deref()),
-            lora,
-        })
+    /// The engine's LoRA settings (`build_config.lora_config` with `plugin_config.lora_plugin`); `None`
+    /// when it was built without LoRA, and then requests with an adapter are refused.
+    pub fn lora(&self) -> Option<&crate::lora::EngineLoraSettings> {
+        self.lora.as_ref()
+    }
+
+    /// `pretrained_config.architecture`, e.g. `LlamaForCausalLM`.
+    pub fn architecture(&self) -> &str {
+        self.description.architecture()
+    }
+
+    /// `pretrained_config.dtype`, e.g. `bfloat16`.
+    pub fn dtype(&self) -> &str {
+        &self.description.precision().dtype
+    }
+
+    /// `pretrained_config.vocab_size`.
+    pub fn vocab_size(&self) -> usize {
+        self.description.shape().vocab_size
+    }
+
+    /// `pretrained_config.hidden_size`.
+    pub fn hidden_size(&self) -> usize {
+        self.description.shape().hidden_size
+    }
+
+    /// `pretrained_config.num_attention_heads`.
+    pub fn num_heads(&self) -> usize {
+        self.description.shape().num_heads
+    }
+
+    /// `pretrained_config.num_key_value_heads` (defaults to `num_heads`).
+    pub fn num_kv_heads(&self) -> usize {
+        self.description.shape().num_kv_heads
+    }
+
+    /// `pretrained_config.num_hidden_layers`.
+    pub fn num_layers(&self) -> usize {
+        self.description.shape().num_layers
+    }
+
+    /// Tensor-parallel size (`mapping.tp_size`).
+    pub fn tp_size(&self) -> usize {
+        self.description.parallelism().tp
+    }
+
+    /// Pipeline-parallel size (`mapping.pp_size`).
+    pub fn pp_size(&self) -> usize {
+        self.description.parallelism().pp
+    }
+
+    /// Context-parallel size (`mapping.cp_size`).
+    pub fn cp_size(&self) -> usize {
+        self.description.parallelism().cp
+    }
+
+    /// `mapping.world_size` (tp × pp × cp).
+    pub fn world_size(&self) -> usize {
+        self.description.parallelism().world
+    }
+
+    /// `build_config.max_input_len`.
+    pub fn max_input_len(&self) -> usize {
+        self.description.limits().max_input_len
+    }
+
+    /// `build_config.max_seq_len`.
+    pub fn max_seq_len(&self) -> usize {
+        self.description.limits().max_seq_len
+    }
+
+    /// `build_config.max_batch_size`.
+    pub fn max_batch_size(&self) -> usize {
+        self.description.limits().max_batch_size
+    }
+
+    /// `build_config.max_beam_width`.
+    pub fn max_beam_width(&self) -> usize {
+        self.description.limits().max_beam_width
+    }
+
+    /// `build_config.max_num_tokens`.
+    pub fn max_num_tokens(&self) -> usize {
+        self.description.limits().max_num_tokens
+    }
+
+    /// `build_config.plugin_config.tokens_per_block`.
+    pub fn tokens_per_block(&self) -> usize {
+        self.description.limits().tokens_per_block
+    }
+
+    /// `build_config.plugin_config.use_paged_context_fmha`.
+    pub fn paged_context_fmha(&self) -> bool {
+        self.description.limits().paged_context_fmha
+    }
+}
+
+/// `trtllm inspect` prints this document: the engine's identity, shape, parallelism and limits.
+impl Serialize for EngineConfig {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let (d, shape) = (&self.description, self.description.shape());
+        let mut s = serializer.serialize_struct("EngineConfig", 21)?;
+        s.serialize_field("dir", &self.dir)?;
+        s.serialize_field("version", self.version())?;
+        s.serialize_field("architecture", self.architecture())?;
+        s.serialize_field("dtype", self.dtype())?;
+        s.serialize_field("vocab_size", &shape.vocab_size)?;
+        s.serialize_field("hidden_size", &shape.hidden_size)?;
+        s.serialize_field("num_layers", &shape.num_layers)?;
+        s.serialize_field("num_heads", &shape.num_heads)?;
+        s.serialize_field("num_kv_heads", &shape.num_kv_heads)?;
+        s.serialize_field("tp_size", &self.tp_size())?;
+        s.serialize_field("pp_size", &self.pp_size())?;
+        s.serialize_field("cp_size", &self.cp_size())?;
+        s.serialize_field("world_size", &self.world_size())?;
+        let limits = d.limits();
+        s.serialize_field("max_input_len", &limits.max_input_len)?;
+        s.serialize_field("max_seq_len", &limits.max_seq_len)?;
+        s.serialize_field("max_batch_size", &limits.max_batch_size)?;
+        s.serialize_field("max_beam_width", &limits.max_beam_width)?;
+        s.serialize_field("max_num_tokens", &limits.max_num_tokens)?;
+        s.serialize_field("tokens_per_block", &limits.tokens_per_block)?;
+        s.serialize_field("paged_context_fmha", &limits.paged_context_fmha)?;
+        s.serialize_field("model_name", self.model_name())?;
+        s.serialize_field("tokenizer_dir", &self.tokenizer_dir)?;
+        s.end()
+    }
+}
+
+impl From<ConfigFileError> for Error {
+    fn from(e: ConfigFileError) -> Self {
+        match e {
+            ConfigFileError::Dir { path, source } => Error::EngineDir { path, source },
+            other => Error::EngineConfig { path: other.path().to_path_buf(), message: other.reason() },
+        }
     }
 }
 
@@ -153,53 +244,9 @@ fn tokenizer_dir(dir: &Path, named: Option<&str>) -> Option<PathBuf> {
     [dir.join("tokenizer"), dir.to_path_buf()].into_iter().find(|d| d.join("tokenizer.json").is_file())
 }
 
-/// Why one of the engine directory's JSON files could not be read; the callers add the file's path.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum JsonFileError {
-    /// The file could not be read (it may not exist: see [`JsonFileError::is_not_found`]).
-    #[error("cannot read: {0}")]
-    Read(#[from] std::io::Error),
-    /// The file is not JSON.
-    #[error("not valid JSON: {0}")]
-    Syntax(serde_json::Error),
-    /// A member has the wrong type, or is unknown where unknown members are refused.
-    #[error("{field}: {message}")]
-    Schema {
-        /// The member's dotted path, e.g. `build_config.max_batch_size` (`.` for the document).
-        field: String,
-        /// What is wrong with it.
-        message: String,
-    },
-}
-
-impl JsonFileError {
-    /// True when the file does not exist.
-    #[cfg_attr(not(feature = "bench"), allow(dead_code))]
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, JsonFileError::Read(e) if e.kind() == std::io::ErrorKind::NotFound)
-    }
-}
-
-/// Reads and deserializes one JSON file, naming the offending member's path in schema errors.
-pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> std::result::Result<T, JsonFileError> {
-    let text = std::fs::read_to_string(path)?;
-    let value: Value = serde_json::from_str(&text).map_err(JsonFileError::Syntax)?;
-    serde_path_to_error::deserialize(value)
-        .map_err(|e| JsonFileError::Schema { field: e.path().to_string(), message: e.into_inner().to_string() })
-}
-
-/// [`read_json`], or `T::default()` when the file does not exist.
-pub(crate) fn read_json_or_default<T: DeserializeOwned + Default>(
-    path: &Path,
-) -> std::result::Result<T, JsonFileError> {
-    match read_json(path) {
-        Err(e) if e.is_not_found() => Ok(T::default()),
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::json_file::read_json;
     use super::*;
 
     #[test]

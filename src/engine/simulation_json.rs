@@ -85,6 +85,16 @@ impl Default for SimulationJson {
     }
 }
 
+/// Checks a MoE routing imbalance (simulation.json `moe_imbalance`, `trtllm sim build --moe-imbalance`):
+/// the busiest rank routes at least the mean, so the factor is at least 1.
+pub fn check_moe_imbalance(factor: f64) -> Result<f64, String> {
+    if factor.is_finite() && factor >= 1.0 {
+        Ok(factor)
+    } else {
+        Err(format!("moe_imbalance must be at least 1, got {factor}"))
+    }
+}
+
 fn gpu_or_default<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     Ok(Option::<String>::deserialize(deserializer)?.unwrap_or_else(|| DEFAULT_GPU.to_string()))
 }

@@ -211,7 +211,7 @@ impl Executor {
         submit: impl FnOnce(&sys::ExecutorHandle) -> std::result::Result<Vec<u64>, cxx::Exception>,
     ) -> Result<Vec<GenerationStream>> {
         let (enqueued_at, registrations) = self.shared.register(requests.len(), self.config.stream_buffer, submit)?;
-        let tokens_per_block = u32::try_from(self.engine.tokens_per_block).unwrap_or(u32::MAX);
+        let tokens_per_block = u32::try_from(self.engine.tokens_per_block()).unwrap_or(u32::MAX);
         let streams = requests
             .iter()
             .zip(registrations)
@@ -314,7 +314,7 @@ impl Executor {
     /// says; iteration stats report it once an iteration has run.
     pub fn kv_cache_capacity_tokens(&self) -> Option<u64> {
         let from_event = self.kv_events.as_ref().and_then(|hub| hub.created_blocks());
-        let from_event = from_event.map(|blocks| blocks.saturating_mul(self.engine.tokens_per_block as u64));
+        let from_event = from_event.map(|blocks| blocks.saturating_mul(self.engine.tokens_per_block() as u64));
         from_event.or(self.config.kv_cache_max_tokens.map(u64::from))
     }
 
@@ -336,7 +336,7 @@ impl Executor {
     /// The most requests it runs at once: the configured `max_batch_size`, capped by the
     /// engine's (at least 1).
     pub fn max_batch_size(&self) -> usize {
-        let engine = self.engine.max_batch_size;
+        let engine = self.engine.max_batch_size();
         self.config.max_batch_size.map_or(engine, |b| (b as usize).min(engine)).max(1)
     }
 
@@ -442,18 +442,18 @@ fn check_against_engine(config: &ExecutorConfig, engine: &EngineConfig) -> Resul
     let over = |what: &str, value: u32, limit: usize| {
         Err(Error::InvalidConfig(format!("{what} {value} exceeds the engine's build limit of {limit}")))
     };
-    if config.max_beam_width as usize > engine.max_beam_width {
-        return over("max_beam_width", config.max_beam_width, engine.max_beam_width);
+    if config.max_beam_width as usize > engine.max_beam_width() {
+        return over("max_beam_width", config.max_beam_width, engine.max_beam_width());
     }
     if let Some(b) = config.max_batch_size
-        && b as usize > engine.max_batch_size
+        && b as usize > engine.max_batch_size()
     {
-        return over("max_batch_size", b, engine.max_batch_size);
+        return over("max_batch_size", b, engine.max_batch_size());
     }
     if let Some(t) = config.max_num_tokens
-        && t as usize > engine.max_num_tokens
+        && t as usize > engine.max_num_tokens()
     {
-        return over("max_num_tokens", t, engine.max_num_tokens);
+        return over("max_num_tokens", t, engine.max_num_tokens());
     }
     Ok(())
 }

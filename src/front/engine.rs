@@ -109,16 +109,16 @@ impl Engine {
     /// let dir = tempfile::tempdir()?;
     /// let engine_dir = trtllm::builtin::write_engine(&trtllm::builtin::builtin_engine(), dir.path())?;
     /// let engine = trtllm::EngineConfig::from_dir(&engine_dir)?;
-    /// let tokenizer = trtllm::text::Tokenizer::from_dir(engine.tokenizer_dir.as_ref().expect("shipped"))?;
+    /// let tokenizer = trtllm::text::Tokenizer::from_dir(engine.tokenizer_dir().expect("shipped"))?;
     /// assert!(trtllm::Engine::check_tokenizer(&engine, &tokenizer).is_ok());
     /// # Ok(()) }
     /// ```
     pub fn check_tokenizer(engine: &crate::EngineConfig, tokenizer: &Tokenizer) -> Result<()> {
-        if tokenizer.vocab_size() > engine.vocab_size {
+        if tokenizer.vocab_size() > engine.vocab_size() {
             return Err(Error::InvalidConfig(format!(
                 "the tokenizer has {} tokens but the engine's vocabulary is {}: wrong tokenizer for this engine",
                 tokenizer.vocab_size(),
-                engine.vocab_size
+                engine.vocab_size()
             )));
         }
         Ok(())
@@ -220,7 +220,7 @@ impl EngineBuilder {
         let tokenizer = match tokenizer {
             Some(tokenizer) => tokenizer,
             None => {
-                let tokenizer_dir = engine.tokenizer_dir.clone().ok_or_else(|| Error::EngineConfig {
+                let tokenizer_dir = engine.tokenizer_dir().ok_or_else(|| Error::EngineConfig {
                     path: dir.join("config.json"),
                     message: "the engine directory holds no tokenizer (tokenizer/ or tokenizer.json): give one with \
                               Engine::builder(dir).tokenizer(..)"

@@ -34,8 +34,8 @@ impl RequestLimits {
         let config = executor.config();
         RequestLimits {
             max_return_sequences: u32::try_from(executor.max_batch_size()).unwrap_or(u32::MAX),
-            max_beam_width: config.max_beam_width.min(u32::try_from(engine.max_beam_width).unwrap_or(u32::MAX)),
-            vocab_size: engine.vocab_size,
+            max_beam_width: config.max_beam_width.min(u32::try_from(engine.max_beam_width()).unwrap_or(u32::MAX)),
+            vocab_size: engine.vocab_size(),
         }
     }
 

@@ -14,5 +14,5 @@ pub fn lora_config(request: &pb::GenerateRequest, engine: &EngineConfig) -> Resu
     let Some(lora) = &request.lora_config else { return Ok(None) };
     let wire =
         WireLoraConfig { task_id: lora.task_id, weights: lora.weights.clone(), config_json: lora.config_json.clone() };
-    decode_wire(wire, engine.lora.as_ref()).map_err(|e| Status::invalid_argument(format!("lora_config: {e}")))
+    decode_wire(wire, engine.lora()).map_err(|e| Status::invalid_argument(format!("lora_config: {e}")))
 }

@@ -153,7 +153,7 @@ async fn start_metrics(
     stopping: CancellationToken,
 ) -> Result<Arc<ServerMetrics>, ServeError> {
     let engine = executor.executor().engine();
-    let metrics = ServerMetrics::new(&engine.model_name);
+    let metrics = ServerMetrics::new(engine.model_name());
     let mut iterations = executor.executor().subscribe_iteration_stats();
     let gauges = Arc::downgrade(&metrics);
     tokio::spawn(async move {

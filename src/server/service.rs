@@ -209,18 +209,18 @@ impl TrtllmService for Service {
         if self.state.tokenizer.is_some() {
             features.extend(["stop_strings", "bad_strings", "get_tokenizer"]);
         }
-        if engine.lora.is_some() {
+        if engine.lora().is_some() {
             features.push("lora");
         }
         Ok(Response::new(pb::GetModelInfoResponse {
-            model_id: engine.model_name.clone(),
-            max_input_len: int(engine.max_input_len),
-            max_seq_len: int(engine.max_seq_len),
-            max_batch_size: int(engine.max_batch_size),
-            vocab_size: int(engine.vocab_size),
-            hidden_size: int(engine.hidden_size),
-            num_layers: int(engine.num_layers),
-            num_heads: int(engine.num_heads),
+            model_id: engine.model_name().to_string(),
+            max_input_len: int(engine.max_input_len()),
+            max_seq_len: int(engine.max_seq_len()),
+            max_batch_size: int(engine.max_batch_size()),
+            vocab_size: int(engine.vocab_size()),
+            hidden_size: int(engine.hidden_size()),
+            num_layers: int(engine.num_layers()),
+            num_heads: int(engine.num_heads()),
             supported_features: features.into_iter().map(str::to_string).collect(),
         }))
     }
@@ -235,10 +235,10 @@ impl TrtllmService for Service {
         Ok(Response::new(pb::GetServerInfoResponse {
             version: format!("trtllm {} ({})", env!("CARGO_PKG_VERSION"), executor.backend()),
             backend: "tensorrt".to_string(),
-            tensor_parallel_size: int(engine.tp_size),
-            pipeline_parallel_size: int(engine.pp_size),
-            context_parallel_size: int(engine.cp_size),
-            world_size: int(engine.world_size),
+            tensor_parallel_size: int(engine.tp_size()),
+            pipeline_parallel_size: int(engine.pp_size()),
+            context_parallel_size: int(engine.cp_size()),
+            world_size: int(engine.world_size()),
         }))
     }
 

@@ -135,7 +135,7 @@ impl KvSources {
         self.started
             .get_or_init(|| {
                 let executor = executor.executor();
-                let block_size = i32::try_from(executor.engine().tokens_per_block).unwrap_or(i32::MAX);
+                let block_size = i32::try_from(executor.engine().tokens_per_block()).unwrap_or(i32::MAX);
                 let feed = match executor.subscribe_kv_events() {
                     Ok(events) => KvFeed::start(events, block_size),
                     Err(Error::KvEventsDisabled) => {

@@ -11,9 +11,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use super::error::SimError;
-use super::executor_files::{EngineFiles, ExecutorLimits, check_simulation};
+use super::executor_files::{EngineFiles, check_simulation};
 use super::perf_model::{BatchWork, PerfModel};
-use crate::engine::EngineDescription;
 use crate::engine::simulation_json::{ClockMode, SimulationJson};
 use crate::engine::speculative::SpeculativeDecodingMode;
 
@@ -65,7 +64,7 @@ mod ffi {
         Shutdown,
     }
 
-    /// config.json as the simulated executor enforces it, defaults applied (see `ExecutorLimits`).
+    /// config.json as the simulated executor enforces it: the engine's description, defaults applied.
     struct SimEngineLimits {
         vocab_size_padded: i32,
         hidden_size: i32,
@@ -138,10 +137,10 @@ mod ffi {
     }
 }
 
-/// The engine as the C++ simulator holds it: its timing model and its checked documents.
+/// The engine as the C++ simulator holds it: its timing model (which holds the engine's description)
+/// and its checked simulation.json.
 pub struct SimTiming {
     model: PerfModel,
-    limits: ExecutorLimits,
     simulation: SimulationJson,
 }
 
@@ -154,38 +153,39 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
 fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>, SimError> {
     guarded(|| {
         let files = EngineFiles::read(Path::new(engine_dir))?;
-        let description = EngineDescription::resolve(&files.config)?;
-        let limits = ExecutorLimits::of(&description);
         check_simulation(&files.simulation)?;
-        let model = PerfModel::from_description(&description, &files.simulation)?;
+        let model = PerfModel::from_description(&files.description, &files.simulation)?;
         let model = model.with_cuda_graphs(files.simulation.cuda_graphs || cuda_graphs);
-        Ok(Box::new(SimTiming { model, limits, simulation: files.simulation }))
+        Ok(Box::new(SimTiming { model, simulation: files.simulation }))
     })
 }
 
 fn engine_limits(timing: &SimTiming) -> ffi::SimEngineLimits {
-    let l = &timing.limits;
-    let lora = l.lora.as_ref();
+    let d = timing.model.spec().description();
+    let (shape, limits, speculative) = (d.shape(), d.limits(), d.speculative());
+    // The description's sizes were checked to fit the executor's ints when it was resolved.
+    let int = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
+    let lora = d.lora();
     ffi::SimEngineLimits {
-        vocab_size_padded: l.vocab_size_padded,
-        hidden_size: l.hidden_size,
-        num_layers: l.num_layers,
-        num_heads: l.num_heads,
-        num_kv_heads: l.num_kv_heads,
-        head_size: l.head_size,
-        intermediate_size: l.intermediate_size,
-        dtype_bytes: l.dtype_bytes,
-        max_input_len: l.max_input_len,
-        max_seq_len: l.max_seq_len,
-        max_batch_size: l.max_batch_size,
-        max_beam_width: l.max_beam_width,
-        max_num_tokens: l.max_num_tokens,
-        gather_context_logits: l.gather_context_logits,
-        tokens_per_block: l.tokens_per_block,
-        attention_window: l.attention_window,
-        paged_kv_cache: l.paged_kv_cache,
-        paged_context_fmha: l.paged_context_fmha,
-        speculative_mode: match l.speculative_mode {
+        vocab_size_padded: int(d.vocab_size_padded()),
+        hidden_size: int(shape.hidden_size),
+        num_layers: int(shape.num_layers),
+        num_heads: int(shape.num_heads),
+        num_kv_heads: int(shape.num_kv_heads),
+        head_size: int(shape.head_size),
+        intermediate_size: int(shape.intermediate_size),
+        dtype_bytes: d.precision().activation_bytes as i32,
+        max_input_len: int(limits.max_input_len),
+        max_seq_len: int(limits.max_seq_len),
+        max_batch_size: int(limits.max_batch_size),
+        max_beam_width: int(limits.max_beam_width),
+        max_num_tokens: int(limits.max_num_tokens),
+        gather_context_logits: limits.gather_context_logits,
+        tokens_per_block: int(limits.tokens_per_block),
+        attention_window: int(d.attention_window()),
+        paged_kv_cache: limits.paged_kv_cache,
+        paged_context_fmha: limits.paged_context_fmha,
+        speculative_mode: match speculative.mode {
             SpeculativeDecodingMode::None => ffi::SimSpecMode::None,
             SpeculativeDecodingMode::DraftTokensExternal => ffi::SimSpecMode::DraftTokensExternal,
             SpeculativeDecodingMode::Medusa => ffi::SimSpecMode::Medusa,
@@ -193,8 +193,8 @@ fn engine_limits(timing: &SimTiming) -> ffi::SimEngineLimits {
             SpeculativeDecodingMode::ExplicitDraftTokens => ffi::SimSpecMode::ExplicitDraftTokens,
             SpeculativeDecodingMode::Eagle => ffi::SimSpecMode::Eagle,
         },
-        max_draft_len: l.max_draft_len,
-        num_medusa_heads: l.num_medusa_heads,
+        max_draft_len: int(speculative.max_draft_len),
+        num_medusa_heads: int(speculative.num_medusa_heads),
         lora_enabled: lora.is_some(),
         lora_target_modules: lora.map(|l| l.target_modules.clone()).unwrap_or_default(),
         max_lora_rank: lora.map_or(0, |l| i32::try_from(l.max_rank).unwrap_or(i32::MAX)),

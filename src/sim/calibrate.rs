@@ -56,6 +56,24 @@ impl GpuCalibration {
         serde_json::from_str(text).map_err(|e| SimError::Invalid(format!("calibration file: {e}")))
     }
 
+    /// The fitted figures of the calibration file at `path`, as `gpu_overrides` of engines on `gpu`
+    /// (`trtllm sim build --calibration`, `trtllm plan --calibration`); refuses a file that calibrates
+    /// another GPU or names a figure the preset lacks.
+    pub fn overrides_from_file(path: &std::path::Path, gpu: &str) -> Result<BTreeMap<String, f64>, SimError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SimError::EngineFile { path: path.to_path_buf(), message: format!("cannot read: {e}") })?;
+        let calibration = Self::parse(&text)?;
+        if calibration.gpu != gpu {
+            return Err(SimError::Invalid(format!(
+                "{} calibrates the {} preset, not {gpu}",
+                path.display(),
+                calibration.gpu
+            )));
+        }
+        calibration.apply()?;
+        Ok(calibration.figures)
+    }
+
     /// The preset with the fitted figures applied.
     pub fn apply(&self) -> Result<GpuPreset, SimError> {
         let mut gpu = GpuPreset::by_id(&self.gpu)?.clone();
@@ -373,7 +391,8 @@ mod tests {
     #[test]
     fn hidden_figures_are_recovered_from_iteration_logs() {
         let shape = ModelPreset::by_id("llama-3.1-8b").unwrap().shape;
-        let spec = TimingSpec::new(&shape, WeightDtype::Bf16, KvCacheDtype::Auto, 1);
+        let preset = GpuPreset::by_id("h100-sxm").unwrap();
+        let spec = PerfModel::new(&shape, preset, WeightDtype::Bf16, KvCacheDtype::Auto, 1).unwrap().spec().clone();
         let preset = GpuPreset::by_id("h100-sxm").unwrap();
         let mut hidden = preset.clone();
         for (name, value) in [

@@ -125,12 +125,12 @@ impl PerfModel {
     /// an executor config sets), and the KV-cache pool `free_fraction` of the rest gives.
     pub fn memory_budget(&self, limits: &BuildLimits, free_fraction: f64) -> MemoryBudget {
         let spec = self.spec();
-        let s = &spec.shape;
-        let (tp, act) = (spec.tp as f64, spec.activation_bytes);
+        let s = spec.shape();
+        let (tp, act) = (spec.tp() as f64, spec.activation_bytes());
         let h = s.hidden_size as f64;
         let tokens = limits.max_num_tokens as f64;
         let slots = (limits.max_batch_size * limits.max_beam_width) as f64;
-        let vocab = (s.vocab_size.div_ceil(spec.tp) * spec.tp) as f64;
+        let vocab = spec.description().vocab_size_padded() as f64;
         // The engine's activation memory, TensorRT's `device_memory_size` for the largest profile: TensorRT
         // computes it at build time from the optimized graph, so this is an estimate. It follows what the
         // graph holds at a layer's widest point for max_num_tokens rows (the residual stream and normed input,
@@ -142,11 +142,11 @@ impl PerfModel {
             None => dense,
             Some(moe) => {
                 let routed =
-                    moe.top_k as f64 * (2.0 * h + 3.0 * moe.expert_intermediate_size as f64 / spec.moe_tp as f64);
+                    moe.top_k as f64 * (2.0 * h + 3.0 * moe.expert_intermediate_size as f64 / spec.moe_tp() as f64);
                 (routed + 3.0 * moe.shared_expert_intermediate_size as f64 / tp).max(dense)
             }
         };
-        let fp8_copies = if spec.weights.fp8_math { 1.5 } else { 1.0 };
+        let fp8_copies = if spec.weights().fp8_math { 1.5 } else { 1.0 };
         let activations = tokens * (3.0 * h + attention.max(mlp)) * act * fp8_copies;
         // Logits of every slot in float32, the default `logits_dtype` (every prompt row with
         // gather_context_logits): the runtime buffers' logits (batch_manager/runtimeBuffers.cpp).
@@ -162,13 +162,13 @@ impl PerfModel {
         // value/index pairs of vocab / 32 entries (4 + 4 B each) and two 2048-bucket histograms.
         let top_p = 2.0 * 8.0 * (vocab / 32.0) + 2.0 * 4.0 * 2048.0;
         let sampling = slots * (vocab * 4.0 + top_p);
-        let ranks = spec.tp * spec.pp;
+        let ranks = spec.tp() * spec.pp();
         // The custom all-reduce's peer-visible buffers (runtime/ipcUtils.cpp, AllReduceBuffers): a ping and a
         // pong buffer of tp shares, each the smaller of max_batch x beam x max_seq_len rows of this rank's
         // hidden slice in float32 and the workspace cap, and three Lamport buffers of tp x 16 tokens of the
         // full hidden width in 16-bit.
-        let allreduce = if spec.tp > 1 {
-            let share = (slots * limits.max_seq_len as f64 * (h / tp) * 4.0).min(allreduce_share_cap(spec.tp));
+        let allreduce = if spec.tp() > 1 {
+            let share = (slots * limits.max_seq_len as f64 * (h / tp) * 4.0).min(allreduce_share_cap(spec.tp()));
             2.0 * tp * share + 3.0 * tp * LAMPORT_TOKENS * h * 2.0
         } else {
             0.0
@@ -182,7 +182,7 @@ impl PerfModel {
             BudgetLine { what: "sampling workspace", bytes: sampling },
             BudgetLine { what: "cuBLAS workspace", bytes: CUBLAS_WORKSPACE_BYTES },
         ];
-        if spec.tp > 1 {
+        if spec.tp() > 1 {
             lines.push(BudgetLine { what: "custom all-reduce buffers", bytes: allreduce });
         }
         if ranks > 1 {
@@ -210,13 +210,13 @@ impl PerfModel {
     /// Memory each GPU keeps besides the weights and the KV cache, with the runtime sized for
     /// `max_num_tokens`, `max_batch_size` and `max_beam_width` (the engine's max_seq_len).
     pub fn runtime_reserve_bytes(&self, max_num_tokens: usize, max_batch_size: usize, max_beam_width: usize) -> f64 {
-        let limits = BuildLimits { max_num_tokens, max_batch_size, max_beam_width, ..self.spec().limits };
+        let limits = BuildLimits { max_num_tokens, max_batch_size, max_beam_width, ..*self.spec().limits() };
         self.memory_budget(&limits, 1.0).runtime_bytes()
     }
 
     /// KV-cache tokens that fit: (memory − weights − reserve) × `free_fraction` / KV bytes per token.
     pub fn kv_capacity_tokens(&self, free_fraction: f64, reserve_bytes: f64) -> Result<u64, SimError> {
-        let mut budget = self.memory_budget(&self.spec().limits, free_fraction);
+        let mut budget = self.memory_budget(self.spec().limits(), free_fraction);
         let weights = budget.weight_bytes();
         budget.lines =
             vec![BudgetLine { what: "weights", bytes: weights }, BudgetLine { what: "runtime", bytes: reserve_bytes }];

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use super::error::SimError;
 use crate::engine::EngineDescription;
 use crate::engine::description::{KvQuant, Precision, WeightQuant};
-use crate::engine::hf_config;
 pub use crate::engine::model_shape::{Family, ModelShape, MoeShape, ParameterCount};
 
 /// The presets document.
@@ -88,75 +87,62 @@ impl ModelPreset {
         })
     }
 
-    /// A model given as a preset id, a config.json (Hugging Face or TensorRT-LLM form) or a directory
-    /// holding one.
-    pub fn from_arg(model: &str) -> Result<ModelPreset, SimError> {
-        let path = std::path::Path::new(model);
-        if !path.exists() {
-            return Self::by_id(model).cloned();
-        }
-        let file = if path.is_dir() { path.join("config.json") } else { path.to_path_buf() };
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| SimError::EngineFile { path: file.clone(), message: format!("cannot read: {e}") })?;
-        let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| SimError::EngineFile { path: file.clone(), message: format!("not valid JSON: {e}") })?;
-        let id = path.file_name().map_or_else(|| model.to_string(), |n| n.to_string_lossy().into_owned());
-        Self::from_config(&id, &json).map_err(|e| SimError::EngineFile { path: file, message: e.to_string() })
+    /// True when this is one of the built-in presets, unchanged.
+    pub fn is_preset(&self) -> bool {
+        Self::all().iter().any(|p| p == self)
     }
 
-    /// A model from a config.json document (Hugging Face or TensorRT-LLM form).
+    /// A model given as a preset id, a config.json (Hugging Face or TensorRT-LLM form) or a directory
+    /// holding one: the one model argument of `trtllm plan`, `sim build` and `bench`. A config's model is
+    /// named by the config (`_name_or_path`, `model_name`), else by its directory, never by the file; its
+    /// id is the argument as given, so printed commands take it back.
+    pub fn from_arg(model: &str) -> Result<ModelPreset, SimError> {
+        if !std::path::Path::new(model).exists() {
+            return Self::by_id(model).cloned();
+        }
+        let description = EngineDescription::from_model_config(model)?;
+        let name = description.model_name().unwrap_or(model).to_string();
+        Self::from_description(model, name, None, &description)
+    }
+
+    /// A model from a config.json document (Hugging Face or TensorRT-LLM form), named `id` unless the
+    /// config names it.
     pub fn from_config(id: &str, json: &serde_json::Value) -> Result<ModelPreset, SimError> {
-        let entry = PresetEntry {
-            id: id.to_string(),
-            name: json.get("_name_or_path").and_then(|v| v.as_str()).unwrap_or(id).to_string(),
-            published_params_b: 0.0,
-            bos_token_id: json.get("bos_token_id").and_then(|v| v.as_u64()).unwrap_or(1) as u32,
-            eos_token_ids: match json.get("eos_token_id") {
-                Some(serde_json::Value::Array(ids)) => {
-                    ids.iter().filter_map(|v| v.as_u64()).map(|v| v as u32).collect()
-                }
-                Some(v) => v.as_u64().map(|v| vec![v as u32]).unwrap_or_default(),
-                None => Vec::new(),
-            },
-            config: json.clone(),
-        };
-        let mut preset = Self::from_entry(entry)?;
-        preset.published_params_b = preset.shape.parameter_count() / 1e9;
-        Ok(preset)
+        let description = EngineDescription::from_document(json)?;
+        let name = description.model_name().unwrap_or(id).to_string();
+        Self::from_description(id, name, None, &description)
     }
 
     fn from_entry(entry: PresetEntry) -> Result<ModelPreset, SimError> {
-        let json = &entry.config;
-        // The architecture first: an unmodelled one is refused by name, whatever else its config lacks.
-        let architecture = match json.get("pretrained_config") {
-            Some(p) => p.get("architecture").and_then(|a| a.as_str()),
-            None => json.get("architectures").and_then(|a| a.get(0)).and_then(|a| a.as_str()),
-        };
-        if let Some(architecture) = architecture {
-            Family::from_architecture(architecture).map_err(|e| SimError::Invalid(format!("config.json: {e}")))?;
-        }
-        let config = if hf_config::is_engine_config(json) {
-            serde_json::from_value(json.clone()).map_err(|e| SimError::Invalid(format!("config.json: {e}")))?
-        } else {
-            hf_config::engine_config(json)?
-        };
-        let description = EngineDescription::resolve(&config)?;
+        let description = EngineDescription::from_document(&entry.config)?;
+        let published = Some((entry.published_params_b, entry.bos_token_id, entry.eos_token_ids));
+        Self::from_description(&entry.id, entry.name, published, &description)
+    }
+
+    /// The preset of a resolved description; `published` is a preset entry's stated size and token ids,
+    /// which a user's config has none of (its size is then the counted one, its tokens the config's).
+    fn from_description(
+        id: &str,
+        name: String,
+        published: Option<(f64, u32, Vec<u32>)>,
+        description: &EngineDescription,
+    ) -> Result<ModelPreset, SimError> {
         let shape = *description.modelled_shape()?;
-        let pretrained = json.get("pretrained_config").unwrap_or(json);
-        let number = |names: &[&str], default: f64| {
-            names.iter().find_map(|n| pretrained.get(*n).and_then(|v| v.as_f64())).unwrap_or(default)
-        };
+        let (published_params_b, bos_token_id, eos_token_ids) = published.unwrap_or_else(|| {
+            let bos = description.bos_token_id().unwrap_or(1);
+            (shape.parameter_count() / 1e9, bos, description.eos_token_ids().to_vec())
+        });
         Ok(ModelPreset {
-            id: entry.id,
-            name: entry.name,
-            architecture: description.architecture,
+            id: id.to_string(),
+            name,
+            architecture: description.architecture().to_string(),
             shape,
-            max_position_embeddings: description.max_position_embeddings.unwrap_or(2048),
-            rotary_base: number(&["rope_theta", "rotary_base"], 10000.0),
-            norm_epsilon: number(&["rms_norm_eps", "norm_epsilon"], 1e-5),
-            bos_token_id: entry.bos_token_id,
-            eos_token_ids: entry.eos_token_ids,
-            published_params_b: entry.published_params_b,
+            max_position_embeddings: description.context_length(),
+            rotary_base: description.rotary_base(),
+            norm_epsilon: description.norm_epsilon(),
+            bos_token_id,
+            eos_token_ids,
+            published_params_b,
         })
     }
 }

@@ -16,15 +16,15 @@ const ROUTER_LOGIT_BYTES: f64 = 8.0;
 
 /// The operations of `spec` on `gpu`, in execution order; per-layer operations run once per layer.
 pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
-    let s = &spec.shape;
-    let tp = spec.tp as f64;
-    let act = spec.activation_bytes;
-    let w = spec.weights;
+    let s = spec.shape();
+    let tp = spec.tp() as f64;
+    let act = spec.activation_bytes();
+    let w = spec.weights();
     let layers = s.num_layers as f64;
     let h = s.hidden_size as f64;
     let q = s.q_width() as f64 / tp;
     // With more ranks than KV heads each rank keeps a copy of one head.
-    let kv = (s.num_kv_heads.div_ceil(spec.tp) * s.head_size) as f64;
+    let kv = (spec.kv_heads_per_rank() * s.head_size) as f64;
     let mut ops = Vec::new();
     let mut op = |name, part, count: f64, kernel, weight_bytes: f64| {
         if count > 0.0 {
@@ -53,7 +53,7 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
     // The attention's preprocessing reads the QKV rows and writes rotated Q plus K/V into the cache.
     op("RoPE and KV-cache write", Part::MemoryPasses, layers, pass(2.0 * (q + 2.0 * kv) * act), 0.0);
     op("context attention", Part::ContextAttention, layers, Kernel::ContextAttention { flops_per_pair: 4.0 * q }, 0.0);
-    let kv_bytes_per_token = 2.0 * kv * spec.kv_bytes_per_element;
+    let kv_bytes_per_token = 2.0 * kv * spec.kv_bytes_per_element();
     op(
         "decode attention",
         Part::DecodeAttention,
@@ -82,7 +82,7 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
     if let Some(moe) = &s.moe {
         let experts = moe.num_experts as f64;
         let top_k = moe.top_k as f64;
-        let (moe_tp, ep) = (spec.moe_tp as f64, spec.moe_ep as f64);
+        let (moe_tp, ep) = (spec.moe_tp() as f64, spec.moe_ep() as f64);
         let inter = moe.expert_intermediate_size as f64 / moe_tp;
         let router = WeightFormat { bytes_per_param: act, fp8_math: false };
         op("MoE router", Part::Moe, sparse, gemm(h, experts, router), h * experts * act);
@@ -90,7 +90,7 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
         // Rows copied into expert order, k copies of each.
         op("MoE permute", Part::Moe, sparse, pass(2.0 * top_k * h * act), 0.0);
         let grouped = |k: f64, n: f64| {
-            Kernel::GroupedGemm(GroupedGemm { k, n, experts, top_k, ep, imbalance: spec.moe_imbalance, weights: w })
+            Kernel::GroupedGemm(GroupedGemm { k, n, experts, top_k, ep, imbalance: spec.moe_imbalance(), weights: w })
         };
         let rank_experts = experts / ep;
         op(
@@ -131,20 +131,20 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
     op("embedding lookup", Part::MemoryPasses, 1.0, pass(h * act), 0.0);
     let sampled = |bytes_per_row| Kernel::MemoryPass { rows: Rows::Sampled, bytes_per_row };
     op("final RMSNorm", Part::MemoryPasses, 1.0, sampled(2.0 * h * act), norm_weights);
-    let vocab_per_gpu = s.vocab_size.div_ceil(spec.tp) as f64;
+    let vocab_per_gpu = spec.vocab_rows_per_rank() as f64;
     // The output head stays in 16 bits (quantization recipes leave it out).
     let head = WeightFormat { bytes_per_param: act, fp8_math: false };
     let head_gemm = Kernel::Gemm { rows: Rows::Sampled, k: h, n: vocab_per_gpu, weights: head };
     op("output head", Part::Logits, 1.0, head_gemm, vocab_per_gpu * h * act);
     let logits_per_row = vocab_per_gpu * tp * 4.0;
-    if spec.tp > 1 {
+    if spec.tp() > 1 {
         let gather = Kernel::AllReduce { rows: Rows::Sampled, bytes_per_row: logits_per_row / 2.0, ranks: tp };
         op("logits gather", Part::Logits, 1.0, gather, 0.0);
     }
     op("sampling", Part::Logits, 1.0, sampled(2.0 * logits_per_row), 0.0);
 
     // ---- Pipeline: one micro-batch goes through the stages one after another ----
-    op("pipeline hand-off", Part::Pipeline, spec.pp as f64 - 1.0, Kernel::Send { bytes_per_row: h * act }, 0.0);
+    op("pipeline hand-off", Part::Pipeline, spec.pp() as f64 - 1.0, Kernel::Send { bytes_per_row: h * act }, 0.0);
     // ---- LoRA: adapter weights streamed once, their FLOPs at the 16-bit rate, split like the base ----
     let bandwidth = gpu.bandwidth_gb_s * 1e9 * gpu.bandwidth_efficiency;
     op(
@@ -154,7 +154,7 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
         Kernel::Lora { ranks: tp, bandwidth, host_bandwidth: HOST_TO_DEVICE_B_S },
         0.0,
     );
-    let d = &spec.drafter;
+    let d = spec.drafter();
     let drafter = Kernel::Drafter { params: d.params_per_gpu, bytes: d.bytes_per_gpu, passes: d.passes, bandwidth };
     op("speculative drafter", Part::Drafter, 1.0, drafter, 0.0);
     ops

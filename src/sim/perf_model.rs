@@ -18,6 +18,7 @@ use super::model::{KvCacheDtype, ModelShape, WeightDtype};
 use super::ops::{Op, Part};
 use super::simulated_engine::SimulatedEngine;
 pub use super::timing_spec::{DEFAULT_MOE_IMBALANCE, Drafter, TimingSpec};
+use crate::engine::EngineDescription;
 
 /// TensorRT-LLM's default `free_gpu_memory_fraction`, as the single-precision value the executor holds.
 pub const DEFAULT_FREE_GPU_MEMORY_FRACTION: f64 = 0.9f32 as f64;
@@ -100,9 +101,11 @@ pub struct PerfModel {
 }
 
 impl PerfModel {
-    /// The model of `shape` in `weights`/`kv_cache` precision split over `tp` GPUs of type `gpu`.
+    /// The model of `shape` in `weights`/`kv_cache` precision split over `tp` GPUs of type `gpu`, with
+    /// trtllm-build's default build limits.
     ///
-    /// Fails when FP8 is asked of a GPU without FP8 tensor cores, or the shape or `tp` cannot work.
+    /// Fails when FP8 is asked of a GPU without FP8 tensor cores, or the shape or `tp` cannot work (the
+    /// description's rules: [`EngineDescription::resolve`]).
     pub fn new(
         shape: &ModelShape,
         gpu: &GpuPreset,
@@ -110,64 +113,62 @@ impl PerfModel {
         kv_cache: KvCacheDtype,
         tp: usize,
     ) -> Result<Self, SimError> {
-        Self::from_spec(TimingSpec::new(shape, weights, kv_cache, tp), gpu)
+        let engine = SimulatedEngine {
+            architecture: shape.family.architecture().to_string(),
+            shape: *shape,
+            weight_dtype: weights,
+            kv_cache_dtype: kv_cache,
+            tp_size: tp,
+            ..SimulatedEngine::default()
+        };
+        let mut config = engine.config_json();
+        // The model, its precision and its split only: the build limits take trtllm-build's defaults.
+        config.build_config = Default::default();
+        config.pretrained_config.max_position_embeddings = None;
+        Self::from_spec(TimingSpec::from_description(&EngineDescription::resolve(&config)?)?, gpu)
     }
 
-    /// The model of an engine described by `spec` on `gpu`.
+    /// The model of an engine described by `spec` on `gpu`. The description's rules were checked when it
+    /// was resolved; what is left is the GPU's: FP8 needs FP8 tensor cores.
     pub fn from_spec(spec: TimingSpec, gpu: &GpuPreset) -> Result<Self, SimError> {
-        let shape = &spec.shape;
-        let tp = spec.tp;
-        if tp == 0 || shape.num_heads == 0 || !shape.num_heads.is_multiple_of(tp) {
-            return Err(SimError::Invalid(format!(
-                "tensor parallelism {tp} must be at least 1 and divide the {} attention heads",
-                shape.num_heads
-            )));
-        }
-        if spec.pp == 0 || shape.num_layers == 0 {
-            return Err(SimError::Invalid("pipeline parallelism and the layer count must be at least 1".into()));
-        }
-        if spec.moe_tp * spec.moe_ep != tp {
-            return Err(SimError::Invalid(format!(
-                "moe_tp ({}) x moe_ep ({}) must equal tensor parallelism {tp}",
-                spec.moe_tp, spec.moe_ep
-            )));
-        }
         let fp8_unsupported =
             |what| SimError::Fp8Unsupported { what, gpu: gpu.id.clone(), architecture: gpu.architecture.clone() };
-        if spec.weights.fp8_math && !gpu.has_fp8() {
+        if spec.weights().fp8_math && !gpu.has_fp8() {
             return Err(fp8_unsupported("FP8 weights"));
         }
-        if spec.kv_cache_fp8 && !gpu.has_fp8() {
+        if spec.kv_cache_fp8() && !gpu.has_fp8() {
             return Err(fp8_unsupported("an FP8 KV cache"));
         }
         let ops = super::op_list::build(&spec, gpu);
+        let shape = spec.shape();
+        let (tp, pp) = (spec.tp() as f64, spec.pp() as f64);
         let embedding = if shape.tie_word_embeddings {
             0.0
         } else {
-            let vocab = (shape.vocab_size.div_ceil(tp) * tp) as f64;
-            vocab * shape.hidden_size as f64 * spec.activation_bytes
-                / if spec.parallel_embedding { tp as f64 } else { 1.0 }
+            let vocab = spec.description().vocab_size_padded() as f64;
+            vocab * shape.hidden_size as f64 * spec.activation_bytes()
+                / if spec.parallel_embedding() { tp } else { 1.0 }
         };
         let streamed: f64 = ops.iter().map(Op::streamed_bytes).sum();
-        let kv_heads_per_gpu = shape.num_kv_heads.div_ceil(tp) as f64;
+        let kv_bytes_per_token = 2.0
+            * shape.num_layers as f64
+            * spec.kv_heads_per_rank() as f64
+            * shape.head_size as f64
+            * spec.kv_bytes_per_element()
+            / pp;
         Ok(PerfModel {
             gpu: gpu.clone(),
-            resident_weight_bytes: streamed / spec.pp as f64 + embedding,
-            kv_bytes_per_token: 2.0
-                * shape.num_layers as f64
-                * kv_heads_per_gpu
-                * shape.head_size as f64
-                * spec.kv_bytes_per_element
-                / spec.pp as f64,
+            resident_weight_bytes: streamed / pp + embedding,
+            kv_bytes_per_token,
             ops,
             spec,
         })
     }
 
-    /// The model of a simulated engine, from the config.json and simulation.json it writes (exactly what
-    /// the simulator will load).
+    /// The model of a simulated engine, from the description its config.json resolves to and its
+    /// simulation.json (exactly what the simulator will load).
     pub fn for_engine(engine: &SimulatedEngine) -> Result<Self, SimError> {
-        Self::from_documents(&engine.config_json(), &engine.simulation_json())
+        Self::from_description(&engine.description()?, &engine.simulation_json())
     }
 
     /// The GPU (with any overrides).
@@ -187,13 +188,13 @@ impl PerfModel {
 
     /// The same model with kernels launched from CUDA graphs (`true`) or one host enqueue each.
     pub fn with_cuda_graphs(mut self, cuda_graphs: bool) -> Self {
-        self.spec.cuda_graphs = cuda_graphs;
+        self.spec = self.spec.with_cuda_graphs(cuda_graphs);
         self
     }
 
     /// Each operation's milliseconds in an iteration doing `work` (for `trtllm sim predict`).
     pub fn op_times(&self, work: &BatchWork) -> Vec<(&Op, f64)> {
-        let k = Kernels::new(&self.gpu, self.spec.cuda_graphs);
+        let k = Kernels::new(&self.gpu, self.spec.cuda_graphs());
         self.ops.iter().map(|op| (op, if work.tokens > 0.0 { op.seconds(&k, work) * 1e3 } else { 0.0 })).collect()
     }
 
@@ -205,7 +206,7 @@ impl PerfModel {
             time.total_ms = time.overhead_ms;
             return time;
         }
-        let k = Kernels::new(&self.gpu, self.spec.cuda_graphs);
+        let k = Kernels::new(&self.gpu, self.spec.cuda_graphs());
         let mut total = 0.0;
         for op in &self.ops {
             let ms = op.seconds(&k, work) * 1e3;
@@ -251,7 +252,7 @@ impl PerfModel {
     /// One decoding step of a single request whose cache holds `context` tokens, milliseconds.
     pub fn decode_step_ms(&self, context: usize) -> f64 {
         // A sliding window (Mistral) attends to at most its width of cached tokens.
-        let context = self.spec.shape.sliding_window.map_or(context, |window| context.min(window));
+        let context = self.spec.shape().sliding_window.map_or(context, |window| context.min(window));
         self.iteration(BatchWork::default().add_generation(context as f64, 1.0)).total_ms
     }
 
@@ -305,7 +306,7 @@ impl SimulatedEngine {
     /// (FP8 without FP8 tensor cores, a memory budget with no room for the KV cache, an unknown GPU).
     pub fn perf_model(&self) -> Result<PerfModel, SimError> {
         let model = PerfModel::for_engine(self)?;
-        model.memory_budget(&model.spec().limits, DEFAULT_FREE_GPU_MEMORY_FRACTION).check()?;
+        model.memory_budget(model.spec().limits(), DEFAULT_FREE_GPU_MEMORY_FRACTION).check()?;
         Ok(model)
     }
 }
@@ -364,7 +365,7 @@ mod tests {
         assert!(matches!(err, SimError::Fp8Unsupported { .. }), "{err}");
         assert!(err.to_string().contains("Ampere"), "{err}");
         let one = PerfModel::new(&shape, a100, WeightDtype::Bf16, KvCacheDtype::Auto, 1).unwrap();
-        let budget = one.memory_budget(&one.spec().limits, 0.9);
+        let budget = one.memory_budget(one.spec().limits(), 0.9);
         assert!(matches!(budget.check(), Err(SimError::DoesNotFit { .. })));
         assert!(PerfModel::new(&shape, a100, WeightDtype::Bf16, KvCacheDtype::Auto, 3).is_err());
     }

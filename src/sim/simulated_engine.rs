@@ -11,7 +11,9 @@ use super::speculation::SimulatedSpeculation;
 use crate::engine::config_json::{
     BuildConfig, ConfigJson, LoraConfigJson, Mapping, MoeConfigJson, PluginConfig, PretrainedConfig, Quantization,
 };
+use crate::engine::description::BuildLimits;
 use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
+use crate::engine::{DescriptionError, EngineDescription};
 use crate::error::{Error, Result};
 
 /// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
@@ -55,18 +57,8 @@ pub struct SimulatedEngine {
     pub tp_size: usize,
     /// Expert-parallel ranks among them (`mapping.moe_ep_size`; `moe_tp_size` is tp_size / this).
     pub moe_ep_size: usize,
-    /// `build_config.max_input_len`.
-    pub max_input_len: usize,
-    /// `build_config.max_seq_len`.
-    pub max_seq_len: usize,
-    /// `build_config.max_batch_size`.
-    pub max_batch_size: usize,
-    /// `build_config.max_beam_width`.
-    pub max_beam_width: usize,
-    /// `build_config.max_num_tokens`.
-    pub max_num_tokens: usize,
-    /// `plugin_config.tokens_per_block`.
-    pub tokens_per_block: usize,
+    /// The build limits and plugin settings written to `build_config` (and `use_parallel_embedding`).
+    pub limits: BuildLimits,
     /// GPU preset id ([`GpuPreset`](super::GpuPreset)).
     pub gpu: String,
     /// GPU figures replaced by name (simulation.json `gpu_overrides`).
@@ -135,12 +127,18 @@ impl Default for SimulatedEngine {
             kv_cache_dtype: KvCacheDtype::Auto,
             tp_size: 1,
             moe_ep_size: 1,
-            max_input_len: 4096,
-            max_seq_len: 8192,
-            max_batch_size: 256,
-            max_beam_width: 1,
-            max_num_tokens: 8192,
-            tokens_per_block: 32,
+            limits: BuildLimits {
+                max_input_len: 4096,
+                max_seq_len: 8192,
+                max_batch_size: 256,
+                max_beam_width: 1,
+                max_num_tokens: 8192,
+                tokens_per_block: 32,
+                paged_kv_cache: true,
+                paged_context_fmha: true,
+                gather_context_logits: false,
+                parallel_embedding: false,
+            },
             gpu: crate::engine::simulation_json::DEFAULT_GPU.into(),
             gpu_overrides: BTreeMap::new(),
             clock: ClockMode::Real,
@@ -166,7 +164,7 @@ impl SimulatedEngine {
 
     /// The config.json document, shaped as `trtllm-build` writes it.
     pub fn config_json(&self) -> ConfigJson {
-        let shape = self.shape;
+        let (shape, limits) = (self.shape, &self.limits);
         let some = |s: &str| Some(s.to_string());
         let moe_tp = self.tp_size / self.moe_ep_size.max(1);
         ConfigJson {
@@ -186,9 +184,13 @@ impl SimulatedEngine {
                 intermediate_size: Some(shape.intermediate_size),
                 hidden_act: some("silu"),
                 position_embedding_type: some("rope_gpt_neox"),
-                max_position_embeddings: Some(self.max_position_embeddings.unwrap_or(self.max_seq_len)),
+                max_position_embeddings: Some(self.max_position_embeddings.unwrap_or(limits.max_seq_len)),
+                rotary_base: None,
+                norm_epsilon: None,
+                bos_token_id: None,
+                eos_token_id: None,
                 tie_word_embeddings: shape.tie_word_embeddings,
-                use_parallel_embedding: false,
+                use_parallel_embedding: limits.parallel_embedding,
                 mapping: Mapping {
                     world_size: Some(self.tp_size),
                     tp_size: Some(self.tp_size),
@@ -217,21 +219,21 @@ impl SimulatedEngine {
                 decoder_sparse_step: None,
             },
             build_config: BuildConfig {
-                max_input_len: Some(self.max_input_len),
-                max_seq_len: Some(self.max_seq_len),
-                max_batch_size: Some(self.max_batch_size),
-                max_beam_width: Some(self.max_beam_width),
-                max_num_tokens: Some(self.max_num_tokens),
+                max_input_len: Some(limits.max_input_len),
+                max_seq_len: Some(limits.max_seq_len),
+                max_batch_size: Some(limits.max_batch_size),
+                max_beam_width: Some(limits.max_beam_width),
+                max_num_tokens: Some(limits.max_num_tokens),
                 kv_cache_type: some("PAGED"),
-                gather_context_logits: false,
+                gather_context_logits: limits.gather_context_logits,
                 gather_generation_logits: false,
                 plugin_config: PluginConfig {
                     dtype: some(self.weight_dtype.config_dtype()),
                     gpt_attention_plugin: some("auto"),
                     gemm_plugin: some("auto"),
-                    paged_kv_cache: Some(true),
-                    tokens_per_block: Some(self.tokens_per_block),
-                    use_paged_context_fmha: Some(true),
+                    paged_kv_cache: Some(limits.paged_kv_cache),
+                    tokens_per_block: Some(limits.tokens_per_block),
+                    use_paged_context_fmha: Some(limits.paged_context_fmha),
                     use_fp8_context_fmha: Some(false),
                     context_fmha: Some(true),
                     remove_input_padding: Some(true),
@@ -250,6 +252,12 @@ impl SimulatedEngine {
             },
             tokenizer_dir: None,
         }
+    }
+
+    /// The description its config.json resolves to, as the simulator will read it; fails on a shape,
+    /// split or limit the rules refuse.
+    pub fn description(&self) -> std::result::Result<EngineDescription, DescriptionError> {
+        EngineDescription::resolve(&self.config_json())
     }
 
     /// The simulation.json document.
@@ -328,8 +336,8 @@ impl SimulatedEngineBuilder {
         e.architecture = preset.architecture.clone();
         e.shape = preset.shape;
         e.max_position_embeddings = Some(preset.max_position_embeddings);
-        e.max_seq_len = e.max_seq_len.min(preset.max_position_embeddings);
-        e.max_input_len = e.max_input_len.min(e.max_seq_len);
+        e.limits.max_seq_len = e.limits.max_seq_len.min(preset.max_position_embeddings);
+        e.limits.max_input_len = e.limits.max_input_len.min(e.limits.max_seq_len);
         self
     }
 
@@ -445,19 +453,36 @@ impl SimulatedEngineBuilder {
     }
 }
 
-engine_setters! {
+macro_rules! limit_setters {
+    ($($(#[$doc:meta])* $name:ident;)*) => {
+        impl SimulatedEngineBuilder {
+            $(
+                $(#[$doc])*
+                pub fn $name(mut self, value: usize) -> Self {
+                    self.engine.limits.$name = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+limit_setters! {
     /// max_input_len.
-    max_input_len: usize;
+    max_input_len;
     /// max_seq_len.
-    max_seq_len: usize;
+    max_seq_len;
     /// max_batch_size.
-    max_batch_size: usize;
+    max_batch_size;
     /// max_beam_width.
-    max_beam_width: usize;
+    max_beam_width;
     /// max_num_tokens.
-    max_num_tokens: usize;
+    max_num_tokens;
     /// tokens_per_block.
-    tokens_per_block: usize;
+    tokens_per_block;
+}
+
+engine_setters! {
     /// Wall-clock scale of the real clock.
     time_scale: f64;
     /// Token generator seed.

@@ -86,7 +86,7 @@ pub fn record_iteration(model: &PerfModel, work: &BatchWork, total_ms: f64) {
     let spec = model.spec();
     let kv = model.kv_bytes_per_token_per_gpu();
     let weights = model.weight_bytes_per_gpu();
-    let params = weights / spec.weights.bytes_per_param.max(f64::MIN_POSITIVE);
+    let params = weights / spec.weights().bytes_per_param.max(f64::MIN_POSITIVE);
     let gpu = model.gpu();
     let a = &ACTIVITY;
     a.busy_ms.add(total_ms);

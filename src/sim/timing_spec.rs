@@ -1,43 +1,20 @@
-//! [`TimingSpec`]: the view of an engine's description the timing model prices (shape, precisions,
-//! parallelism, the drafter, the build limits its buffers are sized for).
+//! [`TimingSpec`]: what the timing model prices, an engine's resolved description held whole, with what
+//! timing adds to it (the weights' kernel format, the drafter, MoE routing, CUDA graphs).
 
 use serde::Serialize;
 
 use super::kernels::WeightFormat;
-use super::model::{KvCacheDtype, ModelShape, WeightDtype};
-use crate::engine::description::BuildLimits;
+use super::model::ModelShape;
+use crate::engine::EngineDescription;
+use crate::engine::description::{BuildLimits, KvQuant, WeightQuant};
 
-/// What an engine is, as far as timing and memory go: the view of its description the model needs.
+/// What an engine is, as far as timing and memory go: its description, asked rather than copied.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimingSpec {
-    /// The model's shape.
-    pub shape: ModelShape,
-    /// How the linear layers' weights are stored and multiplied.
-    pub weights: WeightFormat,
-    /// Bytes per KV-cache element.
-    pub kv_bytes_per_element: f64,
-    /// The KV cache is FP8 (needs FP8 support; INT8 does not).
-    pub kv_cache_fp8: bool,
-    /// Bytes per activation element (the engine's dtype).
-    pub activation_bytes: f64,
-    /// Tensor-parallel ranks.
-    pub tp: usize,
-    /// Pipeline-parallel stages.
-    pub pp: usize,
-    /// Tensor parallelism inside each expert (MoE; moe_tp x moe_ep = tp).
-    pub moe_tp: usize,
-    /// Expert parallelism (MoE).
-    pub moe_ep: usize,
-    /// Routed rows of the busiest expert-parallel rank over the mean (simulation.json `moe_imbalance`).
-    pub moe_imbalance: f64,
-    /// The embedding table is split across tensor-parallel ranks.
-    pub parallel_embedding: bool,
-    /// Kernels launch from CUDA graphs (otherwise one host enqueue each).
-    pub cuda_graphs: bool,
-    /// Speculative drafter: parameters per GPU of one pass, bytes they read, and sequential passes per step.
-    pub drafter: Drafter,
-    /// The build limits the runtime sizes its buffers for.
-    pub limits: BuildLimits,
+    description: EngineDescription,
+    drafter: Drafter,
+    moe_imbalance: f64,
+    cuda_graphs: bool,
 }
 
 /// The speculative drafter's work per step (zero for modes whose drafts cost only verified rows).
@@ -52,44 +29,109 @@ pub struct Drafter {
 }
 
 impl TimingSpec {
-    /// A 16-bit-activation engine of `shape` in `weights`/`kv_cache` precision over `tp` GPUs (trtllm-build's
-    /// default limits, all-tensor-parallel experts).
-    pub fn new(shape: &ModelShape, weights: WeightDtype, kv_cache: KvCacheDtype, tp: usize) -> Self {
-        let weights = match weights {
-            WeightDtype::Bf16 | WeightDtype::Fp16 => WeightFormat { bytes_per_param: 2.0, fp8_math: false },
-            WeightDtype::Fp8 => WeightFormat { bytes_per_param: 1.0, fp8_math: true },
-        };
-        let kv_bytes_per_element = match kv_cache {
-            KvCacheDtype::Auto => 2.0,
-            KvCacheDtype::Fp8 | KvCacheDtype::Int8 => 1.0,
-        };
-        TimingSpec {
-            shape: *shape,
-            weights,
-            kv_bytes_per_element,
-            kv_cache_fp8: kv_cache == KvCacheDtype::Fp8,
-            activation_bytes: 2.0,
-            tp,
-            pp: 1,
-            moe_tp: tp,
-            moe_ep: 1,
-            moe_imbalance: DEFAULT_MOE_IMBALANCE,
-            parallel_embedding: false,
-            cuda_graphs: false,
-            drafter: Drafter::default(),
-            limits: BuildLimits {
-                max_input_len: 1024,
-                max_seq_len: 8192,
-                max_batch_size: 2048,
-                max_beam_width: 1,
-                max_num_tokens: 8192,
-                tokens_per_block: 32,
-                paged_kv_cache: true,
-                paged_context_fmha: true,
-                gather_context_logits: false,
-                parallel_embedding: false,
-            },
-        }
+    /// The spec of a resolved description whose architecture the model describes, with its drafter;
+    /// uniform MoE routing and no CUDA graphs until said otherwise.
+    pub(crate) fn new(description: EngineDescription, drafter: Drafter) -> Self {
+        TimingSpec { description, drafter, moe_imbalance: DEFAULT_MOE_IMBALANCE, cuda_graphs: false }
+    }
+
+    /// The same spec with this MoE routing imbalance (simulation.json `moe_imbalance`, checked at least 1
+    /// by [`check_moe_imbalance`](crate::engine::simulation_json::check_moe_imbalance)).
+    pub(crate) fn with_moe_imbalance(mut self, factor: f64) -> Self {
+        self.moe_imbalance = factor;
+        self
+    }
+
+    /// The same spec with kernels launched from CUDA graphs (`true`) or one host enqueue each.
+    pub(crate) fn with_cuda_graphs(mut self, cuda_graphs: bool) -> Self {
+        self.cuda_graphs = cuda_graphs;
+        self
+    }
+
+    /// The engine's description.
+    pub fn description(&self) -> &EngineDescription {
+        &self.description
+    }
+
+    /// The model's shape.
+    pub fn shape(&self) -> &ModelShape {
+        self.description.shape()
+    }
+
+    /// How the linear layers' weights are stored and multiplied.
+    pub fn weights(&self) -> WeightFormat {
+        let precision = self.description.precision();
+        WeightFormat { bytes_per_param: precision.weight_bytes(), fp8_math: precision.weights == WeightQuant::Fp8 }
+    }
+
+    /// Bytes per KV-cache element.
+    pub fn kv_bytes_per_element(&self) -> f64 {
+        self.description.precision().kv_bytes()
+    }
+
+    /// The KV cache is FP8 (needs FP8 support; INT8 does not).
+    pub fn kv_cache_fp8(&self) -> bool {
+        self.description.precision().kv_cache == KvQuant::Fp8
+    }
+
+    /// Bytes per activation element (the engine's dtype).
+    pub fn activation_bytes(&self) -> f64 {
+        self.description.precision().activation_bytes
+    }
+
+    /// Tensor-parallel ranks.
+    pub fn tp(&self) -> usize {
+        self.description.parallelism().tp
+    }
+
+    /// Pipeline-parallel stages.
+    pub fn pp(&self) -> usize {
+        self.description.parallelism().pp
+    }
+
+    /// Tensor parallelism inside each expert (MoE; moe_tp x moe_ep = tp).
+    pub fn moe_tp(&self) -> usize {
+        self.description.parallelism().moe_tp
+    }
+
+    /// Expert parallelism (MoE).
+    pub fn moe_ep(&self) -> usize {
+        self.description.parallelism().moe_ep
+    }
+
+    /// KV heads each tensor-parallel rank holds.
+    pub fn kv_heads_per_rank(&self) -> usize {
+        self.description.kv_heads_per_rank()
+    }
+
+    /// Vocabulary rows of the output head each tensor-parallel rank holds (the padded vocabulary / tp).
+    pub fn vocab_rows_per_rank(&self) -> usize {
+        self.description.vocab_rows_per_rank()
+    }
+
+    /// Routed rows of the busiest expert-parallel rank over the mean (simulation.json `moe_imbalance`).
+    pub fn moe_imbalance(&self) -> f64 {
+        self.moe_imbalance
+    }
+
+    /// The embedding table is split across tensor-parallel ranks.
+    pub fn parallel_embedding(&self) -> bool {
+        self.description.limits().parallel_embedding
+    }
+
+    /// Kernels launch from CUDA graphs (otherwise one host enqueue each).
+    pub fn cuda_graphs(&self) -> bool {
+        self.cuda_graphs
+    }
+
+    /// Speculative drafter: parameters per GPU of one pass, bytes they read, and sequential passes per step.
+    pub fn drafter(&self) -> &Drafter {
+        &self.drafter
+    }
+
+    /// The build limits the runtime sizes its buffers for.
+    pub fn limits(&self) -> &BuildLimits {
+        self.description.limits()
     }
 }
 

@@ -292,21 +292,21 @@ impl GenerationRequest {
 
     /// Checks the request against the engine's limits; the error names the limit it broke.
     pub fn validate(&self, engine: &EngineConfig) -> Result<(), InvalidRequest> {
-        let vocab = engine.vocab_size;
+        let vocab = engine.vocab_size();
         if self.prompt.is_empty() {
             return Err(InvalidRequest::EmptyPrompt);
         }
         if self.max_tokens == 0 {
             return Err(InvalidRequest::ZeroMaxTokens);
         }
-        if self.prompt.len() > engine.max_input_len {
-            return Err(InvalidRequest::PromptTooLong { len: self.prompt.len(), max: engine.max_input_len });
+        if self.prompt.len() > engine.max_input_len() {
+            return Err(InvalidRequest::PromptTooLong { len: self.prompt.len(), max: engine.max_input_len() });
         }
-        if self.prompt.len() + self.max_tokens as usize > engine.max_seq_len {
+        if self.prompt.len() + self.max_tokens as usize > engine.max_seq_len() {
             return Err(InvalidRequest::SequenceTooLong {
                 prompt: self.prompt.len(),
                 max_tokens: self.max_tokens as usize,
-                max_seq_len: engine.max_seq_len,
+                max_seq_len: engine.max_seq_len(),
             });
         }
         if let Some((position, &token)) = self.prompt.iter().enumerate().find(|(_, t)| **t as usize >= vocab) {
@@ -338,13 +338,13 @@ impl GenerationRequest {
             }
         }
         let beam = self.sampling.beam_width;
-        if beam == 0 || beam as usize > engine.max_beam_width {
-            return Err(InvalidRequest::BeamWidth { requested: beam, max: engine.max_beam_width as u32 });
+        if beam == 0 || beam as usize > engine.max_beam_width() {
+            return Err(InvalidRequest::BeamWidth { requested: beam, max: engine.max_beam_width() as u32 });
         }
         // Each returned sequence takes a batch slot (and per-sequence state here): more than the
         // engine's batch could never run and would only allocate.
         if let Some(n) = self.sampling.num_return_sequences
-            && n as usize > engine.max_batch_size
+            && n as usize > engine.max_batch_size()
         {
             return Err(InvalidRequest::Parameter {
                 field: "num_return_sequences",
@@ -386,7 +386,7 @@ impl GenerationRequest {
     /// that match its modules, layers, ranks and dtype.
     fn validate_lora(&self, engine: &EngineConfig) -> Result<(), InvalidRequest> {
         let Some(lora) = &self.lora else { return Ok(()) };
-        let settings = engine.lora.as_ref().ok_or(InvalidRequest::LoraNotSupported { task_id: lora.task_id })?;
+        let settings = engine.lora().ok_or(InvalidRequest::LoraNotSupported { task_id: lora.task_id })?;
         lora.validate(settings).map_err(|e| InvalidRequest::Lora { task_id: lora.task_id, reason: e.to_string() })
     }
 

@@ -280,7 +280,11 @@ async fn an_idle_real_time_executor_picks_a_request_up_at_once() {
     let dir = tempfile::tempdir().unwrap();
     engine(ClockMode::Real).time_scale(1.0).build().write_to(dir.path()).unwrap();
     let sim = trtllm::bench::EngineSimulation::from_engine_dir(dir.path()).unwrap().unwrap();
-    let prefill_ms = sim.perf_model.as_ref().unwrap().ttft_ms(300, sim.max_num_tokens, sim.tokens_per_block);
+    let prefill_ms = sim.perf_model().unwrap().ttft_ms(
+        300,
+        sim.description().limits().max_num_tokens,
+        sim.description().limits().tokens_per_block,
+    );
     let config = ExecutorConfig::builder().stats_poll_interval(Duration::from_millis(20)).build().unwrap();
     let executor = AsyncExecutor::load(dir.path(), config).await.unwrap();
     let target = BenchTarget::InProcess(executor.clone());

@@ -116,10 +116,10 @@ fn a_virtual_clock_run_reports_simulated_time_and_matches_the_model_at_one_strea
     assert!(summary.get("calibration").is_none(), "client and executor times are one figure here");
 
     // The headline TTFT is the executor's simulated TTFT, and it is what the model says.
-    let predicted_ttft = model.ttft_ms(512, engine.max_num_tokens, engine.tokens_per_block);
+    let predicted_ttft = model.ttft_ms(512, engine.limits.max_num_tokens, engine.limits.tokens_per_block);
     let ttft = num(&summary, "/mean_ttft_ms");
     assert!((ttft / predicted_ttft - 1.0).abs() < 0.05, "TTFT {ttft} ms vs predicted {predicted_ttft} ms");
-    let single = model.single_stream(512, 32, engine.max_num_tokens, engine.tokens_per_block);
+    let single = model.single_stream(512, 32, engine.limits.max_num_tokens, engine.limits.tokens_per_block);
     let tpot = num(&summary, "/mean_tpot_ms");
     assert!((tpot / single.tpot_ms - 1.0).abs() < 0.05, "TPOT {tpot} ms vs predicted {} ms", single.tpot_ms);
     // Per-token ITL comes from the iterations that produced the tokens: one decode step each.

@@ -150,7 +150,7 @@ async fn closed_loop_users_run_sessions_turn_by_turn_in_process() {
 async fn session_server() -> common::server::TestServer {
     common::server::TestServer::builder()
         .engine(|e| {
-            e.max_input_len = 400;
+            e.limits.max_input_len = 400;
         })
         .start()
         .await

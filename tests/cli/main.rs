@@ -19,6 +19,7 @@ mod errors;
 mod generate;
 mod guided;
 mod lora;
+mod model_arg;
 mod moe;
 mod plan;
 mod plan_answer;

@@ -100,8 +100,8 @@ fn a_small_search_recommends_a_configuration_and_resumes() {
     assert!(built.status.success(), "{}", text(&built.stderr));
     let engine = trtllm::EngineConfig::from_dir(out.join("engine")).unwrap();
     let knobs = &rec["candidate"]["engine"];
-    assert_eq!(engine.max_batch_size as u64, knobs["max_batch_size"].as_u64().unwrap());
-    assert_eq!(engine.max_num_tokens as u64, knobs["max_num_tokens"].as_u64().unwrap());
+    assert_eq!(engine.max_batch_size() as u64, knobs["max_batch_size"].as_u64().unwrap());
+    assert_eq!(engine.max_num_tokens() as u64, knobs["max_num_tokens"].as_u64().unwrap());
 
     // A re-run resumes every configuration and reaches the same recommendation.
     let again = plan(&out, "ttft:p95:2000,tpot:p95:200");

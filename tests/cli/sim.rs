@@ -40,8 +40,8 @@ fn build_writes_an_engine_directory_the_executor_loads() {
     assert!(stdout.contains("bandwidth bound"), "{stdout}");
 
     let engine = trtllm::EngineConfig::from_dir(&out).unwrap();
-    assert_eq!((engine.tp_size, engine.max_batch_size, engine.max_input_len), (4, 256, 8192));
-    assert_eq!((engine.max_seq_len, engine.max_num_tokens), (16384, 4096));
+    assert_eq!((engine.tp_size(), engine.max_batch_size(), engine.max_input_len()), (4, 256, 8192));
+    assert_eq!((engine.max_seq_len(), engine.max_num_tokens()), (16384, 4096));
     let simulation: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("simulation.json")).unwrap()).unwrap();
     assert_eq!(simulation["gpu"], "h100-sxm");

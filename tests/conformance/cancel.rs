@@ -15,7 +15,7 @@ const LONG: u32 = 400;
 
 fn long_request_after_first_chunk(tag: u64) -> trtllm::GenerationStream {
     let t = target();
-    let max = LONG.min((t.engine.max_seq_len - 16) as u32);
+    let max = LONG.min((t.engine.max_seq_len() - 16) as u32);
     let mut stream = executor().enqueue(t.request(t.unique_prompt(tag, 8), max)).unwrap();
     match stream.blocking_next() {
         Some(Ok(StreamEvent::Chunk(_))) => stream,

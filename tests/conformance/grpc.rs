@@ -27,8 +27,8 @@ async fn the_upstream_python_stubs_drive_the_server_on_this_engine() {
     let prompt = t.unique_prompt(800, 6).iter().map(u32::to_string).collect::<Vec<_>>().join(",");
     let args: Vec<OsString> = vec![
         addr.to_string().into(),
-        t.engine.max_input_len.to_string().into(),
-        t.engine.vocab_size.to_string().into(),
+        t.engine.max_input_len().to_string().into(),
+        t.engine.vocab_size().to_string().into(),
         prompt.into(),
     ];
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/grpc_client.py");

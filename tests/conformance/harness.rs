@@ -110,19 +110,19 @@ fn load() -> Result<Target, String> {
     let engine = EngineConfig::from_dir(&dir).map_err(|e| format!("{origin}: {e}"))?;
     let tokenizer_dir = match std::env::var_os(TOKENIZER_ENV).filter(|v| !v.is_empty()) {
         Some(t) => PathBuf::from(t),
-        None => engine.tokenizer_dir.clone().ok_or_else(|| {
+        None => engine.tokenizer_dir().map(std::path::Path::to_path_buf).ok_or_else(|| {
             format!("{origin} names no tokenizer: set {TOKENIZER_ENV} to the model's Hugging Face directory")
         })?,
     };
     let tokenizer =
         Tokenizer::from_dir(&tokenizer_dir).map_err(|e| format!("{TOKENIZER_ENV}={}: {e}", tokenizer_dir.display()))?;
     // A tokenizer may have fewer ids than the engine's (padded) vocabulary, never more.
-    if tokenizer.vocab_size() > engine.vocab_size {
+    if tokenizer.vocab_size() > engine.vocab_size() {
         return Err(format!(
             "the tokenizer in {} has {} tokens but the engine's vocabulary is {}: wrong tokenizer for this engine",
             tokenizer_dir.display(),
             tokenizer.vocab_size(),
-            engine.vocab_size
+            engine.vocab_size()
         ));
     }
     let kv_cache_tokens = match std::env::var(KV_TOKENS_ENV) {
@@ -150,13 +150,13 @@ fn load() -> Result<Target, String> {
     note(&format!(
         "conformance target: {} ({}, {} on {}; tp {} pp {}; beams {}; lora {}; speculative {})",
         target.origin,
-        target.engine.model_name,
-        target.engine.dtype,
+        target.engine.model_name(),
+        target.engine.dtype(),
         Backend::current(),
-        target.engine.tp_size,
-        target.engine.pp_size,
-        target.engine.max_beam_width,
-        target.engine.lora.is_some(),
+        target.engine.tp_size(),
+        target.engine.pp_size(),
+        target.engine.max_beam_width(),
+        target.engine.lora().is_some(),
         target.speculative_mode().unwrap_or("none"),
     ));
     Ok(target)
@@ -175,7 +175,7 @@ fn executor_config(
         .kv_cache_event_buffer_max_size(16384)
         .kv_cache_max_tokens(kv_cache_tokens)
         .kv_cache_enable_block_reuse(true)
-        .max_beam_width((engine.max_beam_width as u32).clamp(1, MAX_TEST_BEAMS))
+        .max_beam_width((engine.max_beam_width() as u32).clamp(1, MAX_TEST_BEAMS))
         .guided_decoding_from_tokenizer(tokenizer);
     let orchestrator = std::env::var(ORCHESTRATOR_ENV).is_ok_and(|v| v == "1");
     let worker = std::env::var(WORKER_ENV).unwrap_or_default();
@@ -210,18 +210,15 @@ pub fn write_simulated_engine(
     dir: &Path,
     tune: impl FnOnce(trtllm::sim::SimulatedEngine) -> trtllm::sim::SimulatedEngine,
 ) -> Result<(), String> {
-    let engine = trtllm::sim::SimulatedEngine {
-        iteration_ms: Some(1.0),
-        max_beam_width: MAX_TEST_BEAMS as usize,
-        ..trtllm::builtin::builtin_engine()
-    };
+    let mut engine = trtllm::sim::SimulatedEngine { iteration_ms: Some(1.0), ..trtllm::builtin::builtin_engine() };
+    engine.limits.max_beam_width = MAX_TEST_BEAMS as usize;
     trtllm::builtin::write_engine(&tune(engine), dir).map(|_| ()).map_err(|e| e.to_string())
 }
 
 impl Target {
     /// The engine's speculative-decoding mode, when it was built with one.
     pub fn speculative_mode(&self) -> Option<&'static str> {
-        let text = std::fs::read_to_string(self.engine.dir.join("config.json")).ok()?;
+        let text = std::fs::read_to_string(self.engine.dir().join("config.json")).ok()?;
         let json: serde_json::Value = serde_json::from_str(&text).ok()?;
         let mode = &json["build_config"]["speculative_decoding_mode"];
         // trtllm-build writes the mode as a flag value; names are accepted too.
@@ -266,14 +263,14 @@ impl Target {
     /// for engines built for paged context attention (docs/source/advanced/kv-cache-reuse.md:
     /// `trtllm-build --use_paged_context_fmha enable`).
     pub fn no_block_reuse(&self) -> Option<&'static str> {
-        (!self.engine.paged_context_fmha).then_some(
+        (!self.engine.paged_context_fmha()).then_some(
             "the engine was built without paged context attention (trtllm-build --use_paged_context_fmha enable)",
         )
     }
 
     /// Tokens per KV-cache block.
     pub fn block(&self) -> usize {
-        self.engine.tokens_per_block
+        self.engine.tokens_per_block()
     }
 }
 

@@ -114,7 +114,7 @@ async fn evicted_blocks_are_reported_removed() {
     let ours = chain(&stored, &prompt[..2 * block], block);
 
     // Fill the (capped) cache with other prompts until the executor evicts ours.
-    let flood_len = (t.engine.max_input_len - 1).min(2048);
+    let flood_len = (t.engine.max_input_len() - 1).min(2048);
     let floods = 2 * t.kv_cache_tokens as usize / flood_len + 4;
     for i in 0..floods {
         let flood = t.unique_prompt(10_000 + i as u64, flood_len);

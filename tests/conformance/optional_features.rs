@@ -22,7 +22,7 @@ const TASK: u64 = 27_001;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lora_adapter_is_sent_once_then_used_by_id_and_tags_its_kv_blocks() {
     let t = target();
-    let Some(settings) = t.engine.lora.as_ref() else {
+    let Some(settings) = t.engine.lora() else {
         return skip("lora", "the engine was built without the LoRA plugin (trtllm-build --lora_plugin)");
     };
     let weights = LoraWeights::synthetic(settings, settings.max_rank().min(8), 1).expect("a synthetic adapter");

@@ -48,7 +48,7 @@ fn iteration_and_kv_cache_stats_describe_the_work() {
     assert!(seen.iter().any(|s| s.num_active_requests >= 1 || s.num_completed_requests >= 1));
     for stats in &seen {
         assert!(stats.iter_latency_ms >= 0.0);
-        assert!(stats.max_num_active_requests as usize <= t.engine.max_batch_size.max(1));
+        assert!(stats.max_num_active_requests as usize <= t.engine.max_batch_size().max(1));
         if let Some(kv) = &stats.kv_cache {
             assert!(kv.max_num_blocks > 0 && kv.free_num_blocks <= kv.max_num_blocks, "{kv:?}");
             assert_eq!(kv.tokens_per_block as usize, t.block());

@@ -92,10 +92,10 @@ fn several_return_sequences_each_stream_and_finish() {
 #[test]
 fn beam_search_returns_the_beams_asked_for() {
     let t = target();
-    if t.engine.max_beam_width < 2 {
+    if t.engine.max_beam_width() < 2 {
         return skip("beam_search_returns_the_beams_asked_for", "the engine was built with max_beam_width 1");
     }
-    let beams = (t.engine.max_beam_width as u32).min(MAX_TEST_BEAMS);
+    let beams = (t.engine.max_beam_width() as u32).min(MAX_TEST_BEAMS);
     let sampling = SamplingParams::default().beam_width(beams).num_return_sequences(2);
     // Beams are reordered until the end, so only the final is compared (upstream streams beam
     // search as whole-sequence replacements: executor.h, OutputConfig / Result::outputTokenIds).
@@ -106,7 +106,7 @@ fn beam_search_returns_the_beams_asked_for() {
     assert_eq!(done.sequences.len(), 2, "num_return_sequences of the {beams} beams");
     for sequence in &done.sequences {
         assert_eq!(sequence.token_ids.len(), 8);
-        assert!(sequence.token_ids.iter().all(|&id| (id as usize) < t.engine.vocab_size));
+        assert!(sequence.token_ids.iter().all(|&id| (id as usize) < t.engine.vocab_size()));
     }
 }
 

@@ -39,11 +39,9 @@ fn the_suite_runs_on_the_engine_directory_the_variables_name() {
     let engine = tempfile::tempdir().unwrap();
     let speculation =
         trtllm::sim::SimulatedSpeculation::new(trtllm::speculative::SpeculativeDecodingMode::Medusa, 4, 0.7);
-    write_simulated_engine(engine.path(), |e| trtllm::sim::SimulatedEngine {
-        lora: None,
-        max_beam_width: 1,
-        speculation: Some(speculation),
-        ..e
+    write_simulated_engine(engine.path(), |mut e| {
+        e.limits.max_beam_width = 1;
+        trtllm::sim::SimulatedEngine { lora: None, speculation: Some(speculation), ..e }
     })
     .unwrap();
     // The tokenizer kept apart, as a real model's Hugging Face directory is.

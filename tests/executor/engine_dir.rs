@@ -32,9 +32,9 @@ fn a_malformed_config_names_the_problem() {
 fn engine_limits_are_read_before_enqueue() {
     let dir = engine_dir(|b| b.max_input_len(100).max_seq_len(300).max_batch_size(7));
     let engine = EngineConfig::from_dir(dir.path()).unwrap();
-    assert_eq!((engine.max_input_len, engine.max_seq_len, engine.max_batch_size), (100, 300, 7));
-    assert_eq!(engine.vocab_size, 1000);
-    assert_eq!(engine.model_name, "test-model");
+    assert_eq!((engine.max_input_len(), engine.max_seq_len(), engine.max_batch_size()), (100, 300, 7));
+    assert_eq!(engine.vocab_size(), 1000);
+    assert_eq!(engine.model_name(), "test-model");
 }
 
 #[test]

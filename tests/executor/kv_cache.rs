@@ -273,7 +273,7 @@ fn kv_events_are_refused_when_off() {
 async fn grpc_complete_and_chunks_report_cached_prompt_tokens() {
     let server = TestServer::start(1.0, ServeOptions::default()).await;
     let mut client = server.client().await;
-    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let block = server.executor.executor().engine().tokens_per_block() as u32;
     let request = |id: &str| pb::GenerateRequest {
         request_id: id.to_string(),
         tokenized: Some(pb::TokenizedInput { input_token_ids: prompt(2 * block + 1, 10), ..Default::default() }),

@@ -62,7 +62,7 @@ fn write_adapter(dir: &Path, rank: usize, seed: usize) {
 fn adapter(executor: &Executor, rank: usize, seed: usize) -> trtllm::lora::LoraWeights {
     let dir = tempfile::tempdir().unwrap();
     write_adapter(dir.path(), rank, seed);
-    load_peft_adapter(dir.path(), executor.engine().lora.as_ref().expect("a LoRA engine")).unwrap()
+    load_peft_adapter(dir.path(), executor.engine().lora().as_ref().expect("a LoRA engine")).unwrap()
 }
 
 fn request(lora: LoraConfig) -> GenerationRequest {
@@ -145,7 +145,7 @@ fn requests_with_different_adapters_run_in_one_batch() {
 fn bad_adapters_are_refused_before_enqueue_naming_the_fault() {
     let dir = lora_engine();
     let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
-    let settings = executor.engine().lora.clone().unwrap();
+    let settings = executor.engine().lora().cloned().unwrap();
 
     // A rank above max_lora_rank (8).
     let too_wide = adapter(&executor, 4, 1);
@@ -174,7 +174,7 @@ fn bad_adapters_are_refused_before_enqueue_naming_the_fault() {
 fn an_engine_without_lora_refuses_adapters() {
     let dir = engine_dir(|b| b);
     let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
-    assert!(executor.engine().lora.is_none());
+    assert!(executor.engine().lora().is_none());
     let err = executor.enqueue(request(LoraConfig::cached(1))).unwrap_err();
     assert!(matches!(err, Error::InvalidRequest(InvalidRequest::LoraNotSupported { task_id: 1 })), "{err}");
 }
@@ -239,7 +239,7 @@ fn kv_blocks_are_reused_only_under_the_adapter_that_computed_them() {
 fn one_adapter_device(host_adapters: u64, policy: SchedulerPolicy) -> (tempfile::TempDir, Executor) {
     let dir = lora_engine();
     let probe = Executor::load(dir.path(), config().build().unwrap()).unwrap();
-    let dtype = probe.engine().lora.as_ref().unwrap().dtype().size();
+    let dtype = probe.engine().lora().as_ref().unwrap().dtype().size();
     drop(probe);
     let adapter_bytes = adapter_values(4) * dtype;
     // A device slot holds one module of one layer at the optimal adapter size (8) for the widest

@@ -111,7 +111,7 @@ async fn generate(client: &mut Client, id: &str, prompt: Vec<u32>) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_completed_request_streams_its_stored_blocks_and_a_repeat_is_served_from_them() {
     let server = with_events(builder()).start().await;
-    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let block = server.executor.executor().engine().tokens_per_block() as u32;
     let mut client = server.client().await;
     let mut stream = subscribe(&mut client, 0, false).await;
 
@@ -161,9 +161,9 @@ async fn a_completed_request_streams_its_stored_blocks_and_a_repeat_is_served_fr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evicted_blocks_stream_as_removed_events() {
     // A cache of four blocks: the second prompt needs them all and evicts the first's blocks.
-    let engine_block = trtllm::builtin::builtin_engine().tokens_per_block as u32;
+    let engine_block = trtllm::builtin::builtin_engine().limits.tokens_per_block as u32;
     let server = with_events(builder()).config(|c| c.kv_cache_max_tokens(4 * engine_block)).start().await;
-    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let block = server.executor.executor().engine().tokens_per_block() as u32;
     assert_eq!(block, engine_block);
     let mut client = server.client().await;
     let mut stream = subscribe(&mut client, 0, false).await;
@@ -184,7 +184,7 @@ async fn evicted_blocks_stream_as_removed_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_numbers_are_consecutive_shared_and_resumable() {
     let server = with_events(builder()).start().await;
-    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let block = server.executor.executor().engine().tokens_per_block() as u32;
     let mut client = server.client().await;
     let mut stream = subscribe(&mut client, 0, false).await;
 
@@ -318,7 +318,7 @@ async fn draining_ends_the_subscription_with_a_last_load_record_and_ok() {
 async fn without_an_event_buffer_the_stream_carries_load_only() {
     // The library's default: no KV event buffer.
     let server = builder().start().await;
-    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let block = server.executor.executor().engine().tokens_per_block() as u32;
     let mut client = server.client().await;
     let response = subscribe_call(&mut client, 0, false).await.unwrap();
     assert_eq!(response.metadata().get(KV_EVENTS_HEADER).unwrap(), "off");
@@ -378,7 +378,7 @@ async fn lost_events_end_the_stream_with_data_loss_and_forbid_resuming_across_th
     // An executor buffer of one event: a request that stores blocks in several events at once
     // overflows it before the server reads it.
     let server = builder().config(|c| c.kv_cache_event_buffer_max_size(1)).start().await;
-    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let block = server.executor.executor().engine().tokens_per_block() as u32;
     let mut client = server.client().await;
     let mut stream = subscribe(&mut client, 0, false).await;
     let mut status = None;
@@ -437,7 +437,7 @@ async fn under_load_the_engine_load_matches_the_workers_own_figures() {
         TestServer::builder()
             .iteration_ms(20.0)
             .engine(|e| {
-                e.max_batch_size = BATCH as usize;
+                e.limits.max_batch_size = BATCH as usize;
                 e.kv_cache_max_tokens = Some(4096);
             })
             .options(options),

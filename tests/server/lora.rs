@@ -17,7 +17,7 @@ use crate::common::server::{TestServer, chunks_and_completes, collect, free_port
 
 /// A rank-4 adapter on attn_q of every layer of the built-in engine (which adapts more modules).
 fn adapter(server: &TestServer, seed: u64) -> LoraWeights {
-    let engine = server.executor.executor().engine().lora.clone().expect("the built-in engine has LoRA");
+    let engine = server.executor.executor().engine().lora().cloned().expect("the built-in engine has LoRA");
     let q_only = EngineLoraSettings::new(
         vec![LoraModule::AttnQ],
         engine.max_rank(),
@@ -76,7 +76,7 @@ async fn lora_config_round_trip() {
 async fn kv_reuse_is_per_adapter_and_stored_blocks_carry_the_lora_id() {
     let server =
         TestServer::builder().iteration_ms(1.0).config(|c| c.kv_cache_event_buffer_max_size(1024)).start().await;
-    let block = server.executor.executor().engine().tokens_per_block as u32;
+    let block = server.executor.executor().engine().tokens_per_block() as u32;
     let mut client = server.client().await;
     let mut events = client.subscribe_kv_events(cpb::SubscribeKvEventsRequest::default()).await.unwrap().into_inner();
 

@@ -37,7 +37,7 @@ fn tensor_parallelism_over_more_ranks_than_kv_heads_replicates_them() {
     // 8 ranks over 4 KV heads: each KV head lives on two ranks, as TensorRT-LLM builds such engines.
     let dir = engine_dir(|b| b.num_heads(32).num_kv_heads(4).tensor_parallel(8));
     let executor = Executor::load(dir.path(), config().build().unwrap()).expect("tp 8 over 4 KV heads loads");
-    assert_eq!(executor.engine().tp_size, 8);
+    assert_eq!(executor.engine().tp_size(), 8);
 }
 
 /// The message of loading `dir` after `edit` rewrote one of its documents.

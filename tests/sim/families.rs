@@ -118,22 +118,26 @@ fn resolve_hf(config: &Value) -> EngineDescription {
 fn every_family_resolves_to_its_published_size() {
     for (name, family, config, published) in families() {
         let d = resolve_hf(&config);
-        assert_eq!(d.family, Some(family), "{name}");
-        let billions = d.shape.parameter_count() / 1e9;
+        assert_eq!(d.family(), Some(family), "{name}");
+        let billions = d.shape().parameter_count() / 1e9;
         assert!((billions / published - 1.0).abs() < 0.02, "{name}: {billions:.2}B against the published {published}B");
-        assert_eq!(d.shape.qkv_bias, matches!(family, Family::Qwen2 | Family::Qwen2Moe), "{name}");
-        assert_eq!(d.shape.qk_norm, matches!(family, Family::Qwen3 | Family::Qwen3Moe), "{name}");
-        assert_eq!(d.shape.moe.is_some(), family.is_moe(), "{name}");
-        assert_eq!(d.shape.sliding_window, (family == Family::Mistral).then_some(4096), "{name}");
+        assert_eq!(d.shape().qkv_bias, matches!(family, Family::Qwen2 | Family::Qwen2Moe), "{name}");
+        assert_eq!(d.shape().qk_norm, matches!(family, Family::Qwen3 | Family::Qwen3Moe), "{name}");
+        assert_eq!(d.shape().moe.is_some(), family.is_moe(), "{name}");
+        assert_eq!(d.shape().sliding_window, (family == Family::Mistral).then_some(4096), "{name}");
         // Defaults applied once: trtllm-build's limits, one GPU, 16-bit everything.
-        assert_eq!((d.limits.max_batch_size, d.limits.max_num_tokens, d.parallelism.tp), (2048, 8192, 1), "{name}");
-        assert_eq!(d.limits.max_seq_len, d.max_position_embeddings.unwrap(), "{name}");
-        assert_eq!(d.precision.dtype, "bfloat16");
+        assert_eq!(
+            (d.limits().max_batch_size, d.limits().max_num_tokens, d.parallelism().tp),
+            (2048, 8192, 1),
+            "{name}"
+        );
+        assert_eq!(d.limits().max_seq_len, d.context_length(), "{name}");
+        assert_eq!(d.precision().dtype, "bfloat16");
     }
     // The Llama 2 config states no KV heads... and none is multi-head attention.
     let mut mha = families()[0].2.clone();
     mha.as_object_mut().unwrap().remove("num_key_value_heads");
-    assert_eq!(resolve_hf(&mha).shape.num_kv_heads, 32);
+    assert_eq!(resolve_hf(&mha).shape().num_kv_heads, 32);
 }
 
 #[test]
@@ -148,12 +152,12 @@ fn the_tensorrt_llm_form_resolves_like_the_hugging_face_form() {
         "build_config": {"max_batch_size": 256, "max_seq_len": 8192, "max_input_len": 4096}});
     let d = EngineDescription::resolve(&serde_json::from_value::<ConfigJson>(trtllm).unwrap()).unwrap();
     let mixtral = &families()[4].2;
-    assert_eq!(d.shape, resolve_hf(mixtral).shape);
-    assert_eq!((d.parallelism.tp, d.parallelism.moe_tp, d.parallelism.moe_ep), (4, 2, 2));
-    assert_eq!((d.limits.max_batch_size, d.limits.max_seq_len), (256, 8192));
-    assert_eq!(d.precision.weight_bytes(), 1.0);
-    assert_eq!(WeightDtype::of(&d.precision), Some(WeightDtype::Fp8));
-    assert_eq!(KvCacheDtype::of(&d.precision), KvCacheDtype::Fp8);
+    assert_eq!(d.shape(), resolve_hf(mixtral).shape());
+    assert_eq!((d.parallelism().tp, d.parallelism().moe_tp, d.parallelism().moe_ep), (4, 2, 2));
+    assert_eq!((d.limits().max_batch_size, d.limits().max_seq_len), (256, 8192));
+    assert_eq!(d.precision().weight_bytes(), 1.0);
+    assert_eq!(WeightDtype::of(d.precision()), Some(WeightDtype::Fp8));
+    assert_eq!(KvCacheDtype::of(d.precision()), KvCacheDtype::Fp8);
 }
 
 #[test]
@@ -161,7 +165,7 @@ fn unknown_architectures_and_bad_expert_splits_are_refused() {
     let gemma = hf("GemmaForCausalLM", [3072, 28, 16, 16, 24576, 8192], 256000, json!({}));
     let d = resolve_hf(&gemma);
     // The loader still reads a real engine of it; the timing model refuses it, naming what it models.
-    assert_eq!(d.family, None);
+    assert_eq!(d.family(), None);
     let err = TimingSpec::from_description(&d).unwrap_err().to_string();
     for supported in ["LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen3MoeForCausalLM"] {
         assert!(err.contains(supported), "{err}");
@@ -223,7 +227,7 @@ fn each_family_has_its_operations() {
     // Resident weights are the op list's weight bytes plus the embedding: the parameter count in 16 bits.
     for (name, _, config, _) in &all {
         let m = model(config, "h200");
-        let params = resolve_hf(config).shape.parameter_count();
+        let params = resolve_hf(config).shape().parameter_count();
         let ratio = m.weight_bytes_per_gpu() / (2.0 * params);
         assert!((ratio - 1.0).abs() < 0.001, "{name}: {ratio}");
     }
@@ -275,7 +279,7 @@ fn memory_budgets_hold_when_tight() {
     // KV pool for well under one full-length sequence.
     let engine = build("llama-3.1-70b", "h100-sxm", 1, WeightDtype::Fp8, 131072);
     let model = engine.perf_model().unwrap();
-    let budget = model.memory_budget(&model.spec().limits, 0.9);
+    let budget = model.memory_budget(model.spec().limits(), 0.9);
     let gib = |b: f64| b / (1u64 << 30) as f64;
     assert!((gib(budget.weight_bytes()) - 67.7).abs() < 0.2, "{budget}");
     let text = budget.to_string();
@@ -288,7 +292,7 @@ fn memory_budgets_hold_when_tight() {
     assert!(budget.max_full_sequences < 1.0, "{text}");
     // The decoder's buffers grow with max_batch_size x max_seq_len: a shorter engine keeps more KV.
     let short = build("llama-3.1-70b", "h100-sxm", 1, WeightDtype::Fp8, 8192).perf_model().unwrap();
-    assert!(short.memory_budget(&short.spec().limits, 0.9).kv_tokens > budget.kv_tokens);
+    assert!(short.memory_budget(short.spec().limits(), 0.9).kv_tokens > budget.kv_tokens);
     // Llama-3.1-405B in BF16 on 8 H100s does not load, and the refusal shows the budget.
     let err = build("llama-3.1-405b", "h100-sxm", 8, WeightDtype::Bf16, 8192).perf_model().unwrap_err();
     assert!(matches!(err, SimError::DoesNotFit { .. }), "{err}");
@@ -296,7 +300,7 @@ fn memory_budgets_hold_when_tight() {
     // ... and in FP8 it does, with a sliding-window Mistral holding sequences of its window only.
     build("llama-3.1-405b", "h100-sxm", 8, WeightDtype::Fp8, 8192).perf_model().unwrap();
     let mistral = build("mistral-7b", "h100-sxm", 1, WeightDtype::Bf16, 32768).perf_model().unwrap();
-    let b = mistral.memory_budget(&mistral.spec().limits, 0.9);
+    let b = mistral.memory_budget(mistral.spec().limits(), 0.9);
     assert!((b.max_full_sequences - b.kv_tokens as f64 / 4096.0).abs() < 1e-9);
 }
 
@@ -316,7 +320,7 @@ fn runtime_buffers_are_sized_as_tensorrt_llm_sizes_them() {
             .unwrap()
     };
     let line = |model: &trtllm::sim::PerfModel, what: &str| {
-        let budget = model.memory_budget(&model.spec().limits, 0.9);
+        let budget = model.memory_budget(model.spec().limits(), 0.9);
         budget.lines.iter().find(|l| l.what.starts_with(what)).map(|l| l.bytes)
     };
     let one = engine(1, 1);
@@ -351,18 +355,18 @@ fn qwen2_moe_layers_without_experts_are_dense() {
         config
     };
     let all_sparse = resolve_hf(&qwen(json!({})));
-    assert_eq!(all_sparse.shape.moe.unwrap().dense_layers, 0);
+    assert_eq!(all_sparse.shape().moe.unwrap().dense_layers, 0);
     // Layers 0 and 1 dense by name, and every odd-numbered (1-based) layer skipped by a step of 2: 13 of 24.
     let mixed_config = qwen(json!({"mlp_only_layers": [0, 1], "decoder_sparse_step": 2}));
     let mixed = resolve_hf(&mixed_config);
-    assert_eq!(mixed.shape.moe.unwrap().dense_layers, 13);
-    assert_eq!(mixed.shape.mlp_layers(), (13, 11));
+    assert_eq!(mixed.shape().moe.unwrap().dense_layers, 13);
+    assert_eq!(mixed.shape().mlp_layers(), (13, 11));
     // Thirteen layers trade the 60 experts, router and shared expert for one dense MLP of intermediate_size.
-    let (h, moe) = (2048.0, all_sparse.shape.moe.unwrap());
+    let (h, moe) = (2048.0, all_sparse.shape().moe.unwrap());
     let sparse_layer = 60.0 * 3.0 * h * 1408.0 + h * 60.0 + 3.0 * h * 5632.0 + h;
     let dense_layer = 3.0 * h * 5632.0;
-    let expected = all_sparse.shape.parameter_count() - 13.0 * (sparse_layer - dense_layer);
-    assert!((mixed.shape.parameter_count() - expected).abs() < 1.0);
+    let expected = all_sparse.shape().parameter_count() - 13.0 * (sparse_layer - dense_layer);
+    assert!((mixed.shape().parameter_count() - expected).abs() < 1.0);
     assert_eq!(moe.num_experts, 60);
     // The operation list runs the dense MLP in 13 layers and the experts in 11, and its weights follow.
     let ops = model(&mixed_config, "h100-sxm");
@@ -381,7 +385,7 @@ fn qwen2_moe_layers_without_experts_are_dense() {
     // A simulated engine writes the dense layers into its config.json and reads back the same shape.
     let preset = ModelPreset::from_config("qwen-mixed", &mixed_config).unwrap();
     let engine = SimulatedEngine::builder().model(&preset).gpu("h100-sxm").build();
-    assert_eq!(engine.perf_model().unwrap().spec().shape, mixed.shape);
+    assert_eq!(engine.perf_model().unwrap().spec().shape(), mixed.shape());
     // Layers that do not exist, or no layer left with experts, are refused.
     for (extra, message) in [
         (json!({"mlp_only_layers": [24]}), "mlp_only_layers names layer 24 of a 24-layer model"),

@@ -69,9 +69,10 @@ fn perf_model_agrees_with_the_virtual_clock_simulator() {
         let engine = builder.max_num_tokens(2048).build();
         let model = PerfModel::for_engine(&engine).expect("perf model");
         let (_dir, executor) = load(&engine);
-        for prompt in [128, 1000, 3000].into_iter().filter(|&p| p <= engine.max_input_len) {
+        for prompt in [128, 1000, 3000].into_iter().filter(|&p| p <= engine.limits.max_input_len) {
             let (ttft, tpot) = measure(&executor, prompt, 32);
-            let predicted = model.single_stream(prompt, 32, engine.max_num_tokens, engine.tokens_per_block);
+            let predicted =
+                model.single_stream(prompt, 32, engine.limits.max_num_tokens, engine.limits.tokens_per_block);
             let label = format!("{} on {} tp{} prompt {prompt}", engine.model_name, engine.gpu, engine.tp_size);
             assert_close(&format!("{label} TTFT"), ttft, predicted.ttft_ms);
             assert_close(&format!("{label} TPOT"), tpot, predicted.tpot_ms);
@@ -96,7 +97,11 @@ fn a6000_calibration_reproduces_qwen_decode_rate() {
 fn kv_capacity_comes_from_gpu_memory_unless_fixed() {
     let engine = planning_engine("llama-3.1-8b", "h100-sxm").build();
     let model = engine.perf_model().expect("fits");
-    let reserve = model.runtime_reserve_bytes(engine.max_num_tokens, engine.max_batch_size, engine.max_beam_width);
+    let reserve = model.runtime_reserve_bytes(
+        engine.limits.max_num_tokens,
+        engine.limits.max_batch_size,
+        engine.limits.max_beam_width,
+    );
     let tokens = model.kv_capacity_tokens(DEFAULT_FREE_GPU_MEMORY_FRACTION, reserve).unwrap();
     let blocks = |engine: &SimulatedEngine| {
         let (_dir, executor) = load(engine);
@@ -104,7 +109,7 @@ fn kv_capacity_comes_from_gpu_memory_unless_fixed() {
         assert!(common::sim::eventually(Duration::from_secs(5), || executor.kv_cache_stats().is_some()));
         executor.kv_cache_stats().unwrap().max_num_blocks as u64
     };
-    assert_eq!(blocks(&engine), tokens / engine.tokens_per_block as u64);
+    assert_eq!(blocks(&engine), tokens / engine.limits.tokens_per_block as u64);
     // Eight billion parameters in BF16 leave about 55 GiB of an H100 for the cache: ~450k tokens.
     assert!((400_000..500_000).contains(&tokens), "{tokens}");
     let fixed = SimulatedEngine { kv_cache_max_tokens: Some(3200), ..engine };
@@ -172,8 +177,8 @@ fn builder_writes_a_tensorrt_llm_shaped_config() {
     assert_eq!(simulation["gpu_overrides"]["mfu"], 0.5);
     assert!(simulation.get("iteration_ms").is_none());
     let parsed = trtllm::EngineConfig::from_dir(dir.path()).unwrap();
-    assert_eq!((parsed.tp_size, parsed.world_size, parsed.num_layers), (4, 4, 80));
-    assert_eq!(parsed.model_name, "meta-llama/Llama-3.1-70B-Instruct");
+    assert_eq!((parsed.tp_size(), parsed.world_size(), parsed.num_layers()), (4, 4, 80));
+    assert_eq!(parsed.model_name(), "meta-llama/Llama-3.1-70B-Instruct");
     // The simulator loads it.
     let executor = Executor::load(dir.path(), Default::default()).expect("load");
     executor.shutdown(trtllm::ShutdownMode::Cancel).unwrap();
@@ -192,7 +197,7 @@ fn cuda_graphs_cut_the_launch_cost_from_simulation_json_or_the_executor_config()
     let (_, graphs_tpot) = measure(&load(&graphs).1, 128, 16);
     let predicted = |engine: &SimulatedEngine| {
         let model = PerfModel::for_engine(engine).expect("perf model");
-        model.single_stream(128, 16, engine.max_num_tokens, engine.tokens_per_block).tpot_ms
+        model.single_stream(128, 16, engine.limits.max_num_tokens, engine.limits.tokens_per_block).tpot_ms
     };
     assert_close("eager TPOT", eager_tpot, predicted(&eager));
     assert_close("graphs TPOT", graphs_tpot, predicted(&graphs));

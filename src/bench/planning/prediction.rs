@@ -94,13 +94,14 @@ impl Prediction {
     /// simulated engine `sim`; `None` when the engine has no timing model (a fixed
     /// `iteration_ms`, a precision the model does not describe) or nothing completed.
     pub fn for_summary(sim: &EngineSimulation, summary: &Summary, concurrency: Option<usize>) -> Option<Self> {
-        let model = sim.perf_model.as_ref()?;
+        let model = sim.perf_model()?;
         let prompt = summary.mean_prompt_tokens().round() as usize;
         let output = summary.mean_output_tokens().round() as usize;
         if summary.throughput.completed == 0 || prompt == 0 {
             return None;
         }
-        Some(Self::new(model, prompt, output, sim.max_num_tokens, sim.tokens_per_block, concurrency))
+        let limits = sim.description().limits();
+        Some(Self::new(model, prompt, output, limits.max_num_tokens, limits.tokens_per_block, concurrency))
     }
 
     /// The `prediction` object: the predicted figures, the measured ones from the same clock
@@ -108,9 +109,9 @@ impl Prediction {
     /// ratios. With the real clock at a `time_scale` other than 1 the predictions are compared
     /// after scaling them to wall-clock time (no ratios at `time_scale` 0).
     pub fn section(&self, sim: &EngineSimulation, summary: &Summary, iterations: Option<&IterationLog>) -> Value {
-        let scale = match sim.clock {
+        let scale = match sim.clock() {
             ClockMode::Virtual => 1.0,
-            ClockMode::Real => sim.time_scale,
+            ClockMode::Real => sim.time_scale(),
         };
         let ratio = |measured: Option<f64>, predicted: f64| -> Value {
             match measured {
@@ -125,11 +126,11 @@ impl Prediction {
         let prefill_rate = executor_prefill.filter(|&ms| ms > 0.0).map(|ms| summary.mean_prompt_tokens() / ms * 1e3);
         let mut section = json!({
             "model": "GPU timing model of the simulated executor (docs/simulator.md)",
-            "gpu": sim.gpu,
-            "tp_size": sim.tp_size,
-            "weights": sim.weights,
-            "kv_cache": sim.kv_cache,
-            "clock": sim.clock,
+            "gpu": sim.gpu(),
+            "tp_size": sim.description().parallelism().tp,
+            "weights": sim.weights(),
+            "kv_cache": sim.kv_cache(),
+            "clock": sim.clock(),
             "prompt_tokens": self.prompt_tokens,
             "output_tokens": self.output_tokens,
             "single_stream": {
@@ -154,7 +155,7 @@ impl Prediction {
                 "tpot": ratio(executor_tpot, self.tpot_ms),
             },
         });
-        if sim.clock == ClockMode::Real {
+        if sim.clock() == ClockMode::Real {
             if scale != 1.0 {
                 section["time_scale"] = json!(scale);
             }

@@ -349,13 +349,10 @@ pub async fn run_virtual_point_with(
 /// simulation.json models a drafter): its decoding steps carry several tokens each, which only
 /// a response per step shows. Unreadable files count as speculating (the slower, safe choice).
 fn speculates(dir: &Path) -> bool {
-    let read = |name: &str| -> Option<serde_json::Value> {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).ok()?).ok()
-    };
-    let Some(config) = read("config.json") else { return true };
-    let mode = config["build_config"]["speculative_decoding_mode"].as_str().unwrap_or("none");
-    let drafter = read("simulation.json").is_some_and(|sim| !sim["speculative"].is_null());
-    mode != "none" || drafter
+    let Ok(description) = crate::engine::EngineDescription::from_dir(dir) else { return true };
+    let simulation = crate::engine::read_json_or_default::<crate::engine::SimulationJson>(&dir.join("simulation.json"));
+    let drafter = simulation.map_or(true, |sim| sim.speculative.is_some());
+    description.speculative().mode != crate::engine::speculative::SpeculativeDecodingMode::None || drafter
 }
 
 /// When each of `users` closed-loop users sends its first request from `start`: one after

@@ -42,7 +42,7 @@ pub async fn wrap(args: &DraftTargetArgs, target: &AsyncExecutor) -> anyhow::Res
         return Ok(None);
     };
     // Two executors on virtual clocks would each keep their own time: the loop needs the wall clock.
-    for engine_dir in [dir.as_path(), target.executor().engine().dir.as_path()] {
+    for engine_dir in [dir.as_path(), target.executor().engine().dir()] {
         if EngineSimulation::from_engine_dir(engine_dir)?.is_some_and(|s| s.is_virtual()) {
             bail!(
                 "the draft-target loop runs two executors, which a virtual clock cannot time together: build {} with --clock real",
@@ -55,10 +55,10 @@ pub async fn wrap(args: &DraftTargetArgs, target: &AsyncExecutor) -> anyhow::Res
         .with_context(|| format!("loading the draft engine in {}", dir.display()))?;
     let length = args.length();
     let speculative = SpeculativeExecutor::new(draft.clone(), target.clone(), length)?;
-    eprintln!("draft-target loop: draft {} ({}), {length:?}", draft.executor().engine().model_name, dir.display());
+    eprintln!("draft-target loop: draft {} ({}), {length:?}", draft.executor().engine().model_name(), dir.display());
     let described = json!({
         "draft_engine_dir": dir,
-        "draft_model_id": draft.executor().engine().model_name,
+        "draft_model_id": draft.executor().engine().model_name(),
         "draft_len": length.initial,
         "adaptive": length.adaptive,
         "min_draft_len": length.min,

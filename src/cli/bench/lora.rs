@@ -22,7 +22,7 @@ pub fn traffic(
         return Ok(None);
     }
     let engine = executor.executor().engine();
-    let Some(settings) = engine.lora.clone() else {
+    let Some(settings) = engine.lora().cloned() else {
         bail!(
             "--lora-adapters needs an engine built with LoRA (build_config.lora_config and plugin_config.lora_plugin)"
         );

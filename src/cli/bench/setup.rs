@@ -75,7 +75,8 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         let dir = match &args.tokenizer {
             Some(dir) => dir.clone(),
             None => trtllm::EngineConfig::from_dir(&engine_dir)?
-                .tokenizer_dir
+                .tokenizer_dir()
+                .map(Path::to_path_buf)
                 .context("--json-schema needs a tokenizer: pass --tokenizer DIR")?,
         };
         let tokenizer =
@@ -89,25 +90,25 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
     let gpu = simulated_gpu(&engine_dir);
     let simulation = EngineSimulation::from_engine_dir(&engine_dir)?;
     if !args.quiet {
-        eprintln!("engine {} ({}), backend {backend}", engine.model_name, engine_dir.display());
+        eprintln!("engine {} ({}), backend {backend}", engine.model_name(), engine_dir.display());
     }
-    let tokenizer_source = engine.tokenizer_dir.clone().map(|dir| {
-        let id = if builtin { format!("{} (built-in)", engine.model_name) } else { dir.display().to_string() };
+    let tokenizer_source = engine.tokenizer_dir().map(Path::to_path_buf).map(|dir| {
+        let id = if builtin { format!("{} (built-in)", engine.model_name()) } else { dir.display().to_string() };
         (TokenizerSource::Dir(dir), id)
     });
     let engine_json = json!({
         "source": "engine config",
-        "model_id": engine.model_name,
-        "max_input_len": engine.max_input_len,
-        "max_seq_len": engine.max_seq_len,
-        "max_batch_size": engine.max_batch_size,
-        "vocab_size": engine.vocab_size,
-        "hidden_size": engine.hidden_size,
-        "num_layers": engine.num_layers,
-        "num_heads": engine.num_heads,
-        "tp_size": engine.tp_size,
-        "pp_size": engine.pp_size,
-        "cp_size": engine.cp_size,
+        "model_id": engine.model_name(),
+        "max_input_len": engine.max_input_len(),
+        "max_seq_len": engine.max_seq_len(),
+        "max_batch_size": engine.max_batch_size(),
+        "vocab_size": engine.vocab_size(),
+        "hidden_size": engine.hidden_size(),
+        "num_layers": engine.num_layers(),
+        "num_heads": engine.num_heads(),
+        "tp_size": engine.tp_size(),
+        "pp_size": engine.pp_size(),
+        "cp_size": engine.cp_size(),
         "backend": backend.kind,
         "backend_version": backend.version,
         "gpu": gpu,
@@ -127,10 +128,10 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         },
     };
     Ok(Setup {
-        model_id: engine.model_name.clone(),
-        vocab_size: engine.vocab_size,
-        max_seq_len: engine.max_seq_len,
-        max_input_len: engine.max_input_len,
+        model_id: engine.model_name().to_string(),
+        vocab_size: engine.vocab_size(),
+        max_seq_len: engine.max_seq_len(),
+        max_input_len: engine.max_input_len(),
         backend: backend.to_string(),
         gpu,
         engine_dir: (!builtin).then(|| engine_dir.clone()),

@@ -18,12 +18,13 @@ pub struct Parallel {
     pub device_ids: Vec<i32>,
 }
 
-/// `pretrained_config.quantization` as trtllm-build writes it (`quant_algo`, `kv_cache_quant_algo`).
-fn quantization(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join("config.json")).unwrap_or_default();
-    let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    let q = &json["pretrained_config"]["quantization"];
-    serde_json::json!({ "quant_algo": q["quant_algo"], "kv_cache_quant_algo": q["kv_cache_quant_algo"] })
+/// The engine's quantization as its description resolved it (`quant_algo`, `kv_cache_quant_algo`).
+fn quantization(engine: &EngineConfig) -> Value {
+    let precision = engine.description().precision();
+    serde_json::json!({
+        "quant_algo": precision.weights.quant_algo(),
+        "kv_cache_quant_algo": precision.kv_cache.quant_algo(),
+    })
 }
 
 /// Reads the engine directory (the built-in engine on the simulated build when none is given) and
@@ -72,12 +73,12 @@ pub fn check_engine(report: &mut Report, dir: Option<&Path>, scratch: &Path) -> 
     let library = backend.release();
     let mut problems = Vec::new();
     let mut fixes = Vec::new();
-    if !backend.same_release(&engine.version) {
-        problems.push(format!("built by TensorRT-LLM {} but the library is {}", engine.version, backend.version));
+    if !backend.same_release(engine.version()) {
+        problems.push(format!("built by TensorRT-LLM {} but the library is {}", engine.version(), backend.version));
         fixes.push(format!("rebuild the engine with trtllm-build from TensorRT-LLM {library} (an engine loads only with the version that built it)"));
     }
     if !backend.is_simulated() {
-        let missing: Vec<String> = (0..engine.world_size)
+        let missing: Vec<String> = (0..engine.world_size())
             .map(|rank| format!("rank{rank}.engine"))
             .filter(|file| !dir.join(file).is_file())
             .collect();
@@ -86,10 +87,12 @@ pub fn check_engine(report: &mut Report, dir: Option<&Path>, scratch: &Path) -> 
             fixes.push("rerun trtllm-build; an engine of world size N writes rank0..rankN-1.engine".into());
         }
         let gpus = super::system::gpus().map_or(0, |g| g.len());
-        if engine.world_size > gpus {
+        if engine.world_size() > gpus {
             problems.push(format!(
                 "needs {} GPUs (tp {} x pp {}), {gpus} visible",
-                engine.world_size, engine.tp_size, engine.pp_size
+                engine.world_size(),
+                engine.tp_size(),
+                engine.pp_size()
             ));
             fixes.push(
                 "run on a machine (or with CUDA_VISIBLE_DEVICES) that shows as many GPUs as the engine's world size"
@@ -98,46 +101,49 @@ pub fn check_engine(report: &mut Report, dir: Option<&Path>, scratch: &Path) -> 
         }
     }
     let check = if problems.is_empty() {
-        Check::ok("engine", format!("{} ({})", engine.model_name, dir.display()))
+        Check::ok("engine", format!("{} ({})", engine.model_name(), dir.display()))
     } else {
         Check::fail("engine", problems.join("; "), fixes.join("; "))
     };
     report.push(
         check
             .fact("dir", dir.display().to_string())
-            .fact("built_by", engine.version.clone())
+            .fact("built_by", engine.version().to_string())
             .fact("library", backend.version.clone())
-            .fact("architecture", engine.architecture.clone())
-            .fact("dtype", engine.dtype.clone())
-            .fact("quantization", quantization(&dir))
+            .fact("architecture", engine.architecture().to_string())
+            .fact("dtype", engine.dtype().to_string())
+            .fact("quantization", quantization(&engine))
             .fact(
                 "tp_pp_cp",
                 format!(
                     "{} x {} x {} (world size {})",
-                    engine.tp_size, engine.pp_size, engine.cp_size, engine.world_size
+                    engine.tp_size(),
+                    engine.pp_size(),
+                    engine.cp_size(),
+                    engine.world_size()
                 ),
             )
             .fact(
                 "limits",
                 format!(
                     "max_batch_size {}, max_input_len {}, max_seq_len {}, max_num_tokens {}, max_beam_width {}",
-                    engine.max_batch_size,
-                    engine.max_input_len,
-                    engine.max_seq_len,
-                    engine.max_num_tokens,
-                    engine.max_beam_width
+                    engine.max_batch_size(),
+                    engine.max_input_len(),
+                    engine.max_seq_len(),
+                    engine.max_num_tokens(),
+                    engine.max_beam_width()
                 ),
             )
-            .fact("vocab_size", engine.vocab_size)
-            .fact("tokens_per_block", engine.tokens_per_block)
-            .fact("lora", engine.lora.is_some()),
+            .fact("vocab_size", engine.vocab_size())
+            .fact("tokens_per_block", engine.tokens_per_block())
+            .fact("lora", engine.lora().is_some()),
     );
     problems.is_empty().then_some(engine)
 }
 
 /// Loads the tokenizer and checks that it fits the engine's vocabulary.
 pub fn check_tokenizer(report: &mut Report, engine: &EngineConfig, given: Option<&Path>) -> Option<Tokenizer> {
-    let Some(dir) = given.map(Path::to_path_buf).or_else(|| engine.tokenizer_dir.clone()) else {
+    let Some(dir) = given.map(Path::to_path_buf).or_else(|| engine.tokenizer_dir().map(Path::to_path_buf)) else {
         report.push(Check::warn(
             "tokenizer",
             "none given and the engine directory names none; the smoke test sends token ids",
@@ -196,7 +202,7 @@ pub async fn smoke_test(
         Err(e) => return report.push(Check::fail("smoke test", format!("settings: {e}"), "check --device-ids")),
     };
     let started = std::time::Instant::now();
-    let executor = match AsyncExecutor::load(&engine.dir, config).await {
+    let executor = match AsyncExecutor::load(engine.dir(), config).await {
         Ok(executor) => executor,
         Err(e) => {
             return report.push(Check::fail(
@@ -221,7 +227,7 @@ pub async fn smoke_test(
         Some(t) => t.encode("The capital of France is", true).unwrap_or_else(|_| vec![1, 2, 3, 4]),
         None => vec![1, 2, 3, 4],
     };
-    let tokens = tokens.clamp(1, (engine.max_seq_len.saturating_sub(prompt.len())).max(1) as u32);
+    let tokens = tokens.clamp(1, (engine.max_seq_len().saturating_sub(prompt.len())).max(1) as u32);
     let request = GenerationRequest::new(prompt.clone(), tokens).with_end_id(None).with_perf_metrics(true);
     let result = match executor.enqueue(request) {
         Ok(stream) => tokio::time::timeout(Duration::from_secs(120), stream.collect_final()).await,

@@ -17,8 +17,8 @@
 use serde::Serialize;
 
 use super::space::{Candidate, SearchSpace, WorkloadShape};
+use crate::sim::PerfModel;
 use crate::sim::perf_model::BatchWork;
-use crate::sim::{ModelPreset, PerfModel};
 
 /// Headroom on the bound for the rounding of figures measured from simulated timestamps.
 const ROUNDING_HEADROOM: f64 = 1.001;
@@ -55,8 +55,7 @@ impl Bound {
         max_users: Option<usize>,
         step_limit_ms: Option<f64>,
     ) -> Result<Bound, crate::sim::SimError> {
-        let model = ModelPreset::by_id(&space.model)?;
-        let engine = super::space::engine_for(model, space, candidate, workload).build();
+        let engine = super::space::engine_for(&space.model, space, candidate, workload).build();
         let perf = engine.perf_model()?;
         let e = &candidate.engine;
         let reserve = perf.runtime_reserve_bytes(e.max_num_tokens, e.max_batch_size, 1);
@@ -140,7 +139,7 @@ mod tests {
 
     fn space() -> SearchSpace {
         SearchSpace {
-            model: "llama-3.1-8b".into(),
+            model: crate::sim::ModelPreset::by_id("llama-3.1-8b").unwrap().clone(),
             gpu: "h100-sxm".into(),
             gpu_overrides: BTreeMap::new(),
             tp: vec![1, 2],

@@ -66,8 +66,8 @@ pub struct Study {
 impl Study {
     /// The fingerprint stored with every result: results of another study are not reused.
     pub fn fingerprint(&self, space: &SearchSpace) -> serde_json::Value {
-        serde_json::json!({
-            "model": space.model,
+        let mut fingerprint = serde_json::json!({
+            "model": space.model.id,
             "gpu": space.gpu,
             "gpu_overrides": space.gpu_overrides,
             "workload": self.workload_id,
@@ -75,7 +75,12 @@ impl Study {
             "min_prompts": self.min_prompts,
             "burstiness": self.burstiness,
             "slos": self.slos.to_string(),
-        })
+        });
+        // A model read from a config is known by its shape too: an edited config is another study.
+        if !space.model.is_preset() {
+            fingerprint["model_shape"] = serde_json::json!(space.model.shape);
+        }
+        fingerprint
     }
 
     fn plan(&self, step: LoadStep) -> LoadPlan {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::description::check_head_split;
 use crate::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelPreset, SimulatedEngine, WeightDtype};
 use crate::{ExecutorConfig, SchedulerPolicy};
 
@@ -163,8 +164,9 @@ impl Candidate {
 /// What the search explores: the model and GPU, and the values of every knob.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchSpace {
-    /// Model preset id.
-    pub model: String,
+    /// The model: a preset, or one read from a config.json (`trtllm plan --model`), carried whole.
+    #[serde(serialize_with = "model_id")]
+    pub model: ModelPreset,
     /// GPU preset id.
     pub gpu: String,
     /// GPU figures replaced by name (a calibration file's, `trtllm plan --calibration`): applied to the
@@ -189,6 +191,11 @@ pub struct SearchSpace {
     pub chunked_context: Vec<bool>,
     /// Scheduler policies.
     pub scheduler: Vec<SchedulerChoice>,
+}
+
+/// A search space's model as its id (the preset id, or the config path given).
+fn model_id<S: serde::Serializer>(model: &ModelPreset, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&model.id)
 }
 
 /// A configuration left out before running, and why.
@@ -221,7 +228,7 @@ impl SearchSpace {
     /// skipped, while one the model cannot take (a dense model, experts it does not divide) is
     /// pruned with the reason.
     pub fn candidates(&self, workload: &WorkloadShape) -> Result<(Vec<Candidate>, Vec<Pruned>), crate::sim::SimError> {
-        let model = ModelPreset::by_id(&self.model)?;
+        let model = &self.model;
         let gpu = GpuPreset::by_id(&self.gpu)?;
         let fp8 = if self.try_fp8 && gpu.has_fp8() { vec![false, true] } else { vec![false] };
         let reuse = if workload.shared_prefixes { dedup(&self.block_reuse) } else { vec![true] };
@@ -267,14 +274,14 @@ impl SearchSpace {
         candidate: &Candidate,
         workload: &WorkloadShape,
     ) -> Result<SimulatedEngine, crate::sim::SimError> {
-        let model = ModelPreset::by_id(&self.model)?;
-        Ok(engine_for(model, self, candidate, workload).clock(ClockMode::Virtual).build())
+        Ok(engine_for(&self.model, self, candidate, workload).clock(ClockMode::Virtual).build())
     }
 
     /// The `trtllm sim build` command line that builds `candidate`'s engine into `output`.
     pub fn sim_build_command(&self, candidate: &Candidate, workload: &WorkloadShape, output: &str) -> String {
         let e = &candidate.engine;
-        let mut cmd = format!("trtllm sim build --model {} --gpu {} --tp {}", self.model, self.gpu, e.tp);
+        let mut cmd =
+            format!("trtllm sim build --model {} --gpu {} --tp {}", shell_word(&self.model.id), self.gpu, e.tp);
         if e.ep > 1 {
             cmd += &format!(" --moe-ep {}", e.ep);
         }
@@ -327,7 +334,8 @@ pub(super) fn engine_for(
 }
 
 /// The tensor-parallel sizes worth searching for `model` by default: 1, 2, 4 and 8 where they
-/// divide its attention heads (those that do not fit the GPUs are pruned with the reason).
+/// split its attention heads as the engine requires (`check_head_split`); those that do not fit the
+/// GPUs are pruned with the reason.
 ///
 /// ```rust
 /// use trtllm::bench::search::default_tensor_parallel;
@@ -338,7 +346,8 @@ pub(super) fn engine_for(
 /// # Ok::<(), trtllm::sim::SimError>(())
 /// ```
 pub fn default_tensor_parallel(model: &ModelPreset) -> Vec<usize> {
-    [1, 2, 4, 8].into_iter().filter(|&tp| model.shape.num_heads.is_multiple_of(tp)).collect()
+    let shape = &model.shape;
+    [1, 2, 4, 8].into_iter().filter(|&tp| check_head_split(shape.num_heads, shape.num_kv_heads, tp).is_ok()).collect()
 }
 
 /// The expert-parallel sizes worth searching for `model` by default: for a Mixture-of-Experts
@@ -464,7 +473,7 @@ mod tests {
 
     fn space(gpu: &str) -> SearchSpace {
         SearchSpace {
-            model: "llama-3.1-8b".into(),
+            model: ModelPreset::by_id("llama-3.1-8b").unwrap().clone(),
             gpu: gpu.into(),
             gpu_overrides: BTreeMap::new(),
             tp: vec![1, 2],
@@ -498,7 +507,7 @@ mod tests {
     #[test]
     fn configurations_that_do_not_fit_memory_are_pruned() {
         let mut big = space("rtx-a6000");
-        big.model = "llama-3.1-70b".into();
+        big.model = ModelPreset::by_id("llama-3.1-70b").unwrap().clone();
         let (run, pruned) = big.candidates(&SHAPE).unwrap();
         assert!(run.is_empty(), "70B in BF16 fits on neither one nor two 48 GB GPUs: {run:?}");
         assert!(pruned.iter().any(|p| p.reason.contains("fit")), "{pruned:?}");
@@ -551,7 +560,7 @@ mod tests {
     #[test]
     fn expert_parallelism_pairs_with_the_tps_it_divides_and_needs_experts_it_divides() {
         let mut moe = space("h100-sxm");
-        moe.model = "mixtral-8x7b".into();
+        moe.model = ModelPreset::by_id("mixtral-8x7b").unwrap().clone();
         (moe.tp, moe.ep, moe.try_fp8) = (vec![1, 2, 4, 8], vec![1, 2, 4, 8, 3], false);
         (moe.max_batch_size, moe.max_num_tokens, moe.chunked_context) = (vec![64], vec![8192], vec![true]);
         let (run, pruned) = moe.candidates(&SHAPE).unwrap();
