@@ -104,8 +104,9 @@ async fn run_full(
         Some(view) => {
             view.stats.start_point(&format!("c{concurrency}"), Some(concurrency as u64));
             let live = view.stats.clone();
-            let sampler = view.telemetry.then(|| {
-                TelemetrySampler::start(Box::new(SimulatedSource::new()), GPU_SAMPLE_INTERVAL, move |round| {
+            let source = target.executor().and_then(|e| SimulatedSource::of(e.executor())).filter(|_| view.telemetry);
+            let sampler = source.map(|source| {
+                TelemetrySampler::start(Box::new(source), GPU_SAMPLE_INTERVAL, move |round| {
                     live.set_gpu(telemetry_line(round))
                 })
             });

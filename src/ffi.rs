@@ -566,6 +566,8 @@ pub(crate) mod sys {
         fn shutdown(self: &ExecutorHandle) -> Result<()>;
         /// The simulator's LoRA cache counters (unavailable on a real executor).
         fn lora_cache_counts(self: &ExecutorHandle) -> Result<LoraCacheCountsItem>;
+        /// The simulated executor's GPU telemetry key (0 on a real executor).
+        fn sim_telemetry_key(self: &ExecutorHandle) -> Result<u64>;
 
         // ---- Scheduled arrivals on the simulator's virtual clock (simulated build only: the
         // ---- real build's versions fail). See cpp/sim/src/sim_control.h.

@@ -1,10 +1,12 @@
 // The shim's side of the simulator's control channel (cpp/sim/src/sim_control.h): scheduled arrivals on the
-// virtual clock. In the real build every method fails: TensorRT-LLM has no such channel. Like every shim method,
-// each converts a non-std exception into a std::runtime_error.
+// virtual clock, and the key of the executor's modelled GPU telemetry. In the real build the arrival methods fail:
+// TensorRT-LLM has no such channel (and its telemetry key is 0). Like every shim method, each converts a non-std
+// exception into a std::runtime_error.
 #include "shim_internal.h"
 
 #ifndef TRTLLM_SHIM_REAL
 #include "trtllm/cpp/sim/src/sim_control.h"
+#include "trtllm_sim/gpu_telemetry.h"
 #endif
 
 namespace trtllm::shim
@@ -37,6 +39,11 @@ std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t) const
 void ExecutorHandle::sim_release_arrivals(std::uint64_t) const
 {
     simulatorOnly();
+}
+
+std::uint64_t ExecutorHandle::sim_telemetry_key() const
+{
+    return 0;
 }
 #else
 
@@ -76,6 +83,11 @@ std::uint64_t ExecutorHandle::sim_hold_arrivals(std::int64_t boundNs) const
 void ExecutorHandle::sim_release_arrivals(std::uint64_t key) const
 {
     guarded("scheduled release", [&] { tle::sim::control::release(*mImpl->executor, key); });
+}
+
+std::uint64_t ExecutorHandle::sim_telemetry_key() const
+{
+    return guarded("GPU telemetry key", [&] { return trtllm_sim::gpuTelemetryKey(*mImpl->executor); });
 }
 
 #endif

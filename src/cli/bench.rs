@@ -363,8 +363,9 @@ impl OnePoint<'_> {
         if self.planning_dir.is_some() || !self.gpu_telemetry.unwrap_or(in_process) {
             return None;
         }
-        if in_process && self.setup.simulation.is_some() {
-            return Some(Box::new(trtllm::bench::SimulatedSource::new()));
+        if let Some(executor) = self.setup.target.executor().filter(|_| self.setup.simulation.is_some()) {
+            return trtllm::bench::SimulatedSource::of(executor.executor())
+                .map(|source| Box::new(source) as Box<dyn trtllm::bench::TelemetrySource>);
         }
         match trtllm::bench::NvmlSource::open(None) {
             Ok(nvml) => Some(Box::new(nvml)),

@@ -428,6 +428,12 @@ impl Executor {
         let item = self.shared.handle().lora_cache_counts().ok()?;
         crate::types::lora::LoraCacheStats::from_ffi(item)
     }
+
+    /// The key of the simulated executor's modelled GPU telemetry (`crate::sim::telemetry::GpuTelemetry::of`
+    /// finds it); `None` on TensorRT-LLM.
+    pub(crate) fn sim_telemetry_key(&self) -> Option<u64> {
+        self.shared.handle().sim_telemetry_key().ok().filter(|key| *key != 0)
+    }
 }
 
 impl Drop for Executor {

@@ -100,6 +100,23 @@ impl EngineLoraSettings {
         &self.dims
     }
 
+    /// The modules the engine adapts with their widths, in the order its config lists them.
+    pub fn module_widths(&self) -> &[(LoraModule, ModuleDims)] {
+        &self.modules
+    }
+
+    /// `in_dim + out_dim` of the model's widest attention or MLP module (the fused QKV projection or
+    /// the MLP's first projection), adapted or not: one module-layer slot of the simulated adapter
+    /// cache holds that module at the optimal adapter size.
+    pub fn widest_module_width(&self) -> u32 {
+        [LoraModule::AttnQkv, LoraModule::MlpHTo4h]
+            .iter()
+            .filter_map(|m| m.dims(&self.dims))
+            .map(|d| d.in_dim + d.out_dim)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The enabled modules' names, comma separated (for error messages).
     pub(crate) fn module_list(&self) -> String {
         self.modules().map(LoraModule::name).collect::<Vec<_>>().join(", ")

@@ -13,8 +13,10 @@ use std::path::Path;
 use super::error::SimError;
 use super::executor_files::{EngineFiles, check_simulation};
 use super::perf_model::{BatchWork, PerfModel};
+use super::telemetry::GpuTelemetry;
 use crate::engine::simulation_json::{ClockMode, SimulationJson};
 use crate::engine::speculative::SpeculativeDecodingMode;
+use crate::lora::EngineLoraSettings;
 
 #[cxx::bridge(namespace = "trtllm::sim::timing")]
 #[allow(missing_docs)]
@@ -88,7 +90,6 @@ mod ffi {
         max_draft_len: i32,
         num_medusa_heads: i32,
         lora_enabled: bool,
-        lora_target_modules: Vec<String>,
         max_lora_rank: i32,
     }
 
@@ -117,12 +118,27 @@ mod ffi {
         draft_agreement: f64,
     }
 
+    /// One LoRA module the engine adapts: TensorRT-LLM's module id and the adapter's widths
+    /// (`LoraModule::dims`, as `createLoraModules` computes them).
+    struct SimLoraModule {
+        id: i32,
+        in_dim: i32,
+        out_dim: i32,
+    }
+
+    /// The engine's LoRA modules and the width one adapter-cache slot holds (`EngineLoraSettings`).
+    struct SimLoraWidths {
+        modules: Vec<SimLoraModule>,
+        slot_width: i32,
+    }
+
     extern "Rust" {
         type SimTiming;
 
         fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>>;
         fn engine_limits(timing: &SimTiming) -> SimEngineLimits;
         fn sim_settings(timing: &SimTiming) -> SimSettings;
+        fn lora_widths(timing: &SimTiming) -> SimLoraWidths;
         fn iteration_time(timing: &SimTiming, work: &SimBatchWork) -> SimIterationTime;
         fn weight_bytes_per_gpu(timing: &SimTiming) -> f64;
         fn kv_bytes_per_token_per_gpu(timing: &SimTiming) -> f64;
@@ -134,6 +150,8 @@ mod ffi {
             max_beam_width: i32,
         ) -> f64;
         fn kv_capacity_tokens(timing: &SimTiming, free_fraction: f64, reserve_bytes: f64) -> Result<i64>;
+        /// The key under which the executor's GPU telemetry is found (never 0).
+        fn telemetry_key(timing: &SimTiming) -> u64;
     }
 }
 
@@ -142,6 +160,11 @@ mod ffi {
 pub struct SimTiming {
     model: PerfModel,
     simulation: SimulationJson,
+    /// The executor's GPU telemetry, and the key that finds it (`GpuTelemetry::of`).
+    telemetry: GpuTelemetry,
+    telemetry_key: u64,
+    /// The LoRA modules' widths; `None` for an engine without LoRA.
+    lora: Option<EngineLoraSettings>,
 }
 
 fn guarded<T>(f: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
@@ -153,10 +176,12 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
 fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>, SimError> {
     guarded(|| {
         let files = EngineFiles::read(Path::new(engine_dir))?;
+        let lora = files.description.lora_settings().map_err(|e| SimError::Invalid(e.to_string()))?;
         check_simulation(&files.simulation)?;
         let model = PerfModel::from_description(&files.description, &files.simulation)?;
         let model = model.with_cuda_graphs(files.simulation.cuda_graphs || cuda_graphs);
-        Ok(Box::new(SimTiming { model, simulation: files.simulation }))
+        let (telemetry, telemetry_key) = GpuTelemetry::register(&model);
+        Ok(Box::new(SimTiming { model, simulation: files.simulation, telemetry, telemetry_key, lora }))
     })
 }
 
@@ -196,8 +221,24 @@ fn engine_limits(timing: &SimTiming) -> ffi::SimEngineLimits {
         max_draft_len: int(speculative.max_draft_len),
         num_medusa_heads: int(speculative.num_medusa_heads),
         lora_enabled: lora.is_some(),
-        lora_target_modules: lora.map(|l| l.target_modules.clone()).unwrap_or_default(),
         max_lora_rank: lora.map_or(0, |l| i32::try_from(l.max_rank).unwrap_or(i32::MAX)),
+    }
+}
+
+fn lora_widths(timing: &SimTiming) -> ffi::SimLoraWidths {
+    let int = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+    let Some(lora) = &timing.lora else { return ffi::SimLoraWidths { modules: Vec::new(), slot_width: 0 } };
+    ffi::SimLoraWidths {
+        modules: lora
+            .module_widths()
+            .iter()
+            .map(|(module, dims)| ffi::SimLoraModule {
+                id: module.id(),
+                in_dim: int(dims.in_dim),
+                out_dim: int(dims.out_dim),
+            })
+            .collect(),
+        slot_width: int(lora.widest_module_width()),
     }
 }
 
@@ -263,9 +304,13 @@ fn iteration_time(timing: &SimTiming, w: &ffi::SimBatchWork) -> ffi::SimIteratio
         drafter_requests: w.drafter_requests,
     };
     // Arithmetic on plain numbers: nothing here can panic.
-    let time = timing.model.iteration(&work);
-    super::telemetry::record_iteration(&timing.model, &work, time.total_ms);
+    let (time, load) = timing.model.iteration_load(&work);
+    timing.telemetry.record_iteration(&work, time.total_ms, load);
     ffi::SimIterationTime { total_ms: time.total_ms, drafter_ms: time.drafter_ms }
+}
+
+fn telemetry_key(timing: &SimTiming) -> u64 {
+    timing.telemetry_key
 }
 
 fn weight_bytes_per_gpu(timing: &SimTiming) -> f64 {

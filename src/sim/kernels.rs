@@ -6,6 +6,44 @@ use super::gpu::GpuPreset;
 /// Seconds in a microsecond.
 const US: f64 = 1e-6;
 
+/// What an operation computes and moves through one GPU's device memory in an iteration: the figures its
+/// time is priced from, and what the simulated GPU telemetry reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Load {
+    /// Tensor FLOPs (linear layers, attention, LoRA, the drafter).
+    pub flops: f64,
+    /// Bytes read or written in device memory (weights, activations, KV cache); link traffic is not here.
+    pub bytes: f64,
+}
+
+impl Load {
+    /// `rows` rows of `k` 16-bit activations by the `k` x `n` weights of `experts` distinct matrices (1 for a
+    /// dense GEMM), 16-bit out: every weight read once, the activations in and out.
+    pub(crate) fn gemm(rows: f64, experts: f64, k: f64, n: f64, weights: WeightFormat) -> Load {
+        if rows <= 0.0 || k <= 0.0 || n <= 0.0 {
+            return Load::default();
+        }
+        Load { flops: 2.0 * rows * k * n, bytes: experts * k * n * weights.bytes_per_param + rows * (k + n) * 2.0 }
+    }
+
+    /// Only bytes (a memory-bound pass).
+    pub(crate) fn bytes(bytes: f64) -> Load {
+        Load { flops: 0.0, bytes }
+    }
+
+    /// This load `times` over.
+    pub(crate) fn times(self, times: f64) -> Load {
+        Load { flops: self.flops * times, bytes: self.bytes * times }
+    }
+}
+
+impl std::ops::AddAssign for Load {
+    fn add_assign(&mut self, other: Load) {
+        self.flops += other.flops;
+        self.bytes += other.bytes;
+    }
+}
+
 /// How the linear layers' weights are stored and multiplied.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct WeightFormat {
@@ -41,22 +79,22 @@ impl<'a> Kernels<'a> {
         }
     }
 
-    /// A GEMM of `rows` x `k` activations (16-bit in, 16-bit out) by a `k` x `n` weight: streaming the
-    /// weight and the activations bounds it at few rows, the tensor rate at many; the two blend smoothly
-    /// (a 4-norm: the tile pipeline overlaps loads and math only partly near the knee), plus the floor.
+    /// A GEMM of `rows` x `k` activations (16-bit in, 16-bit out) by a `k` x `n` weight (see
+    /// [`Kernels::gemm_load`]).
     pub(crate) fn gemm(&self, rows: f64, k: f64, n: f64, weights: WeightFormat) -> f64 {
-        self.grouped_gemm(rows, 1.0, k, n, weights)
+        self.gemm_load(Load::gemm(rows, 1.0, k, n, weights), weights.fp8_math)
     }
 
-    /// One rank's grouped expert GEMM: `rows` routed rows, each by its expert's `k` x `n` weight, reading the
-    /// weights of the `experts` distinct experts the rows touch; blended like [`Kernels::gemm`].
-    pub(crate) fn grouped_gemm(&self, rows: f64, experts: f64, k: f64, n: f64, weights: WeightFormat) -> f64 {
-        if rows <= 0.0 || k <= 0.0 || n <= 0.0 {
+    /// A GEMM (or one rank's grouped expert GEMM) that moves `load.bytes` and computes `load.flops`
+    /// ([`Load::gemm`]): streaming the weights and the activations bounds it at few rows, the tensor rate at
+    /// many; the two blend smoothly (a 4-norm: the tile pipeline overlaps loads and math only partly near the
+    /// knee), plus the floor.
+    pub(crate) fn gemm_load(&self, load: Load, fp8_math: bool) -> f64 {
+        if load.flops <= 0.0 {
             return 0.0;
         }
-        let bytes = experts * k * n * weights.bytes_per_param + rows * (k + n) * 2.0;
-        let memory = bytes / self.bandwidth(self.gpu.bandwidth_efficiency);
-        let compute = 2.0 * rows * k * n / self.gemm_rate(weights.fp8_math);
+        let memory = load.bytes / self.bandwidth(self.gpu.bandwidth_efficiency);
+        let compute = load.flops / self.gemm_rate(fp8_math);
         self.floor_s + (memory.powi(4) + compute.powi(4)).powf(0.25)
     }
 

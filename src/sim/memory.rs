@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::error::SimError;
 use super::gpu::GIB;
+use super::ops::{Block, Op};
 use super::perf_model::PerfModel;
 use crate::engine::description::BuildLimits;
 
@@ -120,6 +121,15 @@ impl std::fmt::Display for MemoryBudget {
     }
 }
 
+/// Activation elements per token the widest block of a layer holds: the sum of what its operations' outputs
+/// hold, the attention, the dense MLP or the experts, whichever is widest.
+fn widest_block(ops: &[Op]) -> f64 {
+    let held = |block: Block| -> f64 {
+        ops.iter().filter_map(|op| op.holds).filter(|held| held.block == block).map(|held| held.width).sum()
+    };
+    [Block::Attention, Block::DenseMlp, Block::Experts].into_iter().map(held).fold(0.0, f64::max)
+}
+
 impl PerfModel {
     /// What each GPU holds with the runtime sized for `limits` (the engine's build limits, or the lower ones
     /// an executor config sets), and the KV-cache pool `free_fraction` of the rest gives.
@@ -133,21 +143,12 @@ impl PerfModel {
         let vocab = spec.description().vocab_size_padded() as f64;
         // The engine's activation memory, TensorRT's `device_memory_size` for the largest profile: TensorRT
         // computes it at build time from the optimized graph, so this is an estimate. It follows what the
-        // graph holds at a layer's widest point for max_num_tokens rows (the residual stream and normed input,
-        // plus the attention's QKV and output or the MLP's gate/up and activation, whichever is wider), with
-        // FP8 inputs beside the 16-bit ones.
-        let attention = (s.q_width() as f64 * 2.0 + 2.0 * s.kv_width() as f64) / tp;
-        let dense = if s.mlp_layers().0 > 0 { 3.0 * s.intermediate_size as f64 / tp } else { 0.0 };
-        let mlp = match &s.moe {
-            None => dense,
-            Some(moe) => {
-                let routed =
-                    moe.top_k as f64 * (2.0 * h + 3.0 * moe.expert_intermediate_size as f64 / spec.moe_tp() as f64);
-                (routed + 3.0 * moe.shared_expert_intermediate_size as f64 / tp).max(dense)
-            }
-        };
+        // graph holds at a layer's widest point for max_num_tokens rows (the residual stream, the normed input
+        // and a block's output, plus what the widest block's operations hold: the attention's QKV and output,
+        // the MLP's gate/up and activation, or the experts' routed rows), with FP8 inputs beside the 16-bit
+        // ones.
         let fp8_copies = if spec.weights().fp8_math { 1.5 } else { 1.0 };
-        let activations = tokens * (3.0 * h + attention.max(mlp)) * act * fp8_copies;
+        let activations = tokens * (3.0 * h + widest_block(self.ops())) * act * fp8_copies;
         // Logits of every slot in float32, the default `logits_dtype` (every prompt row with
         // gather_context_logits): the runtime buffers' logits (batch_manager/runtimeBuffers.cpp).
         let logit_rows = if limits.gather_context_logits { tokens.max(slots) } else { slots };

@@ -1,11 +1,13 @@
 //! The list of operations one forward pass runs, built once from the engine's description: each knows
-//! its time for a batch ([`BatchWork`]) and the weight bytes it reads, so that the iteration time, the
-//! streamed bytes and the resident weights are folds over one list (docs/simulator.md derives each).
+//! its time for a batch ([`BatchWork`]), priced from the FLOPs and device-memory bytes it reports
+//! ([`Load`]), the weight bytes it reads and the activations it holds, so that the iteration time, the
+//! streamed bytes, the resident weights, the KV bytes per token, the activation memory and the simulated
+//! GPU telemetry are folds over one list (docs/simulator.md derives each).
 
 use serde::Serialize;
 
 use super::batch_work::BatchWork;
-use super::kernels::{Kernels, WeightFormat};
+use super::kernels::{Kernels, Load, WeightFormat};
 
 /// Which part of [`IterationTime`](super::IterationTime) an operation's time is reported under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -109,52 +111,99 @@ pub struct Op {
     pub kernel: Kernel,
     /// Weight bytes one run reads on one GPU (all experts for grouped GEMMs: what is resident).
     pub weight_bytes: f64,
+    /// The activations this operation's output keeps alive at its layer's widest point, if any.
+    #[serde(skip)]
+    pub(crate) holds: Option<Held>,
+    /// Weight bytes resident on one GPU that no run streams (the input embedding table, read by row).
+    #[serde(skip)]
+    pub(crate) table_bytes: f64,
+}
+
+/// Where in a layer the engine's activation memory peaks: in the attention or in the MLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Block {
+    /// The attention: QKV and its output.
+    Attention,
+    /// A dense MLP: gate/up and the activation.
+    DenseMlp,
+    /// A Mixture-of-Experts MLP: the routed rows through the experts, and any shared expert.
+    Experts,
+}
+
+/// Activation elements per token one operation's output holds while its block runs (one GPU's share).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Held {
+    pub(crate) block: Block,
+    pub(crate) width: f64,
 }
 
 impl Op {
     /// Seconds of all runs of this operation in an iteration doing `work`.
     pub(crate) fn seconds(&self, k: &Kernels<'_>, work: &BatchWork) -> f64 {
+        self.cost(k, work).0
+    }
+
+    /// Seconds of all runs of this operation in an iteration doing `work`, and what they compute and move
+    /// through device memory: the time is priced from that load, so the telemetry's figures are the timing's.
+    pub(crate) fn cost(&self, k: &Kernels<'_>, work: &BatchWork) -> (f64, Load) {
         let rows = |r: Rows| match r {
             Rows::Tokens => work.tokens,
             Rows::Sampled => work.sampled_rows,
         };
-        let one = match self.kernel {
-            Kernel::Gemm { rows: r, k: kk, n, weights } => k.gemm(rows(r), kk, n, weights),
-            Kernel::MemoryPass { rows: r, bytes_per_row } => k.memory_pass(rows(r) * bytes_per_row),
+        let (one, load) = match self.kernel {
+            Kernel::Gemm { rows: r, k: kk, n, weights } => {
+                let load = Load::gemm(rows(r), 1.0, kk, n, weights);
+                (k.gemm_load(load, weights.fp8_math), load)
+            }
+            Kernel::MemoryPass { rows: r, bytes_per_row } => {
+                let bytes = rows(r) * bytes_per_row;
+                (k.memory_pass(bytes), Load::bytes(bytes))
+            }
             Kernel::ContextAttention { flops_per_pair } => {
-                k.context_attention(work.context_tokens, flops_per_pair * work.context_pairs)
+                let flops = flops_per_pair * work.context_pairs;
+                let load = if work.context_tokens > 0.0 { Load { flops, bytes: 0.0 } } else { Load::default() };
+                (k.context_attention(work.context_tokens, flops), load)
             }
             Kernel::DecodeAttention { bytes_per_token } => {
                 let decode_rows = work.tokens - work.context_tokens;
                 // Reads the cache, writes the new rows' K/V; the queries' FLOPs hide under the reads.
                 if decode_rows > 0.0 {
-                    k.decode_attention(bytes_per_token * (work.kv_tokens_read + decode_rows))
+                    let bytes = bytes_per_token * (work.kv_tokens_read + decode_rows);
+                    (k.decode_attention(bytes), Load::bytes(bytes))
                 } else {
-                    0.0
+                    (0.0, Load::default())
                 }
             }
-            Kernel::AllReduce { rows: r, bytes_per_row, ranks } => k.allreduce(rows(r) * bytes_per_row, ranks),
-            Kernel::Send { bytes_per_row } => k.send(work.tokens * bytes_per_row),
+            // Link traffic: no device-memory load of its own.
+            Kernel::AllReduce { rows: r, bytes_per_row, ranks } => {
+                (k.allreduce(rows(r) * bytes_per_row, ranks), Load::default())
+            }
+            Kernel::Send { bytes_per_row } => (k.send(work.tokens * bytes_per_row), Load::default()),
             Kernel::GroupedGemm(g) => {
                 let (rank_rows, experts) = g.rank_load(work.tokens);
-                k.grouped_gemm(rank_rows, experts, g.k, g.n, g.weights)
+                let load = Load::gemm(rank_rows, experts, g.k, g.n, g.weights);
+                (k.gemm_load(load, g.weights.fp8_math), load)
             }
             Kernel::Lora { ranks, bandwidth, host_bandwidth } => {
+                // The host -> device copies cross the PCIe link.
                 let mut s = work.lora_copy_bytes / host_bandwidth;
+                let mut load = Load::default();
                 if work.lora_flops > 0.0 || work.lora_weight_bytes > 0.0 {
-                    s += work.lora_weight_bytes / ranks / bandwidth + work.lora_flops / ranks / k.gemm_rate(false);
+                    load = Load { flops: work.lora_flops / ranks, bytes: work.lora_weight_bytes / ranks };
+                    s += load.bytes / bandwidth + load.flops / k.gemm_rate(false);
                 }
-                s
+                (s, load)
             }
             Kernel::Drafter { params, bytes, passes, bandwidth } => {
                 if work.drafter_requests <= 0.0 || passes <= 0.0 {
-                    0.0
+                    (0.0, Load::default())
                 } else {
-                    passes * (bytes / bandwidth).max(2.0 * params * work.drafter_requests / k.gemm_rate(false))
+                    let pass = Load { flops: 2.0 * params * work.drafter_requests, bytes };
+                    (passes * (pass.bytes / bandwidth).max(pass.flops / k.gemm_rate(false)), pass.times(passes))
                 }
             }
         };
-        one * self.count
+        (one * self.count, load.times(self.count))
     }
 
     /// Weight bytes this operation holds on one GPU (all its runs; every expert).

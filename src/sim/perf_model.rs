@@ -13,9 +13,9 @@ use serde::Serialize;
 pub use super::batch_work::BatchWork;
 use super::error::SimError;
 use super::gpu::GpuPreset;
-use super::kernels::Kernels;
+use super::kernels::{Kernels, Load};
 use super::model::{KvCacheDtype, ModelShape, WeightDtype};
-use super::ops::{Op, Part};
+use super::ops::{Kernel, Op, Part};
 use super::simulated_engine::SimulatedEngine;
 pub use super::timing_spec::{DEFAULT_MOE_IMBALANCE, Drafter, TimingSpec};
 use crate::engine::EngineDescription;
@@ -140,26 +140,21 @@ impl PerfModel {
             return Err(fp8_unsupported("an FP8 KV cache"));
         }
         let ops = super::op_list::build(&spec, gpu);
-        let shape = spec.shape();
-        let (tp, pp) = (spec.tp() as f64, spec.pp() as f64);
-        let embedding = if shape.tie_word_embeddings {
-            0.0
-        } else {
-            let vocab = spec.description().vocab_size_padded() as f64;
-            vocab * shape.hidden_size as f64 * spec.activation_bytes()
-                / if spec.parallel_embedding() { tp } else { 1.0 }
-        };
+        let pp = spec.pp() as f64;
         let streamed: f64 = ops.iter().map(Op::streamed_bytes).sum();
-        let kv_bytes_per_token = 2.0
-            * shape.num_layers as f64
-            * spec.kv_heads_per_rank() as f64
-            * shape.head_size as f64
-            * spec.kv_bytes_per_element()
-            / pp;
+        let tables: f64 = ops.iter().map(|op| op.table_bytes).sum();
+        // Each stage keeps its layers' K/V: what decode attention reads per cached token, over the stages.
+        let kv_bytes_per_token: f64 = ops
+            .iter()
+            .map(|op| match op.kernel {
+                Kernel::DecodeAttention { bytes_per_token } => bytes_per_token * op.count,
+                _ => 0.0,
+            })
+            .sum();
         Ok(PerfModel {
             gpu: gpu.clone(),
-            resident_weight_bytes: streamed / pp + embedding,
-            kv_bytes_per_token,
+            resident_weight_bytes: streamed / pp + tables,
+            kv_bytes_per_token: kv_bytes_per_token / pp,
             ops,
             spec,
         })
@@ -200,17 +195,26 @@ impl PerfModel {
 
     /// The time of an iteration doing `work`.
     pub fn iteration(&self, work: &BatchWork) -> IterationTime {
+        self.iteration_load(work).0
+    }
+
+    /// The time of an iteration doing `work`, and what its operations compute and move through device
+    /// memory on one GPU (the FLOPs and bytes the time is priced from; the pipeline's stages summed).
+    pub fn iteration_load(&self, work: &BatchWork) -> (IterationTime, Load) {
         let mut time = IterationTime { overhead_ms: self.gpu.iteration_overhead_ms, ..IterationTime::default() };
+        let mut load = Load::default();
         if work.tokens <= 0.0 {
             // Nothing scheduled: no forward pass.
             time.total_ms = time.overhead_ms;
-            return time;
+            return (time, load);
         }
         let k = Kernels::new(&self.gpu, self.spec.cuda_graphs());
         let mut total = 0.0;
         for op in &self.ops {
-            let ms = op.seconds(&k, work) * 1e3;
+            let (seconds, op_load) = op.cost(&k, work);
+            let ms = seconds * 1e3;
             total += ms;
+            load += op_load;
             *match op.part {
                 Part::Gemm => &mut time.gemm_ms,
                 Part::Moe => &mut time.moe_ms,
@@ -225,7 +229,7 @@ impl PerfModel {
             } += ms;
         }
         time.total_ms = time.overhead_ms + total;
-        time
+        (time, load)
     }
 
     /// Weight bytes each GPU holds.

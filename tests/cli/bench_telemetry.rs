@@ -27,6 +27,8 @@ fn a_simulated_run_writes_gpu_samples_averages_and_their_plot() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(samples.len() >= 3, "{} samples", samples.len());
+    // No sample without a period to measure over: the first comes one interval in, not at the start.
+    assert!(samples[0]["t_s"].as_f64().unwrap() > 0.05, "{}", samples[0]);
     let busy = samples.iter().filter(|s| s["mem_util_pct"].as_f64().is_some_and(|u| u > 0.0)).count();
     assert!(busy >= 2, "the modelled memory traffic shows while requests run: {samples:?}");
     for s in &samples {

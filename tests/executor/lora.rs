@@ -305,3 +305,32 @@ fn a_host_cache_full_of_adapters_in_use_fails_the_new_adapter_with_the_upstream_
     let message = failed.terminal.expect_err("adapter 1 was evicted once unused").to_string();
     assert!(message.contains(&task_not_cached_message(1)), "{message}");
 }
+
+/// The simulator sizes every module as the Rust side does (TensorRT-LLM's `createLoraModules`): on
+/// Qwen3-30B-A3B, whose 32 query heads of 128 (4,096) are twice its hidden size, `attn_dense` is
+/// hidden × hidden, and an adapter laid out so runs.
+#[test]
+fn attn_dense_is_hidden_by_hidden_when_the_query_width_differs() {
+    use trtllm::lora::LoraWeights;
+    use trtllm::sim::{ClockMode, ModelPreset, SimulatedEngine};
+    let preset = ModelPreset::by_id("qwen3-30b-a3b").unwrap();
+    assert_ne!(preset.shape.q_width(), preset.shape.hidden_size);
+    let dir = tempfile::tempdir().unwrap();
+    SimulatedEngine::builder()
+        .model(preset)
+        .gpu("h200")
+        .max_input_len(256)
+        .max_seq_len(512)
+        .clock(ClockMode::Virtual)
+        .lora(SimLora { target_modules: vec![LoraModule::AttnDense, LoraModule::AttnQ], max_rank: 8 })
+        .build()
+        .write_to(dir.path())
+        .unwrap();
+    let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
+    let settings = executor.engine().lora().clone().expect("a LoRA engine");
+    let dense = settings.module_dims(LoraModule::AttnDense).unwrap();
+    assert_eq!((dense.in_dim, dense.out_dim), (2048, 2048));
+    let weights = LoraWeights::synthetic(&settings, 4, 1).unwrap();
+    let done = drain(executor.enqueue(request(LoraConfig::with_weights(3, weights))).unwrap());
+    assert_eq!(done.done().completion_tokens, 4, "{:?}", done.done());
+}

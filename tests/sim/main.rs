@@ -6,4 +6,5 @@ mod engine_checks;
 mod families;
 mod kernel_table;
 mod sliding_window;
+mod telemetry;
 mod timing;

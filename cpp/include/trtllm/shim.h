@@ -53,6 +53,8 @@ public:
     void shutdown() const;
     // LoRA: the simulated executor's own adapter-cache counters (available == false on a real executor).
     LoraCacheCountsItem lora_cache_counts() const;
+    // The simulated executor's GPU telemetry key (src/sim/telemetry.rs keeps the telemetry); 0 on a real executor.
+    std::uint64_t sim_telemetry_key() const;
 
     // ---- Sim control: scheduled arrivals on the simulator's virtual clock (cpp/sim/src/sim_control.h).
     // Defined in cpp/src/shim_sim_control.cc in the simulated build; the real build's versions throw.

@@ -5,6 +5,7 @@
 
 #include "tensorrt_llm/executor/types.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,14 @@ enum class SpecMode
     kLookahead,
     kExplicitDraftTokens,
     kEagle,
+};
+
+/// One LoRA module an engine adapts: TensorRT-LLM's module id (runtime/loraModule.h) and its adapter's widths.
+struct LoraModuleWidths
+{
+    std::int32_t id{0};
+    double inDim{0.0};
+    double outDim{0.0};
 };
 
 struct EngineConfig
@@ -60,8 +69,12 @@ struct EngineConfig
     // ---- LoRA: build_config.lora_config and plugin_config.lora_plugin ----
     /// The engine was built with the LoRA plugin, at least one target module and a positive rank.
     bool loraEnabled{false};
-    /// lora_config.lora_target_modules (TensorRT-LLM module names).
-    std::vector<std::string> loraTargetModules;
+    /// lora_config.lora_target_modules with their widths, as the Rust side computes them (LoraModule::dims,
+    /// TensorRT-LLM's createLoraModules).
+    std::vector<LoraModuleWidths> loraModules;
+    /// in + out of the model's widest attention or MLP module: what one module-layer slot of the adapter caches
+    /// holds (at the optimal adapter size).
+    double loraSlotWidth{0.0};
     /// lora_config.max_lora_rank.
     SizeType32 maxLoraRank{0};
 };

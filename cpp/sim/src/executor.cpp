@@ -1,6 +1,7 @@
 // The public Executor (a thin forwarder to Executor::Impl) and the Impl's client-facing methods: construction,
 // enqueue, await, cancel, stats and shutdown. The execution loop itself is in execution_loop.cpp.
 #include "executor_impl.h"
+#include "gpu_telemetry.h"
 
 #include <algorithm>
 #include <limits>
@@ -457,12 +458,14 @@ Executor::Executor(std::filesystem::path const& modelPath, ModelType modelType, 
     : mImpl(std::make_unique<Impl>(modelPath, modelType, executorConfig))
 {
     sim::registerLoraCounters(this, implOf(mImpl).loraCounters());
+    sim::registerGpuTelemetry(this, implOf(mImpl).gpuTelemetryKey());
     sim::control::registerExecutor(this, mImpl.get());
 }
 
 Executor::~Executor()
 {
     sim::unregisterLoraCounters(this);
+    sim::unregisterGpuTelemetry(this);
     sim::control::unregisterExecutor(this);
 }
 

@@ -121,6 +121,7 @@ public:
     bool isParticipant() const;
     /// The LoRA cache counters (the simulator's own), for trtllm_sim::loraCacheCounts.
     std::shared_ptr<sim::LoraCounterCells> const& loraCounters() const { return mLora.counters(); }
+    std::uint64_t gpuTelemetryKey() const { return mTiming.telemetryKey(); }
     std::optional<std::shared_ptr<KVCacheEventManager>> getKVCacheEventManager() const;
 
     // Scheduled arrivals on the virtual clock (sim_control.h; scheduled_arrivals.cpp)

@@ -20,42 +20,12 @@ constexpr double kDefaultHostCacheBytes = 1024.0 * 1024.0 * 1024.0;
 /// percentage (TensorRT-LLM's default deviceCachePercent).
 constexpr double kDefaultDeviceCacheFraction = 0.02;
 
-/// TensorRT-LLM's module ids (runtime/loraModule.h) -> the module's name, for the modules the simulator sizes.
-char const* moduleName(std::int32_t id)
+/// The engine's module with TensorRT-LLM id `id`, or nullptr when the engine does not adapt it.
+LoraModuleWidths const* moduleOf(EngineConfig const& engine, std::int32_t id)
 {
-    switch (id)
-    {
-    case 0: return "attn_qkv";
-    case 1: return "attn_q";
-    case 2: return "attn_k";
-    case 3: return "attn_v";
-    case 4: return "attn_dense";
-    case 5: return "mlp_h_to_4h";
-    case 6: return "mlp_4h_to_h";
-    case 7: return "mlp_gate";
-    default: return nullptr;
-    }
-}
-
-/// (in, out) widths of a module, or nullopt for a module the simulator does not size.
-std::optional<std::pair<double, double>> moduleDims(EngineConfig const& engine, std::int32_t id)
-{
-    double const hidden = engine.hiddenSize;
-    double const q = static_cast<double>(engine.numAttentionHeads) * engine.headSize;
-    double const kv = static_cast<double>(engine.numKvHeads) * engine.headSize;
-    double const mlp = engine.intermediateSize;
-    switch (id)
-    {
-    case 0: return std::make_pair(hidden, q + 2.0 * kv);
-    case 1: return std::make_pair(hidden, q);
-    case 2:
-    case 3: return std::make_pair(hidden, kv);
-    case 4: return std::make_pair(q, hidden);
-    case 5:
-    case 7: return std::make_pair(hidden, mlp);
-    case 6: return std::make_pair(mlp, hidden);
-    default: return std::nullopt;
-    }
+    auto const found = std::find_if(engine.loraModules.begin(), engine.loraModules.end(),
+        [id](LoraModuleWidths const& module) { return module.id == id; });
+    return found == engine.loraModules.end() ? nullptr : &*found;
 }
 
 std::mutex gRegistryMutex;
@@ -145,10 +115,7 @@ LoraCache::LoraCache(EngineConfig const& engine, std::optional<PeftCacheConfig> 
 {
     PeftCacheConfig const peft = config.value_or(PeftCacheConfig());
     // One "module layer" slot holds one module of one layer at the optimal adapter size, for the widest module.
-    double const widest = static_cast<double>(engine.hiddenSize)
-                          + std::max<double>(engine.intermediateSize,
-                              static_cast<double>(engine.numAttentionHeads + 2 * engine.numKvHeads) * engine.headSize);
-    double const slotBytes = peft.getOptimalAdapterSize() * widest * engine.dtypeBytes;
+    double const slotBytes = peft.getOptimalAdapterSize() * engine.loraSlotWidth * engine.dtypeBytes;
     mLevels->host.capacity = peft.getNumHostModuleLayer() > 0 ? peft.getNumHostModuleLayer() * slotBytes
                                                       : static_cast<double>(peft.getHostCacheSize().value_or(
                                                           static_cast<size_t>(kDefaultHostCacheBytes)));
@@ -181,15 +148,13 @@ std::variant<LoraAdapterCost, std::string> LoraCache::costOf(Tensor const& weigh
             return where + ": adapter size " + std::to_string(rank) + " is outside [1, max_lora_rank "
                    + std::to_string(mEngine.maxLoraRank) + "]";
         }
-        char const* name = moduleName(module);
-        bool const enabled = name != nullptr
-            && std::find(mEngine.loraTargetModules.begin(), mEngine.loraTargetModules.end(), name)
-                != mEngine.loraTargetModules.end();
-        if (!enabled)
+        auto const* widths = moduleOf(mEngine, module);
+        if (widths == nullptr)
         {
             return where + ": the engine was not built with this LoRA module";
         }
-        auto const [in, out] = *moduleDims(mEngine, module);
+        double const in = widths->inDim;
+        double const out = widths->outDim;
         double const values = rank * (in + out);
         if (values > static_cast<double>(rowLen))
         {

@@ -88,12 +88,17 @@ EngineConfig engineConfigOf(bridge::SimEngineLimits const& l)
     e.pagedKvCache = l.paged_kv_cache;
     e.usePagedContextFmha = l.paged_context_fmha;
     e.loraEnabled = l.lora_enabled;
-    for (auto const& module : l.lora_target_modules)
-    {
-        e.loraTargetModules.emplace_back(module.data(), module.size());
-    }
     e.maxLoraRank = l.max_lora_rank;
     return e;
+}
+
+void addLoraWidths(EngineConfig& e, bridge::SimLoraWidths const& widths)
+{
+    for (auto const& module : widths.modules)
+    {
+        e.loraModules.push_back(LoraModuleWidths{module.id, static_cast<double>(module.in_dim), static_cast<double>(module.out_dim)});
+    }
+    e.loraSlotWidth = widths.slot_width;
 }
 
 SimConfig simConfigOf(bridge::SimSettings const& s)
@@ -144,6 +149,7 @@ LoadedEngine loadEngine(std::filesystem::path const& engineDir, bool cudaGraphs)
     {
         auto model = bridge::load_timing(engineDir.string(), cudaGraphs);
         auto engine = engineConfigOf(bridge::engine_limits(*model));
+        addLoraWidths(engine, bridge::lora_widths(*model));
         auto sim = simConfigOf(bridge::sim_settings(*model));
         return LoadedEngine{std::move(engine), std::move(sim),
             TimingModel(std::make_unique<TimingModel::Impl>(TimingModel::Impl{std::move(model), {}}))};
@@ -175,6 +181,11 @@ IterationTime TimingModel::iteration(BatchWork const& work) const
 double TimingModel::gpuMemoryBytes() const
 {
     return trtllm::sim::timing::gpu_memory_bytes(*mImpl->model);
+}
+
+std::uint64_t TimingModel::telemetryKey() const
+{
+    return trtllm::sim::timing::telemetry_key(*mImpl->model);
 }
 
 double TimingModel::weightBytesPerGpu() const
@@ -258,6 +269,11 @@ IterationTime TimingModel::iteration(BatchWork const& work) const
 double TimingModel::gpuMemoryBytes() const
 {
     return kStandInMemoryBytes;
+}
+
+std::uint64_t TimingModel::telemetryKey() const
+{
+    return 0;
 }
 
 double TimingModel::weightBytesPerGpu() const

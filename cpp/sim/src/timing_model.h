@@ -97,6 +97,8 @@ public:
     /// KV-cache tokens that fit: (GPU memory - weights - reserve) * freeFraction / KV bytes per token. Throws
     /// std::runtime_error when the weights and the reserve alone do not fit.
     [[nodiscard]] std::int64_t kvCapacityTokens(double freeFraction, double reserveBytes) const;
+    /// The key under which the Rust side keeps this engine's GPU telemetry (gpu_telemetry.h); 0 for none.
+    [[nodiscard]] std::uint64_t telemetryKey() const;
 
 private:
     std::unique_ptr<Impl> mImpl;
