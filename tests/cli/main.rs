@@ -13,6 +13,7 @@ mod bench_repeats;
 mod bench_saturate;
 mod bench_server_metrics;
 mod bench_telemetry;
+mod docs_figures;
 mod errors;
 mod generate;
 mod guided;
