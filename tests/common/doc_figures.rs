@@ -56,7 +56,7 @@ pub struct Check {
 
 impl Check {
     /// The figures the marker names.
-    pub fn figures(&self) -> usize {
+    pub fn figure_count(&self) -> usize {
         self.figures.len()
     }
 }
@@ -270,5 +270,5 @@ pub fn check_doc(doc: &str) -> Result<usize, Vec<String>> {
     let checks = parse(doc, &text).map_err(|e| vec![e])?;
     let trtllm = Path::new(env!("CARGO_BIN_EXE_trtllm"));
     let failures: Vec<String> = checks.iter().flat_map(|c| run_check(doc, &text, c, trtllm)).collect();
-    if failures.is_empty() { Ok(checks.iter().map(Check::figures).sum()) } else { Err(failures) }
+    if failures.is_empty() { Ok(checks.iter().map(Check::figure_count).sum()) } else { Err(failures) }
 }
