@@ -15,6 +15,7 @@ mod bench_saturate;
 mod bench_server_metrics;
 mod bench_summary_golden;
 mod bench_telemetry;
+mod docs_figures;
 mod errors;
 mod generate;
 mod guided;

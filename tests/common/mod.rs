@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod doc_figures;
 pub mod gateway;
 pub mod openai;
 pub mod python;
