@@ -69,6 +69,7 @@ mod telemetry;
 mod traffic;
 
 pub use metrics::calibration::{Calibration, itl_errors_s};
+pub use metrics::disagg::{DisaggTimes, TtftSplit, record_split, split_section};
 pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
@@ -90,6 +91,7 @@ pub use metrics::throughput::{
 pub use metrics::timer_jitter::TimerJitter;
 pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
 pub use observer::spawn_observer;
+pub use planning::disagg_prediction::DisaggPrediction;
 pub use planning::prediction::Prediction;
 /// The configuration search under SLOs (`trtllm plan`).
 pub use planning::search;
@@ -114,6 +116,7 @@ pub use report::summary::Summary;
 pub use report::summary_builder::{SummaryBuilder, SummaryError};
 pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats};
 pub use report::sweep::{SweepRow, console_table, sweep_csv};
+pub use runner::disagg::{DisaggBench, DisaggWorker};
 pub use runner::draft_target::DraftTargetBench;
 pub use runner::openai::{HttpOptions, OpenAiApi, OpenAiError, OpenAiTarget};
 pub use runner::point::{PointRun, run_point, run_point_live};

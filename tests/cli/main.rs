@@ -2,6 +2,7 @@
 //! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
 mod bench;
+mod bench_disagg;
 mod bench_gateway;
 mod bench_html;
 mod bench_layers;

@@ -3,6 +3,7 @@
 //! iteration statistics. Depends on nothing else in the benchmark.
 
 pub(crate) mod calibration;
+pub(crate) mod disagg;
 pub(crate) mod iterations;
 pub(crate) mod live;
 pub(crate) mod load_shape;

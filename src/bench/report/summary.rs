@@ -21,7 +21,8 @@ use crate::bench::metrics::throughput::Throughput;
 /// `output_len_mismatches`, ...), `streaming`, `goodput_slos`, `goodput_slos_not_applicable`,
 /// `warmup_requests`, `ramp_up_requests`, `server`, `calibration`, `arrivals` (how
 /// synchronised the sends were), `steady_state` (the figures of the steady window), `sessions`
-/// (by turn, multi-turn workloads), and the open-ended `engine`, `workload`, `kv`, `iter`,
+/// (by turn, multi-turn workloads), `disaggregation` (the TTFT split of disaggregated requests),
+/// and the open-ended `engine`, `workload`, `kv`, `iter`,
 /// `prediction`, `metadata` and `executor_settings` objects (written when set).
 ///
 /// Differences from vLLM worth knowing: `failed_requests` is always written (empty when nothing
@@ -118,6 +119,9 @@ pub struct Summary {
     pub lora: Option<Value>,
     /// Speculative-decoding figures, when requests proposed draft tokens.
     pub speculative: Option<crate::bench::metrics::speculative::SpeculativeSummary>,
+    /// Prefill/decode disaggregation: the TTFT split and transfer figures (from the records), and
+    /// the pools, token check and predicted split (filled by the runner).
+    pub disaggregation: Option<Value>,
     /// TTFT, ITL and KV-cache hits by session turn (multi-turn workloads).
     pub sessions: Option<Value>,
     /// How synchronised the measured sends were ([`crate::bench::arrival_sync`]).
@@ -236,6 +240,7 @@ impl Summary {
             ("arrivals", &self.arrivals),
             ("steady_state", &self.steady_state),
             ("sessions", &self.sessions),
+            ("disaggregation", &self.disaggregation),
         ];
         for (name, value) in sections {
             if let Some(v) = value {

@@ -2,6 +2,8 @@
 //! gRPC server) and writes [`super::metrics`] records.
 
 pub(crate) mod backlog;
+// Prefill/decode disaggregation over a prefill and a decode pool.
+pub(crate) mod disagg;
 // Draft-target speculative decoding through SpeculativeExecutor.
 pub(crate) mod draft_target;
 pub(crate) mod openai;

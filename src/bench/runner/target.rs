@@ -32,6 +32,9 @@ pub enum BenchTarget {
     /// An executor in this process whose requests carry synthetic LoRA adapters
     /// (`--lora-adapters`): each request gets the adapter the traffic draws for it.
     InProcessLora(AsyncExecutor, std::sync::Arc<crate::bench::lora::LoraTraffic>),
+    /// Prefill/decode disaggregation: each request's context leg on a prefill pool's worker, its
+    /// generation leg on a decode pool's, in process or over gRPC (`--disagg`, `--prefill-target`).
+    Disaggregated(super::disagg::DisaggBench),
 }
 
 /// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
@@ -77,6 +80,16 @@ impl GrpcTarget {
     pub fn client(&self) -> TrtllmServiceClient<tonic::transport::Channel> {
         self.clients[0].clone()
     }
+
+    /// The client request `index` goes over.
+    pub(crate) fn client_for(&self, index: u64) -> TrtllmServiceClient<tonic::transport::Channel> {
+        self.clients[index as usize % self.clients.len()].clone()
+    }
+
+    /// Maps the server's Unix-epoch perf times onto this process's clock.
+    pub(crate) fn anchor(&self) -> &WallAnchor {
+        &self.anchor
+    }
 }
 
 impl BenchTarget {
@@ -86,6 +99,7 @@ impl BenchTarget {
             BenchTarget::InProcess(executor) | BenchTarget::InProcessLora(executor, _) => Some(executor),
             BenchTarget::Grpc(_) | BenchTarget::OpenAi(_) => None,
             BenchTarget::DraftTarget(loop_) => Some(loop_.target()),
+            BenchTarget::Disaggregated(pools) => pools.decode_executor(),
         }
     }
 
@@ -107,6 +121,7 @@ impl BenchTarget {
             BenchTarget::Grpc(grpc) => over_grpc(grpc, spec, clock, index, phase).await,
             BenchTarget::OpenAi(http) => http.send(spec, clock, index, phase).await,
             BenchTarget::DraftTarget(loop_) => loop_.send(spec, clock, index, phase).await,
+            BenchTarget::Disaggregated(pools) => pools.send(spec, clock, index, phase).await,
         }
     }
 }
@@ -203,7 +218,7 @@ pub(crate) async fn consume_in_process(
                     chunk.token_ids.len() as u32,
                     clock.now_s(),
                 );
-                if record.session.is_some() {
+                if record.session.is_some() || record.disagg.is_some() {
                     record.answer_ids.extend_from_slice(&chunk.token_ids);
                 }
             }
@@ -212,6 +227,10 @@ pub(crate) async fn consume_in_process(
                 record.cached_tokens = u64::from(done.cached_tokens.unwrap_or(0));
                 if let Some(perf) = done.perf {
                     let at = |t: Option<Instant>| t.map(|t| clock.offset_s(t));
+                    if let Some(disagg) = record.disagg.as_mut() {
+                        (disagg.transfer_start_s, disagg.transfer_end_s) = (at(perf.kv_transfer_start), at(perf.kv_transfer_end));
+                        disagg.transfer_bytes = perf.kv_cache_size;
+                    }
                     record.server = Some(ServerTimes {
                         arrival_s: at(perf.arrival),
                         first_scheduled_s: at(perf.first_scheduled),
@@ -236,8 +255,15 @@ async fn over_grpc(
     index: u64,
     phase: Phase,
 ) -> RequestRecord {
-    let message = pb::GenerateRequest {
-        request_id: format!("bench-{index}-{}", clock.now_s().to_bits()),
+    let message = grpc_message(&spec, format!("bench-{index}-{}", clock.now_s().to_bits()));
+    let record = new_record(&spec, index, phase, clock.now_s());
+    consume_grpc(target.client_for(index), target.anchor(), message, record, clock).await
+}
+
+/// The Generate request for `spec`.
+pub(crate) fn grpc_message(spec: &RequestSpec, request_id: String) -> pb::GenerateRequest {
+    pb::GenerateRequest {
+        request_id,
         tokenized: Some(pb::TokenizedInput { input_token_ids: spec.prompt.clone(), ..Default::default() }),
         sampling_config: Some(pb::SamplingConfig { min_tokens: spec.min_tokens, ..Default::default() }),
         output_config: Some(pb::OutputConfig { return_perf_metrics: true, ..Default::default() }),
@@ -246,9 +272,18 @@ async fn over_grpc(
         ignore_eos: spec.ignore_eos,
         guided_decoding: spec.guide.as_ref().map(guided_pb),
         ..Default::default()
-    };
-    let mut client = target.clients[index as usize % target.clients.len()].clone();
-    let mut record = new_record(&spec, index, phase, clock.now_s());
+    }
+}
+
+/// Sends `message` over `client` and records its stream into `record` to the end; the server's
+/// perf times are mapped onto the run clock through `anchor`.
+pub(crate) async fn consume_grpc(
+    mut client: TrtllmServiceClient<tonic::transport::Channel>,
+    anchor: &WallAnchor,
+    message: pb::GenerateRequest,
+    mut record: RequestRecord,
+    clock: &RunClock,
+) -> RequestRecord {
     let mut stream = match client.generate(message).await {
         Ok(response) => response.into_inner(),
         Err(status) => {
@@ -278,7 +313,12 @@ async fn over_grpc(
                     });
                 }
                 if let Some(perf) = done.perf_metrics {
-                    let at = |unix_s: f64| target.anchor.instant_of_unix(unix_s).map(|t| clock.offset_s(t));
+                    let at = |unix_s: f64| anchor.instant_of_unix(unix_s).map(|t| clock.offset_s(t));
+                    if let Some(disagg) = record.disagg.as_mut() {
+                        disagg.transfer_start_s = at(perf.kv_cache_transfer_start);
+                        disagg.transfer_end_s = at(perf.kv_cache_transfer_end);
+                        disagg.transfer_bytes = u64::try_from(perf.kv_cache_size).unwrap_or(0);
+                    }
                     record.server = Some(ServerTimes {
                         arrival_s: at(perf.arrival_time),
                         first_scheduled_s: at(perf.first_scheduled_time),
