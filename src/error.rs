@@ -135,6 +135,10 @@ pub enum Error {
     /// A simulated engine cannot be described or run as asked.
     #[error(transparent)]
     Sim(#[from] crate::sim::error::SimError),
+    /// Disaggregated serving: a KV handoff was corrupt, from an engine that does not pair with this one,
+    /// or could not be taken.
+    #[error(transparent)]
+    Handoff(#[from] crate::types::disagg::HandoffError),
     /// Reading or writing a file failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -165,6 +169,7 @@ impl Error {
             Error::Text(e) => e.kind(),
             Error::Lora(e) => e.kind(),
             Error::Sim(e) => e.kind(),
+            Error::Handoff(e) => e.kind(),
         }
     }
 
@@ -201,6 +206,11 @@ impl Error {
     /// without the executor's wording) or failed while running.
     pub(crate) fn from_response(message: &str) -> Self {
         let first = first_line(message);
+        // A generation-only request whose KV blocks cannot be taken (unknown, expired or released).
+        if let Some((_, reason)) = first.split_once(crate::types::disagg::HANDOFF_REFUSED) {
+            let reason = reason.trim_start_matches([':', ' ']).to_string();
+            return Error::Handoff(crate::types::disagg::HandoffError::Unavailable(reason));
+        }
         match first.split_once(REFUSED_AT_ADMISSION) {
             Some((_, reason)) => Error::RequestRejected(reason.trim_start_matches([':', ' ']).to_string()),
             None => Error::RequestFailed(first),

@@ -36,6 +36,8 @@ pub struct EngineConfig {
     pub architecture: String,
     /// `pretrained_config.dtype`, e.g. `bfloat16`.
     pub dtype: String,
+    /// The KV cache's element type: `fp8` or `int8` with `quantization.kv_cache_quant_algo`, else `dtype`.
+    pub kv_cache_dtype: String,
     /// `pretrained_config.vocab_size`.
     pub vocab_size: usize,
     /// `pretrained_config.hidden_size`.
@@ -119,6 +121,11 @@ impl EngineConfig {
             version,
             architecture: d.architecture.clone(),
             dtype: d.precision.dtype.clone(),
+            kv_cache_dtype: d
+                .precision
+                .kv_cache
+                .quant_algo()
+                .map_or_else(|| d.precision.dtype.clone(), str::to_ascii_lowercase),
             vocab_size: shape.vocab_size,
             hidden_size: shape.hidden_size,
             num_layers: shape.num_layers,
