@@ -17,7 +17,7 @@ use trtllm::{AsyncExecutor, CacheTransceiverConfig, ExecutorConfig, KvLinkPreset
 
 const PROMPTS: [usize; 2] = [1024, 8192];
 const LINKS: [KvLinkPreset; 2] = [KvLinkPreset::NvLink4, KvLinkPreset::Ib400];
-const OUTPUT: usize = 8;
+const OUTPUT: u32 = 8;
 
 struct Row {
     prompt: usize,

@@ -225,6 +225,12 @@ impl KvHandoff {
         out
     }
 
+    /// Whether `bytes` claim to be made by [`KvHandoff::to_bytes`] (they start with its magic),
+    /// rather than being, say, an executor's serialized state; [`KvHandoff::from_bytes`] checks the rest.
+    pub fn is_envelope(bytes: &[u8]) -> bool {
+        bytes.starts_with(MAGIC)
+    }
+
     /// Reads bytes made by [`KvHandoff::to_bytes`]; anything else (truncated, altered, another
     /// format) is [`HandoffError::Corrupt`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, HandoffError> {

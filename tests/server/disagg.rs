@@ -48,7 +48,7 @@ async fn prefill(client: &mut Client, base: &pb::GenerateRequest) -> pb::Generat
 }
 
 /// The generation-only request of `base` decoding from a context complete.
-fn generation(base: &pb::GenerateRequest, context: &pb::GenerateComplete) -> pb::GenerateRequest {
+fn generation_leg(base: &pb::GenerateRequest, context: &pb::GenerateComplete) -> pb::GenerateRequest {
     let phase = pb::ContextPhaseParams {
         first_gen_token_id: context.output_token_ids[0],
         kv_cache_blocks: context.kv_handoff.clone().unwrap_or_default(),
@@ -63,7 +63,7 @@ fn generation(base: &pb::GenerateRequest, context: &pb::GenerateComplete) -> pb:
 /// complete after its chunks, and returns that complete.
 async fn disaggregated(prefill_client: &mut Client, decode_client: &mut Client, base: &pb::GenerateRequest) -> pb::GenerateComplete {
     let context = prefill(prefill_client, base).await;
-    let messages = collect(decode_client, generation(base, &context)).await.expect("the generation leg succeeds");
+    let messages = collect(decode_client, generation_leg(base, &context)).await.expect("the generation leg succeeds");
     let (tokens, completes) = chunks_and_completes(&messages);
     assert_eq!(completes.len(), 1);
     assert!(matches!(messages.last().unwrap().response, Some(pb::generate_response::Response::Complete(_))));
@@ -89,19 +89,15 @@ async fn disaggregation(client: &mut Client) -> trtllm::proto::smg::grpc::common
 /// Waits until a worker has no leg in flight and no finished context waiting (the transfer
 /// timeout frees those), and nothing is in flight under `ids`.
 async fn settles(client: &mut Client, ids: &[&str]) {
-    let mut last = None;
-    let idle = eventually_async(Duration::from_secs(20), || {
-        let mut client = client.clone();
-        let last = &mut last;
-        async move {
-            let d = disaggregation(&mut client).await;
-            let busy = d.prefill_inflight_queue_reqs + d.decode_transfer_queue_reqs;
-            *last = Some(d);
-            busy == 0
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let d = disaggregation(client).await;
+        if d.prefill_inflight_queue_reqs + d.decode_transfer_queue_reqs == 0 {
+            break;
         }
-    })
-    .await;
-    assert!(idle, "legs or finished contexts left: {last:?}");
+        assert!(tokio::time::Instant::now() < deadline, "legs or finished contexts left: {d:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     for id in ids {
         let abort = client.abort(pb::AbortRequest { request_id: (*id).into() }).await.unwrap().into_inner();
         assert!(!abort.success, "{id} is still known: {}", abort.message);
@@ -202,17 +198,18 @@ async fn a_request_for_the_other_role_is_failed_precondition_naming_the_role() {
     let base = greedy("r", prompt(1, 32), 8);
     let done = prefill(&mut p, &base).await;
     for (client, request, role) in [
-        (&mut d, pb::GenerateRequest { disaggregated_params: Some(params(pb::disaggregated_params::RequestType::ContextOnly, None)), ..base.clone() }, "generation"),
-        (&mut d, base.clone(), "generation"),
-        (&mut p, generation(&base, &done), "context"),
-        (&mut p, base.clone(), "context"),
+        (d.clone(), pb::GenerateRequest { disaggregated_params: Some(params(pb::disaggregated_params::RequestType::ContextOnly, None)), ..base.clone() }, "generation"),
+        (d.clone(), base.clone(), "generation"),
+        (p.clone(), generation_leg(&base, &done), "context"),
+        (p.clone(), base.clone(), "context"),
     ] {
-        let status = collect(client, request).await.unwrap_err();
+        let mut client = client;
+        let status = collect(&mut client, request).await.unwrap_err();
         assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
         assert!(status.message().contains(&format!("role is {role}")), "{}", status.message());
     }
     // The handoff was not spent by the refusals: it still decodes.
-    let messages = collect(&mut d, generation(&base, &done)).await.unwrap();
+    let messages = collect(&mut d, generation_leg(&base, &done)).await.unwrap();
     assert_eq!(chunks_and_completes(&messages).1[0].output_token_ids.len(), 8);
 }
 
@@ -228,21 +225,21 @@ async fn corrupt_handoff_bytes_are_invalid_argument() {
     altered[last / 2] ^= 0x10;
     let cut = good[..good.len() - 5].to_vec();
     for bytes in [altered, cut] {
-        let mut request = generation(&base, &done);
+        let mut request = generation_leg(&base, &done);
         request.disaggregated_params.as_mut().unwrap().context_phase_params.as_mut().unwrap().kv_cache_blocks = bytes;
         let status = collect(&mut d, request).await.unwrap_err();
         assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
         assert!(status.message().contains("kv_cache_blocks"), "{}", status.message());
     }
     // trtllm-serve's mapping with state bytes the executor cannot read.
-    let mut raw = generation(&base, &done);
+    let mut raw = generation_leg(&base, &done);
     let params = raw.disaggregated_params.as_mut().unwrap();
     params.ctx_request_id = "12345".into();
     params.context_phase_params.as_mut().unwrap().kv_cache_blocks = b"not a transceiver state".to_vec();
     let status = collect(&mut d, raw).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
     // None of it disturbed the real handoff.
-    let messages = collect(&mut d, generation(&base, &done)).await.unwrap();
+    let messages = collect(&mut d, generation_leg(&base, &done)).await.unwrap();
     assert_eq!(chunks_and_completes(&messages).1[0].output_token_ids.len(), 8);
     generation.wait_executor_idle(Duration::from_secs(5)).await;
 }
@@ -251,7 +248,7 @@ async fn corrupt_handoff_bytes_are_invalid_argument() {
 async fn transferring(p: &mut Client, d: &mut Client, id: &str) -> tonic::Streaming<pb::GenerateResponse> {
     let base = greedy(id, prompt(3, 2000), 16);
     let done = prefill(p, &base).await;
-    let stream = d.generate(generation(&base, &done)).await.unwrap().into_inner();
+    let stream = d.generate(generation_leg(&base, &done)).await.unwrap().into_inner();
     let mut probe = d.clone();
     let waiting = eventually_async(Duration::from_secs(5), || {
         let mut probe = probe.clone();
@@ -316,7 +313,7 @@ async fn a_finished_context_can_be_released_by_abort_before_any_decode() {
     assert_eq!(disaggregation(&mut p).await.prefill_inflight_queue_reqs, 1, "the finished context waits");
     let abort = p.abort(pb::AbortRequest { request_id: "early".into() }).await.unwrap().into_inner();
     assert!(abort.success, "{}", abort.message);
-    let mut stream = d.generate(generation(&base, &done)).await.unwrap().into_inner();
+    let mut stream = d.generate(generation_leg(&base, &done)).await.unwrap().into_inner();
     let (messages, status) = drain(&mut stream).await;
     assert!(chunks_and_completes(&messages).1.is_empty());
     assert_eq!(status.map(|s| s.code()), Some(Code::FailedPrecondition), "the handoff is gone");

@@ -77,11 +77,10 @@ impl DisaggBench {
 
     /// `XpYd` in process: the executors of each pool, named `prefill-i` and `decode-i`.
     pub fn in_process(prefill: Vec<AsyncExecutor>, decode: Vec<AsyncExecutor>) -> Self {
-        let name = |pool: &str| move |(i, e)| (format!("{pool}-{i}"), DisaggWorker::InProcess(e));
-        Self::new(
-            prefill.into_iter().enumerate().map(name("prefill")).collect(),
-            decode.into_iter().enumerate().map(name("decode")).collect(),
-        )
+        fn named(pool: &'static str, executors: Vec<AsyncExecutor>) -> Vec<(String, DisaggWorker)> {
+            executors.into_iter().enumerate().map(|(i, e)| (format!("{pool}-{i}"), DisaggWorker::InProcess(e))).collect()
+        }
+        Self::new(named("prefill", prefill), named("decode", decode))
     }
 
     /// The first decode executor in process (its iteration statistics are the run's).
