@@ -99,13 +99,7 @@ async fn main() {
                     None => format!("{:.2} / -", row.predicted[i]),
                 })
                 .collect();
-            println!(
-                "| {} | {} | {:.0} MB | {} |",
-                row.prompt,
-                row.link,
-                row.bytes_per_rank / 1e6,
-                cells.join(" | ")
-            );
+            println!("| {} | {} | {:.0} MB | {} |", row.prompt, row.link, row.bytes_per_rank / 1e6, cells.join(" | "));
         }
     }
 }

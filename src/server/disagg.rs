@@ -52,7 +52,9 @@ impl DisaggRole {
     fn admits(self, leg: LegKind) -> bool {
         matches!(
             (self, leg),
-            (DisaggRole::Both, _) | (DisaggRole::Context, LegKind::Context) | (DisaggRole::Generation, LegKind::Generation)
+            (DisaggRole::Both, _)
+                | (DisaggRole::Context, LegKind::Context)
+                | (DisaggRole::Generation, LegKind::Generation)
         )
     }
 }
@@ -159,7 +161,11 @@ impl Leg {
     }
 
     /// Enqueues `request` as this leg.
-    pub(crate) fn enqueue(self, executor: &AsyncExecutor, request: GenerationRequest) -> crate::Result<GenerationStream> {
+    pub(crate) fn enqueue(
+        self,
+        executor: &AsyncExecutor,
+        request: GenerationRequest,
+    ) -> crate::Result<GenerationStream> {
         match (self.kind, self.handoff) {
             (LegKind::Context, _) => executor.enqueue_prefill(request),
             (LegKind::Generation, Some(handoff)) => executor.decode(request, handoff),
@@ -264,7 +270,14 @@ impl Disaggregation {
             LegKind::Generation => &self.transferring,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        let guard = LegGuard { state: self.clone(), kind, request_id: request_id.to_string(), executor_id, timeout, open: true };
+        let guard = LegGuard {
+            state: self.clone(),
+            kind,
+            request_id: request_id.to_string(),
+            executor_id,
+            timeout,
+            open: true,
+        };
         Box::pin(Tracked { events, guard })
     }
 
@@ -440,13 +453,15 @@ mod tests {
             let refused = Leg::of(&request(RequestType::GenerationOnly, phase(0, bad), ""), DisaggRole::Both);
             assert_eq!(refused.unwrap_err().code(), tonic::Code::InvalidArgument);
         }
-        let wrong_first = Leg::of(&request(RequestType::GenerationOnly, phase(43, bytes.clone()), ""), DisaggRole::Both);
+        let wrong_first =
+            Leg::of(&request(RequestType::GenerationOnly, phase(43, bytes.clone()), ""), DisaggRole::Both);
         assert_eq!(wrong_first.unwrap_err().code(), tonic::Code::InvalidArgument);
         let wrong_id = Leg::of(&request(RequestType::GenerationOnly, phase(42, bytes), "8"), DisaggRole::Both);
         assert_eq!(wrong_id.unwrap_err().code(), tonic::Code::InvalidArgument);
         let missing = Leg::of(&request(RequestType::GenerationOnly, None, "7"), DisaggRole::Generation);
         assert_eq!(missing.unwrap_err().code(), tonic::Code::InvalidArgument);
-        let not_an_id = Leg::of(&request(RequestType::GenerationOnly, phase(1, b"raw".to_vec()), "ctx-7"), DisaggRole::Both);
+        let not_an_id =
+            Leg::of(&request(RequestType::GenerationOnly, phase(1, b"raw".to_vec()), "ctx-7"), DisaggRole::Both);
         assert!(not_an_id.unwrap_err().message().contains("ctx_request_id"));
         let unknown = pb::GenerateRequest {
             disaggregated_params: Some(pb::DisaggregatedParams { request_type: 9, ..Default::default() }),

@@ -28,7 +28,10 @@ fn greedy(id: &str, prompt: Vec<u32>, max_tokens: u32) -> pb::GenerateRequest {
     }
 }
 
-fn params(kind: pb::disaggregated_params::RequestType, phase: Option<pb::ContextPhaseParams>) -> pb::DisaggregatedParams {
+fn params(
+    kind: pb::disaggregated_params::RequestType,
+    phase: Option<pb::ContextPhaseParams>,
+) -> pb::DisaggregatedParams {
     pb::DisaggregatedParams { request_type: kind as i32, ctx_request_id: String::new(), context_phase_params: phase }
 }
 
@@ -62,7 +65,11 @@ fn generation_leg(base: &pb::GenerateRequest, context: &pb::GenerateComplete) ->
 
 /// Runs `base` on a prefill and a decode worker; checks the decode stream ends with exactly one
 /// complete after its chunks, and returns that complete.
-async fn disaggregated(prefill_client: &mut Client, decode_client: &mut Client, base: &pb::GenerateRequest) -> pb::GenerateComplete {
+async fn disaggregated(
+    prefill_client: &mut Client,
+    decode_client: &mut Client,
+    base: &pb::GenerateRequest,
+) -> pb::GenerateComplete {
     let context = prefill(prefill_client, base).await;
     let messages = collect(decode_client, generation_leg(base, &context)).await.expect("the generation leg succeeds");
     let (tokens, completes) = chunks_and_completes(&messages);
@@ -74,7 +81,10 @@ async fn disaggregated(prefill_client: &mut Client, decode_client: &mut Client, 
     assert_eq!(done.output_token_ids[0], context.output_token_ids[0]);
     assert!(done.kv_handoff.is_none());
     let perf = done.perf_metrics.expect("perf metrics were asked for");
-    assert!(perf.kv_cache_transfer_end >= perf.kv_cache_transfer_start && perf.kv_cache_transfer_start > 0.0, "{perf:?}");
+    assert!(
+        perf.kv_cache_transfer_end >= perf.kv_cache_transfer_start && perf.kv_cache_transfer_start > 0.0,
+        "{perf:?}"
+    );
     assert!(perf.kv_cache_size > 0, "the transfer's bytes: {perf:?}");
     done
 }
@@ -125,7 +135,8 @@ async fn one_prefill_one_decode_process_give_the_aggregated_tokens() {
     let (_context, context_addr) = serve(&["--disagg-role", "context", "--kv-transfer-timeout-ms", "1500"]);
     let (_generation, generation_addr) = serve(&["--disagg-role", "generation"]);
     let (_aggregated, aggregated_addr) = serve(&[]);
-    let (mut p, mut d, mut a) = (connect(&context_addr).await, connect(&generation_addr).await, connect(&aggregated_addr).await);
+    let (mut p, mut d, mut a) =
+        (connect(&context_addr).await, connect(&generation_addr).await, connect(&aggregated_addr).await);
     assert_eq!(disaggregation(&mut p).await.mode, "prefill");
     assert_eq!(disaggregation(&mut d).await.mode, "decode");
     let info = a.get_server_info(pb::GetServerInfoRequest {}).await.unwrap().into_inner();
@@ -157,7 +168,10 @@ async fn two_prefill_workers_feed_one_decode_worker() {
     let mut outputs = Vec::new();
     for round in 0..2u32 {
         let [p0, p1] = &mut prefill;
-        let (b0, b1) = (greedy(&format!("a{round}"), prompt(round, 64), 16), greedy(&format!("b{round}"), prompt(round + 9, 80), 16));
+        let (b0, b1) = (
+            greedy(&format!("a{round}"), prompt(round, 64), 16),
+            greedy(&format!("b{round}"), prompt(round + 9, 80), 16),
+        );
         let (mut d0, mut d1) = (d.clone(), d.clone());
         let (x, y) = tokio::join!(disaggregated(p0, &mut d0, &b0), disaggregated(p1, &mut d1, &b1));
         outputs.push((b0, x));
@@ -165,7 +179,12 @@ async fn two_prefill_workers_feed_one_decode_worker() {
     }
     // The same prompts prefilled by the other worker decode to the same tokens.
     for (i, (base, done)) in outputs.iter().enumerate() {
-        let again = disaggregated(&mut prefill[(i + 1) % 2], &mut d, &pb::GenerateRequest { request_id: format!("again-{i}"), ..base.clone() }).await;
+        let again = disaggregated(
+            &mut prefill[(i + 1) % 2],
+            &mut d,
+            &pb::GenerateRequest { request_id: format!("again-{i}"), ..base.clone() },
+        )
+        .await;
         assert_eq!(again.output_token_ids, done.output_token_ids, "{}", base.request_id);
     }
     let ids: Vec<String> = outputs.iter().map(|(b, _)| b.request_id.clone()).collect();
@@ -200,7 +219,14 @@ async fn a_request_for_the_other_role_is_failed_precondition_naming_the_role() {
     let base = greedy("r", prompt(1, 32), 8);
     let done = prefill(&mut p, &base).await;
     for (client, request, role) in [
-        (d.clone(), pb::GenerateRequest { disaggregated_params: Some(params(pb::disaggregated_params::RequestType::ContextOnly, None)), ..base.clone() }, "generation"),
+        (
+            d.clone(),
+            pb::GenerateRequest {
+                disaggregated_params: Some(params(pb::disaggregated_params::RequestType::ContextOnly, None)),
+                ..base.clone()
+            },
+            "generation",
+        ),
         (d.clone(), base.clone(), "generation"),
         (p.clone(), generation_leg(&base, &done), "context"),
         (p.clone(), base.clone(), "context"),

@@ -81,10 +81,8 @@ pub fn record_split(record: &RequestRecord) -> Option<TtftSplit> {
 /// requests: per part mean, median, std and percentiles (ms), the transfer's bytes per rank and
 /// rate, and how many requests had a complete split. `None` when no request was disaggregated.
 pub fn split_section(records: &[RequestRecord], percentiles: &[f64]) -> Option<Value> {
-    let ok: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| r.phase == Phase::Measure && r.is_success() && r.disagg.is_some())
-        .collect();
+    let ok: Vec<&RequestRecord> =
+        records.iter().filter(|r| r.phase == Phase::Measure && r.is_success() && r.disagg.is_some()).collect();
     if !records.iter().any(|r| r.disagg.is_some()) {
         return None;
     }

@@ -78,7 +78,11 @@ impl DisaggBench {
     /// `XpYd` in process: the executors of each pool, named `prefill-i` and `decode-i`.
     pub fn in_process(prefill: Vec<AsyncExecutor>, decode: Vec<AsyncExecutor>) -> Self {
         fn named(pool: &'static str, executors: Vec<AsyncExecutor>) -> Vec<(String, DisaggWorker)> {
-            executors.into_iter().enumerate().map(|(i, e)| (format!("{pool}-{i}"), DisaggWorker::InProcess(e))).collect()
+            executors
+                .into_iter()
+                .enumerate()
+                .map(|(i, e)| (format!("{pool}-{i}"), DisaggWorker::InProcess(e)))
+                .collect()
         }
         Self::new(named("prefill", prefill), named("decode", decode))
     }

@@ -228,7 +228,8 @@ pub(crate) async fn consume_in_process(
                 if let Some(perf) = done.perf {
                     let at = |t: Option<Instant>| t.map(|t| clock.offset_s(t));
                     if let Some(disagg) = record.disagg.as_mut() {
-                        (disagg.transfer_start_s, disagg.transfer_end_s) = (at(perf.kv_transfer_start), at(perf.kv_transfer_end));
+                        (disagg.transfer_start_s, disagg.transfer_end_s) =
+                            (at(perf.kv_transfer_start), at(perf.kv_transfer_end));
                         disagg.transfer_bytes = perf.kv_cache_size;
                     }
                     record.server = Some(ServerTimes {

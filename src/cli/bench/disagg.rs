@@ -69,7 +69,11 @@ pub fn configure(args: &DisaggArgs, config: &mut ExecutorConfig) {
 
 /// With `--disagg XpYd`, the pools around the loaded executor (the first prefill worker): the
 /// target and what the summary's `engine` records about it. `None` without the option.
-pub async fn wrap(args: &DisaggArgs, first: &AsyncExecutor, engine_dir: &Path) -> anyhow::Result<Option<(BenchTarget, Value)>> {
+pub async fn wrap(
+    args: &DisaggArgs,
+    first: &AsyncExecutor,
+    engine_dir: &Path,
+) -> anyhow::Result<Option<(BenchTarget, Value)>> {
     let Some(shape) = args.disagg else { return Ok(None) };
     if EngineSimulation::from_engine_dir(engine_dir)?.is_some_and(|s| s.is_virtual()) {
         bail!(
@@ -118,15 +122,20 @@ pub async fn grpc(args: &DisaggArgs, scratch: tempfile::TempDir) -> anyhow::Resu
     let mut first: Option<(GrpcTarget, pb::GetModelInfoResponse, pb::GetServerInfoResponse)> = None;
     for (pool, addrs, role) in [(0, &args.prefill_target, "prefill"), (1, &args.decode_target, "decode")] {
         for addr in addrs {
-            let target =
-                GrpcTarget::connect(grpc_url(addr)).await.with_context(|| format!("connecting to {role} worker {addr}"))?;
+            let target = GrpcTarget::connect(grpc_url(addr))
+                .await
+                .with_context(|| format!("connecting to {role} worker {addr}"))?;
             let model = target.client().get_model_info(pb::GetModelInfoRequest {}).await?.into_inner();
             let server = target.client().get_server_info(pb::GetServerInfoRequest {}).await?.into_inner();
             let mode = server.disaggregation.as_ref().map(|d| d.mode.clone());
             if let Some((_, m, _)) = &first
                 && m.model_id != model.model_id
             {
-                bail!("{role} worker {addr} serves {:?}, the first worker {:?}: one model per pair", model.model_id, m.model_id);
+                bail!(
+                    "{role} worker {addr} serves {:?}, the first worker {:?}: one model per pair",
+                    model.model_id,
+                    m.model_id
+                );
             }
             described.push(json!({"pool": role, "addr": addr, "model_id": model.model_id, "mode": mode}));
             pools[pool].push((format!("{role}-{}", pools[pool].len()), DisaggWorker::Grpc(target.clone())));
@@ -137,7 +146,12 @@ pub async fn grpc(args: &DisaggArgs, scratch: tempfile::TempDir) -> anyhow::Resu
     }
     let Some((grpc, model, server)) = first else { bail!("--prefill-target and --decode-target name no worker") };
     let [prefill, decode] = pools;
-    eprintln!("disaggregated over gRPC: {} prefill and {} decode workers, model {}", prefill.len(), decode.len(), model.model_id);
+    eprintln!(
+        "disaggregated over gRPC: {} prefill and {} decode workers, model {}",
+        prefill.len(),
+        decode.len(),
+        model.model_id
+    );
     let engine_json = json!({
         "source": "GetModelInfo/GetServerInfo of the first prefill worker",
         "model_id": model.model_id,
@@ -171,7 +185,13 @@ pub async fn grpc(args: &DisaggArgs, scratch: tempfile::TempDir) -> anyhow::Resu
 /// Completes the summary's `disaggregation` section of a disaggregated run: the pools, the token
 /// check and, on a simulated engine, the predicted split beside the measured one; returns the
 /// console lines.
-pub fn complete_section(pools: &DisaggBench, token_check: Option<Value>, setup: &Setup, summary: &mut Summary, stem: &str) -> Vec<String> {
+pub fn complete_section(
+    pools: &DisaggBench,
+    token_check: Option<Value>,
+    setup: &Setup,
+    summary: &mut Summary,
+    stem: &str,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let mut section = match summary.disaggregation.take() {
         Some(Value::Object(map)) => map,
@@ -188,7 +208,8 @@ pub fn complete_section(pools: &DisaggBench, token_check: Option<Value>, setup: 
         }
         section.insert("token_check".into(), check);
     }
-    let link = setup.engine.get("disaggregation").and_then(|d| serde_json::from_value::<KvLink>(d["kv_link"].clone()).ok());
+    let link =
+        setup.engine.get("disaggregation").and_then(|d| serde_json::from_value::<KvLink>(d["kv_link"].clone()).ok());
     let buffer = setup.engine["disaggregation"]["cache_transceiver"]["max_tokens_in_buffer"].as_u64();
     if let (Some(sim), Some(link)) = (&setup.simulation, link)
         && let Some(model) = &sim.perf_model
