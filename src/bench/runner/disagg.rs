@@ -20,6 +20,9 @@ use crate::{AsyncExecutor, KvHandoff, StreamEvent};
 /// Requests whose tokens the in-process target keeps for [`DisaggBench::token_check`].
 const TOKEN_CHECK_REQUESTS: usize = 8;
 
+/// A request and the tokens its disaggregated run generated, for the token check.
+type KeptRequest = (RequestSpec, Vec<u32>);
+
 /// One worker of a pool.
 #[derive(Debug, Clone)]
 pub enum DisaggWorker {
@@ -53,7 +56,7 @@ pub struct DisaggBench {
     prefill: Arc<[Member]>,
     decode: Arc<[Member]>,
     /// (request, generated tokens) of the first requests, in process.
-    kept: Arc<Mutex<Vec<(RequestSpec, Vec<u32>)>>>,
+    kept: Arc<Mutex<Vec<KeptRequest>>>,
     /// The latest token check, until the report takes it.
     checked: Arc<Mutex<Option<Value>>>,
 }
