@@ -69,7 +69,8 @@ mod telemetry;
 mod traffic;
 
 pub use metrics::calibration::{Calibration, itl_errors_s};
-pub use metrics::disagg::{DisaggTimes, TtftSplit, record_split, split_section};
+pub use metrics::disagg::{DisaggTimes, TtftSplit};
+pub use metrics::disagg_summary::{record_split, split_section};
 pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };

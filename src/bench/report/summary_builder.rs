@@ -222,7 +222,7 @@ impl SummaryBuilder {
             executor_settings: None,
             gpu_telemetry: None,
             server_metrics: None,
-            disaggregation: crate::bench::metrics::disagg::split_section(records, ps),
+            disaggregation: crate::bench::metrics::disagg_summary::split_section(records, ps),
             speculative: SpeculativeSummary::compute(
                 ok.iter().filter_map(|r| r.speculative.as_ref().map(|c| (r.output_tokens, c))),
             ),

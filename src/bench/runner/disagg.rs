@@ -9,8 +9,9 @@ use std::sync::{Arc, PoisonError};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use super::grpc::{GrpcTarget, consume_grpc, grpc_message};
+use super::in_process::{consume_in_process, generation_request};
 use super::records::new_record;
-use super::target::{GrpcTarget, consume_grpc, consume_in_process, generation_request, grpc_message};
 use crate::bench::metrics::disagg::DisaggTimes;
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes};
 use crate::bench::traffic::workload::RequestSpec;

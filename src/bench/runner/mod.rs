@@ -6,6 +6,8 @@ pub(crate) mod backlog;
 pub(crate) mod disagg;
 // Draft-target speculative decoding through SpeculativeExecutor.
 pub(crate) mod draft_target;
+pub(crate) mod grpc;
+pub(crate) mod in_process;
 pub(crate) mod openai;
 pub(crate) mod point;
 pub(crate) mod records;
