@@ -80,6 +80,37 @@ impl DisaggBench {
     }
 
     /// `XpYd` in process: the executors of each pool, named `prefill-i` and `decode-i`.
+    ///
+    /// ```rust
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use trtllm::bench::{BenchTarget, DisaggBench, LoadPlan, PromptSource, RunClock, Workload, record_split, run_point};
+    /// use trtllm::{AsyncExecutor, CacheTransceiverConfig, ExecutorConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// trtllm::sim::SimulatedEngine::builder().iteration_ms(1.0).build().write_to(dir.path())?;
+    /// let config = || ExecutorConfig::builder().cache_transceiver(CacheTransceiverConfig::new()).build();
+    /// let prefill = AsyncExecutor::load(dir.path(), config()?).await?;
+    /// let decode = AsyncExecutor::load(dir.path(), config()?).await?;
+    /// let target = BenchTarget::Disaggregated(DisaggBench::in_process(vec![prefill.clone()], vec![decode.clone()]));
+    /// let workload = Workload {
+    ///     source: PromptSource::Random { vocab_size: 1000, input_len: 16, shared_prefix: 0 },
+    ///     output_len: Some(4),
+    ///     fallback_output_len: 4,
+    ///     ignore_eos: true,
+    ///     end_id: None,
+    ///     streaming: true,
+    ///     seed: 0,
+    ///     guide: None,
+    ///     lengths: Default::default(),
+    /// };
+    /// let run = run_point(&target, &workload, 0, &LoadPlan::closed(1, 2), &RunClock::start(), |_| {}).await?;
+    /// // Each request's TTFT splits into prefill, transfer wait, transfer and first decode.
+    /// assert!(run.records.iter().all(|r| r.output_tokens == 4 && record_split(r).is_some()));
+    /// prefill.shutdown(trtllm::ShutdownMode::Cancel).await?;
+    /// decode.shutdown(trtllm::ShutdownMode::Cancel).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn in_process(prefill: Vec<AsyncExecutor>, decode: Vec<AsyncExecutor>) -> Self {
         fn named(pool: &'static str, executors: Vec<AsyncExecutor>) -> Vec<(String, DisaggWorker)> {
             executors
