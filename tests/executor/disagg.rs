@@ -4,6 +4,8 @@
 
 use crate::common;
 
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use common::sim::{config, drain, engine_dir, eventually};
@@ -50,9 +52,9 @@ fn pair() -> Pair {
     pair_with(|b| b, None, None)
 }
 
-/// A link slow enough that a transfer of a 100-token prompt takes a good fraction of a second.
-fn slow_link() -> KvLink {
-    KvLink { bandwidth_gb_s: 0.004, latency_us: 0.0, efficiency: 1.0 }
+/// A link over which a 100-token prompt's KV cache (2.25 MB on the test engine) takes `seconds` to move.
+fn slow_link(seconds: f64) -> KvLink {
+    KvLink { bandwidth_gb_s: 0.00225 / seconds, latency_us: 0.0, efficiency: 1.0 }
 }
 
 fn greedy(prompt: Vec<u32>, max_tokens: u32) -> GenerationRequest {
@@ -135,10 +137,18 @@ fn a_handoff_is_good_once() {
 fn a_handoff_never_taken_frees_the_context_blocks_after_the_timeout() {
     let p = pair_with(|b| b, Some(Duration::from_millis(300)), None);
     let before = used_blocks(&p.context);
+    let mut iterations = p.context.subscribe_iteration_stats();
     let request = greedy((1..=100).collect(), 8);
     let prefilled = p.context.prefill(request.clone()).unwrap();
-    // Held for the transfer: 100 prompt tokens fill 4 blocks of 32 tokens.
-    assert!(eventually(Duration::from_secs(2), || used_blocks(&p.context) >= before + 4), "blocks not held");
+    // Held for the transfer: 100 prompt tokens fill 4 blocks of 32 tokens, still in use after the final.
+    let mut most = 0;
+    assert!(eventually(Duration::from_secs(5), || {
+        p.context.refresh_stats();
+        while let Ok(stats) = iterations.try_recv() {
+            most = most.max(stats.kv_cache.map_or(0, |kv| kv.used_num_blocks));
+        }
+        most >= before + 4
+    }));
     assert!(
         eventually(Duration::from_secs(10), || used_blocks(&p.context) == before),
         "the context side still holds the blocks after the timeout"
@@ -151,7 +161,8 @@ fn a_handoff_never_taken_frees_the_context_blocks_after_the_timeout() {
 
 #[test]
 fn cancelling_the_generation_leg_during_the_transfer_ends_it_and_frees_both_sides() {
-    let p = pair_with(|b| b, None, Some(slow_link()));
+    // Long enough that the cancel always lands during the transfer.
+    let p = pair_with(|b| b, None, Some(slow_link(30.0)));
     let request = greedy((1..=100).collect(), 8);
     let prefilled = p.context.prefill(request.clone()).unwrap();
     let held = used_blocks(&p.context);
@@ -172,7 +183,8 @@ fn cancelling_the_generation_leg_during_the_transfer_ends_it_and_frees_both_side
 
 #[test]
 fn cancelling_the_context_leg_during_the_transfer_fails_the_generation_leg() {
-    let p = pair_with(|b| b, None, Some(slow_link()));
+    // Long enough for the cancel to land during the transfer on a busy host, short enough to wait out.
+    let p = pair_with(|b| b, None, Some(slow_link(3.0)));
     let request = greedy((1..=100).collect(), 8);
     let prefilled = p.context.prefill(request.clone()).unwrap();
     let stream = p.generation.decode(request, prefilled.handoff).unwrap();
@@ -262,4 +274,63 @@ fn executors_without_a_transceiver_run_no_disaggregated_request() {
     let raw = drain(executor.enqueue(greedy(vec![1, 2], 4).with_request_type(RequestType::ContextOnly)).unwrap());
     assert!(matches!(raw.terminal, Err(Error::RequestRejected(ref m)) if m.contains("CacheTransceiverConfig")));
     assert_eq!(executor.in_flight(), 0);
+}
+
+/// Where `prefill_in_a_child_process` finds its engine, and its transfer timeout.
+const CHILD_ENGINE_DIR: &str = "TRTLLM_TEST_DISAGG_CHILD_ENGINE";
+const CHILD_TIMEOUT_MS: &str = "TRTLLM_TEST_DISAGG_CHILD_TIMEOUT_MS";
+
+fn cross_process_request() -> GenerationRequest {
+    greedy((1..=70).collect(), 12)
+}
+
+/// The context side of `a_handoff_crosses_a_process_boundary`, run in a child process: prefills and prints the
+/// handoff's bytes. Does nothing when run on its own.
+#[test]
+#[ignore = "run by a_handoff_crosses_a_process_boundary in a child process"]
+fn prefill_in_a_child_process() {
+    let Ok(dir) = std::env::var(CHILD_ENGINE_DIR) else { return };
+    let timeout = std::env::var(CHILD_TIMEOUT_MS).ok().and_then(|t| t.parse().ok()).map(Duration::from_millis);
+    let context = Executor::load(dir, config().cache_transceiver(transceiver(timeout)).build().unwrap()).unwrap();
+    let prefilled = context.prefill(cross_process_request()).unwrap();
+    let hex: String = prefilled.handoff.to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    println!("HANDOFF {hex}");
+}
+
+/// Runs the prefill in another process (this test binary again) and returns its handoff.
+fn prefill_in_another_process(dir: &Path, timeout_ms: Option<u64>) -> KvHandoff {
+    let mut command = Command::new(std::env::current_exe().expect("the test binary"));
+    command
+        .args(["--ignored", "--exact", "executor::disagg::prefill_in_a_child_process", "--nocapture"])
+        .env(CHILD_ENGINE_DIR, dir);
+    if let Some(ms) = timeout_ms {
+        command.env(CHILD_TIMEOUT_MS, ms.to_string());
+    }
+    let output = command.output().expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "child failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let hex = stdout.lines().find_map(|l| l.strip_prefix("HANDOFF ")).unwrap_or_else(|| panic!("no handoff: {stdout}"));
+    let bytes: Vec<u8> =
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex")).collect();
+    KvHandoff::from_bytes(&bytes).expect("the handoff decodes")
+}
+
+#[test]
+fn a_handoff_crosses_a_process_boundary() {
+    let dir = engine_dir(|b| b);
+    let generation =
+        Executor::load(dir.path(), config().cache_transceiver(CacheTransceiverConfig::new()).build().unwrap()).unwrap();
+    let aggregated = drain(generation.enqueue(cross_process_request()).unwrap());
+    let handoff = prefill_in_another_process(dir.path(), None);
+    let decoded = drain(generation.decode(cross_process_request(), handoff).unwrap());
+    assert_eq!(decoded.done().token_ids(), aggregated.done().token_ids(), "decoded from another process's prefill");
+    // Across processes the receiver judges expiry by the state's wall-clock deadline.
+    let expiring = prefill_in_another_process(dir.path(), Some(1));
+    std::thread::sleep(Duration::from_millis(20));
+    let late = drain(generation.decode(cross_process_request(), expiring).unwrap());
+    match &late.terminal {
+        Err(Error::Handoff(HandoffError::Unavailable(reason))) => assert!(reason.contains("expired"), "{reason}"),
+        other => panic!("an expired handoff must be refused, got {other:?}"),
+    }
+    assert_eq!(generation.in_flight(), 0);
 }
