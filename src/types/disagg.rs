@@ -240,6 +240,15 @@ impl HandoffError {
 /// generation request whose KV blocks cannot be taken; [`HandoffError::Unavailable`] carries what follows.
 pub(crate) const HANDOFF_REFUSED: &str = "KV cache handoff refused";
 
+/// How it words a generation request whose handoff state does not parse; [`HandoffError::Corrupt`].
+pub(crate) const HANDOFF_CORRUPT: &str = "KV cache handoff is corrupt";
+
+/// The handoff error an executor's error response names, if it names one.
+pub(crate) fn handoff_error_in(message: &str) -> Option<HandoffError> {
+    let after = |marker: &str| message.split_once(marker).map(|(_, r)| r.trim_start_matches([':', ' ']).to_string());
+    after(HANDOFF_CORRUPT).map(HandoffError::Corrupt).or_else(|| after(HANDOFF_REFUSED).map(HandoffError::Unavailable))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

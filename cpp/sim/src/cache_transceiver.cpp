@@ -365,15 +365,20 @@ void CacheTransceiver::attachParams(Sequence const& sequence, Result& result, Ti
     state.contextRequestId = request.id;
     state.fingerprint = mFingerprint;
     state.promptLength = static_cast<SizeType32>(request.prompt.size());
-    auto const timeout = mConfig ? mConfig->getKvTransferTimeoutMs() : std::nullopt;
-    state.expiresAtUnixMs = timeout ? unixMsNow() + *timeout : 0;
+    // A plain number (-1: no timeout) rather than the optional: GCC's -O1 flow analysis misreads the copy.
+    int timeoutMs = -1;
+    if (mConfig && mConfig->getKvTransferTimeoutMs())
+    {
+        timeoutMs = *mConfig->getKvTransferTimeoutMs();
+    }
+    state.expiresAtUnixMs = timeoutMs >= 0 ? unixMsNow() + timeoutMs : 0;
     auto* bytes = new std::vector<char>(serializeState(state));
     result.contextPhaseParams = ContextPhaseParams(
         VecTokens{sequence.generated.at(0).front()}, request.id, static_cast<void*>(bytes), std::nullopt);
     mHandedOff.insert(request.id);
-    if (timeout)
+    if (timeoutMs >= 0)
     {
-        mDeadlines[request.id] = now + std::chrono::milliseconds(*timeout);
+        mDeadlines[request.id] = now + std::chrono::milliseconds(timeoutMs);
     }
     Registry::get().hold(mInstanceId, request.id);
 }

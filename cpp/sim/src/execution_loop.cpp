@@ -267,7 +267,8 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
         }
         fetchRequests(input, input.start);
         auto const next = mTransceiver.nextEvent();
-        if (!mActive.empty() || !input.fetched.empty() || mTransceiver.hasMail() || (next && *next <= mClock.now()))
+        if (!mActive.empty() || !input.fetched.empty() || !input.cancelledActive.empty() || mTransceiver.hasMail()
+            || (next && *next <= mClock.now()))
         {
             return true;
         }
