@@ -37,6 +37,7 @@ fn main() {
     }
     if simulated {
         bridges.push(SIM_TIMING_BRIDGE);
+        bridges.push(SIM_TRANSFER_BRIDGE);
     }
     let mut build = cxx_build::bridges(bridges);
     build.std("c++17").flag_if_supported("-Wall").flag_if_supported("-Wextra");
@@ -63,6 +64,7 @@ fn main() {
 /// responses, stats, KV events) and one file per feature's conversions.
 const SHIM_SOURCES: &[&str] = &[
     "cpp/src/shim.cc",
+    "cpp/src/shim_disagg.cc",
     "cpp/src/shim_executor_config.cc",
     "cpp/src/shim_guided.cc",
     "cpp/src/shim_lora.cc",
@@ -161,6 +163,9 @@ const SIM_GRAMMAR_BRIDGE: &str = "src/sim/guided/bridge.rs";
 
 /// The sim-only bridge to the Rust timing and memory model (src/sim/perf_model.rs).
 const SIM_TIMING_BRIDGE: &str = "src/sim/bridge.rs";
+
+/// The sim-only bridge to the KV transfer model (src/sim/transfer.rs), for disaggregated serving.
+const SIM_TRANSFER_BRIDGE: &str = "src/sim/transfer_bridge.rs";
 
 fn configure_simulated(build: &mut cc::Build, manifest: &Path, grammar: bool) {
     track(&manifest.join(SIM_GRAMMAR_BRIDGE));

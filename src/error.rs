@@ -135,6 +135,10 @@ pub enum Error {
     /// A simulated engine cannot be described or run as asked.
     #[error(transparent)]
     Sim(#[from] crate::sim::error::SimError),
+    /// Disaggregated serving: a KV handoff was corrupt, from an engine that does not pair with this one,
+    /// or could not be taken.
+    #[error(transparent)]
+    Handoff(#[from] crate::types::disagg::HandoffError),
     /// Reading or writing a file failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -165,6 +169,7 @@ impl Error {
             Error::Text(e) => e.kind(),
             Error::Lora(e) => e.kind(),
             Error::Sim(e) => e.kind(),
+            Error::Handoff(e) => e.kind(),
         }
     }
 
@@ -201,6 +206,10 @@ impl Error {
     /// without the executor's wording) or failed while running.
     pub(crate) fn from_response(message: &str) -> Self {
         let first = first_line(message);
+        // A generation-only request whose handoff is corrupt, or whose KV blocks cannot be taken.
+        if let Some(handoff) = crate::types::disagg::handoff_error_in(&first) {
+            return Error::Handoff(handoff);
+        }
         match first.split_once(REFUSED_AT_ADMISSION) {
             Some((_, reason)) => Error::RequestRejected(reason.trim_start_matches([':', ' ']).to_string()),
             None => Error::RequestFailed(first),
@@ -254,5 +263,14 @@ mod tests {
         let refused = Error::from_response("Encountered an error when fetching new request: bad guide\n  at frame 1");
         assert!(matches!(&refused, Error::RequestRejected(reason) if reason == "bad guide"));
         assert!(matches!(Error::from_response("CUDA error"), Error::RequestFailed(_)));
+        let gone = Error::from_response(
+            "Encountered an error when fetching new request: KV cache handoff refused: it expired (timeout)",
+        );
+        assert!(matches!(&gone, Error::Handoff(crate::HandoffError::Unavailable(r)) if r == "it expired (timeout)"));
+        assert_eq!(gone.kind(), ErrorKind::Configuration);
+        let corrupt =
+            Error::from_response("Encountered an error when fetching new request: KV cache handoff is corrupt: x");
+        assert!(matches!(&corrupt, Error::Handoff(crate::HandoffError::Corrupt(_))), "{corrupt:?}");
+        assert_eq!(corrupt.kind(), ErrorKind::InvalidRequest);
     }
 }

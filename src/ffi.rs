@@ -120,6 +120,48 @@ pub(crate) mod sys {
         participant_ids: Vec<i32>,
     }
 
+    // ---- Disaggregated serving ----
+
+    /// `RequestType`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum RequestTypeKind {
+        #[default]
+        ContextAndGeneration,
+        ContextOnly,
+        GenerationOnly,
+    }
+
+    /// `CacheTransceiverConfig::BackendType`, or unset (the release's default).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    enum TransceiverBackendKind {
+        #[default]
+        Unset,
+        Default,
+        Mpi,
+        Ucx,
+        Nixl,
+    }
+
+    /// `CacheTransceiverConfig`; `set == false` leaves it unset (no transceiver).
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    struct CacheTransceiverOptions {
+        set: bool,
+        backend: TransceiverBackendKind,
+        max_tokens_in_buffer: OptU64,
+        kv_transfer_timeout_ms: OptI32,
+    }
+
+    /// `ContextPhaseParams` with its state serialized (`getSerializedState`); `set == false`: none.
+    #[derive(Clone, Debug, Default, PartialEq, Eq)]
+    struct ContextPhaseItem {
+        set: bool,
+        request_id: u64,
+        first_gen_tokens: Vec<i32>,
+        has_draft_tokens: bool,
+        draft_tokens: Vec<i32>,
+        serialized_state: Vec<u8>,
+    }
+
     // ---- LoRA ----
 
     /// The element type of a LoRA weights tensor (`DataType`).
@@ -262,6 +304,8 @@ pub(crate) mod sys {
         decoding: DecodingOptions,
         // Guided decoding
         guided_decoding: GuidedDecodingOptions,
+        /// Disaggregated serving: `CacheTransceiverConfig`.
+        cache_transceiver: CacheTransceiverOptions,
     }
 
     /// `SamplingConfig`.
@@ -312,6 +356,9 @@ pub(crate) mod sys {
         speculative: SpeculativeSpec,
         // Guided decoding
         guided_decoding: GuidedDecodingSpec,
+        /// Disaggregated serving: the request's type, and (generation-only) the context phase's params.
+        request_type: RequestTypeKind,
+        context_phase: ContextPhaseItem,
     }
 
     // ---- Guided decoding (structured output) ----
@@ -401,6 +448,8 @@ pub(crate) mod sys {
         avg_decoded_tokens_per_iter: f32,
         has_perf_metrics: bool,
         perf_metrics: PerfMetricsItem,
+        /// A context-only request's `Result::contextPhaseParams`.
+        context_phase: ContextPhaseItem,
     }
 
     /// `KvCacheStats`.
@@ -496,6 +545,10 @@ pub(crate) mod sys {
         reused_blocks: i32,
         missed_blocks: i32,
         kv_cache_hit_rate: f32,
+        /// `disServingStats`: the KV-cache transfer of a disaggregated request.
+        has_dis_serving_stats: bool,
+        kv_cache_transfer_ms: f64,
+        kv_cache_size: u64,
     }
 
     /// `RequestStatsPerIteration`.
@@ -586,6 +639,8 @@ pub(crate) mod sys {
         fn sim_hold_arrivals(self: &ExecutorHandle, bound_ns: i64) -> Result<u64>;
         /// Releases a hold (its key) or a follow-up lease (the request id).
         fn sim_release_arrivals(self: &ExecutorHandle, key: u64) -> Result<()>;
+        /// Sets the link the simulator's KV transfers into this executor cross (simulated build only).
+        fn sim_set_kv_link(self: &ExecutorHandle, bandwidth_gb_s: f64, latency_us: f64, efficiency: f64) -> Result<()>;
 
         fn library_version() -> String;
         fn backend_kind() -> String;

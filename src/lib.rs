@@ -80,15 +80,19 @@ pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
 pub use error::{Error, ErrorKind, InvalidRequest, Result};
 pub use executor::{
-    AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, RequestTotals, ShutdownMode,
+    AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, Prefilled, RequestTotals,
+    ShutdownMode,
 };
 #[cfg(feature = "text")]
-pub use front::{Completion, Engine, EngineBuilder, GenerateOptions, Prompt};
+pub use front::{Completion, DisaggregatedStream, Engine, EngineBuilder, GenerateOptions, Prompt};
 pub use types::config::{
     ContextChunkingPolicy, ExecutorConfig, ExecutorConfigBuilder, ParallelConfig, SchedulerPolicy,
 };
+pub use types::disagg::{CacheTransceiverBackend, CacheTransceiverConfig, DisServingStats, HandoffError, RequestType};
+pub use types::handoff::{EngineFingerprint, KvHandoff};
 pub use types::ids::RequestId;
 pub use types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged, StoredBlock, ValueChange};
+pub use types::kv_link::{KvLink, KvLinkPreset, SimKvTransfer};
 pub use types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
 pub use types::request::{FinishReason, GenerationRequest, SamplingParams};
 pub use types::stats::{

@@ -27,6 +27,9 @@ mod simulated_engine;
 mod speculation;
 pub mod telemetry;
 mod timing_spec;
+pub mod transfer;
+#[cfg(not(trtllm_real))]
+mod transfer_bridge;
 
 pub use crate::engine::config_json::{
     BuildConfig, ConfigJson, LoraConfigJson, Mapping, MoeConfigJson, PluginConfig, PretrainedConfig, Quantization,

@@ -134,6 +134,7 @@ tle::Request toRequest(RequestSpec const& spec)
     {
         request.setGuidedDecodingParams(detail::toGuidedDecodingParams(spec.guided_decoding));
     }
+    detail::applyDisaggregation(request, spec);
     return request;
 }
 
@@ -259,6 +260,7 @@ ResponseItem toResponseItem(tle::Response const& response)
         item.has_perf_metrics = true;
         item.perf_metrics = toPerfMetrics(*result.requestPerfMetrics);
     }
+    item.context_phase = detail::toContextPhaseItem(result.contextPhaseParams);
     return item;
 }
 

@@ -118,6 +118,10 @@ tle::ExecutorConfig toExecutorConfig(ExecutorOptions const& o)
     {
         config.setGuidedDecodingConfig(toGuidedDecodingConfig(o.guided_decoding));
     }
+    if (auto transceiver = toCacheTransceiverConfig(o.cache_transceiver))
+    {
+        config.setCacheTransceiverConfig(*transceiver);
+    }
     return config;
 }
 

@@ -98,5 +98,12 @@ void applySpeculativeRequest(tle::Request& request, SpeculativeSpec const& s);
 tle::GuidedDecodingParams toGuidedDecodingParams(GuidedDecodingSpec const& spec);
 tle::GuidedDecodingConfig toGuidedDecodingConfig(GuidedDecodingOptions const& o);
 
+// Disaggregated serving (shim_disagg.cc): the cache transceiver, a request's type and context-phase params,
+// a context-only result's params, and the transfer's request stats.
+std::optional<tle::CacheTransceiverConfig> toCacheTransceiverConfig(CacheTransceiverOptions const& o);
+void applyDisaggregation(tle::Request& request, RequestSpec const& spec);
+ContextPhaseItem toContextPhaseItem(std::optional<tle::ContextPhaseParams> const& params);
+void fillDisServingStats(RequestStatsItem& item, tle::RequestStats const& stats);
+
 } // namespace detail
 } // namespace trtllm::shim

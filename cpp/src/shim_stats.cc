@@ -110,6 +110,7 @@ RequestStatsItem toRequestStats(tle::RequestStats const& s)
     r.reused_blocks = s.reusedBlocksPerRequest;
     r.missed_blocks = s.missedBlocksPerRequest;
     r.kv_cache_hit_rate = static_cast<float>(s.kvCacheHitRatePerRequest);
+    fillDisServingStats(r, s);
     return r;
 }
 

@@ -70,6 +70,8 @@ mod traffic;
 
 pub use metrics::calibration::{Calibration, itl_errors_s};
 pub use metrics::failures::{FailureBudget, FailureBudgetError, FailureReason, FailureSummary};
+pub use metrics::disagg::{DisaggTimes, TtftSplit};
+pub use metrics::disagg_summary::{record_split, split_section};
 pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
@@ -98,6 +100,7 @@ pub use metrics::throughput::{
 pub use metrics::timer_jitter::TimerJitter;
 pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
 pub use observer::spawn_observer;
+pub use planning::disagg_prediction::DisaggPrediction;
 pub use planning::prediction::Prediction;
 /// The configuration search under SLOs (`trtllm plan`).
 pub use planning::search;
@@ -130,6 +133,7 @@ pub use report::summary_builder::{SummaryBuilder, SummaryError};
 pub use report::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats};
 pub use report::sweep::{SweepRow, console_table, sweep_csv};
 pub use report::sweep_points::{LatencyMetric, LatencyThroughputPoint, PressurePoint};
+pub use runner::disagg::{DisaggBench, DisaggWorker};
 pub use runner::draft_target::DraftTargetBench;
 pub use runner::openai::{HttpOptions, OpenAiApi, OpenAiError, OpenAiTarget};
 pub use runner::point::{PointRun, run_point, run_point_live};

@@ -1,6 +1,7 @@
 //! `trtllm bench`: latency profiling over a sweep, in process or over gRPC, and `trtllm bench compare`.
 
 mod args;
+mod disagg;
 mod draft_target;
 mod http_setup;
 mod layers;
@@ -349,6 +350,10 @@ impl OnePoint<'_> {
             }
             None => None,
         };
+        // Disaggregated in process: the first requests rerun aggregated, their tokens compared.
+        if let trtllm::bench::BenchTarget::Disaggregated(pools) = &self.setup.target {
+            pools.token_check().await;
+        }
         let (row, mut notes, summary) =
             self.report.write_point(point, &run, &clock, &anchor, virtual_run.as_ref(), twin.as_ref(), observed)?;
         notes.extend(verdict::point_lines(&point.stem, self.slos, &run.records, &summary, &failures));

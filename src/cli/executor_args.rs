@@ -109,6 +109,9 @@ pub struct ExecutorArgs {
     /// LoRA adapter caches.
     #[command(flatten)]
     peft: super::peft_args::PeftCacheArgs,
+    /// Disaggregated serving: the cache transceiver and the simulated KV link.
+    #[command(flatten)]
+    kv_transfer: super::kv_transfer_args::KvTransferArgs,
     /// Decoding mode (DecodingConfig): auto, top-k-top-p, beam-search, medusa, lookahead,
     /// explicit-draft-tokens, external-draft-tokens or eagle; a speculative one must be the
     /// engine's speculative_decoding_mode.
@@ -238,6 +241,7 @@ impl ExecutorArgs {
         if let Some(peft) = self.peft.config() {
             c = c.peft_cache(peft);
         }
+        c = self.kv_transfer.apply(c);
         if self.decoding_mode.is_some() || self.lookahead.is_some() {
             c = c.decoding(DecodingConfig {
                 mode: self.decoding_mode.or(self.lookahead.map(|_| DecodingMode::Lookahead)),

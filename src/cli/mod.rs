@@ -7,6 +7,7 @@ mod executor_args;
 mod generate;
 mod guided;
 mod inspect;
+mod kv_transfer_args;
 mod peft_args;
 mod plan;
 mod serve;

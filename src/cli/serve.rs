@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use trtllm::AsyncExecutor;
-use trtllm::server::{ServeOptions, TlsConfig, serve};
+use trtllm::server::{DisaggRole, ServeOptions, TlsConfig, serve};
 use trtllm::text::Tokenizer;
 
 use super::executor_args::ExecutorArgs;
@@ -74,6 +74,12 @@ pub struct Args {
     /// Do not enable guided decoding (structured output), which is on whenever a tokenizer is available.
     #[arg(long)]
     no_guided_decoding: bool,
+    /// Which legs of disaggregated requests this worker runs: `context` (a prefill worker:
+    /// context-only requests), `generation` (a decode worker: generation-only requests) or `both`
+    /// (every request). A context or generation worker has a KV-cache transceiver with default
+    /// settings unless the transceiver flags say otherwise. See docs/disaggregated.md.
+    #[arg(long, default_value = "both")]
+    disagg_role: DisaggRole,
     #[command(flatten)]
     executor: ExecutorArgs,
 }
@@ -106,6 +112,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut config = args.executor.config()?;
     if args.executor.kv_cache_event_buffer_size().is_none() {
         config.kv_cache_event_buffer_max_size = DEFAULT_KV_EVENT_BUFFER;
+    }
+    // A worker of one disaggregated role cannot run without the transceiver that moves its KV cache.
+    if args.disagg_role != DisaggRole::Both && config.cache_transceiver.is_none() {
+        config.cache_transceiver = Some(trtllm::CacheTransceiverConfig::new());
     }
     let tokenizer_dir = match args.tokenizer.clone() {
         Some(dir) => Some(dir),
@@ -160,6 +170,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         default_deadline,
         kv_heartbeat: Duration::from_millis(args.kv_heartbeat_ms),
         metrics_addr: args.metrics_port.map(|port| SocketAddr::new(args.host, port)),
+        disagg_role: args.disagg_role,
         ..ServeOptions::default()
     };
     serve(executor, tokenizer, options, listener, shutdown_signal()).await.map_err(|e| anyhow::anyhow!("{e}"))?;

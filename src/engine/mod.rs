@@ -114,6 +114,12 @@ impl EngineConfig {
         &self.description.precision().dtype
     }
 
+    /// The KV cache's element type: `fp8` or `int8` with `quantization.kv_cache_quant_algo`, else `dtype`.
+    pub fn kv_cache_dtype(&self) -> String {
+        let precision = self.description.precision();
+        precision.kv_cache.quant_algo().map_or_else(|| precision.dtype.clone(), str::to_ascii_lowercase)
+    }
+
     /// `pretrained_config.vocab_size`.
     pub fn vocab_size(&self) -> usize {
         self.description.shape().vocab_size

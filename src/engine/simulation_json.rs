@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::types::kv_link::SimKvTransfer;
+
 /// The GPU preset a simulation.json without `gpu` runs on.
 pub const DEFAULT_GPU: &str = "rtx-a6000";
 
@@ -64,6 +66,12 @@ pub struct SimulationJson {
     /// (absent: 1, uniform routing in expectation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe_imbalance: Option<f64>,
+    /// Disaggregated serving: the link KV transfers into this engine's executor cross (default NVLink 4).
+    #[serde(
+        deserialize_with = "super::null_default::null_as_default",
+        skip_serializing_if = "SimKvTransfer::is_default"
+    )]
+    pub kv_transfer: SimKvTransfer,
 }
 
 impl Default for SimulationJson {
@@ -81,6 +89,7 @@ impl Default for SimulationJson {
             cuda_graphs: false,
             gpu_spec: None,
             moe_imbalance: None,
+            kv_transfer: SimKvTransfer::default(),
         }
     }
 }

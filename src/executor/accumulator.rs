@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use crate::clock::SteadyClock;
 use crate::ffi::sys;
+use crate::types::handoff::{EngineFingerprint, KvHandoff};
 use crate::types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk, cached_prompt_tokens};
 use crate::types::request::FinishReason;
 
@@ -27,6 +28,8 @@ pub(crate) struct Accumulator {
     enqueued_at: Instant,
     first_token_at: Option<Instant>,
     sequences: Vec<SequenceOutput>,
+    /// A context-only request: the engine its handoff comes from (stamped on the handoff with the prompt length).
+    handoff_origin: Option<EngineFingerprint>,
 }
 
 impl Accumulator {
@@ -49,7 +52,14 @@ impl Accumulator {
             enqueued_at,
             first_token_at: None,
             sequences,
+            handoff_origin: None,
         }
+    }
+
+    /// Marks a context-only request: its final's handoff names `origin` and the prompt length.
+    pub(crate) fn with_handoff_origin(mut self, origin: Option<EngineFingerprint>) -> Self {
+        self.handoff_origin = origin;
+        self
     }
 
     pub(crate) fn num_sequences(&self) -> usize {
@@ -188,6 +198,10 @@ impl Accumulator {
     ) {
         let perf = item.has_perf_metrics.then(|| PerfMetrics::from_ffi(&item.perf_metrics, clock));
         let cached_tokens = self.cached_tokens(item);
+        let handoff = KvHandoff::from_ffi(&item.context_phase).map(|h| match &self.handoff_origin {
+            Some(origin) => h.with_origin(self.prompt_tokens, origin.clone()),
+            None => h,
+        });
         let sequences = std::mem::take(&mut self.sequences);
         out.push(StreamEvent::Final(FinalOutput {
             request_id: crate::RequestId::new(self.request_id),
@@ -203,6 +217,7 @@ impl Accumulator {
             first_token_at: self.first_token_at,
             finished_at: received_at,
             perf,
+            handoff,
         }));
     }
 }

@@ -3,10 +3,11 @@
 //!
 //! Dependencies point one way: `accumulator` <- `shared` <- `responses`, `stats_poller`,
 //! `kv_events`, `stream` <- `sync_executor` <- `async_executor`, `sim_control` (the simulator's
-//! virtual-clock controls); `health`, `totals` and `guide_check` are leaves `sync_executor` uses.
+//! virtual-clock controls), `disagg` (the context-only and generation-only legs); `health`, `totals` and `guide_check` are leaves `sync_executor` uses.
 
 mod accumulator;
 mod async_executor;
+mod disagg;
 #[cfg(feature = "guided")]
 mod guide_check;
 mod health;
@@ -20,6 +21,7 @@ mod sync_executor;
 mod totals;
 
 pub use async_executor::AsyncExecutor;
+pub use disagg::Prefilled;
 pub use health::HealthIssue;
 pub use kv_events::KvEventStream;
 pub use sim_control::SimControl;

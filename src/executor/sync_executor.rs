@@ -20,6 +20,8 @@ use crate::engine::simulation_json::{ClockMode, SimulationJson};
 use crate::error::{Error, InvalidRequest, Result};
 use crate::ffi::sys;
 use crate::types::config::ExecutorConfig;
+use crate::types::disagg::RequestType;
+use crate::types::handoff::EngineFingerprint;
 use crate::types::ids::RequestId;
 use crate::types::kv_event::KvCacheEvent;
 use crate::types::request::GenerationRequest;
@@ -69,6 +71,8 @@ pub struct Executor {
     kv_events: Option<Arc<KvEventHub>>,
     config: ExecutorConfig,
     engine: EngineConfig,
+    /// What a KV handoff from or to this executor must match (disaggregated serving).
+    fingerprint: EngineFingerprint,
     backend: Backend,
     /// Compiles guides before enqueue (when the executor has a llguidance guided decoding config).
     #[cfg(feature = "guided")]
@@ -105,6 +109,13 @@ impl Executor {
                 .is_ok_and(|s| s.clock == ClockMode::Virtual);
         tracing::info!(engine = %engine_dir.display(), backend = %backend, "loading executor");
         let handle = sys::new_executor(dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
+        if let Some(link) = &config.sim_kv_link
+            && backend.is_simulated()
+        {
+            handle
+                .sim_set_kv_link(link.bandwidth_gb_s, link.latency_us, link.efficiency)
+                .map_err(|e| Error::from_executor(e.what()))?;
+        }
         let shared = Arc::new(Shared::new(handle));
         let stats = Arc::new(StatsPoller::new(shared.clone(), config.request_stats_max_iterations > 0, virtual_clock));
         let kv_events = (config.kv_cache_event_buffer_max_size > 0)
@@ -115,6 +126,7 @@ impl Executor {
             stats: stats.clone(),
             kv_events: kv_events.clone(),
             config,
+            fingerprint: EngineFingerprint::of(&engine),
             engine,
             backend,
             #[cfg(feature = "guided")]
@@ -216,6 +228,7 @@ impl Executor {
             .iter()
             .zip(registrations)
             .map(|(request, registration)| {
+                let origin = (request.request_type() == RequestType::ContextOnly).then(|| self.fingerprint.clone());
                 let accumulator = Accumulator::new(
                     registration.id,
                     request.prompt().len() as u32,
@@ -224,7 +237,8 @@ impl Executor {
                     request.streaming(),
                     request.sampling().beam_width > 1,
                     enqueued_at,
-                );
+                )
+                .with_handoff_origin(origin);
                 GenerationStream::new(self.shared.clone(), registration, accumulator)
             })
             .collect();
@@ -326,6 +340,11 @@ impl Executor {
     /// The engine's configuration.
     pub fn engine(&self) -> &EngineConfig {
         &self.engine
+    }
+
+    /// What a KV handoff made by or given to this executor must match (see [`EngineFingerprint`]).
+    pub fn fingerprint(&self) -> &EngineFingerprint {
+        &self.fingerprint
     }
 
     /// The executor configuration it was loaded with.

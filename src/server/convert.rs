@@ -78,7 +78,6 @@ pub fn reject_unsupported(request: &pb::GenerateRequest) -> Result<(), Status> {
         ("prompt_tuning_config", request.prompt_tuning_config.is_some()),
         ("multimodal_input", request.multimodal_input.is_some()),
         ("kv_cache_retention", request.kv_cache_retention.is_some()),
-        ("disaggregated_params", request.disaggregated_params.is_some()),
         ("cache_salt_id", request.cache_salt_id.is_some()),
         ("tokenized.query_token_ids", request.tokenized.as_ref().is_some_and(|t| !t.query_token_ids.is_empty())),
     ];

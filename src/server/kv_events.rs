@@ -48,6 +48,7 @@ impl Outbox {
         self.sample += 1;
         let mut load = self.load.load(self.state.executor.executor(), self.sample);
         load.load_only = events.is_empty();
+        load.disaggregation = self.state.disagg.figures(self.state.executor.executor());
         cpb::KvEventBatch {
             sequence_number,
             timestamp: self.state.wall.seconds(Some(cut_at)),

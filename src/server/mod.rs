@@ -1,13 +1,14 @@
 //! The gRPC server: `trtllm.TrtllmService` (the Shepherd Model Gateway's TensorRT-LLM protocol),
 //! `grpc.health.v1.Health` and server reflection, over one executor.
 //!
-//! Modules use only those before them: the parts (`options`, `convert`, `limits`, `live`,
+//! Modules use only those before them: the parts (`options`, `convert`, `disagg`, `limits`, `live`,
 //! `lifecycle`, `metrics`, `kv_feed`, `engine_load`, `tls`, `oversized`, ...) <- `state` (what every call
 //! shares) and `events`/`replies` (executor events in, protocol messages out) <- `generation`,
 //! `kv_events`, `health` (one call's stream) <- `service` (the gRPC methods) <- this module.
 
 mod auth;
 mod convert;
+mod disagg;
 mod engine_load;
 mod events;
 mod generation;
@@ -37,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 use tonic_health::pb::health_server::HealthServer;
 
 pub use convert::{WallClock, parse_grpc_timeout};
+pub use disagg::DisaggRole;
 pub use kv_events::KV_EVENTS_HEADER;
 pub use metrics::ServerMetrics;
 pub use options::{Http2Settings, ServeOptions};

@@ -49,6 +49,8 @@ pub struct ServeOptions {
     pub handshake_timeout: Duration,
     /// HTTP/2 flow control and framing of every connection.
     pub http2: Http2Settings,
+    /// Which legs of disaggregated requests this worker runs (`--disagg-role`).
+    pub disagg_role: super::disagg::DisaggRole,
 }
 
 /// HTTP/2 settings of the server's connections (see docs/serving.md for what each changed in
@@ -94,6 +96,7 @@ impl Default for ServeOptions {
             metrics_addr: None,
             handshake_timeout: Duration::from_secs(10),
             http2: Http2Settings::default(),
+            disagg_role: super::disagg::DisaggRole::default(),
         }
     }
 }

@@ -106,7 +106,7 @@ pub(crate) fn complete_messages(
                     logprobs: logprobs(&ids, seq.log_probs.as_deref()),
                     output_token_ids: ids,
                     sequence_index: seq.index,
-                    finish_reason: seq.finish_reason.as_openai_str().to_string(),
+                    finish_reason: super::disagg::finish_word(seq.finish_reason, done).to_string(),
                     prompt_tokens: done.prompt_tokens,
                     cached_tokens: cached,
                     prompt_logprobs: Vec::new(),
@@ -116,6 +116,7 @@ pub(crate) fn complete_messages(
                     spec_accepted_tokens: done.perf.as_ref().map_or(0, |p| p.speculative.accepted_draft_tokens),
                     spec_draft_tokens: done.perf.as_ref().map_or(0, |p| p.speculative.draft_tokens),
                     matched_stop: matched,
+                    kv_handoff: done.handoff.as_ref().map(crate::KvHandoff::to_bytes),
                 })),
             }
         })

@@ -8,6 +8,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::convert;
+use super::disagg::Leg;
 use super::events::{EventStream, stream_events, text_events};
 use super::generation::{Deadline, Generation, REPLY_BUFFER};
 use super::kv_events;
@@ -64,6 +65,7 @@ impl Service {
         let deadline = Deadline::new(client_deadline, state.default_deadline);
         let request = request.into_inner();
         convert::reject_unsupported(&request)?;
+        let leg = Leg::of(&request, state.disagg.role())?;
         state.limits.check(&request)?;
         convert::check_reply_fits(&request, state.max_message_size)?;
         let permit = match &state.slots {
@@ -111,8 +113,9 @@ impl Service {
             metrics.record_lora_request(task);
         }
         let request_id = state.request_id(&request.request_id);
+        let leg_kind = leg.kind();
         let (stream, guard) = state.live.register(request_id.clone(), || {
-            let stream = state.executor.enqueue(generation).map_err(|e| convert::status(&e))?;
+            let stream = leg.enqueue(&state.executor, generation).map_err(|e| convert::status(&e))?;
             let id = stream.request_id().get();
             Ok((stream, id))
         })?;
@@ -123,6 +126,9 @@ impl Service {
             Some(plan) if plan.needs_text_stream() => text_events(TextStream::new(stream, plan)),
             _ => stream_events(stream),
         };
+        // Disaggregated legs: counted for EngineDisaggregation, a context's handoff kept for Abort.
+        let timeout = state.executor.executor().config().cache_transceiver.and_then(|c| c.kv_transfer_timeout);
+        let events = state.disagg.track(events, leg_kind, &request_id, guard.executor_id(), timeout);
         let reply = ReplyContext {
             request_id: request_id.clone(),
             stop_token_ids,
@@ -195,7 +201,19 @@ impl TrtllmService for Service {
                 Ok(()) => pb::AbortResponse { success: true, message: format!("request {request_id:?} cancelled") },
                 Err(e) => pb::AbortResponse { success: false, message: e.to_string() },
             },
-            None => pb::AbortResponse { success: false, message: format!("no request {request_id:?} is in flight") },
+            // A finished context whose KV blocks wait for a generation worker: release them.
+            None => match self.state.disagg.take_held(&request_id) {
+                Some(id) => match self.state.executor.executor().cancel(crate::RequestId::new(id)) {
+                    Ok(()) => pb::AbortResponse {
+                        success: true,
+                        message: format!("request {request_id:?}'s context finished; its KV blocks are released"),
+                    },
+                    Err(e) => pb::AbortResponse { success: false, message: e.to_string() },
+                },
+                None => {
+                    pb::AbortResponse { success: false, message: format!("no request {request_id:?} is in flight") }
+                }
+            },
         }))
     }
 
@@ -239,6 +257,7 @@ impl TrtllmService for Service {
             pipeline_parallel_size: int(engine.pp_size()),
             context_parallel_size: int(engine.cp_size()),
             world_size: int(engine.world_size()),
+            disaggregation: self.state.disagg.figures(executor),
         }))
     }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::convert::WallClock;
+use super::disagg::Disaggregation;
 use super::engine_load::LoadTracker;
 use super::kv_feed::KvFeed;
 use super::lifecycle::Lifecycle;
@@ -37,6 +38,8 @@ pub struct ServiceState {
     next_anonymous: AtomicU64,
     /// The largest message either side may send (`--max-message-size`).
     pub(crate) max_message_size: usize,
+    /// The worker's disaggregation role, its legs in flight and finished contexts.
+    pub(crate) disagg: Arc<Disaggregation>,
 }
 
 impl ServiceState {
@@ -62,6 +65,7 @@ impl ServiceState {
             kv: KvSources::default(),
             next_anonymous: AtomicU64::new(1),
             max_message_size: options.max_message_size,
+            disagg: Arc::new(Disaggregation::new(options.disagg_role)),
         }
     }
 

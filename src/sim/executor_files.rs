@@ -84,6 +84,9 @@ pub(crate) fn check_simulation(sim: &SimulationJson) -> Result<(), SimError> {
     {
         return fail(format!("speculative.draft_agreement must be a probability in [0, 1], got {agreement}"));
     }
+    if let Err(e) = sim.kv_transfer.link().validate() {
+        return fail(format!("kv_transfer: {e}"));
+    }
     Ok(())
 }
 

@@ -275,6 +275,7 @@ impl SimulatedEngine {
             cuda_graphs: self.cuda_graphs,
             gpu_spec: self.gpu_spec.clone(),
             moe_imbalance: self.moe_imbalance,
+            kv_transfer: Default::default(),
         }
     }
 

@@ -133,6 +133,7 @@ impl DraftLoop {
             enqueued_at,
             first_token_at,
             finished_at: Instant::now(),
+            handoff: None,
             perf: None,
         })
         .map(|done| with_speculative(done, rate, accepted_total, drafted_total))

@@ -7,7 +7,9 @@ use serde::Serialize;
 use super::lora::PeftCacheConfig;
 use crate::error::{Error, Result};
 use crate::ffi::sys;
+use crate::types::disagg::CacheTransceiverConfig;
 use crate::types::guided::{GuidedDecodingConfig, GuidedVocabulary};
+use crate::types::kv_link::KvLink;
 use crate::types::speculative::DecodingConfig;
 
 /// How the scheduler admits requests into the running batch (`CapacitySchedulerPolicy`).
@@ -130,6 +132,12 @@ pub struct ExecutorConfig {
     pub decoding: Option<DecodingConfig>,
     /// Guided decoding (structured output); `None` refuses guided requests.
     pub guided_decoding: Option<GuidedDecodingConfig>,
+    /// Disaggregated serving: the cache transceiver (`CacheTransceiverConfig`); `None` runs no
+    /// context-only or generation-only request.
+    pub cache_transceiver: Option<CacheTransceiverConfig>,
+    /// The simulated executor only: the link KV transfers into this executor cross, replacing
+    /// simulation.json's `kv_transfer` (a real executor ignores it: its transfers take what they take).
+    pub sim_kv_link: Option<KvLink>,
 }
 
 impl Default for ExecutorConfig {
@@ -166,6 +174,8 @@ impl Default for ExecutorConfig {
             peft_cache: None,
             decoding: None,
             guided_decoding: None,
+            cache_transceiver: None,
+            sim_kv_link: None,
         }
     }
 }
@@ -210,6 +220,12 @@ impl ExecutorConfig {
         }
         if let Some(guided) = &self.guided_decoding {
             guided.validate().or_else(bad)?;
+        }
+        if let Some(Err(e)) = self.cache_transceiver.as_ref().map(CacheTransceiverConfig::validate) {
+            return bad(e);
+        }
+        if let Some(Err(e)) = self.sim_kv_link.as_ref().map(KvLink::validate) {
+            return bad(e);
         }
         Ok(())
     }
@@ -262,6 +278,7 @@ impl ExecutorConfig {
             peft_cache: PeftCacheConfig::to_ffi(self.peft_cache.as_ref()),
             decoding: DecodingConfig::to_ffi(self.decoding.as_ref()),
             guided_decoding: GuidedDecodingConfig::to_ffi(self.guided_decoding.as_ref()),
+            cache_transceiver: CacheTransceiverConfig::to_ffi(self.cache_transceiver.as_ref()),
         }
     }
 }
@@ -374,6 +391,10 @@ setters! {
     allow_version_mismatch: bool => allow_version_mismatch;
     /// Decoding mode and speculative-decoding settings.
     decoding: DecodingConfig => decoding (Some);
+    /// The cache transceiver, for context-only and generation-only requests (disaggregated serving).
+    cache_transceiver: CacheTransceiverConfig => cache_transceiver (Some);
+    /// The simulated executor's KV transfer link (replaces simulation.json's `kv_transfer`).
+    sim_kv_link: KvLink => sim_kv_link (Some);
 }
 
 impl ExecutorConfigBuilder {

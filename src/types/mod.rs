@@ -3,9 +3,12 @@
 
 pub(crate) mod arrival;
 pub(crate) mod config;
+pub(crate) mod disagg;
 pub(crate) mod guided;
+pub(crate) mod handoff;
 pub(crate) mod ids;
 pub(crate) mod kv_event;
+pub(crate) mod kv_link;
 pub(crate) mod lora;
 pub(crate) mod output;
 pub(crate) mod request;

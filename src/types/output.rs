@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::clock::SteadyClock;
 use crate::ffi::sys;
+use crate::types::handoff::KvHandoff;
 use crate::types::request::FinishReason;
 use crate::types::speculative::SpeculativeMetrics;
 
@@ -183,6 +184,9 @@ pub struct FinalOutput {
     pub finished_at: Instant,
     /// The executor's own timings, when asked for.
     pub perf: Option<PerfMetrics>,
+    /// A context-only request's handoff (`Result::contextPhaseParams`): what a generation executor
+    /// decodes from ([`Executor::decode`](crate::Executor::decode)). `None` for every other request.
+    pub handoff: Option<KvHandoff>,
 }
 
 impl FinalOutput {

@@ -8,7 +8,9 @@ use crate::engine::EngineConfig;
 use crate::error::InvalidRequest;
 use crate::ffi::sys;
 use crate::lora::LoraConfig;
+use crate::types::disagg::RequestType;
 use crate::types::guided::GuidedDecodingParams;
+use crate::types::handoff::KvHandoff;
 use crate::types::speculative::{DraftTokens, SpeculativeRequest};
 
 // Re-exported here, where the request that carries it lives, for the paths the crate already uses.
@@ -18,7 +20,8 @@ pub use crate::types::sampling::SamplingParams;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
-    /// Still running (never on a final).
+    /// Still running: never on a final, except a context-only request's (its generation goes on on the
+    /// generation executor that takes its [`KvHandoff`]).
     NotFinished,
     /// The end id was generated.
     EndId,
@@ -110,6 +113,12 @@ pub struct GenerationRequest {
     /// Guided decoding (structured output).
     #[serde(default)]
     guided_decoding: Option<GuidedDecodingParams>,
+    /// Disaggregated serving: which phases this executor runs.
+    #[serde(default)]
+    request_type: RequestType,
+    /// Disaggregated serving: the context phase's handoff a generation-only request decodes from.
+    #[serde(default)]
+    handoff: Option<KvHandoff>,
 }
 
 impl GenerationRequest {
@@ -131,6 +140,8 @@ impl GenerationRequest {
             lora: None,
             speculative: SpeculativeRequest::default(),
             guided_decoding: None,
+            request_type: RequestType::ContextAndGeneration,
+            handoff: None,
         }
     }
 
@@ -290,6 +301,79 @@ impl GenerationRequest {
         self.guided_decoding.as_ref()
     }
 
+    /// Which phases the executor runs (default both). [`RequestType::ContextOnly`] ends after the
+    /// first token with a [`KvHandoff`] in the final; [`RequestType::GenerationOnly`] needs one
+    /// ([`GenerationRequest::with_handoff`]). [`Executor::prefill`](crate::Executor::prefill) and
+    /// [`Executor::decode`](crate::Executor::decode) set both for you.
+    #[must_use]
+    pub fn with_request_type(mut self, request_type: RequestType) -> Self {
+        self.request_type = request_type;
+        self
+    }
+
+    /// The request's type.
+    pub fn request_type(&self) -> RequestType {
+        self.request_type
+    }
+
+    /// Decodes from `handoff`: a generation-only request whose prompt's KV cache is pulled from the
+    /// context executor that made the handoff. The prompt must be the one that executor prefilled.
+    ///
+    /// ```
+    /// use trtllm::{GenerationRequest, KvHandoff, RequestType};
+    /// let handoff = KvHandoff::from_parts(3, vec![42], Vec::new());
+    /// let request = GenerationRequest::new(vec![1, 2, 3], 8).with_handoff(handoff);
+    /// assert_eq!(request.request_type(), RequestType::GenerationOnly);
+    /// assert_eq!(request.handoff().map(|h| h.first_tokens()), Some(&[42][..]));
+    /// ```
+    #[must_use]
+    pub fn with_handoff(mut self, handoff: KvHandoff) -> Self {
+        self.request_type = RequestType::GenerationOnly;
+        self.handoff = Some(handoff);
+        self
+    }
+
+    /// The handoff a generation-only request decodes from.
+    pub fn handoff(&self) -> Option<&KvHandoff> {
+        self.handoff.as_ref()
+    }
+
+    /// The request type and handoff agree, and the request is one disaggregation supports (one
+    /// sequence; a handoff's prompt length, when known, matches the prompt).
+    fn validate_disaggregation(&self) -> Result<(), InvalidRequest> {
+        let rule = |rule| {
+            Err(InvalidRequest::Parameter { field: "request_type", value: format!("{:?}", self.request_type), rule })
+        };
+        match (self.request_type, &self.handoff) {
+            (RequestType::GenerationOnly, None) => return rule("a generation-only request needs a KV handoff"),
+            (RequestType::ContextAndGeneration | RequestType::ContextOnly, Some(_)) => {
+                return rule("only a generation-only request carries a KV handoff");
+            }
+            _ => {}
+        }
+        if self.request_type == RequestType::ContextAndGeneration {
+            return Ok(());
+        }
+        if self.sampling.num_return_sequences.is_some_and(|n| n > 1) || self.sampling.beam_width > 1 {
+            return rule("a disaggregated request runs one sequence (no beam search, num_return_sequences 1)");
+        }
+        if let Some(handoff) = &self.handoff {
+            if handoff.first_tokens().is_empty() {
+                return rule("the KV handoff carries no first token");
+            }
+            if let Some(n) = handoff.prompt_tokens()
+                && n as usize != self.prompt.len()
+            {
+                return Err(InvalidRequest::Parameter {
+                    field: "handoff",
+                    value: format!("a {n}-token prompt's KV cache for a {}-token prompt", self.prompt.len()),
+                    rule: "must cover the request's prompt",
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the request against the engine's limits; the error names the limit it broke.
     pub fn validate(&self, engine: &EngineConfig) -> Result<(), InvalidRequest> {
         let vocab = engine.vocab_size();
@@ -367,6 +451,7 @@ impl GenerationRequest {
             });
         }
         self.validate_lora(engine)?;
+        self.validate_disaggregation()?;
         if let Err(detail) = self.speculative.validate() {
             return Err(InvalidRequest::Parameter { field: "speculative", value: detail, rule: "must be in range" });
         }
@@ -438,6 +523,8 @@ impl GenerationRequest {
             lora: self.lora.as_ref().map(super::lora::to_ffi_spec).unwrap_or_default(),
             speculative: self.speculative.to_ffi(),
             guided_decoding: self.guided_decoding.as_ref().map(GuidedDecodingParams::to_ffi).unwrap_or_default(),
+            request_type: self.request_type.to_ffi(),
+            context_phase: self.handoff.as_ref().map(KvHandoff::to_ffi).unwrap_or_default(),
         }
     }
 }

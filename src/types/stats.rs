@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::ffi::sys;
+use crate::types::disagg::DisServingStats;
 
 /// KV-cache block figures of one iteration (`KvCacheStats`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -291,6 +292,8 @@ pub struct RequestStats {
     pub missed_blocks: i32,
     /// Its KV hit rate.
     pub kv_cache_hit_rate: f32,
+    /// A disaggregated request's KV-cache transfer (`disServingStats`), on the generation executor.
+    pub dis_serving: Option<DisServingStats>,
 }
 
 /// The request stats of one iteration (`RequestStatsPerIteration`).
@@ -322,6 +325,11 @@ impl RequestStatsPerIteration {
                 reused_blocks: r.reused_blocks,
                 missed_blocks: r.missed_blocks,
                 kv_cache_hit_rate: r.kv_cache_hit_rate,
+                dis_serving: DisServingStats::from_ffi(
+                    r.has_dis_serving_stats,
+                    r.kv_cache_transfer_ms,
+                    r.kv_cache_size,
+                ),
             })
             .collect();
         RequestStatsPerIteration { iter: it.iter, requests }

@@ -4,6 +4,7 @@
 mod bench;
 mod bench_checks;
 mod bench_compare;
+mod bench_disagg;
 mod bench_gateway;
 mod bench_html;
 mod bench_layers;

@@ -1,6 +1,7 @@
 //! Integration tests of the executor layer: engine directories, request lifecycle, streams and the KV cache.
 //! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
+mod disagg;
 mod engine_dir;
 mod errors;
 mod guided;

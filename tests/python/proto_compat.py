@@ -33,6 +33,12 @@ FDP = descriptor_pb2.FieldDescriptorProto
 TYPE_NAMES = {number: name for name, number in FDP.Type.items()}
 LABEL_NAMES = {number: name for name, number in FDP.Label.items()}
 SERVICE = "trtllm.TrtllmService"
+# Fields only this server declares, at numbers the gateway's protocol leaves unused (1000 up):
+# (message, number) -> name. Upstream clients must read our messages as if they were absent.
+OUR_EXTENSIONS = {
+    ("trtllm.GenerateComplete", 1000): "kv_handoff",
+    ("trtllm.GetServerInfoResponse", 1000): "disaggregation",
+}
 
 
 class Report:
@@ -126,7 +132,10 @@ def compare_message(report, name, up, ours):
         if number not in our_fields:
             report.error(where, f"upstream has `{up_fields[number]['name']}`, we have nothing")
         elif number not in up_fields:
-            report.error(where, f"we have `{our_fields[number]['name']}`, upstream has nothing")
+            if OUR_EXTENSIONS.get((name, number)) == our_fields[number]["name"]:
+                report.note(where, f"our extension `{our_fields[number]['name']}` (upstream has nothing there)")
+            else:
+                report.error(where, f"we have `{our_fields[number]['name']}`, upstream has nothing")
         else:
             for key, up_value in up_fields[number].items():
                 if our_fields[number][key] != up_value:
@@ -382,6 +391,41 @@ def as_dict(msg):
     return json_format.MessageToDict(msg, preserving_proto_field_name=True)
 
 
+def extensions_ignored_upstream(report, pool):
+    """Our messages with the extension fields set must read in upstream's classes as the same
+    message without them: known fields intact, the extension kept only as an unknown field."""
+    response_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("trtllm.GenerateResponse"))
+    ours = response_cls()
+    ours.request_id = "ctx-1"
+    ours.complete.output_token_ids.extend([1234])
+    ours.complete.finish_reason = "length"
+    ours.complete.prompt_tokens = 16
+    ours.complete.completion_tokens = 1
+    ours.complete.kv_handoff = b"TKVH\x01 handoff bytes"
+    up = up_trtllm.GenerateResponse.FromString(ours.SerializeToString())
+    expected = up_trtllm.GenerateResponse(request_id="ctx-1")
+    expected.complete.output_token_ids.extend([1234])
+    expected.complete.finish_reason = "length"
+    expected.complete.prompt_tokens = 16
+    expected.complete.completion_tokens = 1
+    if as_dict(up) != as_dict(expected):
+        report.error("extension kv_handoff", f"upstream read {as_dict(up)}, expected {as_dict(expected)}")
+    unknown = [(f.field_number) for f in UnknownFieldSet(up.complete)]
+    if unknown != [1000]:
+        report.error("extension kv_handoff", f"upstream kept unknown fields {unknown}, expected [1000]")
+
+    info_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("trtllm.GetServerInfoResponse"))
+    info = info_cls(version="v", backend="tensorrt", tensor_parallel_size=1)
+    info.disaggregation.mode = "prefill"
+    info.disaggregation.kv_transfer_speed_gb_s = 12.5
+    up_info = up_trtllm.GetServerInfoResponse.FromString(info.SerializeToString())
+    if (up_info.version, up_info.backend, up_info.tensor_parallel_size) != ("v", "tensorrt", 1):
+        report.error("extension disaggregation", f"upstream read {as_dict(up_info)}")
+    if [f.field_number for f in UnknownFieldSet(up_info)] != [1000]:
+        report.error("extension disaggregation", "upstream did not keep it as one unknown field")
+    return 2
+
+
 def round_trip(report, pool, label, up_msg):
     full_name = up_msg.DESCRIPTOR.full_name
     ours_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(full_name))
@@ -504,6 +548,7 @@ def main(argv):
     for label, msg in sample_messages().items():
         size = round_trip(report, pool, label, msg)
         trips.append(f"{label} ({size} bytes)")
+    extensions = extensions_ignored_upstream(report, pool)
 
     for note in report.notes:
         print(f"note: {note}")
@@ -514,6 +559,7 @@ def main(argv):
         return 1
     print(f"proto_compat: {checked} messages/enums and the service match upstream")
     print(f"proto_compat: round trips ok: {', '.join(trips)}")
+    print(f"proto_compat: upstream reads our {extensions} extension fields as unknown and the rest unchanged")
     print(f"proto_compat: self-test ok: all {len(mutations()) + 1} deliberate breakages were detected")
     return 0
 

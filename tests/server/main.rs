@@ -1,6 +1,7 @@
 //! Integration tests of the gRPC server: the service, its protocol, metrics, security and shutdown.
 //! Built into the `integration` test binary (tests/integration/main.rs), which provides `crate::common`.
 
+mod disagg;
 mod gateway;
 mod gateway_guided;
 mod grpc;

@@ -1,5 +1,6 @@
 //! Builds and runs the simulated executor's C++ test programs (cpp/sim/tests/sim_test.cpp for the executor,
-//! timing_test.cpp for the clocks; the timing model itself is tested in Rust) with the system C++ compiler, linked with the simulator
+//! timing_test.cpp for the clocks, disagg_test.cpp for the cache transceiver; the timing model itself is
+//! tested in Rust) with the system C++ compiler, linked with the simulator
 //! objects build.rs compiled for the crate, so `cargo test` covers the simulator's behaviour on its own, below the
 //! Rust bindings.
 
@@ -52,9 +53,9 @@ fn assert_clean(what: &Path, output: &Output) {
 /// What build.rs leaves in OUT_DIR: one `source<TAB>object` line per simulator source it compiled.
 const SIM_OBJECT_LIST: &str = "simulator_objects.tsv";
 
-/// The sources build.rs compiles against the Rust bridges (the grammar engine, the timing model), which a
+/// The sources build.rs compiles against the Rust bridges (the grammar engine, the timing and transfer models), which a
 /// C++-only test program cannot link, so the tests compile their bridge-free stand-ins instead.
-const BRIDGED_SOURCES: [&str; 2] = ["guided_grammar.cpp", "timing_bridge.cpp"];
+const BRIDGED_SOURCES: [&str; 3] = ["guided_grammar.cpp", "timing_bridge.cpp", "transfer_model.cpp"];
 
 /// The simulator's objects for a test program, once per test process: the ones build.rs compiled for the crate
 /// (with the grammar engine swapped for its fallback), or, when the crate was built against real TensorRT-LLM and
@@ -173,4 +174,9 @@ fn simulated_executor_cpp_tests_pass() {
 #[test]
 fn simulated_clock_cpp_tests_pass() {
     run_test_program("timing_test");
+}
+
+#[test]
+fn simulated_disaggregation_cpp_tests_pass() {
+    run_test_program("disagg_test");
 }

@@ -63,6 +63,8 @@ public:
         std::int64_t followUpDelayNs) const;
     std::uint64_t sim_hold_arrivals(std::int64_t boundNs) const;
     void sim_release_arrivals(std::uint64_t key) const;
+    // Disaggregated serving: the link the simulator's KV transfers into this executor cross (shim_disagg.cc).
+    void sim_set_kv_link(double bandwidthGbS, double latencyUs, double efficiency) const;
     // ---- end sim control
 
 private:

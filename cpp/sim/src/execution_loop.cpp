@@ -119,6 +119,15 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     }
     terminateActive(input.cancelledActive, iterStart, responses, finished);
     activate(input.fetched, iterStart, counters, responses);
+    // Disaggregated serving: held contexts released, transfers started or done (cache_transceiver.h).
+    std::vector<std::unique_ptr<sim::Sequence>> transferred;
+    double const clockScale = mClock.isVirtual() ? 1.0 : mSim.timeScale;
+    bool const transfersChanged
+        = mTransceiver.service(iterStart, clockScale, input.cancelledActive, mPool, responses, transferred);
+    for (auto& sequence : transferred)
+    {
+        insertActive(std::move(sequence));
+    }
 
     auto const& faults = mSim.faults;
     std::size_t failed = 0;
@@ -145,7 +154,7 @@ void Executor::Impl::runIteration(IterationInput& input, std::vector<Response>& 
     }
     if (mActive.empty())
     {
-        if (wasActive || failed > 0)
+        if (wasActive || failed > 0 || transfersChanged)
         {
             // The last active requests ended without another forward pass: report the now idle executor.
             recordStats(sim::BatchPlan{}, counters, 0, 0.0, finished);
@@ -219,9 +228,26 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
         }
         if (mActive.empty())
         {
-            // Idle: sleep until a request, a cancellation or shutdown arrives (no polling).
+            // Idle: sleep until a request, a cancellation or shutdown arrives (no polling), or (disaggregated
+            // serving) until another executor takes held blocks, a transfer ends or held blocks expire.
             mLoopIdle = true;
-            mQueueCv.wait(lock, [this]() { return !mQueue.empty() || !mCancelled.empty() || mStopRequested; });
+            auto const woken = [this]()
+            { return !mQueue.empty() || !mCancelled.empty() || mStopRequested || mTransceiver.hasMail(); };
+            auto const next = mTransceiver.nextEvent();
+            if (next && mClock.isVirtual() && mTransceiver.hasPendingTransfer())
+            {
+                // Nothing runs meanwhile: virtual time moves straight to the transfer's end.
+                mClock.advanceTo(*next);
+            }
+            else if (next)
+            {
+                mQueueCv.wait_for(lock, std::max(sim::Clock::duration::zero(), *next - mClock.now()), woken);
+                mClock.catchUpWithWall();
+            }
+            else
+            {
+                mQueueCv.wait(lock, woken);
+            }
             mLoopIdle = false;
             if (mScheduledMode.load())
             {
@@ -240,7 +266,9 @@ bool Executor::Impl::waitForWork(IterationInput& input, std::vector<Response>& r
                                                              : mClock.iterationStart(!mActive.empty());
         }
         fetchRequests(input, input.start);
-        if (!mActive.empty() || !input.fetched.empty())
+        auto const next = mTransceiver.nextEvent();
+        if (!mActive.empty() || !input.fetched.empty() || !input.cancelledActive.empty() || mTransceiver.hasMail()
+            || (next && *next <= mClock.now()))
         {
             return true;
         }
@@ -258,6 +286,14 @@ void Executor::Impl::takeCancelledActive(IterationInput& input)
         if (mCancelled.count(sequence->request->id) > 0)
         {
             input.cancelledActive.insert(sequence->request->id);
+        }
+    }
+    // Generation-only requests waiting for their KV cache are active too.
+    for (IdType const id : mCancelled)
+    {
+        if (mTransceiver.isIncoming(id))
+        {
+            input.cancelledActive.insert(id);
         }
     }
     mCancelled.clear();
@@ -403,6 +439,11 @@ void Executor::Impl::advance(sim::Sequence& sequence, sim::TimePoint iterEnd)
         return;
     }
     emitToken(sequence);
+    // A context-only request ends with its first token; its KV cache waits for the generation side.
+    if (request.requestType == RequestType::REQUEST_TYPE_CONTEXT_ONLY && !sequence.isFinished())
+    {
+        sequence.finish(FinishReason::kNOT_FINISHED);
+    }
     if (sequence.isFinished())
     {
         perf.lastIter = mIteration;
@@ -471,6 +512,7 @@ void Executor::Impl::collectResults(std::vector<Response>& responses, SequenceLi
         }
         if (auto result = sim::makeResult(*sequence))
         {
+            mTransceiver.attachParams(*sequence, *result, mClock.now());
             responses.emplace_back(sequence->request->id, std::move(*result), sequence->request->clientId);
         }
     }
@@ -483,6 +525,11 @@ void Executor::Impl::retireFinished(SequenceList& finished)
     {
         if ((*it)->isFinished())
         {
+            if (mTransceiver.keeps(**it))
+            {
+                // Its blocks stay for the generation side; hold() takes them out of the sequence.
+                mTransceiver.hold(**it);
+            }
             mPool.release(**it, true);
             finished.push_back(std::move(*it));
             it = mActive.erase(it);

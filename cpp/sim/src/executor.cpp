@@ -134,12 +134,13 @@ Executor::Impl::Settings Executor::Impl::deriveSettings(sim::EngineConfig const&
 }
 
 Executor::Impl::Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig)
-    : Impl(sim::loadEngine(modelPath, executorConfig.getExtendedRuntimePerfKnobConfig().getCudaGraphMode()), modelType,
-        executorConfig)
+    : Impl(sim::loadEngine(modelPath, executorConfig.getExtendedRuntimePerfKnobConfig().getCudaGraphMode()), modelPath,
+        modelType, executorConfig)
 {
 }
 
-Executor::Impl::Impl(sim::LoadedEngine loaded, ModelType modelType, ExecutorConfig const& executorConfig)
+Executor::Impl::Impl(sim::LoadedEngine loaded, std::filesystem::path const& modelPath, ModelType modelType,
+    ExecutorConfig const& executorConfig)
     : mEngine(std::move(loaded.engine))
     , mSim(std::move(loaded.sim))
     , mTiming(std::move(loaded.timing))
@@ -155,6 +156,15 @@ Executor::Impl::Impl(sim::LoadedEngine loaded, ModelType modelType, ExecutorConf
     , mTokens(mEngine.vocabSizePadded, mSim.seed)
     , mSpeculator(mEngine, mSim.draftAcceptance, mSim.seed, executorConfig)
     , mLora(mEngine, executorConfig.getPeftCacheConfig(), mTiming.gpuMemoryBytes())
+    , mTransceiver(sim::TransferModel::load(modelPath, mEngine), executorConfig.getCacheTransceiverConfig(),
+          [this]()
+          {
+              // Another executor took or abandoned blocks this one holds (its mail flag is set): wake the loop.
+              {
+                  std::lock_guard<std::mutex> lock(mQueueMutex);
+              }
+              mQueueCv.notify_one();
+          })
 {
     if (auto const guided = executorConfig.getGuidedDecodingConfig())
     {
@@ -358,6 +368,11 @@ void Executor::Impl::cancelRequest(IdType requestId)
 {
     throwIfShutdown("Shutdown called");
     maybeInjectFault(sim::FaultMethod::kCancelRequest);
+    // A context-only request whose final went out but whose blocks wait for a transfer: cancelling releases them.
+    if (mTransceiver.cancelHeld(requestId))
+    {
+        return;
+    }
     {
         std::lock_guard<std::mutex> lock(mResponsesMutex);
         if (mTerminatedIds.contains(requestId))
@@ -460,6 +475,7 @@ Executor::Executor(std::filesystem::path const& modelPath, ModelType modelType, 
     sim::registerLoraCounters(this, implOf(mImpl).loraCounters());
     sim::registerGpuTelemetry(this, implOf(mImpl).gpuTelemetryKey());
     sim::control::registerExecutor(this, mImpl.get());
+    sim::registerTransceiver(this, &implOf(mImpl).transceiver());
 }
 
 Executor::~Executor()
@@ -467,6 +483,7 @@ Executor::~Executor()
     sim::unregisterLoraCounters(this);
     sim::unregisterGpuTelemetry(this);
     sim::control::unregisterExecutor(this);
+    sim::unregisterTransceiver(this);
 }
 
 IdType Executor::enqueueRequest(Request const& request)

@@ -10,6 +10,7 @@
 
 #include "tensorrt_llm/executor/executor.h"
 
+#include "cache_transceiver.h"
 #include "engine_config.h"
 #include "kv_cache.h"
 #include "kv_events.h"
@@ -103,7 +104,8 @@ class Executor::Impl : public sim::control::ArrivalControl
 {
 public:
     Impl(std::filesystem::path const& modelPath, ModelType modelType, ExecutorConfig const& executorConfig);
-    Impl(sim::LoadedEngine loaded, ModelType modelType, ExecutorConfig const& executorConfig);
+    Impl(sim::LoadedEngine loaded, std::filesystem::path const& modelPath, ModelType modelType,
+        ExecutorConfig const& executorConfig);
     ~Impl();
 
     Impl(Impl const&) = delete;
@@ -123,6 +125,8 @@ public:
     std::shared_ptr<sim::LoraCounterCells> const& loraCounters() const { return mLora.counters(); }
     std::uint64_t gpuTelemetryKey() const { return mTiming.telemetryKey(); }
     std::optional<std::shared_ptr<KVCacheEventManager>> getKVCacheEventManager() const;
+    /// Disaggregated serving: the cache transceiver, for trtllm_sim::setKvLink.
+    sim::CacheTransceiver& transceiver() { return mTransceiver; }
 
     // Scheduled arrivals on the virtual clock (sim_control.h; scheduled_arrivals.cpp)
     [[nodiscard]] std::int64_t controlNowNs() const override;
@@ -292,6 +296,8 @@ private:
     std::uint64_t mArrivalCounter{0};
     // ---- LoRA: the adapter caches (loop thread; counters readable from any thread) ----
     sim::LoraCache mLora;
+    // Disaggregated serving: held contexts and incoming transfers (loop thread; see cache_transceiver.h)
+    sim::CacheTransceiver mTransceiver;
 
     std::thread mThread;
 };

@@ -100,6 +100,7 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
             stats.reusedBlocksPerRequest = sequence.reusedBlocks;
             stats.missedBlocksPerRequest = sequence.missedBlocks;
             stats.kvCacheHitRatePerRequest = sim::hitRate(sequence.reusedBlocks, sequence.missedBlocks);
+            stats.disServingStats = sequence.request->disServing;
             return stats;
         };
         for (auto const& sequence : mActive)

@@ -172,7 +172,15 @@ void Executor::Impl::activate(std::vector<QueuedRequest>& fetched, sim::TimePoin
             }
             // A scheduled request arrived at its stamp, which may lie before the iteration that admits it.
             sequence->perf.timingMetrics.arrivalTime = queued.scheduled ? queued.enqueueTime : now;
-            insertActive(std::move(sequence));
+            if (state->requestType == RequestType::REQUEST_TYPE_GENERATION_ONLY)
+            {
+                // It waits for its KV cache before it decodes (cache_transceiver.h).
+                mTransceiver.addIncoming(std::move(sequence), queued.request);
+            }
+            else
+            {
+                insertActive(std::move(sequence));
+            }
             ++counters.newActive;
         }
     }
@@ -293,7 +301,8 @@ std::optional<std::string> Executor::Impl::validate(QueuedRequest const& queued,
         return "Guided decoding supports beam width 1 only, the request asks for " + std::to_string(state.beamWidth)
                + ".";
     }
-    return std::nullopt;
+    // Disaggregated serving: the request type, and a generation-only request's handoff.
+    return mTransceiver.admit(request, state);
 }
 
 } // namespace tensorrt_llm::executor

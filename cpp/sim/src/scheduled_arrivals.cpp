@@ -145,13 +145,20 @@ bool Executor::Impl::waitForScheduledWork(
         // When the next iteration would start: back to back while anything is active (or a cancellation is to
         // be handled), else at the earliest queued arrival; never before the clock.
         std::optional<sim::TimePoint> start;
-        if (!mActive.empty() || !mCancelled.empty())
+        if (!mActive.empty() || !mCancelled.empty() || mTransceiver.hasMail())
         {
             start = mClock.now();
         }
         else if (!mQueue.empty())
         {
             start = std::max(mClock.now(), mQueue.front().enqueueTime);
+        }
+        // Disaggregated serving: a transfer that ends, or held blocks that expire, start an iteration too.
+        auto const transferEvent = mTransceiver.nextEvent();
+        if (transferEvent)
+        {
+            auto const at = std::max(mClock.now(), *transferEvent);
+            start = start ? std::min(*start, at) : at;
         }
         auto const bound = mArrivals.bound();
         // A request arriving exactly at `start` would join this iteration: the start must lie before every bound.
@@ -179,7 +186,8 @@ bool Executor::Impl::waitForScheduledWork(
         terminateQueued(*start, responses);
         takeCancelledActive(input);
         fetchRequests(input, start);
-        if (!mActive.empty() || !input.fetched.empty() || !input.cancelledActive.empty())
+        if (!mActive.empty() || !input.fetched.empty() || !input.cancelledActive.empty() || mTransceiver.hasMail()
+            || (transferEvent && *transferEvent <= *start))
         {
             return true;
         }

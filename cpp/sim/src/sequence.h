@@ -73,6 +73,10 @@ struct RequestState
     // Guided decoding
     /// The request's output constraint; each sequence compiles its own matcher from it.
     std::optional<GuidedDecodingParams> guided;
+    // Disaggregated serving (cache_transceiver.h)
+    RequestType requestType{RequestType::REQUEST_TYPE_CONTEXT_AND_GENERATION};
+    /// A generation-only request's KV-cache transfer, once done.
+    std::optional<DisServingRequestStats> disServing;
 };
 
 enum class SequenceState

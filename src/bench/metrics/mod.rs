@@ -4,6 +4,8 @@
 
 pub(crate) mod calibration;
 pub(crate) mod failures;
+pub(crate) mod disagg;
+pub(crate) mod disagg_summary;
 pub(crate) mod iterations;
 pub(crate) mod live;
 pub(crate) mod load_shape;

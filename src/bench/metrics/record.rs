@@ -164,6 +164,9 @@ pub struct RequestRecord {
     /// Its turn in the session, from 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// A disaggregated request's legs and the stamps that split its TTFT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disagg: Option<crate::bench::metrics::disagg::DisaggTimes>,
     /// The generated token ids, kept for a session's next turn only (never written out).
     #[serde(skip)]
     pub answer_ids: Vec<u32>,
@@ -199,6 +202,7 @@ impl RequestRecord {
             client_output_tokens: None,
             session: None,
             turn: None,
+            disagg: None,
             answer_ids: Vec::new(),
             answer_text: None,
         }

@@ -22,7 +22,8 @@ use crate::bench::metrics::throughput::Throughput;
 /// `output_len_mismatches`, ...), `streaming`, `goodput_slos`, `goodput_slos_not_applicable`,
 /// `warmup_requests`, `ramp_up_requests`, `server`, `calibration`, `arrivals` (how
 /// synchronised the sends were), `steady_state` (the figures of the steady window), `sessions`
-/// (by turn, multi-turn workloads), and the open-ended `engine`, `workload`, `kv`, `iter`,
+/// (by turn, multi-turn workloads), `disaggregation` (the TTFT split of disaggregated requests),
+/// and the open-ended `engine`, `workload`, `kv`, `iter`,
 /// `prediction`, `metadata` and `executor_settings` objects (written when set).
 ///
 /// Differences from vLLM worth knowing: `failed_requests` is always written (empty when nothing
@@ -107,6 +108,9 @@ pub struct Summary {
     /// The named sections (`engine`, `workload`, `prediction`, `steady_state`, ...), each
     /// written when set.
     pub sections: SummarySections,
+    /// Prefill/decode disaggregation: the TTFT split and transfer figures (from the records), and
+    /// the pools, token check and predicted split (filled by the runner).
+    pub disaggregation: Option<Value>,
 }
 
 impl Summary {
@@ -200,6 +204,9 @@ impl Summary {
             put("speculative", speculative.to_json());
         }
         e.extend(self.sections.entries());
+        if let Some(disaggregation) = &self.disaggregation {
+            e.push(("disaggregation".to_string(), disaggregation.clone()));
+        }
         e
     }
 

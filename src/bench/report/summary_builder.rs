@@ -208,6 +208,7 @@ impl SummaryBuilder {
                 steady_state: SteadyWindow::find(records).map(|w| w.section(records, ps)),
                 ..self.sections
             },
+            disaggregation: crate::bench::metrics::disagg_summary::split_section(records, ps),
             speculative: SpeculativeSummary::compute(
                 ok.iter().filter_map(|r| r.speculative.as_ref().map(|c| (r.output_tokens, c))),
             ),

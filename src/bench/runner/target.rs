@@ -1,19 +1,13 @@
 //! Where the load goes: an executor in this process or a gRPC server, recorded the same way.
 
-use std::time::Instant;
-
-use futures::StreamExt;
-
-use super::records::finish_record;
+pub use super::grpc::GrpcTarget;
+use super::grpc::over_grpc;
+use super::in_process::in_process;
+pub(crate) use super::in_process::{consume_in_process, generation_request};
 pub(crate) use super::records::new_record;
-use crate::bench::metrics::iterations::WallAnchor;
-use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes};
-use crate::bench::metrics::speculative::SpecCounts;
+use crate::AsyncExecutor;
+use crate::bench::metrics::record::{Phase, RequestRecord, RunClock};
 use crate::bench::traffic::workload::RequestSpec;
-use crate::proto::trtllm as pb;
-use crate::proto::trtllm::trtllm_service_client::TrtllmServiceClient;
-use crate::types::guided::{GuideType, GuidedDecodingParams};
-use crate::{AsyncExecutor, GenerationRequest, SamplingParams, StreamEvent};
 
 /// Where the load goes: the same workloads and records either way, so the transport's cost
 /// shows. Both record finish reasons in the same (OpenAI) words and fill cached tokens.
@@ -32,51 +26,9 @@ pub enum BenchTarget {
     /// An executor in this process whose requests carry synthetic LoRA adapters
     /// (`--lora-adapters`): each request gets the adapter the traffic draws for it.
     InProcessLora(AsyncExecutor, std::sync::Arc<crate::bench::lora::LoraTraffic>),
-}
-
-/// A gRPC server and the anchor that maps its Unix-epoch perf times onto this process's clock.
-#[derive(Debug, Clone)]
-pub struct GrpcTarget {
-    /// One client per connection; request `i` goes over connection `i % len`.
-    clients: Vec<TrtllmServiceClient<tonic::transport::Channel>>,
-    anchor: WallAnchor,
-}
-
-impl GrpcTarget {
-    /// Connects to `url` (`http://host:port`) with [`GrpcTarget::endpoint`]'s settings.
-    pub async fn connect(url: String) -> Result<Self, tonic::transport::Error> {
-        Self::connect_endpoint(Self::endpoint(url)?).await
-    }
-
-    /// The connection settings [`GrpcTarget::connect`] uses: no Nagle delay, and receive windows
-    /// large enough that hundreds of streams never wait on a window update.
-    pub fn endpoint(url: String) -> Result<tonic::transport::Endpoint, tonic::transport::Error> {
-        Ok(tonic::transport::Endpoint::from_shared(url)?.tcp_nodelay(true))
-    }
-
-    /// Connects with `endpoint`'s settings, over one HTTP/2 connection.
-    pub async fn connect_endpoint(endpoint: tonic::transport::Endpoint) -> Result<Self, tonic::transport::Error> {
-        Self::connect_pool(endpoint, 1).await
-    }
-
-    /// Opens `connections` HTTP/2 connections (at least one) with `endpoint`'s settings and
-    /// spreads requests over them in turn: each connection is one task on each side, so one
-    /// connection carries every stream's frames through one task.
-    pub async fn connect_pool(
-        endpoint: tonic::transport::Endpoint,
-        connections: usize,
-    ) -> Result<Self, tonic::transport::Error> {
-        let mut clients = Vec::with_capacity(connections.max(1));
-        for _ in 0..connections.max(1) {
-            clients.push(TrtllmServiceClient::new(endpoint.connect().await?));
-        }
-        Ok(GrpcTarget { clients, anchor: WallAnchor::now() })
-    }
-
-    /// The client (of the first connection), for info calls.
-    pub fn client(&self) -> TrtllmServiceClient<tonic::transport::Channel> {
-        self.clients[0].clone()
-    }
+    /// Prefill/decode disaggregation: each request's context leg on a prefill pool's worker, its
+    /// generation leg on a decode pool's, in process or over gRPC (`--disagg`, `--prefill-target`).
+    Disaggregated(super::disagg::DisaggBench),
 }
 
 impl BenchTarget {
@@ -86,6 +38,7 @@ impl BenchTarget {
             BenchTarget::InProcess(executor) | BenchTarget::InProcessLora(executor, _) => Some(executor),
             BenchTarget::Grpc(_) | BenchTarget::OpenAi(_) => None,
             BenchTarget::DraftTarget(loop_) => Some(loop_.target()),
+            BenchTarget::Disaggregated(pools) => pools.decode_executor(),
         }
     }
 
@@ -107,195 +60,7 @@ impl BenchTarget {
             BenchTarget::Grpc(grpc) => over_grpc(grpc, spec, clock, index, phase).await,
             BenchTarget::OpenAi(http) => http.send(spec, clock, index, phase).await,
             BenchTarget::DraftTarget(loop_) => loop_.send(spec, clock, index, phase).await,
+            BenchTarget::Disaggregated(pools) => pools.send(spec, clock, index, phase).await,
         }
     }
-}
-
-pub(crate) fn generation_request(spec: &RequestSpec) -> GenerationRequest {
-    let mut request = GenerationRequest::new(spec.prompt.clone(), spec.max_tokens)
-        .with_streaming(spec.streaming)
-        .with_perf_metrics(true)
-        .with_sampling(SamplingParams { min_tokens: spec.min_tokens, ..Default::default() });
-    if let Some(end_id) = spec.end_id {
-        request = request.with_end_id(u32::try_from(end_id).ok());
-    }
-    if let Some(guide) = &spec.guide {
-        request = request.with_guided_decoding(guide.clone());
-    }
-    request
-}
-
-/// The protocol's `guided_decoding` for a guide (its guide types count from 1).
-fn guided_pb(guide: &GuidedDecodingParams) -> pb::GuidedDecodingParams {
-    use pb::guided_decoding_params::GuideType as Pb;
-    let guide_type = match guide.guide_type {
-        GuideType::Json => Pb::Json,
-        GuideType::JsonSchema => Pb::JsonSchema,
-        GuideType::Regex => Pb::Regex,
-        GuideType::EbnfGrammar => Pb::EbnfGrammar,
-        GuideType::StructuralTag => Pb::StructuralTag,
-    };
-    pb::GuidedDecodingParams { guide_type: guide_type as i32, guide: guide.guide.clone().unwrap_or_default() }
-}
-
-async fn in_process(
-    executor: &AsyncExecutor,
-    lora: Option<&crate::bench::lora::LoraTraffic>,
-    spec: RequestSpec,
-    clock: &RunClock,
-    index: u64,
-    phase: Phase,
-) -> RequestRecord {
-    match enqueue_in_process(executor, lora, &spec, clock, index, phase) {
-        (Some(stream), record) => consume_in_process(stream, record, clock).await,
-        (None, record) => record,
-    }
-}
-
-/// Enqueues one request on `executor`: its stream and the record started at its enqueue time,
-/// or no stream and the failed record when the executor refused it.
-pub(crate) fn enqueue_in_process(
-    executor: &AsyncExecutor,
-    lora: Option<&crate::bench::lora::LoraTraffic>,
-    spec: &RequestSpec,
-    clock: &RunClock,
-    index: u64,
-    phase: Phase,
-) -> (Option<crate::GenerationStream>, RequestRecord) {
-    // LoRA traffic: the adapter is attached and the request enqueued in one step (see bench::lora).
-    let (lora, result) = match lora {
-        Some(traffic) => {
-            let (task, with_weights, result) =
-                traffic.enqueue(index, generation_request(spec), |request| executor.enqueue(request));
-            (Some((task, with_weights)), result)
-        }
-        None => (None, executor.enqueue(generation_request(spec))),
-    };
-    let (stream, mut record) = match result {
-        Ok(stream) => {
-            let record = new_record(spec, index, phase, clock.offset_s(stream.enqueued_at()));
-            (Some(stream), record)
-        }
-        Err(e) => {
-            let mut record = new_record(spec, index, phase, clock.now_s());
-            record.fail(clock.now_s(), e.to_string());
-            (None, record)
-        }
-    };
-    if let Some((task, with_weights)) = lora {
-        record.lora_task = Some(task);
-        record.lora_with_weights = with_weights;
-    }
-    (stream, record)
-}
-
-/// Receives an enqueued request's responses into its record until the end.
-pub(crate) async fn consume_in_process(
-    mut stream: crate::GenerationStream,
-    mut record: RequestRecord,
-    clock: &RunClock,
-) -> RequestRecord {
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(StreamEvent::Chunk(chunk)) => {
-                record.record_chunk_handled(
-                    clock.offset_s(chunk.received_at),
-                    chunk.token_ids.len() as u32,
-                    clock.now_s(),
-                );
-                if record.session.is_some() {
-                    record.answer_ids.extend_from_slice(&chunk.token_ids);
-                }
-            }
-            Ok(StreamEvent::Final(done)) => {
-                // The same figure the gRPC server sends in `complete.cached_tokens`.
-                record.cached_tokens = u64::from(done.cached_tokens.unwrap_or(0));
-                if let Some(perf) = done.perf {
-                    let at = |t: Option<Instant>| t.map(|t| clock.offset_s(t));
-                    record.server = Some(ServerTimes {
-                        arrival_s: at(perf.arrival),
-                        first_scheduled_s: at(perf.first_scheduled),
-                        first_token_s: at(perf.first_token),
-                        last_token_s: at(perf.last_token),
-                        first_iter: perf.first_iter,
-                        last_iter: perf.last_iter,
-                    });
-                }
-                finish_record(&mut record, &done, done.perf.map(|p| p.speculative), clock);
-            }
-            Err(e) => record.fail(clock.now_s(), e.to_string()),
-        }
-    }
-    record
-}
-
-async fn over_grpc(
-    target: &GrpcTarget,
-    spec: RequestSpec,
-    clock: &RunClock,
-    index: u64,
-    phase: Phase,
-) -> RequestRecord {
-    let message = pb::GenerateRequest {
-        request_id: format!("bench-{index}-{}", clock.now_s().to_bits()),
-        tokenized: Some(pb::TokenizedInput { input_token_ids: spec.prompt.clone(), ..Default::default() }),
-        sampling_config: Some(pb::SamplingConfig { min_tokens: spec.min_tokens, ..Default::default() }),
-        output_config: Some(pb::OutputConfig { return_perf_metrics: true, ..Default::default() }),
-        max_tokens: spec.max_tokens,
-        streaming: spec.streaming,
-        ignore_eos: spec.ignore_eos,
-        guided_decoding: spec.guide.as_ref().map(guided_pb),
-        ..Default::default()
-    };
-    let mut client = target.clients[index as usize % target.clients.len()].clone();
-    let mut record = new_record(&spec, index, phase, clock.now_s());
-    let mut stream = match client.generate(message).await {
-        Ok(response) => response.into_inner(),
-        Err(status) => {
-            record.fail(clock.now_s(), status.to_string());
-            return record;
-        }
-    };
-    while let Some(item) = stream.next().await {
-        let now = clock.now_s();
-        match item.map(|m| m.response) {
-            Ok(Some(pb::generate_response::Response::Chunk(chunk))) => {
-                record.record_chunk(now, chunk.token_ids.len() as u32);
-                if record.session.is_some() {
-                    record.answer_ids.extend_from_slice(&chunk.token_ids);
-                }
-            }
-            Ok(Some(pb::generate_response::Response::Complete(done))) => {
-                record.cached_tokens = u64::from(done.cached_tokens);
-                if record.session.is_some() && record.answer_ids.is_empty() {
-                    record.answer_ids = done.output_token_ids.clone();
-                }
-                if done.spec_draft_tokens > 0 {
-                    record.speculative = Some(SpecCounts {
-                        decoding_steps: 0,
-                        accepted_draft_tokens: u64::from(done.spec_accepted_tokens),
-                        draft_tokens: u64::from(done.spec_draft_tokens),
-                    });
-                }
-                if let Some(perf) = done.perf_metrics {
-                    let at = |unix_s: f64| target.anchor.instant_of_unix(unix_s).map(|t| clock.offset_s(t));
-                    record.server = Some(ServerTimes {
-                        arrival_s: at(perf.arrival_time),
-                        first_scheduled_s: at(perf.first_scheduled_time),
-                        first_token_s: at(perf.first_token_time),
-                        last_token_s: at(perf.last_token_time),
-                        first_iter: None,
-                        last_iter: None,
-                    });
-                }
-                record.finish(now, u64::from(done.completion_tokens), Some(done.finish_reason));
-            }
-            Ok(None) => {}
-            Err(status) => record.fail(now, status.to_string()),
-        }
-    }
-    if record.end_s.is_none() && record.error.is_none() {
-        record.fail(clock.now_s(), "stream ended without a complete message");
-    }
-    record
 }

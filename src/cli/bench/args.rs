@@ -172,6 +172,9 @@ pub struct RunArgs {
     /// Draft-target speculative decoding through the Rust loop.
     #[command(flatten)]
     pub draft_target: super::draft_target::DraftTargetArgs,
+    /// Prefill/decode disaggregation, in process or over gRPC.
+    #[command(flatten)]
+    pub disagg: super::disagg::DisaggArgs,
 
     /// Closed-loop concurrencies to sweep [default: 1,4,16].
     #[arg(long, value_delimiter = ',', conflicts_with = "request_rate")]

@@ -174,6 +174,10 @@ impl<'a> Report<'a> {
                 summary.sections.prediction = Some(PredictionSection { under_load: None, model });
             }
         }
+        if let trtllm::bench::BenchTarget::Disaggregated(pools) = &self.setup.target {
+            let check = pools.take_token_check();
+            notes.extend(super::disagg::complete_section(pools, check, self.setup, &mut summary, &point.stem));
+        }
         if let Some(twin) = twin {
             let predicted = Summary::builder(RunInfo::default()).percentiles(&self.percentiles).build(&twin.records)?;
             let section = trtllm::bench::under_load_section(&predicted.to_json(), &summary.to_json());

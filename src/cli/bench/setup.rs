@@ -19,7 +19,9 @@ impl Setup {
     pub async fn new(args: &RunArgs) -> anyhow::Result<Setup> {
         let scratch = tempfile::tempdir()?;
         let mut setup = match args.target.as_str() {
+            _ if args.disagg.over_grpc() => super::disagg::grpc(&args.disagg, scratch).await?,
             "inprocess" => in_process(args, scratch).await?,
+            url if args.disagg.disagg.is_some() => bail!("--disagg runs in process only, not against {url}"),
             url if args.lora_adapters > 0 => bail!("--lora-adapters runs in process only, not against {url}"),
             url if args.draft_target.draft_engine_dir.is_some() => {
                 bail!("--draft-engine-dir runs in process only, not against {url}")
@@ -70,6 +72,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
     let base = ExecutorConfig::builder().stats_poll_interval(std::time::Duration::from_millis(20));
     // The same settings `trtllm serve` takes (an explicit --stats-poll-interval-ms wins).
     let mut config = args.executor.apply(base).build()?;
+    super::disagg::configure(&args.disagg, &mut config);
     if args.json_schema.is_some() {
         // A structured workload: guided decoding from the tokenizer, which must exist.
         let dir = match &args.tokenizer {
@@ -115,14 +118,22 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         "config": engine,
         "executor": executor.executor().config(),
     });
-    // Draft-target: the loop over a draft engine and this executor becomes the target.
-    let (target, engine_json) = match super::draft_target::wrap(&args.draft_target, &executor).await? {
-        Some((target, draft)) => {
+    // Disaggregated (`--disagg`): this executor is the first of the prefill pool. Draft-target:
+    // the loop over a draft engine and this executor becomes the target.
+    let disagg = super::disagg::wrap(&args.disagg, &executor, &engine_dir).await?;
+    let disaggregated = disagg.is_some();
+    let (target, engine_json) = match (disagg, super::draft_target::wrap(&args.draft_target, &executor).await?) {
+        (Some((target, described)), _) => {
+            let mut engine_json = engine_json;
+            engine_json["disaggregation"] = described;
+            (target, engine_json)
+        }
+        (None, Some((target, draft))) => {
             let mut engine_json = engine_json;
             engine_json["draft_target"] = draft;
             (target, engine_json)
         }
-        None => match lora {
+        (None, None) => match lora {
             Some(traffic) => (BenchTarget::InProcessLora(executor, traffic), engine_json),
             None => (BenchTarget::InProcess(executor), engine_json),
         },
@@ -135,7 +146,8 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         backend: backend.to_string(),
         gpu,
         engine_dir: (!builtin).then(|| engine_dir.clone()),
-        loaded_dir: Some(engine_dir),
+        // No aggregated virtual-clock twin for a disaggregated run: it would predict another setup.
+        loaded_dir: (!disaggregated).then_some(engine_dir),
         simulation,
         tokenizer_source,
         engine: engine_json,

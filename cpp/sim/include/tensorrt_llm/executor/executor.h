@@ -13,6 +13,7 @@
 #include "tensorrt_llm/executor/tensor.h"
 #include "tensorrt_llm/executor/types.h"
 #include "tensorrt_llm/runtime/common.h"
+#include "trtllm_sim/executor/disaggregated.h"
 #include "trtllm_sim/executor/executor_config.h"
 #include "trtllm_sim/executor/kv_cache_events.h"
 #include "trtllm_sim/executor/request_configs.h"
@@ -86,6 +87,11 @@ public:
     // Guided decoding
     [[nodiscard]] std::optional<GuidedDecodingParams> getGuidedDecodingParams() const;
     void setGuidedDecodingParams(GuidedDecodingParams const& guidedDecodingParams);
+    // Disaggregated serving
+    [[nodiscard]] std::optional<ContextPhaseParams> const& getContextPhaseParams() const;
+    [[nodiscard]] RequestType getRequestType() const;
+    void setRequestType(RequestType const& requestType);
+    void setContextPhaseParams(ContextPhaseParams contextPhaseParams);
 
 private:
     VecTokens mInputTokenIds;
@@ -107,6 +113,9 @@ private:
     std::optional<EagleConfig> mEagleConfig;
     // Guided decoding
     std::optional<GuidedDecodingParams> mGuidedDecodingParams;
+    // Disaggregated serving
+    RequestType mRequestType{RequestType::REQUEST_TYPE_CONTEXT_AND_GENERATION};
+    std::optional<ContextPhaseParams> mContextPhaseParams;
 };
 
 struct Result
@@ -117,6 +126,8 @@ struct Result
     std::optional<std::vector<VecLogProbs>> logProbs;
     /// One per beam; there is no single finish reason.
     std::vector<FinishReason> finishReasons;
+    /// A context-only request's params, for the generation-only request that continues it.
+    std::optional<ContextPhaseParams> contextPhaseParams;
     SizeType32 decodingIter{0};
     /// Mean tokens per decoding step (> 1 under speculative decoding).
     float avgDecodedTokensPerIter{0.f};

@@ -168,6 +168,13 @@ struct IterationStats
     std::optional<SpecDecodingStats> specDecodingStats;
 };
 
+enum class RequestType
+{
+    REQUEST_TYPE_CONTEXT_AND_GENERATION = 0,
+    REQUEST_TYPE_CONTEXT_ONLY = 1,
+    REQUEST_TYPE_GENERATION_ONLY = 2
+};
+
 enum class RequestStage
 {
     kQUEUED,
@@ -175,6 +182,15 @@ enum class RequestStage
     kCONTEXT_IN_PROGRESS,
     kGENERATION_IN_PROGRESS,
     kGENERATION_COMPLETE,
+};
+
+/// A disaggregated request's KV-cache transfer, on the generation side.
+struct DisServingRequestStats
+{
+    /// Time spent transferring the KV cache from the context side (ms).
+    double kvCacheTransferMS;
+    /// Bytes of KV cache transferred.
+    std::size_t kvCacheSize;
 };
 
 struct RequestStats
@@ -186,6 +202,7 @@ struct RequestStats
     float avgNumDecodedTokensPerIter;
     bool scheduled;
     bool paused;
+    std::optional<DisServingRequestStats> disServingStats;
     SizeType32 allocTotalBlocksPerRequest;
     SizeType32 allocNewBlocksPerRequest;
     SizeType32 reusedBlocksPerRequest;

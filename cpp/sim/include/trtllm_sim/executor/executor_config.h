@@ -6,6 +6,7 @@
 #pragma once
 
 #include "tensorrt_llm/executor/types.h"
+#include "trtllm_sim/executor/disaggregated.h"
 #include "trtllm_sim/executor/request_configs.h"
 
 #include <cstddef>
@@ -292,6 +293,9 @@ public:
     // Guided decoding
     void setGuidedDecodingConfig(GuidedDecodingConfig const& guidedDecodingConfig);
     [[nodiscard]] std::optional<GuidedDecodingConfig> getGuidedDecodingConfig() const;
+    // Disaggregated serving
+    [[nodiscard]] std::optional<CacheTransceiverConfig> getCacheTransceiverConfig() const;
+    void setCacheTransceiverConfig(CacheTransceiverConfig const& cacheTransceiverConfig);
 
 private:
     SizeType32 mMaxBeamWidth;
@@ -313,6 +317,8 @@ private:
     std::optional<DecodingConfig> mDecodingConfig;
     // Guided decoding
     std::optional<GuidedDecodingConfig> mGuidedDecodingConfig;
+    // Disaggregated serving
+    std::optional<CacheTransceiverConfig> mCacheTransceiverConfig;
 };
 
 } // namespace tensorrt_llm::executor
