@@ -153,6 +153,17 @@ bool Executor::Impl::waitForScheduledWork(
         {
             start = std::max(mClock.now(), mQueue.front().enqueueTime);
         }
+        // Disaggregated serving: a KV transfer in flight ends at its own simulated time, when the request it
+        // brings starts decoding (an iteration then starts to take it, as for an arrival).
+        std::optional<sim::TimePoint> transferDue;
+        if (mTransceiver.hasPendingTransfer())
+        {
+            if (auto const next = mTransceiver.nextEvent())
+            {
+                transferDue = std::max(mClock.now(), *next);
+                start = start ? std::min(*start, *transferDue) : *transferDue;
+            }
+        }
         auto const bound = mArrivals.bound();
         // A request arriving exactly at `start` would join this iteration: the start must lie before every bound.
         bool const allowed = start && (mStopRequested || !bound || *start < *bound);
@@ -179,7 +190,8 @@ bool Executor::Impl::waitForScheduledWork(
         terminateQueued(*start, responses);
         takeCancelledActive(input);
         fetchRequests(input, start);
-        if (!mActive.empty() || !input.fetched.empty() || !input.cancelledActive.empty())
+        if (!mActive.empty() || !input.fetched.empty() || !input.cancelledActive.empty()
+            || (transferDue && *transferDue <= *start))
         {
             return true;
         }

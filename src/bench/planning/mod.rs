@@ -1,6 +1,7 @@
 //! Capacity planning with the simulator: points run on its virtual clock, and the timing model's
 //! prediction set next to a measurement. The top of the benchmark: uses the runner and the report.
 
+pub mod budget;
 pub(crate) mod prediction;
 pub(crate) mod scheduled_load;
 pub mod search;
