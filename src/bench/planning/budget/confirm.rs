@@ -24,6 +24,10 @@ const BACKOFF: f64 = 0.85;
 /// Runs tried at most.
 const TRIES: usize = 3;
 
+/// Measured requests per user at least: the steady window (every user past its first measured
+/// request and none past its last) then spans about this many request cycles less one.
+const STEADY_REQUESTS_PER_USER: usize = 3;
+
 /// A deployment's virtual-clock run beside its estimate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Confirmation {
@@ -117,12 +121,12 @@ pub async fn confirm(
         let plan = CoSimPlan {
             pools: pools.clone(),
             users,
-            requests: study.min_prompts.max(2 * users),
+            requests: study.min_prompts.max(STEADY_REQUESTS_PER_USER * users),
             spread: Duration::from_secs_f64(cycle_s.max(0.0)),
             latency: ROUTER_LATENCY,
         };
         let records = run_cosim(&study.workload, users as u64, &plan).await?;
-        let point = PointResult::from_records(format!("c{users}"), &records, deployment.gpus, &study.slos);
+        let point = steady_point(format!("c{users}"), &records, users, deployment.gpus, study);
         if point.meets_slos() || tries == TRIES || users == 1 {
             let ratio = point.tokens_per_s_per_gpu / deployment.tokens_per_s_per_gpu.max(1e-12);
             return Ok(Confirmation {
@@ -152,4 +156,45 @@ fn min_iteration(space: &SearchSpace, study: &Study, candidate: &Candidate) -> R
         .map(|m| m.iteration(&work).total_ms)
         .fold(f64::INFINITY, f64::min);
     Ok(Duration::from_secs_f64((0.9 * ms).max(0.0) / 1e3))
+}
+
+/// The figures of a co-simulated closed loop in its steady state: throughput is the output of the
+/// requests that end while every user is busy (after the last user's first measured request was
+/// sent, before the first user's last request ended) over that window; latencies and SLOs are
+/// those requests'. Request `i` belongs to user `i % users`.
+fn steady_point(
+    load: String,
+    records: &[crate::bench::RequestRecord],
+    users: usize,
+    gpus: usize,
+    study: &Study,
+) -> PointResult {
+    let measured: Vec<&crate::bench::RequestRecord> = records.iter().filter(|r| r.is_measured()).collect();
+    let mut first_send = vec![f64::NEG_INFINITY; users];
+    let mut last_end = vec![f64::INFINITY; users];
+    for r in &measured {
+        let u = r.index as usize % users.max(1);
+        if first_send[u] == f64::NEG_INFINITY || r.send_s < first_send[u] {
+            first_send[u] = r.send_s;
+        }
+        let end = r.end_s.unwrap_or(r.send_s);
+        if last_end[u] == f64::INFINITY || end > last_end[u] {
+            last_end[u] = end;
+        }
+    }
+    let start = first_send.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let stop = last_end.iter().copied().fold(f64::INFINITY, f64::min);
+    if !(stop > start) {
+        return PointResult::from_records(load, records, gpus, &study.slos);
+    }
+    let inside: Vec<crate::bench::RequestRecord> =
+        measured.iter().filter(|r| r.end_s.is_some_and(|e| e >= start && e <= stop)).map(|r| (*r).clone()).collect();
+    let mut point = PointResult::from_records(load, &inside, gpus, &study.slos);
+    let ok: Vec<&crate::bench::RequestRecord> = inside.iter().filter(|r| r.is_success()).collect();
+    let window = stop - start;
+    point.request_throughput = ok.len() as f64 / window;
+    point.output_throughput = ok.iter().map(|r| r.output_tokens).sum::<u64>() as f64 / window;
+    point.tokens_per_s_per_gpu = point.output_throughput / gpus.max(1) as f64;
+    point.simulated_s = window;
+    point
 }
