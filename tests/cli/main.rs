@@ -17,6 +17,7 @@ mod guided;
 mod lora;
 mod moe;
 mod plan;
+mod plan_budget;
 mod plan_moe;
 mod serve;
 mod sim;
