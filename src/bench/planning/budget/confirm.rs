@@ -184,7 +184,7 @@ fn steady_point(
     }
     let start = first_send.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let stop = last_end.iter().copied().fold(f64::INFINITY, f64::min);
-    if !(stop > start) {
+    if stop.partial_cmp(&start) != Some(std::cmp::Ordering::Greater) {
         return PointResult::from_records(load, records, gpus, &study.slos);
     }
     let inside: Vec<crate::bench::RequestRecord> =
