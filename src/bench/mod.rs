@@ -101,8 +101,9 @@ pub use metrics::timer_jitter::TimerJitter;
 pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
 pub use observer::spawn_observer;
 pub use planning::disagg_prediction::DisaggPrediction;
-pub use planning::prediction::Prediction;
 /// The configuration search under SLOs (`trtllm plan`).
+pub use planning::budget;
+pub use planning::prediction::Prediction;
 pub use planning::search;
 pub use planning::twin::{TwinError, UNDER_LOAD_FIGURES, under_load_section, write_virtual_twin};
 pub use planning::virtual_clock::{

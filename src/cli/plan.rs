@@ -20,6 +20,9 @@ use trtllm::sim::ModelPreset;
 use trtllm::sim::calibrate::GpuCalibration;
 use trtllm::text::Tokenizer;
 
+#[path = "plan_budget.rs"]
+mod budget;
+
 /// Dataset file formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum DatasetFormat {
@@ -134,6 +137,18 @@ pub struct Args {
     /// its fitted figures replace the GPU preset's for the pruning and for every run.
     #[arg(long)]
     calibration: Option<PathBuf>,
+    /// A GPU budget: compare aggregated workers with disaggregated prefill and decode pools on
+    /// this many GPUs, and recommend the deployment with the most goodput (needs a TTFT objective).
+    #[arg(long)]
+    gpus: Option<usize>,
+    /// The link a prompt's KV cache crosses from a prefill worker to a decode worker (with
+    /// --gpus; default: the GPU's own interconnect, nvlink4 on H100/H200 SXM).
+    #[arg(long, value_enum, requires = "gpus")]
+    kv_link: Option<trtllm::KvLinkPreset>,
+    /// With --gpus: print the estimate without running the best deployment of each architecture on
+    /// the virtual clock.
+    #[arg(long, requires = "gpus")]
+    estimate_only: bool,
 }
 
 /// `--scheduler-policy` values.
@@ -185,6 +200,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             })
             .collect(),
     };
+    if let Some(gpus) = args.gpus {
+        return budget::run(&args, &space, &study, gpus).await;
+    }
     let (candidates, pruned) = space.candidates(&study.shape)?;
     let store = ResultStore::open(&args.output_dir)?;
     if !args.quiet {

@@ -25,6 +25,7 @@ mod model_arg;
 mod moe;
 mod plan;
 mod plan_answer;
+mod plan_budget;
 mod plan_moe;
 mod serve;
 mod sim;

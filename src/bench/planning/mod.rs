@@ -2,6 +2,7 @@
 //! prediction set next to a measurement. The top of the benchmark: uses the runner and the report.
 
 pub(crate) mod disagg_prediction;
+pub mod budget;
 pub(crate) mod prediction;
 pub(crate) mod scheduled_load;
 pub mod search;

@@ -547,6 +547,10 @@ fn token_times(
     if tokens == 0 || l < f || l - f + 1 != tokens {
         return None;
     }
+    if tokens == 1 {
+        // One token (a context-only request): nothing after the first to walk.
+        return Some(vec![first]);
+    }
     let mut times = Vec::with_capacity(tokens as usize);
     let mut t = first;
     times.push(t);

@@ -35,10 +35,12 @@ pub use bound::{Bound, kth_best};
 pub use loads::{LoadStep, Loads};
 pub use pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
 pub use plot::{FrontPlotError, plot_front};
+pub(crate) use report::bench_command;
 pub use report::{RankedConfig, Recommendation, ReportError, SearchReport, build_report, write_report};
 pub use result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
 pub use run::{SearchError, SearchOptions, SearchOutcome, Study, run_search};
 pub use slo::{PercentileSlo, PercentileTable, SloMetric, SloSet};
+pub(crate) use space::shell_word;
 pub use space::{
     Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape, default_expert_parallel,
     default_tensor_parallel, expert_parallel_refusal,

@@ -226,7 +226,7 @@ pub fn write_report(
 /// The `trtllm bench` line that measures `candidate` in process at `load` (`c16` or
 /// `r2.5`) on `study`'s workload, with the same runtime settings as its serve line and the
 /// SLOs as goodput limits.
-fn bench_command(candidate: &Candidate, engine_dir: &str, study: &Study, load: &str) -> String {
+pub(crate) fn bench_command(candidate: &Candidate, engine_dir: &str, study: &Study, load: &str) -> String {
     let mut cmd = format!("trtllm bench --engine-dir {}{}", shell_word(engine_dir), candidate.runtime.flags());
     match &study.workload.source {
         crate::bench::PromptSource::Random { input_len, shared_prefix, .. } => {

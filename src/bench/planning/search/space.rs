@@ -458,7 +458,7 @@ fn dedup_f64(values: &[f64]) -> Vec<f64> {
 }
 
 /// `text` quoted for a POSIX shell when it holds anything but safe characters.
-pub(super) fn shell_word(text: &str) -> String {
+pub(crate) fn shell_word(text: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=+,@%".contains(c);
     if !text.is_empty() && text.chars().all(safe) {
         text.to_string()
