@@ -52,10 +52,10 @@ async fn measure(dir: &std::path::Path, prompt: usize, link: KvLinkPreset, reque
     let summary = Summary::builder(RunInfo::default()).percentiles(&[50.0]).build(&run.records).unwrap();
     assert_eq!(summary.throughput.completed as usize, requests, "every request completes");
     let sim = EngineSimulation::read(dir).unwrap();
-    let model = sim.perf_model.as_ref().expect("a timed engine");
-    let prediction = DisaggPrediction::new(model, prompt, sim.max_num_tokens, sim.tokens_per_block, link.link(), None);
+    let model = sim.perf_model().expect("a timed engine");
+    let prediction = DisaggPrediction::new(model, prompt, sim.description().limits().max_num_tokens, sim.description().limits().tokens_per_block, link.link(), None);
     let split = &summary.disaggregation.as_ref().expect("a disaggregated run")["ttft_split"];
-    let section = prediction.section(split, sim.time_scale);
+    let section = prediction.section(split, sim.time_scale());
     let parts = ["prefill", "transfer_wait", "transfer", "first_decode", "ttft"];
     let row = Row {
         prompt,

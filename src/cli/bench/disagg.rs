@@ -169,6 +169,7 @@ pub async fn grpc(args: &DisaggArgs, scratch: tempfile::TempDir) -> anyhow::Resu
     Ok(Setup {
         vocab_size: usize::try_from(model.vocab_size).unwrap_or(0),
         max_seq_len: usize::try_from(model.max_seq_len).unwrap_or(0),
+        max_input_len: usize::try_from(model.max_input_len).unwrap_or(0),
         backend: format!("{} {}", server.backend, server.version),
         gpu: None,
         engine_dir: None,
@@ -212,23 +213,25 @@ pub fn complete_section(
         setup.engine.get("disaggregation").and_then(|d| serde_json::from_value::<KvLink>(d["kv_link"].clone()).ok());
     let buffer = setup.engine["disaggregation"]["cache_transceiver"]["max_tokens_in_buffer"].as_u64();
     if let (Some(sim), Some(link)) = (&setup.simulation, link)
-        && let Some(model) = &sim.perf_model
+        && let Some(model) = sim.perf_model()
         && summary.throughput.completed > 0
     {
         let prompt = summary.mean_prompt_tokens().round() as usize;
-        let prediction = DisaggPrediction::new(model, prompt, sim.max_num_tokens, sim.tokens_per_block, link, buffer);
-        let scale = match sim.clock {
-            trtllm::sim::ClockMode::Real => sim.time_scale,
+        let prediction = DisaggPrediction::new(
+            model,
+            prompt,
+            sim.description().limits().max_num_tokens,
+            sim.description().limits().tokens_per_block,
+            link,
+            buffer,
+        );
+        let scale = match sim.clock() {
+            trtllm::sim::ClockMode::Real => sim.time_scale(),
             trtllm::sim::ClockMode::Virtual => 1.0,
         };
         let predicted = prediction.section(section.get("ttft_split").unwrap_or(&Value::Null), scale);
         notes.push(prediction.console_line(stem, &predicted));
-        match &mut summary.prediction {
-            Some(Value::Object(p)) => {
-                p.insert("disaggregated".into(), predicted);
-            }
-            _ => summary.prediction = Some(json!({ "disaggregated": predicted })),
-        }
+        summary.sections.prediction.get_or_insert_with(Default::default).model.insert("disaggregated".into(), predicted);
     }
     summary.disaggregation = Some(Value::Object(section));
     notes

@@ -164,7 +164,7 @@ mod tests {
 
     fn space() -> SearchSpace {
         SearchSpace {
-            model: "llama-3.1-8b".into(),
+            model: crate::sim::ModelPreset::by_id("llama-3.1-8b").unwrap().clone(),
             gpu: "h100-sxm".into(),
             gpu_overrides: BTreeMap::new(),
             tp: vec![1],
