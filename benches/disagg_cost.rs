@@ -53,7 +53,14 @@ async fn measure(dir: &std::path::Path, prompt: usize, link: KvLinkPreset, reque
     assert_eq!(summary.throughput.completed as usize, requests, "every request completes");
     let sim = EngineSimulation::read(dir).unwrap();
     let model = sim.perf_model().expect("a timed engine");
-    let prediction = DisaggPrediction::new(model, prompt, sim.description().limits().max_num_tokens, sim.description().limits().tokens_per_block, link.link(), None);
+    let prediction = DisaggPrediction::new(
+        model,
+        prompt,
+        sim.description().limits().max_num_tokens,
+        sim.description().limits().tokens_per_block,
+        link.link(),
+        None,
+    );
     let split = &summary.disaggregation.as_ref().expect("a disaggregated run")["ttft_split"];
     let section = prediction.section(split, sim.time_scale());
     let parts = ["prefill", "transfer_wait", "transfer", "first_decode", "ttft"];

@@ -69,9 +69,9 @@ mod telemetry;
 mod traffic;
 
 pub use metrics::calibration::{Calibration, itl_errors_s};
-pub use metrics::failures::{FailureBudget, FailureBudgetError, FailureReason, FailureSummary};
 pub use metrics::disagg::{DisaggTimes, TtftSplit};
 pub use metrics::disagg_summary::{record_split, split_section};
+pub use metrics::failures::{FailureBudget, FailureBudgetError, FailureReason, FailureSummary};
 pub use metrics::iterations::{
     IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
 };
@@ -100,9 +100,9 @@ pub use metrics::throughput::{
 pub use metrics::timer_jitter::TimerJitter;
 pub use metrics::timeseries::{MAX_SAMPLES, TimeSample, TimeSeriesError, fill_kv_utilization, time_series};
 pub use observer::spawn_observer;
-pub use planning::disagg_prediction::DisaggPrediction;
 /// The configuration search under SLOs (`trtllm plan`).
 pub use planning::budget;
+pub use planning::disagg_prediction::DisaggPrediction;
 pub use planning::prediction::Prediction;
 pub use planning::search;
 pub use planning::twin::{TwinError, UNDER_LOAD_FIGURES, under_load_section, write_virtual_twin};

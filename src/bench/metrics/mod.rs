@@ -3,9 +3,9 @@
 //! iteration statistics. Depends on nothing else in the benchmark.
 
 pub(crate) mod calibration;
-pub(crate) mod failures;
 pub(crate) mod disagg;
 pub(crate) mod disagg_summary;
+pub(crate) mod failures;
 pub(crate) mod iterations;
 pub(crate) mod live;
 pub(crate) mod load_shape;

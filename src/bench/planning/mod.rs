@@ -1,8 +1,8 @@
 //! Capacity planning with the simulator: points run on its virtual clock, and the timing model's
 //! prediction set next to a measurement. The top of the benchmark: uses the runner and the report.
 
-pub(crate) mod disagg_prediction;
 pub mod budget;
+pub(crate) mod disagg_prediction;
 pub(crate) mod prediction;
 pub(crate) mod scheduled_load;
 pub mod search;

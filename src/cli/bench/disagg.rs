@@ -231,7 +231,12 @@ pub fn complete_section(
         };
         let predicted = prediction.section(section.get("ttft_split").unwrap_or(&Value::Null), scale);
         notes.push(prediction.console_line(stem, &predicted));
-        summary.sections.prediction.get_or_insert_with(Default::default).model.insert("disaggregated".into(), predicted);
+        summary
+            .sections
+            .prediction
+            .get_or_insert_with(Default::default)
+            .model
+            .insert("disaggregated".into(), predicted);
     }
     summary.disaggregation = Some(Value::Object(section));
     notes
