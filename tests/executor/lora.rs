@@ -327,10 +327,10 @@ fn attn_dense_is_hidden_by_hidden_when_the_query_width_differs() {
         .write_to(dir.path())
         .unwrap();
     let executor = Executor::load(dir.path(), config().build().unwrap()).unwrap();
-    let settings = executor.engine().lora().clone().expect("a LoRA engine");
+    let settings = executor.engine().lora().expect("a LoRA engine");
     let dense = settings.module_dims(LoraModule::AttnDense).unwrap();
     assert_eq!((dense.in_dim, dense.out_dim), (2048, 2048));
-    let weights = LoraWeights::synthetic(&settings, 4, 1).unwrap();
+    let weights = LoraWeights::synthetic(settings, 4, 1).unwrap();
     let done = drain(executor.enqueue(request(LoraConfig::with_weights(3, weights))).unwrap());
     assert_eq!(done.done().completion_tokens, 4, "{:?}", done.done());
 }
