@@ -187,7 +187,13 @@ impl EngineDescription {
         let config = match open(&path)? {
             Document::Engine(value) => engine_config(&path, value)?,
             Document::Checkpoint(value) => {
-                checkpoint_config(&value).map_err(|source| ConfigFileError::Invalid { path: path.clone(), source })?
+                let invalid = |source| ConfigFileError::Invalid { path: path.clone(), source };
+                // A model is described for an architecture the timing model knows: say so before any member it lacks.
+                if let Some(architecture) = value["architectures"].get(0).and_then(Value::as_str) {
+                    super::model_shape::Family::from_architecture(architecture)
+                        .map_err(|e| invalid(super::description_error::DescriptionError(e)))?;
+                }
+                checkpoint_config(&value).map_err(invalid)?
             }
         };
         let mut description = resolve(&path, &config)?;

@@ -81,8 +81,6 @@ pub fn engine_config(json: &serde_json::Value) -> Result<ConfigJson, Description
     let architecture = hf.architectures.first().cloned().ok_or_else(|| {
         DescriptionError("architectures is missing (a Hugging Face config.json names its class)".into())
     })?;
-    // Only a modelled architecture can become an engine config: say so before any member it lacks.
-    super::model_shape::Family::from_architecture(&architecture).map_err(DescriptionError)?;
     let experts = hf.num_local_experts.or(hf.num_experts).filter(|n| *n > 0);
     let moe = experts.map(|n| MoeConfigJson {
         num_experts: Some(n),

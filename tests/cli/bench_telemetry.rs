@@ -13,7 +13,7 @@ fn a_simulated_run_writes_gpu_samples_averages_and_their_plot() {
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_trtllm"))
         .args(["bench", "--engine-dir", engine.path().to_str().unwrap(), "--concurrency", "4"])
-        .args(["--input-len", "64", "--output-len", "64", "--num-prompts", "24", "--gpu-sample-interval", "0.1"])
+        .args(["--input-len", "64", "--output-len", "64", "--num-prompts", "96", "--gpu-sample-interval", "0.1"])
         .args(["--quiet", "--output-dir", out.path().to_str().unwrap()])
         .output()
         .unwrap();
