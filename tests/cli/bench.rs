@@ -122,7 +122,7 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
         // TPOT and ITL: about the simulator's 1 ms iterations, one token per response. Iterations
         // end at absolute deadlines, so a first token delivered late by a busy host is followed
         // by a decode that catches up: a little under 1 ms is possible, far under it is not.
-        assert!(num(&summary, "mean_tpot_ms") >= 0.75);
+        assert!(num(&summary, "mean_tpot_ms") >= 0.75, "{summary}");
         assert!((num(&summary, "mean_itl_per_token_ms") - num(&summary, "mean_tpot_ms")).abs() < 1e-6);
         assert!(summary["request_goodput"].as_f64().unwrap() > 0.0);
         assert!(summary["iter"]["count"].as_u64().unwrap() >= 8);
@@ -169,7 +169,7 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
     assert!(lines.contains(&2), "{lines:?}");
 
     let compare = Command::new(env!("CARGO_BIN_EXE_trtllm"))
-        .args(["bench", "compare"])
+        .args(["bench", "compare", "--allow-different-workloads"])
         .arg(out.path().join("c1_in16_out8.json"))
         .arg(out.path().join("c4_in16_out8.json"))
         .output()
