@@ -25,6 +25,6 @@ pub use confirm::{Confirmation, ROUTER_LATENCY, confirm};
 pub use cosim::{CoSimError, CoSimPlan, PoolSpec, run_cosim};
 pub use deploy::{AggregatedPool, Architecture, DecodePool, Deployment, PrefillPool, best_deployments};
 pub use estimate::{DecodeWorker, KvLinkChoice, PrefillWorker, decode_workers};
-pub use plot::plot_budget;
+pub use plot::{BudgetPoint, plot_budget};
 pub use report::{BudgetReport, write_budget_report};
 pub use run::{Budget, BudgetError, BudgetOutcome, plan_budget, prefill_space, prefill_study};
