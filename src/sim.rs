@@ -46,7 +46,7 @@ pub use crate::types::arrival::Arrival;
 pub use crate::types::ids::HoldKey;
 pub use error::SimError;
 pub use gpu::{GpuPreset, OVERRIDABLE_FIGURES};
-pub use kernels::{Load, WeightFormat};
+pub use kernels::{OpLoad, WeightFormat};
 pub use memory::{BudgetLine, MemoryBudget};
 pub use model::{Family, KvCacheDtype, ModelPreset, ModelShape, MoeShape, ParameterCount, WeightDtype};
 pub use perf_model::{BatchWork, Drafter, IterationTime, PerfModel, TimingSpec};

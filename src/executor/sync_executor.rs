@@ -448,7 +448,7 @@ impl Executor {
         crate::types::lora::LoraCacheStats::from_ffi(item)
     }
 
-    /// The key of the simulated executor's modelled GPU telemetry (`crate::sim::telemetry::GpuTelemetry::of`
+    /// The key of the simulated executor's modelled GPU telemetry (`crate::sim::telemetry::SimTelemetry::of`
     /// finds it); `None` on TensorRT-LLM.
     pub(crate) fn sim_telemetry_key(&self) -> Option<u64> {
         self.shared.handle().sim_telemetry_key().ok().filter(|key| *key != 0)

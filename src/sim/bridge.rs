@@ -13,7 +13,7 @@ use std::path::Path;
 use super::error::SimError;
 use super::executor_files::{EngineFiles, check_simulation};
 use super::perf_model::{BatchWork, PerfModel};
-use super::telemetry::GpuTelemetry;
+use super::telemetry::SimTelemetry;
 use crate::engine::simulation_json::{ClockMode, SimulationJson};
 use crate::engine::speculative::SpeculativeDecodingMode;
 use crate::lora::EngineLoraSettings;
@@ -160,8 +160,8 @@ mod ffi {
 pub struct SimTiming {
     model: PerfModel,
     simulation: SimulationJson,
-    /// The executor's GPU telemetry, and the key that finds it (`GpuTelemetry::of`).
-    telemetry: GpuTelemetry,
+    /// The executor's GPU telemetry, and the key that finds it (`SimTelemetry::of`).
+    telemetry: SimTelemetry,
     telemetry_key: u64,
     /// The LoRA modules' widths; `None` for an engine without LoRA.
     lora: Option<EngineLoraSettings>,
@@ -180,7 +180,7 @@ fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>, Si
         check_simulation(&files.simulation)?;
         let model = PerfModel::from_description(&files.description, &files.simulation)?;
         let model = model.with_cuda_graphs(files.simulation.cuda_graphs || cuda_graphs);
-        let (telemetry, telemetry_key) = GpuTelemetry::register(&model);
+        let (telemetry, telemetry_key) = SimTelemetry::register(&model);
         Ok(Box::new(SimTiming { model, simulation: files.simulation, telemetry, telemetry_key, lora }))
     })
 }

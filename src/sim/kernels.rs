@@ -9,36 +9,36 @@ const US: f64 = 1e-6;
 /// What an operation computes and moves through one GPU's device memory in an iteration: the figures its
 /// time is priced from, and what the simulated GPU telemetry reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-pub struct Load {
+pub struct OpLoad {
     /// Tensor FLOPs (linear layers, attention, LoRA, the drafter).
     pub flops: f64,
     /// Bytes read or written in device memory (weights, activations, KV cache); link traffic is not here.
     pub bytes: f64,
 }
 
-impl Load {
+impl OpLoad {
     /// `rows` rows of `k` 16-bit activations by the `k` x `n` weights of `experts` distinct matrices (1 for a
     /// dense GEMM), 16-bit out: every weight read once, the activations in and out.
-    pub(crate) fn gemm(rows: f64, experts: f64, k: f64, n: f64, weights: WeightFormat) -> Load {
+    pub(crate) fn gemm(rows: f64, experts: f64, k: f64, n: f64, weights: WeightFormat) -> OpLoad {
         if rows <= 0.0 || k <= 0.0 || n <= 0.0 {
-            return Load::default();
+            return OpLoad::default();
         }
-        Load { flops: 2.0 * rows * k * n, bytes: experts * k * n * weights.bytes_per_param + rows * (k + n) * 2.0 }
+        OpLoad { flops: 2.0 * rows * k * n, bytes: experts * k * n * weights.bytes_per_param + rows * (k + n) * 2.0 }
     }
 
     /// Only bytes (a memory-bound pass).
-    pub(crate) fn bytes(bytes: f64) -> Load {
-        Load { flops: 0.0, bytes }
+    pub(crate) fn bytes(bytes: f64) -> OpLoad {
+        OpLoad { flops: 0.0, bytes }
     }
 
     /// This load `times` over.
-    pub(crate) fn times(self, times: f64) -> Load {
-        Load { flops: self.flops * times, bytes: self.bytes * times }
+    pub(crate) fn times(self, times: f64) -> OpLoad {
+        OpLoad { flops: self.flops * times, bytes: self.bytes * times }
     }
 }
 
-impl std::ops::AddAssign for Load {
-    fn add_assign(&mut self, other: Load) {
+impl std::ops::AddAssign for OpLoad {
+    fn add_assign(&mut self, other: OpLoad) {
         self.flops += other.flops;
         self.bytes += other.bytes;
     }
@@ -82,14 +82,14 @@ impl<'a> Kernels<'a> {
     /// A GEMM of `rows` x `k` activations (16-bit in, 16-bit out) by a `k` x `n` weight (see
     /// [`Kernels::gemm_load`]).
     pub(crate) fn gemm(&self, rows: f64, k: f64, n: f64, weights: WeightFormat) -> f64 {
-        self.gemm_load(Load::gemm(rows, 1.0, k, n, weights), weights.fp8_math)
+        self.gemm_load(OpLoad::gemm(rows, 1.0, k, n, weights), weights.fp8_math)
     }
 
     /// A GEMM (or one rank's grouped expert GEMM) that moves `load.bytes` and computes `load.flops`
-    /// ([`Load::gemm`]): streaming the weights and the activations bounds it at few rows, the tensor rate at
+    /// ([`OpLoad::gemm`]): streaming the weights and the activations bounds it at few rows, the tensor rate at
     /// many; the two blend smoothly (a 4-norm: the tile pipeline overlaps loads and math only partly near the
     /// knee), plus the floor.
-    pub(crate) fn gemm_load(&self, load: Load, fp8_math: bool) -> f64 {
+    pub(crate) fn gemm_load(&self, load: OpLoad, fp8_math: bool) -> f64 {
         if load.flops <= 0.0 {
             return 0.0;
         }

@@ -1,13 +1,13 @@
 //! The list of operations one forward pass runs, built once from the engine's description: each knows
 //! its time for a batch ([`BatchWork`]), priced from the FLOPs and device-memory bytes it reports
-//! ([`Load`]), the weight bytes it reads and the activations it holds, so that the iteration time, the
+//! ([`OpLoad`]), the weight bytes it reads and the activations it holds, so that the iteration time, the
 //! streamed bytes, the resident weights, the KV bytes per token, the activation memory and the simulated
 //! GPU telemetry are folds over one list (docs/simulator.md derives each).
 
 use serde::Serialize;
 
 use super::batch_work::BatchWork;
-use super::kernels::{Kernels, Load, WeightFormat};
+use super::kernels::{Kernels, OpLoad, WeightFormat};
 
 /// Which part of [`IterationTime`](super::IterationTime) an operation's time is reported under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -145,23 +145,23 @@ impl Op {
 
     /// Seconds of all runs of this operation in an iteration doing `work`, and what they compute and move
     /// through device memory: the time is priced from that load, so the telemetry's figures are the timing's.
-    pub(crate) fn cost(&self, k: &Kernels<'_>, work: &BatchWork) -> (f64, Load) {
+    pub(crate) fn cost(&self, k: &Kernels<'_>, work: &BatchWork) -> (f64, OpLoad) {
         let rows = |r: Rows| match r {
             Rows::Tokens => work.tokens,
             Rows::Sampled => work.sampled_rows,
         };
         let (one, load) = match self.kernel {
             Kernel::Gemm { rows: r, k: kk, n, weights } => {
-                let load = Load::gemm(rows(r), 1.0, kk, n, weights);
+                let load = OpLoad::gemm(rows(r), 1.0, kk, n, weights);
                 (k.gemm_load(load, weights.fp8_math), load)
             }
             Kernel::MemoryPass { rows: r, bytes_per_row } => {
                 let bytes = rows(r) * bytes_per_row;
-                (k.memory_pass(bytes), Load::bytes(bytes))
+                (k.memory_pass(bytes), OpLoad::bytes(bytes))
             }
             Kernel::ContextAttention { flops_per_pair } => {
                 let flops = flops_per_pair * work.context_pairs;
-                let load = if work.context_tokens > 0.0 { Load { flops, bytes: 0.0 } } else { Load::default() };
+                let load = if work.context_tokens > 0.0 { OpLoad { flops, bytes: 0.0 } } else { OpLoad::default() };
                 (k.context_attention(work.context_tokens, flops), load)
             }
             Kernel::DecodeAttention { bytes_per_token } => {
@@ -169,36 +169,36 @@ impl Op {
                 // Reads the cache, writes the new rows' K/V; the queries' FLOPs hide under the reads.
                 if decode_rows > 0.0 {
                     let bytes = bytes_per_token * (work.kv_tokens_read + decode_rows);
-                    (k.decode_attention(bytes), Load::bytes(bytes))
+                    (k.decode_attention(bytes), OpLoad::bytes(bytes))
                 } else {
-                    (0.0, Load::default())
+                    (0.0, OpLoad::default())
                 }
             }
             // Link traffic: no device-memory load of its own.
             Kernel::AllReduce { rows: r, bytes_per_row, ranks } => {
-                (k.allreduce(rows(r) * bytes_per_row, ranks), Load::default())
+                (k.allreduce(rows(r) * bytes_per_row, ranks), OpLoad::default())
             }
-            Kernel::Send { bytes_per_row } => (k.send(work.tokens * bytes_per_row), Load::default()),
+            Kernel::Send { bytes_per_row } => (k.send(work.tokens * bytes_per_row), OpLoad::default()),
             Kernel::GroupedGemm(g) => {
                 let (rank_rows, experts) = g.rank_load(work.tokens);
-                let load = Load::gemm(rank_rows, experts, g.k, g.n, g.weights);
+                let load = OpLoad::gemm(rank_rows, experts, g.k, g.n, g.weights);
                 (k.gemm_load(load, g.weights.fp8_math), load)
             }
             Kernel::Lora { ranks, bandwidth, host_bandwidth } => {
                 // The host -> device copies cross the PCIe link.
                 let mut s = work.lora_copy_bytes / host_bandwidth;
-                let mut load = Load::default();
+                let mut load = OpLoad::default();
                 if work.lora_flops > 0.0 || work.lora_weight_bytes > 0.0 {
-                    load = Load { flops: work.lora_flops / ranks, bytes: work.lora_weight_bytes / ranks };
+                    load = OpLoad { flops: work.lora_flops / ranks, bytes: work.lora_weight_bytes / ranks };
                     s += load.bytes / bandwidth + load.flops / k.gemm_rate(false);
                 }
                 (s, load)
             }
             Kernel::Drafter { params, bytes, passes, bandwidth } => {
                 if work.drafter_requests <= 0.0 || passes <= 0.0 {
-                    (0.0, Load::default())
+                    (0.0, OpLoad::default())
                 } else {
-                    let pass = Load { flops: 2.0 * params * work.drafter_requests, bytes };
+                    let pass = OpLoad { flops: 2.0 * params * work.drafter_requests, bytes };
                     (passes * (pass.bytes / bandwidth).max(pass.flops / k.gemm_rate(false)), pass.times(passes))
                 }
             }

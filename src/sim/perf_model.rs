@@ -13,7 +13,7 @@ use serde::Serialize;
 pub use super::batch_work::BatchWork;
 use super::error::SimError;
 use super::gpu::GpuPreset;
-use super::kernels::{Kernels, Load};
+use super::kernels::{Kernels, OpLoad};
 use super::model::{KvCacheDtype, ModelShape, WeightDtype};
 use super::ops::{Kernel, Op, Part};
 use super::simulated_engine::SimulatedEngine;
@@ -200,9 +200,9 @@ impl PerfModel {
 
     /// The time of an iteration doing `work`, and what its operations compute and move through device
     /// memory on one GPU (the FLOPs and bytes the time is priced from; the pipeline's stages summed).
-    pub fn iteration_load(&self, work: &BatchWork) -> (IterationTime, Load) {
+    pub fn iteration_load(&self, work: &BatchWork) -> (IterationTime, OpLoad) {
         let mut time = IterationTime { overhead_ms: self.gpu.iteration_overhead_ms, ..IterationTime::default() };
-        let mut load = Load::default();
+        let mut load = OpLoad::default();
         if work.tokens <= 0.0 {
             // Nothing scheduled: no forward pass.
             time.total_ms = time.overhead_ms;

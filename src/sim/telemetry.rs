@@ -2,8 +2,8 @@
 //! real GPU (memory traffic, tensor FLOPs, memory in use), accumulated per simulated executor
 //! for a sampler to read, so the bench's GPU telemetry path runs without a GPU.
 //!
-//! Each simulated executor owns one [`GpuTelemetry`] (made when it loads its engine, through the
-//! sim-only bridge); [`GpuTelemetry::of`] finds an executor's, so executors in one process never
+//! Each simulated executor owns one [`SimTelemetry`] (made when it loads its engine, through the
+//! sim-only bridge); [`SimTelemetry::of`] finds an executor's, so executors in one process never
 //! mix their activity. The FLOPs and bytes are the ones the timing model prices the iteration
 //! from ([`PerfModel::iteration_load`]): a fold over the engine's operations, in which an MoE layer
 //! reads the experts the batch touches.
@@ -12,11 +12,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use super::kernels::Load;
+use super::kernels::OpLoad;
 use super::perf_model::{BatchWork, PerfModel};
 use crate::executor::Executor;
 
-/// What an executor's iterations added up to since the last [`GpuTelemetry::take`].
+/// What an executor's iterations added up to since the last [`SimTelemetry::take`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SimGpuActivity {
     /// Iterations timed.
@@ -38,13 +38,13 @@ pub struct SimGpuActivity {
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use trtllm::sim::SimulatedEngine;
-/// use trtllm::sim::telemetry::GpuTelemetry;
+/// use trtllm::sim::telemetry::SimTelemetry;
 /// use trtllm::{Executor, ExecutorConfig, GenerationRequest};
 ///
 /// let dir = tempfile::tempdir()?;
 /// SimulatedEngine::builder().time_scale(0.0).build().write_to(dir.path())?;
 /// let executor = Executor::load(dir.path(), ExecutorConfig::default())?;
-/// let telemetry = GpuTelemetry::of(&executor).expect("a simulated executor");
+/// let telemetry = SimTelemetry::of(&executor).expect("a simulated executor");
 /// executor.enqueue(GenerationRequest::new(vec![1, 2, 3], 4))?.blocking_iter().for_each(drop);
 /// let activity = telemetry.take();
 /// assert_eq!(activity.iterations, 4);
@@ -54,7 +54,7 @@ pub struct SimGpuActivity {
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct GpuTelemetry {
+pub struct SimTelemetry {
     shared: Arc<Accumulated>,
 }
 
@@ -114,9 +114,9 @@ fn registry() -> &'static Mutex<HashMap<u64, Weak<Accumulated>>> {
     REGISTRY.get_or_init(Default::default)
 }
 
-impl GpuTelemetry {
+impl SimTelemetry {
     /// A new, empty telemetry for an executor running `model`, and the key that finds it.
-    pub(crate) fn register(model: &PerfModel) -> (GpuTelemetry, u64) {
+    pub(crate) fn register(model: &PerfModel) -> (SimTelemetry, u64) {
         static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
         let gpu = model.gpu();
         let figures = GpuFigures {
@@ -140,20 +140,20 @@ impl GpuTelemetry {
             map.retain(|_, live| live.strong_count() > 0);
             map.insert(key, Arc::downgrade(&shared));
         }
-        (GpuTelemetry { shared }, key)
+        (SimTelemetry { shared }, key)
     }
 
     /// The telemetry of `executor`: `Some` for a simulated executor that is still loaded, `None` on
     /// TensorRT-LLM.
-    pub fn of(executor: &Executor) -> Option<GpuTelemetry> {
+    pub fn of(executor: &Executor) -> Option<SimTelemetry> {
         let key = executor.sim_telemetry_key()?;
         let shared = registry().lock().ok()?.get(&key)?.upgrade()?;
-        Some(GpuTelemetry { shared })
+        Some(SimTelemetry { shared })
     }
 
     /// Adds one iteration that did `work` in `total_ms`, moving and computing `load` over the
     /// pipeline's stages (the bridge calls it per iteration; a few atomic adds).
-    pub(crate) fn record_iteration(&self, work: &BatchWork, total_ms: f64, load: Load) {
+    pub(crate) fn record_iteration(&self, work: &BatchWork, total_ms: f64, load: OpLoad) {
         let a = &*self.shared;
         let f = &a.figures;
         a.busy_ms.add(total_ms);
@@ -221,7 +221,7 @@ mod tests {
             work.add_generation(past, 1.0);
         }
         let (time, load) = model.iteration_load(&work);
-        let (telemetry, _) = GpuTelemetry::register(&model);
+        let (telemetry, _) = SimTelemetry::register(&model);
         telemetry.record_iteration(&work, time.total_ms, load);
         let activity = telemetry.take();
         assert_eq!(activity.iterations, 1);

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use trtllm::sim::telemetry::GpuTelemetry;
+use trtllm::sim::telemetry::SimTelemetry;
 use trtllm::sim::{BatchWork, ClockMode, ModelPreset, PerfModel, SimulatedEngine};
 use trtllm::{Executor, ExecutorConfig, GenerationRequest};
 
@@ -45,7 +45,7 @@ fn two_executors_of_different_models_each_report_their_own_operations() {
         .collect();
     let executors: Vec<Executor> =
         dirs.iter().map(|d| Executor::load(d.path(), ExecutorConfig::default()).unwrap()).collect();
-    let telemetry: Vec<GpuTelemetry> = executors.iter().map(|e| GpuTelemetry::of(e).expect("simulated")).collect();
+    let telemetry: Vec<SimTelemetry> = executors.iter().map(|e| SimTelemetry::of(e).expect("simulated")).collect();
     // Both run at once, one request each.
     std::thread::scope(|scope| {
         for executor in &executors {
@@ -57,7 +57,7 @@ fn two_executors_of_different_models_each_report_their_own_operations() {
             });
         }
     });
-    let activity: Vec<_> = telemetry.iter().map(GpuTelemetry::take).collect();
+    let activity: Vec<_> = telemetry.iter().map(SimTelemetry::take).collect();
     for (i, engine) in engines.iter().enumerate() {
         let model = PerfModel::for_engine(engine).unwrap();
         let (flops, bytes) = expected_load(&model);

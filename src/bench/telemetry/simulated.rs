@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use super::source::{GpuSample, TelemetrySource};
 use crate::executor::Executor;
-use crate::sim::telemetry::GpuTelemetry;
+use crate::sim::telemetry::SimTelemetry;
 
-/// Reads one simulated executor's [`GpuTelemetry`] each sample: utilization is the modelled bytes
+/// Reads one simulated executor's [`SimTelemetry`] each sample: utilization is the modelled bytes
 /// and FLOPs over the period's wall time at the simulated GPU's peaks.
 ///
 /// A source is made per point and carries nothing from before it: its first sample only opens
@@ -15,7 +15,7 @@ use crate::sim::telemetry::GpuTelemetry;
 /// last iteration's, or the idle executor's weights before the point's first iteration.
 #[derive(Debug)]
 pub struct SimulatedSource {
-    telemetry: GpuTelemetry,
+    telemetry: SimTelemetry,
     /// When the current period began; `None` until the first sample opens it.
     period_start: Option<Instant>,
     /// Memory in use at the point's last iteration so far.
@@ -25,7 +25,7 @@ pub struct SimulatedSource {
 impl SimulatedSource {
     /// The source for `executor`'s GPU; `None` unless it is a simulated executor.
     pub fn of(executor: &Executor) -> Option<Self> {
-        let telemetry = GpuTelemetry::of(executor)?;
+        let telemetry = SimTelemetry::of(executor)?;
         let memory_used_bytes = telemetry.idle_memory_bytes();
         Some(SimulatedSource { telemetry, period_start: None, memory_used_bytes })
     }
@@ -78,7 +78,7 @@ mod tests {
             let prompt = (1..=64).collect();
             executor.enqueue(GenerationRequest::new(prompt, output)).unwrap().blocking_iter().for_each(drop);
         };
-        let weights = GpuTelemetry::of(&executor).unwrap().idle_memory_bytes();
+        let weights = SimTelemetry::of(&executor).unwrap().idle_memory_bytes();
         // The previous point: busy, its requests holding KV cache.
         run(16);
         let mut source = SimulatedSource::of(&executor).unwrap();
