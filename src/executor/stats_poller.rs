@@ -204,6 +204,10 @@ mod tests {
         let outbox = Outbox::<u32>::new();
         let mut rx = outbox.tx.subscribe();
         let total = 3 * SUBSCRIBER_BUFFER as u32;
+        // The reader starts only after the first send, so that send meets a full buffer
+        // however fast the reader would have been.
+        outbox.queue((0..total).map(Arc::new).collect());
+        assert!(!outbox.send(false), "more than a buffer cannot go out at once");
         let reader = std::thread::spawn(move || {
             let (mut received, mut lagged, mut in_order) = (0_u32, 0_u64, true);
             loop {
@@ -218,8 +222,6 @@ mod tests {
                 }
             }
         });
-        outbox.queue((0..total).map(Arc::new).collect());
-        assert!(!outbox.send(false), "more than a buffer cannot go out at once");
         while !outbox.send(false) {
             std::thread::sleep(ROOM_POLL);
         }
