@@ -8,43 +8,15 @@ use super::error::SimError;
 use super::executor_files::EngineFiles;
 use super::gpu::GpuPreset;
 use super::perf_model::PerfModel;
-use super::timing_spec::{DEFAULT_MOE_IMBALANCE, Drafter, TimingSpec};
+use super::timing_spec::{DEFAULT_MOE_IMBALANCE, TimingSpec};
 use crate::engine::EngineDescription;
 use crate::engine::simulation_json::SimulationJson;
-use crate::engine::speculative::SpeculativeDecodingMode;
 
 impl TimingSpec {
     /// The timing view of an engine's description; refuses an architecture the model does not describe.
     pub fn from_description(d: &EngineDescription) -> Result<Self, SimError> {
-        let shape = *d.modelled_shape()?;
-        let precision = d.precision();
-        let activation_bytes = precision.activation_bytes;
-        let weight_bytes = precision.weight_bytes();
-        let tp = d.parallelism().tp as f64;
-        let (h, vocab) = (shape.hidden_size as f64, shape.vocab_size as f64);
-        let max_draft = d.speculative().max_draft_len as f64;
-        let drafter = match d.speculative().mode {
-            // Each Medusa head: a hidden x hidden residual block and its own LM head in 16 bits; the heads
-            // read the same last hidden state, so one pass.
-            SpeculativeDecodingMode::Medusa => {
-                let heads = Some(d.speculative().num_medusa_heads as f64).filter(|n| *n > 0.0).unwrap_or(max_draft);
-                let params = heads * (h * h + vocab * h) / tp;
-                Drafter { params_per_gpu: params, bytes_per_gpu: params * activation_bytes, passes: 1.0 }
-            }
-            // One decoder layer over [embedding, hidden] projected back, then the target's LM head, once
-            // per tree level.
-            SpeculativeDecodingMode::Eagle => {
-                let layer = (shape.attention_params_per_layer() + 3.0 * h * shape.intermediate_size as f64) / tp;
-                let (fc, head) = (2.0 * h * h / tp, vocab * h / tp);
-                Drafter {
-                    params_per_gpu: layer + fc + head,
-                    bytes_per_gpu: layer * weight_bytes + (fc + head) * activation_bytes,
-                    passes: max_draft,
-                }
-            }
-            _ => Drafter::default(),
-        };
-        Ok(TimingSpec::new(d.clone(), drafter))
+        d.modelled_shape()?;
+        Ok(TimingSpec::new(d.clone()))
     }
 }
 

@@ -1,11 +1,13 @@
 //! Builds the list of operations of one forward pass (src/sim/ops.rs) from an engine's timing view:
 //! the layer's attention, its dense MLP or Mixture-of-Experts pipeline (as TensorRT-LLM's MoE plugin
-//! runs it), the all-reduces, the output head and sampling, pipeline hand-offs, LoRA and the drafter.
+//! runs it), the all-reduces, the output head and sampling, pipeline hand-offs, LoRA and the drafter (whose
+//! layers take the same widths).
 
 use super::gpu::GpuPreset;
 use super::kernels::WeightFormat;
 use super::ops::{Block, GroupedGemm, Held, Kernel, Op, Part, Rows};
-use super::timing_spec::TimingSpec;
+use super::timing_spec::{Drafter, TimingSpec};
+use crate::engine::speculative::SpeculativeDecodingMode;
 
 /// Host -> device copy bandwidth for LoRA adapters (pinned host memory over PCIe Gen5 x16, effective), B/s.
 const HOST_TO_DEVICE_B_S: f64 = 25.0e9;
@@ -17,14 +19,10 @@ const ROUTER_LOGIT_BYTES: f64 = 8.0;
 /// The operations of `spec` on `gpu`, in execution order; per-layer operations run once per layer.
 pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
     let s = spec.shape();
-    let tp = spec.tp() as f64;
+    let LayerWidths { tp, h, q, kv, inter, vocab_per_gpu } = LayerWidths::of(spec);
     let act = spec.activation_bytes();
     let w = spec.weights();
     let layers = s.num_layers as f64;
-    let h = s.hidden_size as f64;
-    let q = s.q_width() as f64 / tp;
-    // With more ranks than KV heads each rank keeps a copy of one head.
-    let kv = (spec.kv_heads_per_rank() * s.head_size) as f64;
     let mut ops = OpList::default();
     let gemm = |k: f64, n: f64, weights: WeightFormat| Kernel::Gemm { rows: Rows::Tokens, k, n, weights };
     let pass = |bytes_per_row: f64| Kernel::MemoryPass { rows: Rows::Tokens, bytes_per_row };
@@ -82,7 +80,6 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
     let (dense_layers, sparse) = (dense_layers as f64, layers_with_experts as f64);
     // GEMM inputs FP8 math quantizes, with the layers that have them.
     let mut quantized_inputs = vec![(h, layers), (q, layers)];
-    let inter = s.intermediate_size as f64 / tp;
     ops.op(
         "gate/up projection",
         Part::Gemm,
@@ -189,7 +186,6 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
     }
     let sampled = |bytes_per_row| Kernel::MemoryPass { rows: Rows::Sampled, bytes_per_row };
     ops.op("final RMSNorm", Part::MemoryPasses, 1.0, sampled(2.0 * h * act), norm_weights, None);
-    let vocab_per_gpu = spec.vocab_rows_per_rank() as f64;
     // The output head stays in 16 bits (quantization recipes leave it out).
     let head = WeightFormat { bytes_per_param: act, fp8_math: false };
     let head_gemm = Kernel::Gemm { rows: Rows::Sampled, k: h, n: vocab_per_gpu, weights: head };
@@ -220,10 +216,73 @@ pub(crate) fn build(spec: &TimingSpec, gpu: &GpuPreset) -> Vec<Op> {
         0.0,
         None,
     );
-    let d = spec.drafter();
+    let d = drafter(spec);
     let drafter = Kernel::Drafter { params: d.params_per_gpu, bytes: d.bytes_per_gpu, passes: d.passes, bandwidth };
     ops.op("speculative drafter", Part::Drafter, 1.0, drafter, 0.0, None);
     ops.0
+}
+
+/// One GPU's widths of a layer's tensors, which the op list and the drafter's layers both take.
+struct LayerWidths {
+    /// Tensor-parallel ranks.
+    tp: f64,
+    /// Hidden size (not split).
+    h: f64,
+    /// Query width on one rank.
+    q: f64,
+    /// K (or V) width on one rank: with more ranks than KV heads each rank keeps a copy of one head.
+    kv: f64,
+    /// Dense MLP width on one rank.
+    inter: f64,
+    /// Output-head rows on one rank (the padded vocabulary / tp).
+    vocab_per_gpu: f64,
+}
+
+impl LayerWidths {
+    fn of(spec: &TimingSpec) -> Self {
+        let s = spec.shape();
+        let tp = spec.tp() as f64;
+        LayerWidths {
+            tp,
+            h: s.hidden_size as f64,
+            q: s.q_width() as f64 / tp,
+            kv: (spec.kv_heads_per_rank() * s.head_size) as f64,
+            inter: s.intermediate_size as f64 / tp,
+            vocab_per_gpu: spec.vocab_rows_per_rank() as f64,
+        }
+    }
+}
+
+/// The speculative drafter's work per step, in the target's layer widths (zero for modes whose drafts
+/// cost only the verified rows).
+pub(crate) fn drafter(spec: &TimingSpec) -> Drafter {
+    let LayerWidths { tp, h, q, kv, inter, vocab_per_gpu } = LayerWidths::of(spec);
+    let speculative = spec.description().speculative();
+    let max_draft = speculative.max_draft_len as f64;
+    let (act, w) = (spec.activation_bytes(), spec.weights().bytes_per_param);
+    // Each head's LM head: the output head's rows on this rank.
+    let head = vocab_per_gpu * h;
+    match speculative.mode {
+        // Each Medusa head: a hidden x hidden residual block and its own LM head in 16 bits; the heads read
+        // the same last hidden state, so one pass.
+        SpeculativeDecodingMode::Medusa => {
+            let heads = Some(speculative.num_medusa_heads as f64).filter(|n| *n > 0.0).unwrap_or(max_draft);
+            let params = heads * (h * h / tp + head);
+            Drafter { params_per_gpu: params, bytes_per_gpu: params * act, passes: 1.0 }
+        }
+        // One decoder layer of the target's widths (QKV, attention output, gate/up, down) over [embedding,
+        // hidden] projected back by a 2h x h fc, then the target's LM head, once per tree level.
+        SpeculativeDecodingMode::Eagle => {
+            let layer = h * (q + 2.0 * kv) + q * h + h * 2.0 * inter + inter * h;
+            let fc = 2.0 * h * h / tp;
+            Drafter {
+                params_per_gpu: layer + fc + head,
+                bytes_per_gpu: layer * w + (fc + head) * act,
+                passes: max_draft,
+            }
+        }
+        _ => Drafter::default(),
+    }
 }
 
 /// The operations built so far.

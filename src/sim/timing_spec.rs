@@ -12,7 +12,6 @@ use crate::engine::description::{BuildLimits, KvQuant, WeightQuant};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TimingSpec {
     description: EngineDescription,
-    drafter: Drafter,
     moe_imbalance: f64,
     cuda_graphs: bool,
 }
@@ -29,10 +28,10 @@ pub struct Drafter {
 }
 
 impl TimingSpec {
-    /// The spec of a resolved description whose architecture the model describes, with its drafter;
-    /// uniform MoE routing and no CUDA graphs until said otherwise.
-    pub(crate) fn new(description: EngineDescription, drafter: Drafter) -> Self {
-        TimingSpec { description, drafter, moe_imbalance: DEFAULT_MOE_IMBALANCE, cuda_graphs: false }
+    /// The spec of a resolved description whose architecture the model describes; uniform MoE routing and
+    /// no CUDA graphs until said otherwise.
+    pub(crate) fn new(description: EngineDescription) -> Self {
+        TimingSpec { description, moe_imbalance: DEFAULT_MOE_IMBALANCE, cuda_graphs: false }
     }
 
     /// The same spec with this MoE routing imbalance (simulation.json `moe_imbalance`, checked at least 1
@@ -124,9 +123,10 @@ impl TimingSpec {
         self.cuda_graphs
     }
 
-    /// Speculative drafter: parameters per GPU of one pass, bytes they read, and sequential passes per step.
-    pub fn drafter(&self) -> &Drafter {
-        &self.drafter
+    /// Speculative drafter: parameters per GPU of one pass, bytes they read, and sequential passes per step
+    /// (described in the op list's layer widths).
+    pub fn drafter(&self) -> Drafter {
+        super::op_list::drafter(self)
     }
 
     /// The build limits the runtime sizes its buffers for.
