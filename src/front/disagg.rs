@@ -1,13 +1,11 @@
 //! Disaggregated generation on two [`Engine`]s: the prompt's prefill on one, its decode on the other.
 
-use futures::StreamExt;
-
 use super::engine::{Completion, Engine};
 use super::options::GenerateOptions;
 use super::prompt::Prompt;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::executor::Prefilled;
-use crate::text::{TextEvent, TextRequest, TextStream};
+use crate::text::{TextRequest, TextStream};
 
 /// A disaggregated generation's two legs: the prefill's first token and handoff, and the decode's
 /// text stream (which repeats the first token, so its text is the whole generation).
@@ -62,17 +60,6 @@ impl Engine {
         prompt: impl Into<Prompt>,
         options: GenerateOptions,
     ) -> Result<Completion> {
-        let DisaggregatedStream { mut stream, .. } = self.generate_disaggregated(decode, prompt, options).await?;
-        while let Some(event) = stream.next().await {
-            if let TextEvent::Final { output, texts, .. } = event? {
-                return Ok(Completion {
-                    text: texts.first().cloned().unwrap_or_default(),
-                    texts,
-                    matched_stops: stream.matched_stops(),
-                    output: *output,
-                });
-            }
-        }
-        Err(Error::StreamEnded)
+        Completion::collect(self.generate_disaggregated(decode, prompt, options).await?.stream).await
     }
 }

@@ -70,6 +70,23 @@ pub struct Completion {
     pub output: FinalOutput,
 }
 
+impl Completion {
+    /// Reads `stream` to its final event.
+    pub(crate) async fn collect(mut stream: TextStream) -> Result<Completion> {
+        while let Some(event) = stream.next().await {
+            if let TextEvent::Final { output, texts, .. } = event? {
+                return Ok(Completion {
+                    text: texts.first().cloned().unwrap_or_default(),
+                    texts,
+                    matched_stops: stream.matched_stops(),
+                    output: *output,
+                });
+            }
+        }
+        Err(Error::StreamEnded)
+    }
+}
+
 impl Engine {
     /// Loads the engine in `dir` with default executor settings, its tokenizer from the engine
     /// directory (`tokenizer/`, the directory itself, or config.json's `tokenizer_dir`), and
@@ -147,18 +164,7 @@ impl Engine {
     /// # Ok(()) }
     /// ```
     pub async fn complete(&self, prompt: impl Into<Prompt>, options: GenerateOptions) -> Result<Completion> {
-        let mut stream = self.generate(prompt, options)?;
-        while let Some(event) = stream.next().await {
-            if let TextEvent::Final { output, texts, .. } = event? {
-                return Ok(Completion {
-                    text: texts.first().cloned().unwrap_or_default(),
-                    texts,
-                    matched_stops: stream.matched_stops(),
-                    output: *output,
-                });
-            }
-        }
-        Err(Error::StreamEnded)
+        Completion::collect(self.generate(prompt, options)?).await
     }
 
     /// The prompt's token ids.
