@@ -103,6 +103,13 @@ struct BuildArgs {
     /// Time kernel launches as CUDA graph replays (simulation.json `cuda_graphs`).
     #[arg(long)]
     cuda_graphs: bool,
+    /// The link this engine's KV transfers cross when it serves one leg of a disaggregated request
+    /// (simulation.json `kv_transfer`; `serve` and `bench` can replace it with their own --kv-link).
+    #[arg(long, value_enum)]
+    kv_link: Option<trtllm::KvLinkPreset>,
+    /// The fraction of the link's bandwidth a transfer achieves, in (0, 1] (default 0.8, an assumption).
+    #[arg(long)]
+    kv_link_efficiency: Option<f64>,
     /// Where to write the engine directory (created if missing).
     #[arg(long)]
     output: PathBuf,
@@ -234,6 +241,15 @@ fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(tokens) = args.kv_cache_max_tokens {
         builder = builder.kv_cache_max_tokens(tokens);
+    }
+    if args.kv_link.is_some() || args.kv_link_efficiency.is_some() {
+        let transfer = trtllm::SimKvTransfer {
+            link: args.kv_link.unwrap_or(trtllm::SimKvTransfer::default().link),
+            efficiency: args.kv_link_efficiency,
+            ..trtllm::SimKvTransfer::default()
+        };
+        transfer.link().validate().map_err(|e| anyhow::anyhow!("--kv-link-efficiency: {e}"))?;
+        builder = builder.kv_transfer(transfer);
     }
     if let Some(rank) = args.lora_max_rank {
         builder = builder.lora(trtllm::sim::SimLora::attention_and_mlp(rank));

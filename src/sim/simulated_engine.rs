@@ -15,6 +15,7 @@ use crate::engine::description::BuildLimits;
 use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
 use crate::engine::{DescriptionError, EngineDescription};
 use crate::error::{Error, Result};
+use crate::types::kv_link::SimKvTransfer;
 
 /// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
 ///
@@ -85,6 +86,9 @@ pub struct SimulatedEngine {
     pub gpu_spec: Option<serde_json::Value>,
     /// MoE routing imbalance (simulation.json `moe_imbalance`); `None` assumes uniform routing.
     pub moe_imbalance: Option<f64>,
+    /// The link this engine's KV transfers cross when it serves one leg of a disaggregated request
+    /// (simulation.json `kv_transfer`).
+    pub kv_transfer: SimKvTransfer,
 }
 
 /// The LoRA build settings of a simulated engine (`trtllm-build --lora_plugin auto
@@ -152,6 +156,7 @@ impl Default for SimulatedEngine {
             cuda_graphs: false,
             gpu_spec: None,
             moe_imbalance: None,
+            kv_transfer: SimKvTransfer::default(),
         }
     }
 }
@@ -275,7 +280,7 @@ impl SimulatedEngine {
             cuda_graphs: self.cuda_graphs,
             gpu_spec: self.gpu_spec.clone(),
             moe_imbalance: self.moe_imbalance,
-            kv_transfer: Default::default(),
+            kv_transfer: self.kv_transfer,
         }
     }
 
@@ -382,6 +387,21 @@ impl SimulatedEngineBuilder {
     /// `moe_imbalance`).
     pub fn moe_imbalance(mut self, factor: f64) -> Self {
         self.engine.moe_imbalance = Some(factor);
+        self
+    }
+
+    /// The link KV transfers cross in disaggregated serving (simulation.json `kv_transfer`): a preset,
+    /// any of its figures replaced.
+    ///
+    /// ```
+    /// use trtllm::sim::SimulatedEngine;
+    /// use trtllm::{KvLinkPreset, SimKvTransfer};
+    /// let link = SimKvTransfer { link: KvLinkPreset::Ib400, efficiency: Some(0.7), ..SimKvTransfer::default() };
+    /// let engine = SimulatedEngine::builder().kv_transfer(link).build();
+    /// assert_eq!(engine.simulation_json().kv_transfer.link(), KvLinkPreset::Ib400.link().with_efficiency(0.7));
+    /// ```
+    pub fn kv_transfer(mut self, link: SimKvTransfer) -> Self {
+        self.engine.kv_transfer = link;
         self
     }
 

@@ -300,3 +300,35 @@ fn calibrate_recovers_hidden_figures_from_a_real_bench_run() {
         ],
     );
 }
+
+/// `sim build --kv-link` writes the link into simulation.json, and a disaggregated bench on that engine
+/// (without a --kv-link of its own) times its transfers over that link; a bad efficiency is refused.
+#[test]
+fn build_records_the_kv_link_a_disaggregated_bench_then_crosses() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = dir.path().join("engine");
+    let engine_arg = engine.to_str().unwrap();
+    let mut args = vec!["sim", "build", "--model", "tinyllama-1.1b", "--gpu", "rtx-a6000"];
+    args.extend(["--kv-link", "eth-100", "--kv-link-efficiency", "0.5", "--output", engine_arg]);
+    let output = trtllm(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let simulation = crate::common::cli::read_json(&engine.join("simulation.json"));
+    assert_eq!(simulation["kv_transfer"], serde_json::json!({"link": "eth-100", "efficiency": 0.5}));
+
+    let out = dir.path().join("bench");
+    let mut bench = vec!["--engine-dir", engine_arg, "--disagg", "1p1d", "--concurrency", "1", "--input-len", "64"];
+    bench.extend(["--output-len", "4", "--num-prompts", "2", "--warmup", "0", "--quiet"]);
+    bench.extend(["--output-dir", out.to_str().unwrap()]);
+    crate::common::cli::bench(&bench);
+    let summary = crate::common::cli::read_json(&out.join("c1_in64_out4.json"));
+    let link = &summary["engine"]["disaggregation"]["kv_link"];
+    assert_eq!((link["bandwidth_gb_s"].as_f64(), link["efficiency"].as_f64()), (Some(12.5), Some(0.5)), "{link}");
+
+    let bad = dir.path().join("bad");
+    let mut args = vec!["sim", "build", "--model", "tinyllama-1.1b", "--gpu", "rtx-a6000", "--kv-link-efficiency"];
+    args.extend(["1.5", "--output", bad.to_str().unwrap()]);
+    let refused = trtllm(&args);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("efficiency 1.5"), "{}", stderr(&refused));
+    assert!(!bad.exists(), "a refused build writes nothing");
+}
