@@ -215,9 +215,9 @@ fn a_failing_response_thread_ends_every_stream_and_flips_health() {
 
 #[test]
 fn a_slow_consumer_is_cancelled_instead_of_buffering_without_bound() {
-    // 5 ms iterations: the stream that is read keeps up with its 4-chunk buffer even when the host
-    // stalls the reading thread for a while (at zero latency a 20 ms stall would fill it too).
-    let dir = engine_dir(|b| b.iteration_ms(5.0));
+    // 50 ms iterations: the stream that is read keeps up with its 4-chunk buffer even when a loaded
+    // host stalls the reading thread for up to 200 ms (at 5 ms a 20 ms stall filled it too).
+    let dir = engine_dir(|b| b.iteration_ms(50.0));
     let executor = Executor::load(dir.path(), config().stream_buffer(4).build().unwrap()).unwrap();
     let stream = executor.enqueue(GenerationRequest::new(vec![1, 2], 200)).unwrap();
     let other = executor.enqueue(GenerationRequest::new(vec![3, 4], 20)).unwrap();
