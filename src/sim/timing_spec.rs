@@ -123,12 +123,6 @@ impl TimingSpec {
         self.cuda_graphs
     }
 
-    /// Speculative drafter: parameters per GPU of one pass, bytes they read, and sequential passes per step
-    /// (described in the op list's layer widths).
-    pub fn drafter(&self) -> Drafter {
-        super::op_list::drafter(self)
-    }
-
     /// The build limits the runtime sizes its buffers for.
     pub fn limits(&self) -> &BuildLimits {
         self.description.limits()
