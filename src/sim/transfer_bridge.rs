@@ -11,8 +11,8 @@ use super::executor_files::{EngineFiles, check_simulation};
 use super::perf_model::PerfModel;
 use super::transfer::kv_transfer;
 use crate::engine::EngineConfig;
+use crate::engine::kv_link::KvLink;
 use crate::types::handoff::EngineFingerprint;
-use crate::types::kv_link::KvLink;
 
 #[cxx::bridge(namespace = "trtllm::sim::transfer")]
 #[allow(missing_docs)]
