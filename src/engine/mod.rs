@@ -118,8 +118,7 @@ impl EngineConfig {
 
     /// The KV cache's element type: `fp8` or `int8` with `quantization.kv_cache_quant_algo`, else `dtype`.
     pub fn kv_cache_dtype(&self) -> String {
-        let precision = self.description.precision();
-        precision.kv_cache.quant_algo().map_or_else(|| precision.dtype.clone(), str::to_ascii_lowercase)
+        self.description.precision().kv_cache_dtype()
     }
 
     /// `pretrained_config.vocab_size`.

@@ -126,7 +126,7 @@ impl Executor {
             stats: stats.clone(),
             kv_events: kv_events.clone(),
             config,
-            fingerprint: EngineFingerprint::of(&engine),
+            fingerprint: EngineFingerprint::of(engine.description()),
             engine,
             backend,
             #[cfg(feature = "guided")]
