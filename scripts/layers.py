@@ -11,7 +11,10 @@ and the glob imports on the way, to the module that defines the item; `trtllm::`
 into the library. `#[cfg(test)]` items are skipped; a parent's `mod child;` is not an edge.
 
 Fails (exit 1), naming the file, the line and both modules, on
-  - an edge from a layer to one on a higher level (layers on one level may name each other);
+  - an edge from a layer to one on a higher level;
+  - an edge between two layers on one level: layers share a level only when neither names the other, so a
+    level says what its modules may import (everything below it) and no two layers can import their way
+    around to each other;
   - an edge from or to a module the layer order does not list;
   - a cycle among files (an edge back into a module that depends on the importer).
 Edges in the allow-list (default scripts/layers-allow.txt) are reported as allowed and left out of the cycle
@@ -392,6 +395,10 @@ def check(root, allow_path, show_graph=False, out=sys.stdout, err=sys.stderr):
             problems.append(
                 f"{where}: {name(importer)} (layer `{upper}`, level {levels[upper]}) imports {name(imported)} "
                 f"(layer `{lower}`, level {levels[lower]}): an import that points upward")
+        elif levels[lower] == levels[upper]:
+            problems.append(
+                f"{where}: {name(importer)} (layer `{upper}`) imports {name(imported)} (layer `{lower}`), both on "
+                f"level {levels[upper]}: a layer imports only lower levels; move one of them to a level of its own")
     for component in cycles(graph):
         members = set(component)
         inside = [f"{os.path.relpath(crate.files[a].path, root)}:{line}: {name(a)} -> {name(b)}"

@@ -78,6 +78,7 @@ mod version;
 
 pub use clock::executor_clock_now_ns;
 pub use engine::EngineConfig;
+pub use engine::kv_link::{KvLink, KvLinkPreset, SimKvTransfer};
 pub use error::{Error, ErrorKind, InvalidRequest, Result};
 pub use executor::{
     AsyncExecutor, BlockingIter, Executor, GenerationStream, HealthIssue, KvEventStream, Prefilled, RequestTotals,
@@ -92,7 +93,6 @@ pub use types::disagg::{CacheTransceiverBackend, CacheTransceiverConfig, DisServ
 pub use types::handoff::{EngineFingerprint, KvHandoff};
 pub use types::ids::RequestId;
 pub use types::kv_event::{KvCacheEvent, KvCacheEventData, KvEventsLagged, StoredBlock, ValueChange};
-pub use types::kv_link::{KvLink, KvLinkPreset, SimKvTransfer};
 pub use types::output::{FinalOutput, PerfMetrics, SequenceOutput, StreamEvent, TokenChunk};
 pub use types::request::{FinishReason, GenerationRequest, SamplingParams};
 pub use types::stats::{

@@ -30,7 +30,8 @@ def run(case, allow_text=None):
 class LayerCheck(unittest.TestCase):
     def test_clean_tree_passes(self):
         # Downward imports through the crate root's re-export, a macro argument and `super::`; an upward
-        # import inside `#[cfg(test)]` code is not the library's.
+        # import inside `#[cfg(test)]` code is not the library's; `side` shares `high`'s level and names
+        # neither it nor anything on its level.
         status, report = run("clean")
         self.assertEqual(status, 0, report)
         self.assertIn("0 problems", report)
@@ -56,6 +57,15 @@ class LayerCheck(unittest.TestCase):
         self.assertEqual(status, 1, report)
         self.assertIn("cycle: high::a <-> high::b", report)
         self.assertIn("src/high/a.rs:2: high::a -> high::b", report)
+
+    def test_a_layer_naming_another_on_its_own_level_fails(self):
+        # `left` and `right` share level 2 and `left` names `right`: no cycle, but the order does not say
+        # which may import which, so the import fails.
+        status, report = run("same_level")
+        self.assertEqual(status, 1, report)
+        self.assertIn("src/left.rs:3: left (layer `left`) imports right (layer `right`), both on level 2", report)
+        self.assertNotIn("cycle", report)
+        self.assertIn("1 problems", report)
 
     def test_allow_list_entry_lets_a_known_upward_import_pass(self):
         status, report = run("direct_upward", "low -> high  # known, to be removed\n")

@@ -17,8 +17,7 @@ use serde_json::{Value, json};
 use crate::AsyncExecutor;
 use crate::GenerationRequest;
 use crate::bench::metrics::record::{Phase, RequestRecord};
-use crate::lora::{EngineLoraSettings, LoraConfig, LoraError, LoraModule, LoraWeights};
-use crate::types::lora::LoraCacheStats;
+use crate::lora::{EngineLoraSettings, LoraCacheStats, LoraConfig, LoraError, LoraModule, LoraWeights};
 use device_replay::DeviceCacheModel;
 
 /// TensorRT-LLM's host adapter cache when `PeftCacheConfig` gives no size (1 GiB).
@@ -40,7 +39,7 @@ pub struct LoraTrafficSpec {
     /// The executor's host adapter cache, bytes (the mirror's capacity).
     pub host_cache_bytes: u64,
     /// The cache configuration every executor of the run gets.
-    pub peft_cache: Option<crate::types::lora::PeftCacheConfig>,
+    pub peft_cache: Option<crate::lora::PeftCacheConfig>,
 }
 
 /// Synthetic adapters and the host-cache mirror; see the module docs.

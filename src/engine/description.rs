@@ -412,13 +412,8 @@ fn resolve_parallelism(p: &PretrainedConfig, shape: &ModelShape) -> Result<Paral
             "pretrained_config.mapping.moe_tp_size ({moe_tp}) x moe_ep_size ({moe_ep}) must equal tp_size ({tp})"
         ));
     }
-    if let Some(moe) = &shape.moe
-        && !moe.num_experts.is_multiple_of(moe_ep)
-    {
-        return fail(format!(
-            "pretrained_config.mapping.moe_ep_size ({moe_ep}) must divide the {} experts: every expert-parallel rank holds whole experts",
-            moe.num_experts
-        ));
+    if let Some(moe) = &shape.moe {
+        check_expert_split(moe.num_experts, moe_ep)?;
     }
     Ok(Parallelism { tp, pp, cp, world, moe_tp, moe_ep })
 }
@@ -436,6 +431,22 @@ pub fn check_head_split(heads: usize, kv_heads: usize, tp: usize) -> Result<(), 
     if !split && !replicated {
         return fail(format!(
             "pretrained_config.mapping.tp_size ({tp}) must divide pretrained_config.num_key_value_heads ({kv_heads}), or be a multiple of it (each KV head then replicated on tp_size / num_key_value_heads ranks)"
+        ));
+    }
+    Ok(())
+}
+
+/// Expert parallelism spreads a Mixture-of-Experts layer's experts across the ranks: each holds whole experts.
+///
+/// ```
+/// use trtllm::engine::description::check_expert_split;
+/// assert!(check_expert_split(8, 4).is_ok());
+/// assert!(check_expert_split(8, 3).is_err()); // Mixtral's 8 experts over 3 ranks
+/// ```
+pub fn check_expert_split(num_experts: usize, moe_ep: usize) -> Result<(), DescriptionError> {
+    if moe_ep == 0 || !num_experts.is_multiple_of(moe_ep) {
+        return fail(format!(
+            "pretrained_config.mapping.moe_ep_size ({moe_ep}) must divide the {num_experts} experts: every expert-parallel rank holds whole experts"
         ));
     }
     Ok(())

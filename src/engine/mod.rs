@@ -1,6 +1,7 @@
 //! The engine directory's files: one serde schema for config.json ([`config_json`]) and simulation.json
-//! ([`simulation_json`]), config.json opened and resolved once ([`EngineDescription`]), and
-//! [`EngineConfig`], the engine directory as the executor loads it.
+//! ([`simulation_json`], with the KV link a disaggregated transfer crosses), config.json opened and
+//! resolved once ([`EngineDescription`]), and [`EngineConfig`], the engine directory as the executor
+//! loads it.
 
 mod config_file;
 pub mod config_json;
@@ -9,6 +10,7 @@ mod description_error;
 pub mod hf_config;
 mod json_file;
 mod key_spelling;
+pub(crate) mod kv_link;
 pub mod model_shape;
 mod null_default;
 pub mod precision;
@@ -116,8 +118,7 @@ impl EngineConfig {
 
     /// The KV cache's element type: `fp8` or `int8` with `quantization.kv_cache_quant_algo`, else `dtype`.
     pub fn kv_cache_dtype(&self) -> String {
-        let precision = self.description.precision();
-        precision.kv_cache.quant_algo().map_or_else(|| precision.dtype.clone(), str::to_ascii_lowercase)
+        self.description.precision().kv_cache_dtype()
     }
 
     /// `pretrained_config.vocab_size`.

@@ -113,6 +113,11 @@ impl Precision {
         }
     }
 
+    /// The KV cache's element type: `fp8` or `int8` with `quantization.kv_cache_quant_algo`, else `dtype`.
+    pub fn kv_cache_dtype(&self) -> String {
+        self.kv_cache.quant_algo().map_or_else(|| self.dtype.clone(), str::to_ascii_lowercase)
+    }
+
     /// Bytes per KV-cache element.
     pub fn kv_bytes(&self) -> f64 {
         match self.kv_cache {

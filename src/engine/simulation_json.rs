@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::kv_link::SimKvTransfer;
+use crate::engine::kv_link::SimKvTransfer;
 
 /// The GPU preset a simulation.json without `gpu` runs on.
 pub const DEFAULT_GPU: &str = "rtx-a6000";

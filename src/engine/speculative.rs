@@ -45,19 +45,6 @@ impl SpeculativeDecodingMode {
         };
         MODES.iter().find(|(_, n, _)| *n == alias).map(|(m, _, _)| *m)
     }
-
-    /// The executor decoding mode an engine of this mode runs with, if it speculates.
-    pub fn decoding_mode(self) -> Option<crate::types::speculative::DecodingMode> {
-        use crate::types::speculative::DecodingMode as D;
-        match self {
-            SpeculativeDecodingMode::None => None,
-            SpeculativeDecodingMode::DraftTokensExternal => Some(D::ExternalDraftTokens),
-            SpeculativeDecodingMode::Medusa => Some(D::Medusa),
-            SpeculativeDecodingMode::LookaheadDecoding => Some(D::Lookahead),
-            SpeculativeDecodingMode::ExplicitDraftTokens => Some(D::ExplicitDraftTokens),
-            SpeculativeDecodingMode::Eagle => Some(D::Eagle),
-        }
-    }
 }
 
 impl Serialize for SpeculativeDecodingMode {

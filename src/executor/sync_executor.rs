@@ -126,7 +126,7 @@ impl Executor {
             stats: stats.clone(),
             kv_events: kv_events.clone(),
             config,
-            fingerprint: EngineFingerprint::of(&engine),
+            fingerprint: EngineFingerprint::of(engine.description()),
             engine,
             backend,
             #[cfg(feature = "guided")]
@@ -443,9 +443,9 @@ impl Executor {
 impl Executor {
     /// The LoRA device-cache counters since start: the simulated executor's own figures (TensorRT-LLM
     /// reports none, so a real executor returns `None`).
-    pub fn lora_cache_stats(&self) -> Option<crate::types::lora::LoraCacheStats> {
+    pub fn lora_cache_stats(&self) -> Option<crate::lora::LoraCacheStats> {
         let item = self.shared.handle().lora_cache_counts().ok()?;
-        crate::types::lora::LoraCacheStats::from_ffi(item)
+        crate::lora::LoraCacheStats::from_ffi(item)
     }
 
     /// The key of the simulated executor's modelled GPU telemetry (`crate::sim::telemetry::SimTelemetry::of`

@@ -25,6 +25,7 @@
 //! # Ok::<(), trtllm::lora::LoraError>(())
 //! ```
 
+pub(crate) mod cache;
 pub(crate) mod dtype;
 pub(crate) mod error;
 mod lookup;
@@ -38,6 +39,7 @@ mod wire;
 #[cfg(all(test, feature = "lora"))]
 mod tests;
 
+pub use cache::{LoraCacheStats, PeftCacheConfig};
 pub use dtype::LoraDtype;
 pub use error::LoraError;
 pub use module::{LoraModule, ModelDims, ModuleDims};
@@ -45,8 +47,6 @@ pub use module::{LoraModule, ModelDims, ModuleDims};
 pub use peft::{ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, load_peft_adapter};
 pub use settings::EngineLoraSettings;
 pub use weights::{LoraConfig, LoraConfigRow, LoraCost, LoraWeights};
-// The executor's adapter cache: its settings and statistics.
-pub use crate::types::lora::{LoraCacheStats, PeftCacheConfig};
 pub use wire::{WireLoraConfig, decode_wire, encode_wire, rows_from_json, rows_to_json};
 
 /// The error TensorRT-LLM's executor gives a request whose task id is not cached and that comes

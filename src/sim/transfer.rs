@@ -16,7 +16,7 @@
 //! transfer starts once the context is done, as TensorRT-LLM's transceiver sends a finished context);
 //! transfers of different requests do not share a link's bandwidth.
 
-use crate::types::kv_link::KvLink;
+use crate::engine::kv_link::KvLink;
 
 /// One transfer's size and duration.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,7 +57,7 @@ pub fn kv_transfer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::kv_link::KvLinkPreset;
+    use crate::engine::kv_link::KvLinkPreset;
 
     #[test]
     fn a_faster_link_and_a_smaller_prompt_take_less_time() {

@@ -10,9 +10,8 @@ use super::error::SimError;
 use super::executor_files::{EngineFiles, check_simulation};
 use super::perf_model::PerfModel;
 use super::transfer::kv_transfer;
-use crate::engine::EngineConfig;
+use crate::engine::kv_link::KvLink;
 use crate::types::handoff::EngineFingerprint;
-use crate::types::kv_link::KvLink;
 
 #[cxx::bridge(namespace = "trtllm::sim::transfer")]
 #[allow(missing_docs)]
@@ -58,9 +57,8 @@ fn load_transfer_model(engine_dir: &str) -> Result<Box<SimTransferModel>, SimErr
         let files = EngineFiles::read(dir)?;
         check_simulation(&files.simulation)?;
         let model = PerfModel::from_description(&files.description, &files.simulation)?;
-        let engine = EngineConfig::from_dir(dir).map_err(|e| SimError::Invalid(e.to_string()))?;
         Ok(Box::new(SimTransferModel {
-            fingerprint: EngineFingerprint::of(&engine).to_string(),
+            fingerprint: EngineFingerprint::of(&files.description).to_string(),
             kv_bytes_per_token_per_gpu: model.kv_bytes_per_token_per_gpu(),
             link: files.simulation.kv_transfer.link(),
         }))

@@ -4,12 +4,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::lora::PeftCacheConfig;
+use crate::engine::kv_link::KvLink;
 use crate::error::{Error, Result};
 use crate::ffi::sys;
+use crate::lora::PeftCacheConfig;
 use crate::types::disagg::CacheTransceiverConfig;
 use crate::types::guided::{GuidedDecodingConfig, GuidedVocabulary};
-use crate::types::kv_link::KvLink;
 use crate::types::speculative::DecodingConfig;
 
 /// How the scheduler admits requests into the running batch (`CapacitySchedulerPolicy`).

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::EngineConfig;
+use crate::engine::EngineDescription;
 use crate::ffi::sys;
 use crate::types::disagg::HandoffError;
 
@@ -28,35 +28,37 @@ pub struct EngineFingerprint {
 }
 
 impl EngineFingerprint {
-    /// The fingerprint of `engine`.
+    /// The fingerprint of an engine, from its description.
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use trtllm::{EngineConfig, EngineFingerprint};
+    /// use trtllm::EngineFingerprint;
+    /// use trtllm::engine::EngineDescription;
     /// let (a, b) = (tempfile::tempdir()?, tempfile::tempdir()?);
     /// trtllm::sim::SimulatedEngine::builder().build().write_to(a.path())?;
     /// trtllm::sim::SimulatedEngine::builder().max_batch_size(8).build().write_to(b.path())?;
-    /// let (a, b) = (EngineConfig::from_dir(a.path())?, EngineConfig::from_dir(b.path())?);
+    /// let (a, b) = (EngineDescription::from_dir(a.path())?, EngineDescription::from_dir(b.path())?);
     /// // Runtime limits do not matter: the two engines pair.
     /// assert!(EngineFingerprint::of(&a).check_pairing(&EngineFingerprint::of(&b)).is_ok());
     /// # Ok(()) }
     /// ```
-    pub fn of(engine: &EngineConfig) -> Self {
+    pub fn of(engine: &EngineDescription) -> Self {
         let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        let (shape, parallelism) = (engine.shape(), engine.parallelism());
         EngineFingerprint {
             model: format!(
                 "{} {}L h{} a{} kv{} v{}",
                 engine.architecture(),
-                engine.num_layers(),
-                engine.hidden_size(),
-                engine.num_heads(),
-                engine.num_kv_heads(),
-                engine.vocab_size()
+                shape.num_layers,
+                shape.hidden_size,
+                shape.num_heads,
+                shape.num_kv_heads,
+                shape.vocab_size
             ),
-            tp_size: clamp(engine.tp_size()),
-            pp_size: clamp(engine.pp_size()),
-            kv_cache_dtype: engine.kv_cache_dtype(),
-            tokens_per_block: clamp(engine.tokens_per_block()),
+            tp_size: clamp(parallelism.tp),
+            pp_size: clamp(parallelism.pp),
+            kv_cache_dtype: engine.precision().kv_cache_dtype(),
+            tokens_per_block: clamp(engine.limits().tokens_per_block),
         }
     }
 

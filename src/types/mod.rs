@@ -8,7 +8,6 @@ pub(crate) mod guided;
 pub(crate) mod handoff;
 pub(crate) mod ids;
 pub(crate) mod kv_event;
-pub(crate) mod kv_link;
 pub(crate) mod lora;
 pub(crate) mod output;
 pub(crate) mod request;

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::speculative::SpeculativeDecodingMode;
 use crate::ffi::sys;
 
 /// The executor's decoding mode (`DecodingMode`). The speculative ones must match the mode the
@@ -26,6 +27,27 @@ pub enum DecodingMode {
     ExternalDraftTokens,
     /// Eagle draft heads.
     Eagle,
+}
+
+impl DecodingMode {
+    /// The decoding mode an engine built with `mode` (`build_config.speculative_decoding_mode`) runs
+    /// with, if it speculates.
+    ///
+    /// ```
+    /// use trtllm::speculative::{DecodingMode, SpeculativeDecodingMode};
+    /// assert_eq!(DecodingMode::of_engine(SpeculativeDecodingMode::Medusa), Some(DecodingMode::Medusa));
+    /// assert_eq!(DecodingMode::of_engine(SpeculativeDecodingMode::None), None);
+    /// ```
+    pub fn of_engine(mode: SpeculativeDecodingMode) -> Option<Self> {
+        match mode {
+            SpeculativeDecodingMode::None => None,
+            SpeculativeDecodingMode::DraftTokensExternal => Some(DecodingMode::ExternalDraftTokens),
+            SpeculativeDecodingMode::Medusa => Some(DecodingMode::Medusa),
+            SpeculativeDecodingMode::LookaheadDecoding => Some(DecodingMode::Lookahead),
+            SpeculativeDecodingMode::ExplicitDraftTokens => Some(DecodingMode::ExplicitDraftTokens),
+            SpeculativeDecodingMode::Eagle => Some(DecodingMode::Eagle),
+        }
+    }
 }
 
 /// Lookahead decoding's sizes (`LookaheadDecodingConfig`).

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
+use crate::engine::kv_link::KvLink;
 use crate::sim::PerfModel;
 use crate::sim::transfer::{KvTransfer, kv_transfer};
-use crate::types::kv_link::KvLink;
 
 /// What the simulator predicts for one request alone on an idle 1p1d pair.
 ///

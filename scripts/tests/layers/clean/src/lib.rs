@@ -1,4 +1,5 @@
 //! Clean: every import points down.
 mod high;
 mod low;
+mod side;
 pub use low::Thing;

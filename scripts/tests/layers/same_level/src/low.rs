@@ -1,0 +1,2 @@
+//! The lower layer.
+pub struct Thing;

@@ -1,0 +1,2 @@
+//! The other side, naming only the lower layer.
+pub struct Right(pub Option<crate::low::Thing>);
