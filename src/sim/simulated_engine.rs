@@ -12,10 +12,10 @@ use crate::engine::config_json::{
     BuildConfig, ConfigJson, LoraConfigJson, Mapping, MoeConfigJson, PluginConfig, PretrainedConfig, Quantization,
 };
 use crate::engine::description::BuildLimits;
+use crate::engine::kv_link::SimKvTransfer;
 use crate::engine::simulation_json::{ClockMode, SimFaults, SimulationJson};
 use crate::engine::{DescriptionError, EngineDescription};
 use crate::error::{Error, Result};
-use crate::types::kv_link::SimKvTransfer;
 
 /// A simulated engine: model shape, precision, parallelism, build limits, and the simulated GPU.
 ///
