@@ -119,10 +119,12 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
         assert_eq!(summary["max_concurrency"], concurrency);
         assert!(summary["mean_ttft_ms"].as_f64().unwrap() > 0.0);
         assert!(summary["p99_ttft_ms"].as_f64().unwrap() >= summary["median_ttft_ms"].as_f64().unwrap());
-        // TPOT and ITL: about the simulator's 1 ms iterations, one token per response. Iterations
-        // end at absolute deadlines, so a first token delivered late by a busy host is followed
-        // by a decode that catches up: a little under 1 ms is possible, far under it is not.
-        assert!(num(&summary, "mean_tpot_ms") >= 0.75, "{summary}");
+        // TPOT: the executor's own stamps give the simulator's 1 ms iterations, one token per response.
+        // The client's figure is what the runner saw: a busy host delivers tokens in bursts (a late
+        // first token, then a decode that catches up), so it is only checked to be there.
+        let server_tpot = num(&summary["server"], "mean_tpot_ms");
+        assert!((server_tpot - 1.0).abs() < 0.05, "executor TPOT {server_tpot} ms: {summary}");
+        assert!(num(&summary, "mean_tpot_ms") > 0.0, "{summary}");
         assert!((num(&summary, "mean_itl_per_token_ms") - num(&summary, "mean_tpot_ms")).abs() < 1e-6);
         assert!(summary["request_goodput"].as_f64().unwrap() > 0.0);
         assert!(summary["iter"]["count"].as_u64().unwrap() >= 8);
