@@ -210,8 +210,10 @@ impl NoiseVerdict {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RepeatsSection {
     /// How many times the point ran.
+    #[serde(default)]
     pub runs: usize,
     /// What the interval is.
+    #[serde(default)]
     pub interval: String,
     /// Each headline figure present in every run, in [`HEADLINE_FIGURES`] order.
     pub figures: RepeatFigures,

@@ -33,35 +33,35 @@ pub struct EngineSection {
     pub api: Option<String>,
     /// The model's name.
     pub model_id: String,
+    /// The longest prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub max_input_len: Option<i64>,
+    /// The longest sequence (prompt and output).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub max_seq_len: Option<i64>,
+    /// The most requests in a batch.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub max_batch_size: Option<i64>,
+    /// Vocabulary size.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub vocab_size: Option<i64>,
+    /// Hidden size.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub hidden_size: Option<i64>,
+    /// Decoder layers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub num_layers: Option<i64>,
+    /// Attention heads.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub num_heads: Option<i64>,
+    /// Tensor-parallel ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub tp_size: Option<i64>,
+    /// Pipeline-parallel ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub pp_size: Option<i64>,
+    /// Context-parallel ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[allow(missing_docs)]
     pub cp_size: Option<i64>,
     /// `simulated`, `tensorrt-llm`, or the server's backend.
     #[serde(skip_serializing_if = "Option::is_none")]
