@@ -61,8 +61,8 @@ async fn measure(dir: &std::path::Path, prompt: usize, link: KvLinkPreset, reque
         link.link(),
         None,
     );
-    let split = &summary.disaggregation.as_ref().expect("a disaggregated run")["ttft_split"];
-    let section = prediction.section(split, sim.time_scale());
+    let split = &summary.sections.disaggregation.as_ref().expect("a disaggregated run").ttft_split;
+    let section = prediction.section(&serde_json::to_value(split).unwrap(), sim.time_scale());
     let parts = ["prefill", "transfer_wait", "transfer", "first_decode", "ttft"];
     let row = Row {
         prompt,

@@ -153,10 +153,18 @@ stage "one generation in real mode"
 # The stand-in library times each transfer as 1 ms (cpp/sim/src/transfer_model.cpp without the Rust bridge): the
 # check is that every request completes on both legs with the split recorded and the greedy tokens equal to an
 # aggregated run's, not the figures.
-"$trtllm" bench --engine-dir "$engine" --disagg 1p1d --concurrency 2 --input-len 64 --output-len 4 \
-    --num-prompts 4 --warmup 0 --output-dir "$work/disagg" --quiet >"$work/disagg.log" 2>&1 ||
+# The stand-in library's vocabulary is the shipped tokenizer's (cpp/standin/engine_description.cpp), smaller than
+# config.json's, so the prompts are token ids inside it.
+python3 -c '
+import json
+for i in range(4):
+    print(json.dumps({"prompt_token_ids": [1 + (t * 31 + i * 97) % 3600 for t in range(64)], "output_len": 4}))
+' >"$work/disagg-prompts.jsonl"
+rm -rf "$work/disagg"
+"$trtllm" bench --engine-dir "$engine" --disagg 1p1d --dataset jsonl --dataset-path "$work/disagg-prompts.jsonl" \
+    --concurrency 2 --num-prompts 4 --warmup 0 --output-dir "$work/disagg" --quiet >"$work/disagg.log" 2>&1 ||
     { cat "$work/disagg.log" >&2; fail "trtllm bench --disagg 1p1d failed"; }
-python3 - "$work/disagg/c2_in64_out4.json" <<'EOF'
+python3 - "$work/disagg/c2_jsonl_outds.json" <<'EOF'
 import json, sys
 summary = json.load(open(sys.argv[1]))
 section = summary.get("disaggregation") or {}

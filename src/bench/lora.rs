@@ -8,17 +8,18 @@
 //! The summary classes requests as device-cache hits or misses by [`device_replay`].
 
 pub mod device_replay;
+mod section;
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
 
-use serde_json::{Value, json};
-
 use crate::AsyncExecutor;
 use crate::GenerationRequest;
 use crate::bench::metrics::record::{Phase, RequestRecord};
+use crate::bench::metrics::stats::{mean, median};
 use crate::lora::{EngineLoraSettings, LoraCacheStats, LoraConfig, LoraError, LoraModule, LoraWeights};
 use device_replay::DeviceCacheModel;
+pub use section::{ByDeviceCache, CacheCounts, DeviceCacheCounters, LoraGroup, LoraSection};
 
 /// TensorRT-LLM's host adapter cache when `PeftCacheConfig` gives no size (1 GiB).
 pub const DEFAULT_HOST_CACHE_BYTES: u64 = 1 << 30;
@@ -252,7 +253,7 @@ impl LoraTraffic {
     }
 
     /// The summary's `lora` section for one point's records.
-    pub fn section(&self, records: &[RequestRecord]) -> Value {
+    pub fn section(&self, records: &[RequestRecord]) -> LoraSection {
         let measured = |r: &RequestRecord| r.phase == Phase::Measure && r.lora_task.is_some();
         let group = |keep: &dyn Fn(usize, &RequestRecord) -> bool| {
             let done: Vec<&RequestRecord> = records
@@ -263,61 +264,46 @@ impl LoraTraffic {
                 .collect();
             let ttft: Vec<f64> = done.iter().filter_map(|r| r.ttft_s()).map(|s| s * 1e3).collect();
             let tpot: Vec<f64> = done.iter().filter_map(|r| r.tpot_s()).map(|s| s * 1e3).collect();
-            json!({
-                "requests": done.len(),
-                "mean_ttft_ms": mean(&ttft),
-                "median_ttft_ms": median(&ttft),
-                "mean_tpot_ms": mean(&tpot),
-            })
+            LoraGroup {
+                requests: done.len(),
+                mean_ttft_ms: mean(&ttft),
+                median_ttft_ms: median(&ttft),
+                mean_tpot_ms: mean(&tpot),
+            }
         };
         let mut used: Vec<u64> = records.iter().filter(|r| measured(r)).filter_map(|r| r.lora_task).collect();
         used.sort_unstable();
         used.dedup();
         let failed = records.iter().filter(|r| measured(r) && r.error.is_some()).count();
         let cache = self.cache_delta();
-        let by_device = self.device_cache.map_or(Value::Null, |model| {
+        let by_device_cache = self.device_cache.map(|model| {
             let replay = device_replay::replay(model, records);
-            json!({
-                "hit": group(&|i, _| replay.hit[i] == Some(true)),
-                "miss": group(&|i, _| replay.hit[i] == Some(false)),
-                "replayed": { "hits": replay.hits, "misses": replay.misses, "evictions": replay.evictions },
-                "device_cache_adapters": model.slots(),
-                "method": "replayed from each request's firstScheduledTime and lastTokenTime (RequestPerfMetrics) \
-                           with the device cache's size and rules: pinned while in use, else LRU",
-            })
+            ByDeviceCache {
+                hit: group(&|i, _| replay.hit[i] == Some(true)),
+                miss: group(&|i, _| replay.hit[i] == Some(false)),
+                replayed: CacheCounts { hits: replay.hits, misses: replay.misses, evictions: replay.evictions },
+                device_cache_adapters: model.slots(),
+                method: "replayed from each request's firstScheduledTime and lastTokenTime (RequestPerfMetrics) \
+                         with the device cache's size and rules: pinned while in use, else LRU"
+                    .into(),
+            }
         });
-        json!({
-            "adapters": self.spec.adapters,
-            "adapters_used": used.len(),
-            "rank": self.spec.rank,
-            "zipf": self.spec.zipf,
-            "adapter_bytes": self.adapter_bytes,
-            "failed_requests": failed,
-            "sent_with_weights": group(&|_, r| r.lora_with_weights),
-            "sent_by_task_id": group(&|_, r| !r.lora_with_weights),
-            "by_device_cache": by_device,
-            "device_cache": cache.map_or(Value::Null, |c| json!({
-                "hits": c.hits,
-                "misses": c.misses,
-                "evictions": c.evictions,
-                "source": "the simulated executor's own counters (TensorRT-LLM reports none)",
-            })),
-        })
+        LoraSection {
+            adapters: self.spec.adapters,
+            adapters_used: used.len(),
+            rank: self.spec.rank,
+            zipf: self.spec.zipf,
+            adapter_bytes: self.adapter_bytes,
+            failed_requests: failed,
+            sent_with_weights: group(&|_, r| r.lora_with_weights),
+            sent_by_task_id: group(&|_, r| !r.lora_with_weights),
+            by_device_cache,
+            device_cache: cache.map(|c| DeviceCacheCounters {
+                counters: CacheCounts { hits: c.hits, misses: c.misses, evictions: c.evictions },
+                source: "the simulated executor's own counters (TensorRT-LLM reports none)".into(),
+            }),
+        }
     }
-}
-
-fn mean(values: &[f64]) -> Value {
-    if values.is_empty() { Value::Null } else { json!(values.iter().sum::<f64>() / values.len() as f64) }
-}
-
-fn median(values: &[f64]) -> Value {
-    if values.is_empty() {
-        return Value::Null;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    json!(if sorted.len().is_multiple_of(2) { (sorted[mid - 1] + sorted[mid]) / 2.0 } else { sorted[mid] })
 }
 
 #[cfg(test)]

@@ -70,18 +70,21 @@ mod traffic;
 
 pub use metrics::calibration::{Calibration, itl_errors_s};
 pub use metrics::disagg::{DisaggTimes, TtftSplit};
-pub use metrics::disagg_summary::{record_split, split_section};
-pub use metrics::failures::{FailureBudget, FailureBudgetError, FailureReason, FailureSummary};
-pub use metrics::iterations::{
-    IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp, unavailable_section,
+pub use metrics::disagg_summary::{
+    DisaggregationSection, PoolWorker, PoolsSection, TokenCheck, TokenMismatch, record_split, split_section,
 };
+pub use metrics::failures::{FailureBudget, FailureBudgetError, FailureReason, FailureSummary};
+pub use metrics::iteration_summary::{Availability, IterFigures, IterSection, KvFigures, KvSection};
+pub use metrics::iterations::{IterationCollector, IterationLog, WallAnchor, parse_iteration_timestamp};
 pub use metrics::live::{LiveSnapshot, LiveStats};
 pub use metrics::load_shape::{
     ArrivalSync, LatencyFigures, OverSaturated, SessionsByTurn, SteadyState, SteadyWindow, TOGETHER_S, TurnFigures,
     arrival_sync, sessions_by_turn,
 };
 pub use metrics::record::{Phase, RecordedChunk, RequestRecord, RunClock, ServerTimes, UNSUCCESSFUL_FINISH_REASONS};
-pub use metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats, repeats_section, t_quantile_975};
+pub use metrics::repeats::{
+    HEADLINE_FIGURES, NoiseVerdict, RepeatFigures, RepeatStats, RepeatsSection, repeats_section, t_quantile_975,
+};
 pub use metrics::saturation::{BacklogWatch, over_saturated_at};
 pub use metrics::slo::Slos;
 pub use metrics::slo_set::{
@@ -114,9 +117,10 @@ pub use report::compare::{
     CompareError, CompareOptions, Comparison, Difference, DifferenceKind, compare, compare_files, compare_with,
     differences,
 };
+pub use report::engine_section::{DisaggSetup, DisaggWorkerInfo, DraftTargetSetup, EngineSection};
 pub use report::html::{HtmlReport, compare_html};
 pub use report::layers::{LAYER_CSV_COLUMNS, LayerComparison, LayerFigures, layers_csv};
-pub use report::lengths::length_section;
+pub use report::lengths::{AskedDrawn, DrawnLengths, LengthSection, length_section};
 pub use report::live::{LIVE_VIEW_HEIGHT, draw_live_view, progress_line};
 pub use report::output::{
     OutputError, REQUEST_CSV_COLUMNS, ResultFiles, requests_csv, requests_jsonl, write_sweep_csv,
@@ -141,8 +145,8 @@ pub use runner::point::{PointRun, run_point, run_point_live};
 pub use runner::target::{BenchTarget, GrpcTarget};
 pub use simulation::{EngineSimulation, SimulationError};
 pub use telemetry::{
-    EndpointLog, Scraped, SeriesKind, ServerMetricsError, ServerMetricsWatch, parse_prometheus, scrape,
-    server_metrics_rows, server_metrics_section,
+    CounterChange, EndpointFigures, EndpointLog, GaugeFigures, Scraped, SeriesKind, ServerMetricsError,
+    ServerMetricsSection, ServerMetricsWatch, parse_prometheus, scrape, server_metrics_rows, server_metrics_section,
 };
 pub use telemetry::{
     GpuFigures, GpuSample, GpuTelemetry, NvmlSource, SimulatedSource, TelemetryError, TelemetrySampler,

@@ -322,10 +322,10 @@ fn summary_has_every_vllm_key_with_vllm_types() {
         .percentiles(&[50.0, 90.0, 95.0, 99.0, 99.9])
         .slos(Slos::parse("e2el:1000").unwrap())
         .detailed(true)
-        .engine(json!({"backend": "simulated tiny"}))
+        .engine(EngineSection { backend: Some("simulated tiny".into()), ..EngineSection::new("a test") })
         .workload(WorkloadSection { dataset: "random".into(), seed: 0, ..WorkloadSection::default() })
-        .kv(json!({"max_utilization": 0.5}))
-        .iter(json!({"count": 10}))
+        .kv(Availability::Unavailable("not measured here".into()))
+        .iter(Availability::Unavailable("not measured here".into()))
         .prediction(PredictionSection {
             model: json!({"tpot_ms": 1.0}).as_object().cloned().unwrap(),
             ..PredictionSection::default()

@@ -145,6 +145,16 @@ fn a_small_sweep_writes_every_file_with_executor_counts() {
         assert!(rows.iter().all(|r| r["output_tokens"] == 8 && r["prompt_tokens"] == 16));
         let csv = std::fs::read_to_string(format!("{}.requests.csv", stem.display())).unwrap();
         assert_eq!(csv.lines().count(), 11);
+        // An aggregated run has no TTFT split: its disaggregation columns are there, and empty.
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let header = reader.headers().unwrap().clone();
+        let split: Vec<usize> =
+            header.iter().enumerate().filter(|(_, c)| c.starts_with("disagg_")).map(|(i, _)| i).collect();
+        assert_eq!(split.len(), 5, "{header:?}");
+        for row in reader.records() {
+            let row = row.unwrap();
+            assert!(split.iter().all(|&i| row[i].is_empty()), "{row:?}");
+        }
         let iters = std::fs::read_to_string(format!("{}.iters.jsonl", stem.display())).unwrap();
         assert!(iters.lines().count() >= 8);
         // The total against the executor's own count: one token per scheduled request per

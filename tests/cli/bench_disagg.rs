@@ -62,6 +62,28 @@ fn in_process_1p1d_writes_the_split_and_keeps_the_greedy_tokens() {
         assert!(num(d, "transfer_start_s") >= num(d, "prefill_end_s") - 1e-3, "{row}");
         assert!(d["transfer_bytes"].as_u64().unwrap() > 0, "{row}");
     }
+    check_csv_split(&out.path().join("c2_in256_out8.requests.csv"), 7);
+}
+
+/// `<stem>.requests.csv` carries each request's TTFT split and transfer bytes: the four parts
+/// add up to its TTFT.
+fn check_csv_split(path: &std::path::Path, requests: usize) {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|c| c == name).unwrap_or_else(|| panic!("no column {name}"));
+    let parts = ["disagg_prefill_ms", "disagg_transfer_wait_ms", "disagg_transfer_ms", "disagg_first_decode_ms"];
+    let (ttft, bytes) = (col("ttft_ms"), col("disagg_transfer_bytes"));
+    let mut seen = 0;
+    for row in reader.records() {
+        let row = row.unwrap();
+        let num = |i: usize| row[i].parse::<f64>().unwrap_or_else(|_| panic!("column {} is {:?}", &header[i], &row[i]));
+        let sum: f64 = parts.iter().map(|p| num(col(p))).sum();
+        assert!((sum - num(ttft)).abs() < 1e-6 * num(ttft).max(1.0), "split {sum} ms, TTFT {} ms", num(ttft));
+        assert!(num(col("disagg_transfer_ms")) > 0.0 && num(col("disagg_prefill_ms")) > 0.0, "{row:?}");
+        assert!(row[bytes].parse::<u64>().unwrap() > 0, "{row:?}");
+        seen += 1;
+    }
+    assert_eq!(seen, requests);
 }
 
 #[test]

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
 use super::live::LiveStats;
@@ -114,83 +113,6 @@ impl IterationLog {
             })
             .collect()
     }
-
-    /// The `kv` summary object: utilisation over the phase, and block reuse within it (the
-    /// executor's cumulative counters minus their value when the phase began).
-    pub fn kv_summary(&self) -> Value {
-        let kv: Vec<KvCacheStats> = self.iterations.iter().filter_map(|s| s.kv_cache).collect();
-        let mut utilization: Vec<f64> = kv.iter().map(KvCacheStats::utilization).collect();
-        utilization.sort_by(f64::total_cmp);
-        let last = kv.last();
-        let base = self.baseline_kv;
-        let delta = |pick: fn(&KvCacheStats) -> i32| {
-            last.map(|l| i64::from(pick(l)) - base.as_ref().map_or(0, |b| i64::from(pick(b))))
-        };
-        let reused = delta(|k| k.reused_blocks);
-        let missed = delta(|k| k.missed_blocks);
-        let hit_rate = match (reused, missed) {
-            (Some(r), Some(m)) if r + m > 0 => Some(r as f64 / (r + m) as f64),
-            _ => None,
-        };
-        json!({
-            "available": true,
-            "iterations": kv.len(),
-            "max_utilization": utilization.last().copied().unwrap_or(0.0),
-            "mean_utilization": super::stats::mean(&utilization).unwrap_or(0.0),
-            "p99_utilization": super::stats::percentile(&utilization, 99.0).unwrap_or(0.0),
-            "max_num_blocks": last.map(|k| k.max_num_blocks),
-            "tokens_per_block": last.map(|k| k.tokens_per_block),
-            "reused_blocks": reused,
-            "missed_blocks": missed,
-            "new_allocated_blocks": delta(|k| k.alloc_new_blocks),
-            "cache_hit_rate": hit_rate,
-            "counted_from": if base.is_some() { "start of the measured phase" } else { "executor start" },
-        })
-    }
-
-    /// The `iter` summary object: forward-pass count, latency and batch figures, and how many
-    /// iterations were lost. The entries that report an idle executor (nothing active, no
-    /// forward pass, latency 0) are counted apart, so they do not pull the figures down.
-    pub fn iter_summary(&self) -> Value {
-        let (iterations, idle): (Vec<&IterationStats>, Vec<&IterationStats>) =
-            self.iterations.iter().partition(|s| s.num_active_requests > 0);
-        let latency: Vec<f64> = iterations.iter().map(|s| s.iter_latency_ms).collect();
-        let active: Vec<f64> = iterations.iter().map(|s| f64::from(s.num_active_requests)).collect();
-        let queued: Vec<f64> = iterations.iter().map(|s| f64::from(s.num_queued_requests)).collect();
-        let paused: Vec<f64> =
-            iterations.iter().filter_map(|s| s.inflight_batching).map(|b| f64::from(b.num_paused_requests)).collect();
-        let ctx: Vec<f64> =
-            iterations.iter().filter_map(|s| s.inflight_batching).map(|b| f64::from(b.num_ctx_tokens)).collect();
-        let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-        json!({
-            "available": true,
-            "count": iterations.len(),
-            "idle_entries": idle.len(),
-            "lost_iterations": self.lagged,
-            "missing_iterations": self.missing_iterations(),
-            "mean_latency_ms": super::stats::mean(&latency),
-            "p50_latency_ms": super::stats::percentile(&latency, 50.0),
-            "p99_latency_ms": super::stats::percentile(&latency, 99.0),
-            "mean_active_requests": super::stats::mean(&active),
-            "max_active_requests": max(&active),
-            "mean_queued_requests": super::stats::mean(&queued),
-            "max_queued_requests": max(&queued),
-            "max_paused_requests": max(&paused),
-            "mean_context_tokens": super::stats::mean(&ctx),
-            "max_context_tokens": max(&ctx),
-        })
-    }
-}
-
-/// The `kv` or `iter` object when the target does not expose iteration statistics (a gRPC
-/// server): says so instead of showing zeros.
-///
-/// ```rust
-/// let v = trtllm::bench::unavailable_section("not exposed by trtllm.TrtllmService");
-/// assert_eq!(v["available"], false);
-/// ```
-pub fn unavailable_section(reason: &str) -> Value {
-    json!({ "available": false, "reason": reason })
 }
 
 /// Receives an executor's iteration statistics while a phase runs, so none are lost to the
@@ -325,12 +247,12 @@ mod tests {
             lagged: 0,
             baseline_kv: stats(9, 40, 10, 0).kv_cache,
         };
-        let kv = log.kv_summary();
-        assert_eq!(kv["reused_blocks"], 6);
-        assert_eq!(kv["missed_blocks"], 2);
-        assert_eq!(kv["cache_hit_rate"], 0.75);
-        assert_eq!(kv["max_utilization"], 0.2);
-        assert_eq!(kv["counted_from"], "start of the measured phase");
+        let kv = log.kv_summary().figures().cloned().unwrap();
+        assert_eq!(kv.reused_blocks, Some(6));
+        assert_eq!(kv.missed_blocks, Some(2));
+        assert_eq!(kv.cache_hit_rate, Some(0.75));
+        assert_eq!(kv.max_utilization, 0.2);
+        assert_eq!(kv.counted_from, "start of the measured phase");
     }
 
     #[test]
@@ -343,18 +265,18 @@ mod tests {
         let window = log.from_iteration(11);
         assert_eq!(window.iterations.iter().map(|s| s.iter).collect::<Vec<_>>(), [11, 12]);
         assert_eq!(window.lagged, 1);
-        let kv = window.kv_summary();
+        let kv = window.kv_summary().figures().cloned().unwrap();
         // Counted from the end of iteration 10 (40 reused, 10 missed), not from the phase start.
-        assert_eq!(kv["reused_blocks"], 10);
-        assert_eq!(kv["missed_blocks"], 5);
-        assert_eq!(window.iter_summary()["count"], 2);
+        assert_eq!(kv.reused_blocks, Some(10));
+        assert_eq!(kv.missed_blocks, Some(5));
+        assert_eq!(window.iter_summary().figures().unwrap().count, 2);
         // A window that starts before the log keeps the phase's own baseline.
         let all = IterationLog {
             iterations: vec![stats(10, 40, 10, 5)],
             lagged: 0,
             baseline_kv: stats(9, 34, 8, 0).kv_cache,
         };
-        assert_eq!(all.from_iteration(0).kv_summary()["reused_blocks"], 6);
+        assert_eq!(all.from_iteration(0).kv_summary().figures().unwrap().reused_blocks, Some(6));
     }
 
     #[test]
@@ -367,11 +289,11 @@ mod tests {
             lagged: 0,
             baseline_kv: None,
         };
-        let iter = log.iter_summary();
-        assert_eq!(iter["count"], 2);
-        assert_eq!(iter["idle_entries"], 1);
-        assert_eq!(iter["mean_latency_ms"], 10.0);
-        assert_eq!(iter["mean_active_requests"], 1.0);
+        let iter = log.iter_summary().figures().cloned().unwrap();
+        assert_eq!(iter.count, 2);
+        assert_eq!(iter.idle_entries, 1);
+        assert_eq!(iter.mean_latency_ms, Some(10.0));
+        assert_eq!(iter.mean_active_requests, Some(1.0));
     }
 
     #[test]
@@ -382,9 +304,9 @@ mod tests {
             baseline_kv: None,
         };
         assert_eq!(log.missing_iterations(), 3);
-        let iter = log.iter_summary();
-        assert_eq!(iter["lost_iterations"], 2);
-        assert_eq!(iter["missing_iterations"], 3);
+        let iter = log.iter_summary().figures().cloned().unwrap();
+        assert_eq!(iter.lost_iterations, 2);
+        assert_eq!(iter.missing_iterations, 3);
     }
 
     #[tokio::test]

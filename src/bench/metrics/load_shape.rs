@@ -15,8 +15,8 @@ fn ms(samples: impl IntoIterator<Item = f64>, percentiles: &[f64]) -> Distributi
     Distribution::from_samples(samples.into_iter().map(|s| s * 1000.0).collect(), percentiles)
 }
 
-/// Latency statistics by key (`mean_ttft_ms`, `p50_ttft_ms`, ...; no `std_`), ms, in report
-/// order: each metric's mean, median and percentiles, metric after metric.
+/// Latency statistics by key (`mean_ttft_ms`, `p50_ttft_ms`, ...), ms, in report order: each
+/// metric's mean, median (and std, where the section has it) and percentiles, metric after metric.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LatencyFigures(Vec<(String, f64)>);
 

@@ -6,6 +6,7 @@ pub(crate) mod calibration;
 pub(crate) mod disagg;
 pub(crate) mod disagg_summary;
 pub(crate) mod failures;
+pub(crate) mod iteration_summary;
 pub(crate) mod iterations;
 pub(crate) mod live;
 pub(crate) mod load_shape;

@@ -2,7 +2,8 @@
 //! coefficient of variation, Student-t 95% confidence interval), and Welch's test of whether
 //! two sets of runs differ beyond their noise.
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 
 /// The headline figures of a summary that repeats report, by their result-file keys.
 pub const HEADLINE_FIGURES: [&str; 16] = [
@@ -117,25 +118,45 @@ impl RepeatStats {
         let half = t_quantile_975((self.n() - 1) as f64) * self.std / (self.n() as f64).sqrt();
         Some((self.mean - half, self.mean + half))
     }
+}
 
-    /// The JSON object of a `repeats` section entry.
-    pub fn to_json(&self) -> Value {
+/// A `repeats` figure as written: its statistics, then the per-run values.
+#[derive(Serialize)]
+struct RepeatStatsFile<'a> {
+    n: usize,
+    mean: f64,
+    std: f64,
+    cv: Option<f64>,
+    ci95_low: Option<f64>,
+    ci95_high: Option<f64>,
+    values: &'a [f64],
+}
+
+impl Serialize for RepeatStats {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let ci = self.ci95();
-        json!({
-            "n": self.n(),
-            "mean": self.mean,
-            "std": self.std,
-            "cv": self.cv(),
-            "ci95_low": ci.map(|c| c.0),
-            "ci95_high": ci.map(|c| c.1),
-            "values": self.values,
-        })
+        RepeatStatsFile {
+            n: self.n(),
+            mean: self.mean,
+            std: self.std,
+            cv: self.cv(),
+            ci95_low: ci.map(|c| c.0),
+            ci95_high: ci.map(|c| c.1),
+            values: &self.values,
+        }
+        .serialize(serializer)
     }
+}
 
-    /// Reads an entry written by [`to_json`](Self::to_json).
-    pub fn from_json(value: &Value) -> Option<Self> {
-        let values: Vec<f64> = value["values"].as_array()?.iter().filter_map(Value::as_f64).collect();
-        Self::new(&values)
+/// Read back from the per-run values alone: the statistics are recomputed from them.
+impl<'de> Deserialize<'de> for RepeatStats {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Values {
+            values: Vec<f64>,
+        }
+        let Values { values } = Values::deserialize(deserializer)?;
+        RepeatStats::new(&values).ok_or_else(|| serde::de::Error::custom("a repeats figure needs finite values"))
     }
 }
 
@@ -184,6 +205,65 @@ impl NoiseVerdict {
     }
 }
 
+/// The summary's `repeats` (`--repeats N`): each headline figure's [`RepeatStats`] over the
+/// runs of one point, written into the first run's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepeatsSection {
+    /// How many times the point ran.
+    #[serde(default)]
+    pub runs: usize,
+    /// What the interval is.
+    #[serde(default)]
+    pub interval: String,
+    /// Each headline figure present in every run, in [`HEADLINE_FIGURES`] order.
+    pub figures: RepeatFigures,
+}
+
+impl RepeatsSection {
+    /// The statistics of figure `key` (`p50_ttft_ms`), when every run had it.
+    pub fn figure(&self, key: &str) -> Option<&RepeatStats> {
+        self.figures.0.iter().find(|(k, _)| k == key).map(|(_, s)| s)
+    }
+}
+
+/// `repeats.figures`: statistics by result-file key, in report order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RepeatFigures(Vec<(String, RepeatStats)>);
+
+impl Serialize for RepeatFigures {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for RepeatFigures {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Figures;
+        impl<'de> serde::de::Visitor<'de> for Figures {
+            type Value = RepeatFigures;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("repeated figures by key")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RepeatFigures, A::Error> {
+                let mut figures = Vec::new();
+                // A figure this version cannot read is left out, not the whole section.
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    if let Ok(stats) = serde_json::from_value(v) {
+                        figures.push((k, stats));
+                    }
+                }
+                Ok(RepeatFigures(figures))
+            }
+        }
+        deserializer.deserialize_map(Figures)
+    }
+}
+
 /// The `repeats` section of a point run `summaries.len()` times: each headline figure's
 /// [`RepeatStats`] (figures missing from any run are left out).
 ///
@@ -193,20 +273,21 @@ impl NoiseVerdict {
 ///
 /// let runs = [json!({"mean_ttft_ms": 10.0}), json!({"mean_ttft_ms": 12.0}), json!({"mean_ttft_ms": 11.0})];
 /// let section = repeats_section(&runs);
-/// assert_eq!(section["runs"], 3);
-/// assert_eq!(section["figures"]["mean_ttft_ms"]["mean"], 11.0);
+/// assert_eq!(section.runs, 3);
+/// assert_eq!(section.figure("mean_ttft_ms").unwrap().mean, 11.0);
+/// assert_eq!(serde_json::to_value(&section).unwrap()["figures"]["mean_ttft_ms"]["n"], 3);
 /// ```
-pub fn repeats_section(summaries: &[Value]) -> Value {
-    let mut figures = Map::new();
-    for key in HEADLINE_FIGURES {
-        let values: Option<Vec<f64>> = summaries.iter().map(|s| s.get(key).and_then(Value::as_f64)).collect();
-        if let Some(stats) = values.as_deref().and_then(RepeatStats::new) {
-            figures.insert(key.to_owned(), stats.to_json());
-        }
+pub fn repeats_section(summaries: &[Value]) -> RepeatsSection {
+    let figures = HEADLINE_FIGURES
+        .iter()
+        .filter_map(|key| {
+            let values: Option<Vec<f64>> = summaries.iter().map(|s| s.get(*key).and_then(Value::as_f64)).collect();
+            values.as_deref().and_then(RepeatStats::new).map(|stats| (key.to_string(), stats))
+        })
+        .collect();
+    RepeatsSection {
+        runs: summaries.len(),
+        interval: "95% confidence interval of the mean, Student's t with n - 1 degrees of freedom".into(),
+        figures: RepeatFigures(figures),
     }
-    json!({
-        "runs": summaries.len(),
-        "interval": "95% confidence interval of the mean, Student's t with n - 1 degrees of freedom",
-        "figures": figures,
-    })
 }

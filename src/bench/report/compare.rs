@@ -2,11 +2,11 @@
 //! difference between the two runs' workloads and targets, and a speedup only across the same
 //! workload unless asked.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::engine_section::EngineSection;
 use super::sections::{SummarySections, WorkloadSection};
 use crate::bench::metrics::repeats::{HEADLINE_FIGURES, NoiseVerdict, RepeatStats};
 
@@ -208,13 +208,8 @@ pub fn differences(a: &Value, b: &Value) -> Vec<Difference> {
     if let (Some(wa), Some(wb)) = (&sa.workload, &sb.workload) {
         let fields = |w: &WorkloadSection| -> Vec<(&'static str, String)> {
             let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-            let asked = |name: &str| {
-                w.length_distribution
-                    .as_ref()
-                    .and_then(|l| l.get(name))
-                    .and_then(|l| l.get("describe"))
-                    .map(|d| shown(Some(d)))
-            };
+            let asked =
+                |name: &str| w.length_distribution.as_ref().and_then(|l| l.get(name)).map(|l| l.describe.clone());
             vec![
                 ("workload.dataset", w.dataset.clone()),
                 ("workload.dataset_path", opt(w.dataset_path.clone())),
@@ -241,15 +236,12 @@ pub fn differences(a: &Value, b: &Value) -> Vec<Difference> {
         }
         note(Draw, "workload.seed", wa.seed.to_string(), wb.seed.to_string());
     }
-    let scalars = |engine: &Option<Value>| -> BTreeMap<String, String> {
-        let Some(Value::Object(map)) = engine else { return BTreeMap::new() };
-        map.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, v)| (k.clone(), shown(Some(v)))).collect()
-    };
-    let (ea, eb) = (scalars(&sa.engine), scalars(&sb.engine));
-    let keys: std::collections::BTreeSet<&String> = ea.keys().chain(eb.keys()).collect();
-    for key in keys {
-        let get = |m: &BTreeMap<String, String>| m.get(key).cloned().unwrap_or_else(|| "-".into());
-        note(Target, &format!("engine.{key}"), get(&ea), get(&eb));
+    // One side without an `engine` (another tool's file) says none of them.
+    if sa.engine.is_some() || sb.engine.is_some() {
+        let settings = |e: &Option<EngineSection>| e.clone().unwrap_or_default().settings();
+        for ((key, x), (_, y)) in settings(&sa.engine).into_iter().zip(settings(&sb.engine)) {
+            note(Target, &format!("engine.{key}"), x, y);
+        }
     }
     if sa.engine.is_none() || sb.engine.is_none() {
         note(Target, "model_id", shown(a.get("model_id")), shown(b.get("model_id")));
@@ -377,21 +369,21 @@ pub fn compare_with(a: &Value, b: &Value, options: CompareOptions) -> Comparison
 /// Whether each headline figure differs beyond the runs' noise, from the `repeats` sections
 /// (`--repeats N`): Welch's t-test at 5% on the per-run values.
 fn noise_table(a: &Value, b: &Value) -> String {
-    let figures = |v: &Value| v.get("repeats").and_then(|r| r.get("figures")).cloned();
-    let (Some(fa), Some(fb)) = (figures(a), figures(b)) else {
+    let repeats = |v: &Value| SummarySections::from_result(v).repeats;
+    let (Some(fa), Some(fb)) = (repeats(a), repeats(b)) else {
         return "noise: unknown (a result without repeats); run each point with --repeats N (3 or more) to tell a difference from noise\n".into();
     };
     let mut out = String::from("noise (Welch's t-test at 5% over the repeated runs):\n");
     let mut rows: Vec<[String; 5]> = Vec::new();
     for key in HEADLINE_FIGURES {
-        let (Some(sa), Some(sb)) = (RepeatStats::from_json(&fa[key]), RepeatStats::from_json(&fb[key])) else {
+        let (Some(sa), Some(sb)) = (fa.figure(key), fb.figure(key)) else {
             continue;
         };
         let ci = |s: &RepeatStats| match s.ci95() {
             Some((low, high)) => format!("{:.2} [{low:.2}, {high:.2}] n={}", s.mean, s.n()),
             None => format!("{:.2} n={}", s.mean, s.n()),
         };
-        let verdict = match NoiseVerdict::new(&sa, &sb) {
+        let verdict = match NoiseVerdict::new(sa, sb) {
             Some(v) if v.t.is_infinite() && v.beyond_noise => "beyond noise (the runs had none)".into(),
             Some(v) if v.t.is_infinite() => "same (the runs had no noise)".into(),
             Some(v) if v.beyond_noise => format!("beyond noise (t={:.1})", v.t),
@@ -399,7 +391,7 @@ fn noise_table(a: &Value, b: &Value) -> String {
             None => "unknown (one run)".into(),
         };
         let ratio = if sa.mean != 0.0 { format!("{:.3}", sb.mean / sa.mean) } else { "-".into() };
-        rows.push([key.to_owned(), ci(&sa), ci(&sb), ratio, verdict]);
+        rows.push([key.to_owned(), ci(sa), ci(sb), ratio, verdict]);
     }
     let mut widths = [0_usize; 5];
     for row in &rows {
@@ -482,7 +474,8 @@ mod tests {
 
     #[test]
     fn repeats_tell_a_real_difference_from_noise() {
-        let runs = |values: &[f64]| json!({"repeats": {"figures": {"mean_ttft_ms": RepeatStats::new(values).unwrap().to_json()}}});
+        let runs =
+            |values: &[f64]| json!({"repeats": {"figures": {"mean_ttft_ms": RepeatStats::new(values).unwrap()}}});
         let a = runs(&[10.0, 10.4, 9.8, 10.1]);
         let text = compare(&a, &runs(&[13.0, 13.2, 12.9, 13.1]));
         assert!(text.lines().any(|l| l.starts_with("mean_ttft_ms") && l.contains("beyond noise")), "{text}");

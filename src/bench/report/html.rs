@@ -192,12 +192,12 @@ fn point_details<'a>(stem: &str, summary: &Value, plots: impl Iterator<Item = &'
         ("Arrivals", to_value(&sections.arrivals)),
         ("Sessions by turn", to_value(&sections.sessions)),
         ("GPU telemetry", to_value(&sections.gpu_telemetry)),
-        ("Server metrics", sections.server_metrics.clone()),
+        ("Server metrics", to_value(&sections.server_metrics)),
         ("The runner's own error", summary.get("calibration").cloned()),
         ("Clock", to_value(&clock)),
-        ("KV cache", sections.kv.clone()),
-        ("Iterations", sections.iter.clone()),
-        ("LoRA", sections.lora.clone()),
+        ("KV cache", to_value(&sections.kv)),
+        ("Iterations", to_value(&sections.iter)),
+        ("LoRA", to_value(&sections.lora)),
         ("Executor settings", to_value(&sections.executor_settings)),
     ];
     parts.retain(|(_, v)| v.as_ref().is_some_and(|v| !v.is_null()));

@@ -3,6 +3,7 @@
 
 pub(crate) mod compare;
 pub(crate) mod csv;
+pub(crate) mod engine_section;
 pub(crate) mod html;
 pub(crate) mod layers;
 pub(crate) mod lengths;

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::csv::{opt_num, push_row};
 use super::summary::Summary;
 use super::sweep::{SweepRow, sweep_csv};
+use crate::bench::metrics::disagg_summary::record_split;
 use crate::bench::metrics::record::RequestRecord;
 use crate::bench::metrics::timeseries::TimeSample;
 
@@ -35,8 +36,10 @@ pub enum OutputError {
     },
 }
 
-/// Column names of `<stem>.requests.csv`, in order.
-pub const REQUEST_CSV_COLUMNS: [&str; 35] = [
+/// Column names of `<stem>.requests.csv`, in order. The `disagg_` columns are a disaggregated
+/// request's TTFT split (they add up to `ttft_ms`) and its KV transfer's bytes per rank; empty
+/// for an aggregated request.
+pub const REQUEST_CSV_COLUMNS: [&str; 40] = [
     "index",
     "phase",
     "streaming",
@@ -72,6 +75,11 @@ pub const REQUEST_CSV_COLUMNS: [&str; 35] = [
     "chunk_tokens_total",
     "chunk_times_s",
     "chunk_tokens",
+    "disagg_prefill_ms",
+    "disagg_transfer_wait_ms",
+    "disagg_transfer_ms",
+    "disagg_first_decode_ms",
+    "disagg_transfer_bytes",
 ];
 
 /// The per-request CSV (RFC 4180, CRLF line ends): raw stamps in seconds since the run start,
@@ -91,6 +99,7 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
     let ms = |v: Option<f64>| opt_num(v.map(|s| s * 1000.0));
     for r in records {
         let server = r.server.unwrap_or_default();
+        let split = record_split(r);
         let join = |f: &dyn Fn(&crate::bench::metrics::record::RecordedChunk) -> String| {
             r.chunks.iter().map(f).collect::<Vec<_>>().join(";")
         };
@@ -132,6 +141,11 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
                 r.chunk_tokens().to_string(),
                 join(&|c| c.t_s.to_string()),
                 join(&|c| c.tokens.to_string()),
+                opt_num(split.map(|s| s.prefill_ms)),
+                opt_num(split.map(|s| s.transfer_wait_ms)),
+                opt_num(split.map(|s| s.transfer_ms)),
+                opt_num(split.map(|s| s.first_decode_ms)),
+                r.disagg.map(|d| d.transfer_bytes.to_string()).unwrap_or_default(),
             ],
         );
     }
@@ -313,7 +327,31 @@ mod tests {
         assert_eq!(lines[0].split(',').count(), REQUEST_CSV_COLUMNS.len());
         assert_eq!(lines[1].split(',').count(), REQUEST_CSV_COLUMNS.len());
         assert!(lines[1].starts_with("0,warmup,true,"));
-        assert!(lines[1].ends_with(",2,3,0.1;0.2,2;1"));
+        // An aggregated request leaves the disaggregation columns empty.
+        assert!(lines[1].ends_with(",2,3,0.1;0.2,2;1,,,,,"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn a_disaggregated_request_writes_its_ttft_split() {
+        let mut r = RequestRecord::new(0, Phase::Measure, 1.0);
+        r.record_chunk(1.050, 1);
+        r.finish(1.1, 1, Some("length".into()));
+        r.disagg = Some(crate::bench::metrics::disagg::DisaggTimes {
+            prefill_end_s: Some(1.020),
+            transfer_start_s: Some(1.025),
+            transfer_end_s: Some(1.040),
+            transfer_bytes: 4096,
+            ..Default::default()
+        });
+        let csv = requests_csv(&[r]);
+        let row: Vec<&str> = csv.split("\r\n").nth(1).unwrap().split(',').collect();
+        let col = |name: &str| row[REQUEST_CSV_COLUMNS.iter().position(|c| *c == name).unwrap()];
+        let ms = |name: &str| col(name).parse::<f64>().unwrap();
+        assert!((ms("disagg_prefill_ms") - 20.0).abs() < 1e-9);
+        assert!((ms("disagg_transfer_wait_ms") - 5.0).abs() < 1e-9);
+        assert!((ms("disagg_transfer_ms") - 15.0).abs() < 1e-9);
+        assert!((ms("disagg_first_decode_ms") - 10.0).abs() < 1e-9);
+        assert_eq!(col("disagg_transfer_bytes"), "4096");
     }
 
     #[test]

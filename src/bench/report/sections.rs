@@ -5,9 +5,15 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::engine_section::EngineSection;
+use super::lengths::LengthSection;
+use crate::bench::lora::LoraSection;
+use crate::bench::metrics::disagg_summary::DisaggregationSection;
+use crate::bench::metrics::iteration_summary::{IterSection, KvSection};
 use crate::bench::metrics::load_shape::{ArrivalSync, SessionsByTurn, SteadyState};
+use crate::bench::metrics::repeats::RepeatsSection;
 use crate::bench::metrics::timer_jitter::TimerJitter;
-use crate::bench::telemetry::GpuTelemetry;
+use crate::bench::telemetry::{GpuTelemetry, ServerMetricsSection};
 
 /// A request rate in requests per second, written as vLLM writes it: a number, or the string
 /// `"inf"` for no limit (send everything at once).
@@ -36,24 +42,24 @@ impl std::fmt::Display for Rate {
     }
 }
 
-/// The open-ended sections of a summary, in the order the result file writes them (each only
-/// when set). `engine`, `kv`, `iter` and `server_metrics` are descriptions whose keys follow
-/// their source (the engine config or the server's reply, the executor's counters, the scraped
-/// endpoints), kept as JSON objects.
+/// The named sections of a summary, in the order the result file writes them (each only when
+/// set), each a struct the library fills and the console, the HTML report and `bench compare`
+/// read by field. What stays JSON is what another program owns: the engine's and the executor's
+/// own configurations (`engine.config`, `engine.executor`, `executor_settings.config`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SummarySections {
     /// The engine description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<Value>,
+    pub engine: Option<EngineSection>,
     /// What was sent, and how.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadSection>,
     /// KV-cache statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kv: Option<Value>,
+    pub kv: Option<KvSection>,
     /// Iteration statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iter: Option<Value>,
+    pub iter: Option<IterSection>,
     /// The performance model's expectation and the virtual-clock twin beside the measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prediction: Option<PredictionSection>,
@@ -62,7 +68,7 @@ pub struct SummarySections {
     pub metadata: Option<RunMetadata>,
     /// LoRA adapters, cache counters and latency by how the adapter was sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lora: Option<Value>,
+    pub lora: Option<LoraSection>,
     /// The executor's runtime settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executor_settings: Option<ExecutorSettings>,
@@ -71,7 +77,7 @@ pub struct SummarySections {
     pub gpu_telemetry: Option<GpuTelemetry>,
     /// Scraped Prometheus endpoints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_metrics: Option<Value>,
+    pub server_metrics: Option<ServerMetricsSection>,
     /// How synchronised the measured sends were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals: Option<ArrivalSync>,
@@ -81,6 +87,14 @@ pub struct SummarySections {
     /// Figures by session turn (multi-turn workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionsByTurn>,
+    /// Prefill/decode disaggregation: the TTFT split and transfer figures, the pools and the
+    /// token check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disaggregation: Option<DisaggregationSection>,
+    /// The spread of the headline figures over repeated runs (`--repeats N`), in the first
+    /// run's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<RepeatsSection>,
 }
 
 impl SummarySections {
@@ -105,6 +119,8 @@ impl SummarySections {
         put(&mut e, "arrivals", &self.arrivals);
         put(&mut e, "steady_state", &self.steady_state);
         put(&mut e, "sessions", &self.sessions);
+        put(&mut e, "disaggregation", &self.disaggregation);
+        put(&mut e, "repeats", &self.repeats);
         e
     }
 
@@ -117,7 +133,7 @@ impl SummarySections {
     ///
     /// let file = serde_json::json!({"completed": 4, "steady_state": "?", "engine": {"model_id": "tiny"}});
     /// let sections = SummarySections::from_result(&file);
-    /// assert_eq!(sections.engine.unwrap()["model_id"], "tiny");
+    /// assert_eq!(sections.engine.unwrap().model_id, "tiny");
     /// assert!(sections.steady_state.is_none());
     /// ```
     pub fn from_result(result: &Value) -> Self {
@@ -137,6 +153,8 @@ impl SummarySections {
             "arrivals",
             "steady_state",
             "sessions",
+            "disaggregation",
+            "repeats",
         ] {
             let Some(value) = map.get(key).filter(|v| !v.is_null()) else { continue };
             let mut one = Map::new();
@@ -334,7 +352,7 @@ pub struct WorkloadSection {
     pub prompt_tokens_actual_mean: Option<f64>,
     /// Drawn lengths: what was asked beside what was sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub length_distribution: Option<Value>,
+    pub length_distribution: Option<LengthSection>,
 }
 
 impl Default for WorkloadSection {

@@ -23,8 +23,9 @@ use crate::bench::metrics::throughput::Throughput;
 /// `warmup_requests`, `ramp_up_requests`, `server`, `calibration`, `arrivals` (how
 /// synchronised the sends were), `steady_state` (the figures of the steady window), `sessions`
 /// (by turn, multi-turn workloads), `disaggregation` (the TTFT split of disaggregated requests),
-/// and the open-ended `engine`, `workload`, `kv`, `iter`,
-/// `prediction`, `metadata` and `executor_settings` objects (written when set).
+/// and the `engine`, `workload`, `kv`, `iter`, `prediction`, `metadata`, `lora`,
+/// `executor_settings`, `gpu_telemetry`, `server_metrics` and `repeats` sections (written when
+/// set; each a typed struct of [`SummarySections`]).
 ///
 /// Differences from vLLM worth knowing: `failed_requests` is always written (empty when nothing
 /// failed); `duration` is the measured window (first send to last completion), which is also
@@ -105,12 +106,9 @@ pub struct Summary {
     pub clock: Option<ClockSection>,
     /// Speculative-decoding figures, when requests proposed draft tokens.
     pub speculative: Option<crate::bench::metrics::speculative::SpeculativeSummary>,
-    /// The named sections (`engine`, `workload`, `prediction`, `steady_state`, ...), each
-    /// written when set.
+    /// The named sections (`engine`, `workload`, `prediction`, `steady_state`,
+    /// `disaggregation`, ...), each written when set.
     pub sections: SummarySections,
-    /// Prefill/decode disaggregation: the TTFT split and transfer figures (from the records), and
-    /// the pools, token check and predicted split (filled by the runner).
-    pub disaggregation: Option<Value>,
 }
 
 impl Summary {
@@ -204,9 +202,6 @@ impl Summary {
             put("speculative", speculative.to_json());
         }
         e.extend(self.sections.entries());
-        if let Some(disaggregation) = &self.disaggregation {
-            e.push(("disaggregation".to_string(), disaggregation.clone()));
-        }
         e
     }
 

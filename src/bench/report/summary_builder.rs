@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
+use super::engine_section::EngineSection;
 use super::sections::{ClockSection, PredictionSection, RunMetadata, SummarySections, WorkloadSection};
 use super::summary::Summary;
 use super::summary_sections::{ClockKind, DetailedArrays, FailedRequest, RunInfo, ServerStats, TokenStats};
 use crate::bench::metrics::calibration::Calibration;
+use crate::bench::metrics::iteration_summary::{IterSection, KvSection};
 use crate::bench::metrics::load_shape::{SteadyWindow, arrival_sync, sessions_by_turn};
 use crate::bench::metrics::record::{Phase, RequestRecord};
 use crate::bench::metrics::slo::Slos;
@@ -22,9 +22,6 @@ pub enum SummaryError {
     /// A configured percentile is outside 0..=100.
     #[error("invalid percentile: {0}")]
     Percentile(#[from] StatsError),
-    /// An open-ended section (`engine`, `kv`, `iter`) that is not a JSON object.
-    #[error("summary section {0:?} must be a JSON object")]
-    NotAnObject(&'static str),
 }
 
 /// Options for [`Summary::builder`].
@@ -73,9 +70,9 @@ impl SummaryBuilder {
         self
     }
 
-    /// The `engine` object (its keys follow the engine's source).
-    pub fn engine(mut self, value: Value) -> Self {
-        self.sections.engine = Some(value);
+    /// The `engine` section.
+    pub fn engine(mut self, engine: EngineSection) -> Self {
+        self.sections.engine = Some(engine);
         self
     }
 
@@ -85,15 +82,15 @@ impl SummaryBuilder {
         self
     }
 
-    /// The `kv` object.
-    pub fn kv(mut self, value: Value) -> Self {
-        self.sections.kv = Some(value);
+    /// The `kv` section.
+    pub fn kv(mut self, kv: KvSection) -> Self {
+        self.sections.kv = Some(kv);
         self
     }
 
-    /// The `iter` object.
-    pub fn iter(mut self, value: Value) -> Self {
-        self.sections.iter = Some(value);
+    /// The `iter` section.
+    pub fn iter(mut self, iter: IterSection) -> Self {
+        self.sections.iter = Some(iter);
         self
     }
 
@@ -114,12 +111,6 @@ impl SummaryBuilder {
     pub fn build(self, records: &[RequestRecord]) -> Result<Summary, SummaryError> {
         for &p in &self.percentiles {
             validate_percentile(p)?;
-        }
-        let open = [("engine", &self.sections.engine), ("kv", &self.sections.kv), ("iter", &self.sections.iter)];
-        for (name, value) in open {
-            if value.as_ref().is_some_and(|v| !v.is_object()) {
-                return Err(SummaryError::NotAnObject(name));
-            }
         }
         let ps = &self.percentiles;
         let measured: Vec<&RequestRecord> = records.iter().filter(|r| r.is_measured()).collect();
@@ -206,9 +197,9 @@ impl SummaryBuilder {
                 sessions: sessions_by_turn(records, ps),
                 arrivals: (!measured.is_empty()).then(|| arrival_sync(records)),
                 steady_state: SteadyWindow::find(records).map(|w| w.section(records, ps)),
+                disaggregation: crate::bench::metrics::disagg_summary::split_section(records, ps),
                 ..self.sections
             },
-            disaggregation: crate::bench::metrics::disagg_summary::split_section(records, ps),
             speculative: SpeculativeSummary::compute(
                 ok.iter().filter_map(|r| r.speculative.as_ref().map(|c| (r.output_tokens, c))),
             ),
@@ -288,9 +279,7 @@ mod tests {
     }
 
     #[test]
-    fn sections_must_be_objects() {
-        let err = Summary::builder(RunInfo::default()).kv(serde_json::json!([1, 2])).build(&[]).unwrap_err();
-        assert!(matches!(err, SummaryError::NotAnObject("kv")));
+    fn percentiles_must_be_within_0_and_100() {
         let err = Summary::builder(RunInfo::default()).percentiles(&[50.0, 120.0]).build(&[]).unwrap_err();
         assert!(matches!(err, SummaryError::Percentile(_)));
     }
@@ -322,7 +311,7 @@ mod tests {
         let run = RunInfo { request_rate: 2.5, ..RunInfo::default() };
         let json = Summary::builder(run).build(&[]).unwrap().to_json();
         assert_eq!(json["request_rate"], 2.5);
-        assert_eq!(json["request_goodput"], Value::Null);
+        assert_eq!(json["request_goodput"], serde_json::Value::Null);
         assert_eq!(json["num_prompts"], 0);
     }
 

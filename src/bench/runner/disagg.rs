@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use futures::StreamExt;
-use serde_json::{Value, json};
 
 use super::grpc::{GrpcTarget, consume_grpc, grpc_message};
 use super::in_process::{consume_in_process, generation_request};
 use super::records::new_record;
 use crate::bench::metrics::disagg::DisaggTimes;
+use crate::bench::metrics::disagg_summary::{PoolWorker, PoolsSection, TokenCheck, TokenMismatch};
 use crate::bench::metrics::record::{Phase, RequestRecord, RunClock, ServerTimes};
 use crate::bench::traffic::workload::RequestSpec;
 use crate::proto::trtllm as pb;
@@ -59,7 +59,7 @@ pub struct DisaggBench {
     /// (request, generated tokens) of the first requests, in process.
     kept: Arc<Mutex<Vec<KeptRequest>>>,
     /// The latest token check, until the report takes it.
-    checked: Arc<Mutex<Option<Value>>>,
+    checked: Arc<Mutex<Option<TokenCheck>>>,
 }
 
 fn pool(workers: Vec<(String, DisaggWorker)>) -> Arc<[Member]> {
@@ -131,16 +131,18 @@ impl DisaggBench {
     }
 
     /// The summary's `disaggregation.pools`: each worker and the requests placed on it so far.
-    pub fn pools_section(&self) -> Value {
-        let list = |pool: &[Member]| -> Vec<Value> {
-            pool.iter().map(|m| json!({"worker": m.name, "requests": m.placed.load(Ordering::Relaxed)})).collect()
+    pub fn pools_section(&self) -> PoolsSection {
+        let list = |pool: &[Member]| -> Vec<PoolWorker> {
+            pool.iter()
+                .map(|m| PoolWorker { worker: m.name.clone(), requests: m.placed.load(Ordering::Relaxed) })
+                .collect()
         };
-        json!({
-            "shape": format!("{}p{}d", self.prefill.len(), self.decode.len()),
-            "placement": "least legs in flight, then fewest placed",
-            "prefill": list(&self.prefill),
-            "decode": list(&self.decode),
-        })
+        PoolsSection {
+            shape: format!("{}p{}d", self.prefill.len(), self.decode.len()),
+            placement: "least legs in flight, then fewest placed".into(),
+            prefill: list(&self.prefill),
+            decode: list(&self.decode),
+        }
     }
 
     fn place(pool: &[Member]) -> (u32, Busy<'_>) {
@@ -217,18 +219,18 @@ impl DisaggBench {
     /// `disaggregation.token_check`. `None` over gRPC or when no request was kept; the kept
     /// requests are cleared for the next point. The result is also kept for
     /// [`DisaggBench::take_token_check`].
-    pub async fn token_check(&self) -> Option<Value> {
+    pub async fn token_check(&self) -> Option<TokenCheck> {
         let check = self.run_token_check().await;
         *self.checked.lock().unwrap_or_else(PoisonError::into_inner) = check.clone();
         check
     }
 
     /// The latest [`DisaggBench::token_check`], once.
-    pub fn take_token_check(&self) -> Option<Value> {
+    pub fn take_token_check(&self) -> Option<TokenCheck> {
         self.checked.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 
-    async fn run_token_check(&self) -> Option<Value> {
+    async fn run_token_check(&self) -> Option<TokenCheck> {
         let DisaggWorker::InProcess(executor) = &self.prefill[0].worker else { return None };
         let kept = std::mem::take(&mut *self.kept.lock().unwrap_or_else(PoisonError::into_inner));
         if kept.is_empty() {
@@ -242,16 +244,28 @@ impl DisaggBench {
             };
             match aggregated {
                 Ok(ids) if &ids == tokens => {}
-                Ok(ids) => mismatched.push(json!({"request": i, "disaggregated": tokens, "aggregated": ids})),
-                Err(e) => mismatched.push(json!({"request": i, "error": e.to_string()})),
+                Ok(ids) => mismatched.push(TokenMismatch {
+                    request: i,
+                    disaggregated: Some(tokens.clone()),
+                    aggregated: Some(ids),
+                    error: None,
+                }),
+                Err(e) => mismatched.push(TokenMismatch {
+                    request: i,
+                    disaggregated: None,
+                    aggregated: None,
+                    error: Some(e.to_string()),
+                }),
             }
         }
-        Some(json!({
-            "what": "the first measured requests rerun aggregated on prefill-0: disaggregation must not change the tokens",
-            "checked": kept.len(),
-            "matched": kept.len() - mismatched.len(),
-            "mismatched": mismatched,
-        }))
+        Some(TokenCheck {
+            what:
+                "the first measured requests rerun aggregated on prefill-0: disaggregation must not change the tokens"
+                    .into(),
+            checked: kept.len(),
+            matched: kept.len() - mismatched.len(),
+            mismatched,
+        })
     }
 }
 

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 pub use self::nvml::NvmlSource;
 pub use self::server_metrics::{
-    EndpointLog, Scraped, SeriesKind, ServerMetricsError, ServerMetricsWatch, parse_prometheus, scrape,
-    server_metrics_rows, server_metrics_section,
+    CounterChange, EndpointFigures, EndpointLog, GaugeFigures, Scraped, SeriesKind, ServerMetricsError,
+    ServerMetricsSection, ServerMetricsWatch, parse_prometheus, scrape, server_metrics_rows, server_metrics_section,
 };
 pub use self::simulated::SimulatedSource;
 pub use self::source::{GpuSample, TelemetryError, TelemetrySource};

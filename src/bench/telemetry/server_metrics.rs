@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -148,16 +149,64 @@ impl ServerMetricsWatch {
     }
 }
 
-/// The summary's `server_metrics`: per endpoint, each counter that moved (before, after,
-/// delta), how many did not, and each gauge's mean, max and last value over the scrapes during
-/// and after the point.
-pub fn server_metrics_section(logs: &[EndpointLog]) -> Value {
-    let endpoints: Vec<Value> = logs
+/// The summary's `server_metrics`: per `--metrics-url` endpoint, each counter that moved
+/// (before, after, delta), how many did not, and each gauge's mean, max and last value over the
+/// scrapes during and after the point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerMetricsSection {
+    /// One entry per endpoint, in the order given.
+    pub endpoints: Vec<EndpointFigures>,
+}
+
+/// One endpoint's figures over a point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EndpointFigures {
+    /// The endpoint.
+    pub url: String,
+    /// Scrapes that answered (before, during and after).
+    pub scrapes: usize,
+    /// Each counter that moved, by series (name and labels).
+    pub counters: BTreeMap<String, CounterChange>,
+    /// Counters that did not move.
+    pub unchanged_counters: usize,
+    /// Each gauge, by series.
+    pub gauges: BTreeMap<String, GaugeFigures>,
+    /// Scrapes that failed, and why.
+    pub errors: Vec<String>,
+}
+
+/// A counter before and after a point.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CounterChange {
+    /// Before the point (0 when the series was not there yet).
+    pub before: f64,
+    /// After it.
+    pub after: f64,
+    /// after − before.
+    pub delta: f64,
+}
+
+/// A gauge over the scrapes during and after a point.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GaugeFigures {
+    /// Mean value.
+    pub mean: f64,
+    /// Highest value.
+    pub max: f64,
+    /// The last value.
+    pub last: Option<f64>,
+    /// Values seen.
+    pub samples: usize,
+}
+
+/// The summary's `server_metrics` from each endpoint's scrapes.
+pub fn server_metrics_section(logs: &[EndpointLog]) -> ServerMetricsSection {
+    let endpoints = logs
         .iter()
         .map(|log| {
             let empty = Scraped::new();
             let (before, after) = (log.before.as_ref().unwrap_or(&empty), log.after.as_ref().unwrap_or(&empty));
-            let mut counters = serde_json::Map::new();
+            let mut counters = BTreeMap::new();
             let mut unchanged = 0;
             for (key, (kind, end)) in after {
                 if *kind != SeriesKind::Counter {
@@ -166,7 +215,7 @@ pub fn server_metrics_section(logs: &[EndpointLog]) -> Value {
                 let start = before.get(key).map_or(0.0, |v| v.1);
                 match end - start {
                     d if d != 0.0 => {
-                        counters.insert(key.clone(), json!({ "before": start, "after": end, "delta": d }));
+                        counters.insert(key.clone(), CounterChange { before: start, after: *end, delta: d });
                     }
                     _ => unchanged += 1,
                 }
@@ -179,28 +228,29 @@ pub fn server_metrics_section(logs: &[EndpointLog]) -> Value {
                     }
                 }
             }
-            let gauges: serde_json::Map<String, Value> = series
+            let gauges = series
                 .into_iter()
                 .map(|(key, values)| {
-                    let mean = values.iter().sum::<f64>() / values.len() as f64;
-                    let max = values.iter().copied().fold(f64::MIN, f64::max);
-                    (
-                        key.to_owned(),
-                        json!({ "mean": mean, "max": max, "last": values.last(), "samples": values.len() }),
-                    )
+                    let figures = GaugeFigures {
+                        mean: values.iter().sum::<f64>() / values.len() as f64,
+                        max: values.iter().copied().fold(f64::MIN, f64::max),
+                        last: values.last().copied(),
+                        samples: values.len(),
+                    };
+                    (key.to_owned(), figures)
                 })
                 .collect();
-            json!({
-                "url": log.url,
-                "scrapes": usize::from(log.before.is_some()) + log.during.len() + usize::from(log.after.is_some()),
-                "counters": counters,
-                "unchanged_counters": unchanged,
-                "gauges": gauges,
-                "errors": log.errors,
-            })
+            EndpointFigures {
+                url: log.url.clone(),
+                scrapes: usize::from(log.before.is_some()) + log.during.len() + usize::from(log.after.is_some()),
+                counters,
+                unchanged_counters: unchanged,
+                gauges,
+                errors: log.errors.clone(),
+            }
         })
         .collect();
-    json!({ "endpoints": endpoints })
+    ServerMetricsSection { endpoints }
 }
 
 /// One row per endpoint and scrape during the point: `{url, t_s, gauges: {series: value}}`,

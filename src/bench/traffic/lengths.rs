@@ -3,7 +3,7 @@
 use rand::RngExt;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, LogNormal, Normal};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A bad length distribution (`--input-dist`, `--output-dist` and their bounds).
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -19,7 +19,7 @@ pub enum LengthError {
 }
 
 /// The shape lengths are drawn from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LengthShape {
     /// Always the mean.
@@ -41,7 +41,7 @@ pub enum LengthShape {
 /// let d = LengthDistribution::new("input", LengthShape::Normal, 512, 128.0, None, None).unwrap();
 /// assert_eq!((d.min, d.max), (128, 896), "mean ± 3 stddev unless bounds are given");
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LengthDistribution {
     /// The shape.
     pub shape: LengthShape,

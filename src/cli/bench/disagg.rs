@@ -6,12 +6,15 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
-use trtllm::bench::{BenchTarget, DisaggBench, DisaggPrediction, DisaggWorker, EngineSimulation, GrpcTarget, Summary};
+use serde_json::Value;
+use trtllm::bench::{
+    BenchTarget, DisaggBench, DisaggPrediction, DisaggSetup, DisaggWorker, DisaggWorkerInfo, EngineSection,
+    EngineSimulation, GrpcTarget, Summary, TokenCheck,
+};
 use trtllm::proto::trtllm as pb;
 use trtllm::{AsyncExecutor, CacheTransceiverConfig, ExecutorConfig, KvLink};
 
-use super::target_info::{Setup, TokenizerSource};
+use super::target_info::Setup;
 
 /// A prefill and a decode pool's sizes: `XpYd`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +76,7 @@ pub async fn wrap(
     args: &DisaggArgs,
     first: &AsyncExecutor,
     engine_dir: &Path,
-) -> anyhow::Result<Option<(BenchTarget, Value)>> {
+) -> anyhow::Result<Option<(BenchTarget, DisaggSetup)>> {
     let Some(shape) = args.disagg else { return Ok(None) };
     if EngineSimulation::from_engine_dir(engine_dir)?.is_some_and(|s| s.is_virtual()) {
         bail!(
@@ -91,12 +94,12 @@ pub async fn wrap(
     for _ in 0..shape.decode {
         decode.push(load().await.context("loading a decode executor")?);
     }
-    let described = json!({
-        "shape": format!("{}p{}d", shape.prefill, shape.decode),
-        "where": "in process",
-        "cache_transceiver": config.cache_transceiver,
-        "kv_link": link_of(&config, engine_dir),
-    });
+    let described = DisaggSetup::InProcess {
+        shape: format!("{}p{}d", shape.prefill, shape.decode),
+        place: "in process".into(),
+        cache_transceiver: config.cache_transceiver,
+        kv_link: link_of(&config, engine_dir),
+    };
     Ok(Some((BenchTarget::Disaggregated(DisaggBench::in_process(prefill, decode)), described)))
 }
 
@@ -137,7 +140,12 @@ pub async fn grpc(args: &DisaggArgs, scratch: tempfile::TempDir) -> anyhow::Resu
                     m.model_id
                 );
             }
-            described.push(json!({"pool": role, "addr": addr, "model_id": model.model_id, "mode": mode}));
+            described.push(DisaggWorkerInfo {
+                pool: role.into(),
+                addr: addr.clone(),
+                model_id: model.model_id.clone(),
+                mode,
+            });
             pools[pool].push((format!("{role}-{}", pools[pool].len()), DisaggWorker::Grpc(target.clone())));
             if first.is_none() {
                 first = Some((target, model, server));
@@ -152,35 +160,22 @@ pub async fn grpc(args: &DisaggArgs, scratch: tempfile::TempDir) -> anyhow::Resu
         decode.len(),
         model.model_id
     );
-    let engine_json = json!({
-        "source": "GetModelInfo/GetServerInfo of the first prefill worker",
-        "model_id": model.model_id,
-        "max_input_len": model.max_input_len,
-        "max_seq_len": model.max_seq_len,
-        "max_batch_size": model.max_batch_size,
-        "vocab_size": model.vocab_size,
-        "tp_size": server.tensor_parallel_size,
-        "pp_size": server.pipeline_parallel_size,
-        "backend": server.backend,
-        "backend_version": server.version,
-        "gpu": Value::Null,
-        "disaggregation": {"shape": format!("{}p{}d", prefill.len(), decode.len()), "where": "gRPC", "workers": described},
-    });
-    Ok(Setup {
-        vocab_size: usize::try_from(model.vocab_size).unwrap_or(0),
-        max_seq_len: usize::try_from(model.max_seq_len).unwrap_or(0),
-        max_input_len: usize::try_from(model.max_input_len).unwrap_or(0),
-        backend: format!("{} {}", server.backend, server.version),
+    // The first worker's model and limits; its shape beyond them is not said here.
+    let engine = EngineSection {
+        hidden_size: None,
+        num_layers: None,
+        num_heads: None,
+        cp_size: None,
         gpu: None,
-        engine_dir: None,
-        loaded_dir: None,
-        simulation: None,
-        tokenizer_source: Some((TokenizerSource::Server(grpc), format!("{} (server)", model.model_id))),
-        model_id: model.model_id,
-        engine: engine_json,
-        target: BenchTarget::Disaggregated(DisaggBench::new(prefill, decode)),
-        _scratch: scratch,
-    })
+        disaggregation: Some(DisaggSetup::Grpc {
+            shape: format!("{}p{}d", prefill.len(), decode.len()),
+            place: "gRPC".into(),
+            workers: described,
+        }),
+        ..EngineSection::from_server("GetModelInfo/GetServerInfo of the first prefill worker", &model, &server)
+    };
+    let target = BenchTarget::Disaggregated(DisaggBench::new(prefill, decode));
+    Ok(Setup::from_server(target, grpc, model, &server, engine, scratch))
 }
 
 /// Completes the summary's `disaggregation` section of a disaggregated run: the pools, the token
@@ -188,30 +183,27 @@ pub async fn grpc(args: &DisaggArgs, scratch: tempfile::TempDir) -> anyhow::Resu
 /// console lines.
 pub fn complete_section(
     pools: &DisaggBench,
-    token_check: Option<Value>,
+    token_check: Option<TokenCheck>,
     setup: &Setup,
     summary: &mut Summary,
     stem: &str,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let mut section = match summary.disaggregation.take() {
-        Some(Value::Object(map)) => map,
-        _ => serde_json::Map::new(),
-    };
-    section.insert("pools".into(), pools.pools_section());
+    let mut section = summary.sections.disaggregation.take().unwrap_or_default();
+    section.pools = Some(pools.pools_section());
     if let Some(check) = token_check {
-        if check["matched"] != check["checked"] {
+        if check.matched != check.checked {
             notes.push(format!(
                 "disaggregated {stem}: {} of {} requests rerun aggregated gave different tokens",
-                check["checked"].as_u64().unwrap_or(0) - check["matched"].as_u64().unwrap_or(0),
-                check["checked"]
+                check.checked - check.matched,
+                check.checked
             ));
         }
-        section.insert("token_check".into(), check);
+        section.token_check = Some(check);
     }
-    let link =
-        setup.engine.get("disaggregation").and_then(|d| serde_json::from_value::<KvLink>(d["kv_link"].clone()).ok());
-    let buffer = setup.engine["disaggregation"]["cache_transceiver"]["max_tokens_in_buffer"].as_u64();
+    let described = setup.engine.disaggregation.as_ref();
+    let link = described.and_then(DisaggSetup::kv_link);
+    let buffer = described.and_then(DisaggSetup::max_tokens_in_buffer);
     if let (Some(sim), Some(link)) = (&setup.simulation, link)
         && let Some(model) = sim.perf_model()
         && summary.throughput.completed > 0
@@ -229,7 +221,9 @@ pub fn complete_section(
             trtllm::sim::ClockMode::Real => sim.time_scale(),
             trtllm::sim::ClockMode::Virtual => 1.0,
         };
-        let predicted = prediction.section(section.get("ttft_split").unwrap_or(&Value::Null), scale);
+        // The prediction reads the measured means by their file keys.
+        let split = serde_json::to_value(&section.ttft_split).unwrap_or(Value::Null);
+        let predicted = prediction.section(&split, scale);
         notes.push(prediction.console_line(stem, &predicted));
         summary
             .sections
@@ -238,6 +232,6 @@ pub fn complete_section(
             .model
             .insert("disaggregated".into(), predicted);
     }
-    summary.disaggregation = Some(Value::Object(section));
+    summary.sections.disaggregation = Some(section);
     notes
 }

@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
-use trtllm::bench::{BenchTarget, DraftTargetBench, EngineSimulation};
+use trtllm::bench::{BenchTarget, DraftTargetBench, DraftTargetSetup, EngineSimulation};
 use trtllm::speculative::{DraftLength, SpeculativeExecutor};
 use trtllm::{AsyncExecutor, ExecutorConfig};
 
@@ -37,7 +36,10 @@ impl DraftTargetArgs {
 
 /// With `--draft-engine-dir`, wraps the loaded target executor in the draft-target loop: the new
 /// target and what the summary's `engine` records about it. `None` without the option.
-pub async fn wrap(args: &DraftTargetArgs, target: &AsyncExecutor) -> anyhow::Result<Option<(BenchTarget, Value)>> {
+pub async fn wrap(
+    args: &DraftTargetArgs,
+    target: &AsyncExecutor,
+) -> anyhow::Result<Option<(BenchTarget, DraftTargetSetup)>> {
     let Some(dir) = &args.draft_engine_dir else {
         return Ok(None);
     };
@@ -56,13 +58,13 @@ pub async fn wrap(args: &DraftTargetArgs, target: &AsyncExecutor) -> anyhow::Res
     let length = args.length();
     let speculative = SpeculativeExecutor::new(draft.clone(), target.clone(), length)?;
     eprintln!("draft-target loop: draft {} ({}), {length:?}", draft.executor().engine().model_name(), dir.display());
-    let described = json!({
-        "draft_engine_dir": dir,
-        "draft_model_id": draft.executor().engine().model_name(),
-        "draft_len": length.initial,
-        "adaptive": length.adaptive,
-        "min_draft_len": length.min,
-        "max_draft_len": length.max,
-    });
+    let described = DraftTargetSetup {
+        draft_engine_dir: dir.clone(),
+        draft_model_id: draft.executor().engine().model_name().to_owned(),
+        draft_len: length.initial,
+        adaptive: length.adaptive,
+        min_draft_len: length.min,
+        max_draft_len: length.max,
+    };
     Ok(Some((BenchTarget::DraftTarget(DraftTargetBench::new(speculative)), described)))
 }

@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use serde_json::{Value, json};
-use trtllm::bench::{BenchTarget, HttpOptions, OpenAiApi, OpenAiTarget};
+use trtllm::bench::{BenchTarget, EngineSection, HttpOptions, OpenAiApi, OpenAiTarget};
 use trtllm::text::Tokenizer;
 
 use super::args::RunArgs;
@@ -41,14 +40,13 @@ pub async fn http(args: &RunArgs, url: &str, scratch: tempfile::TempDir) -> anyh
     let vocab_size = tokenizer.vocab_size();
     let target = target.with_tokenizer(tokenizer);
     eprintln!("target {url}: model {model}, {} API", api.path());
-    let engine = json!({
-        "source": "OpenAI /v1/models",
-        "target": url,
-        "api": api.path(),
-        "model_id": model,
-        "vocab_size": vocab_size,
-        "gpu": Value::Null,
-    });
+    let engine = EngineSection {
+        target: Some(url.to_owned()),
+        api: Some(api.path().to_owned()),
+        model_id: model.clone(),
+        vocab_size: Some(vocab_size as i64),
+        ..EngineSection::new("OpenAI /v1/models")
+    };
     Ok(Setup {
         target: BenchTarget::OpenAi(target),
         engine,

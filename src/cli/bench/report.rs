@@ -3,12 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use trtllm::bench::lora::{CacheCounts, LoraSection};
 use trtllm::bench::{
-    ClockSection, ExecutorSettings, GpuSample, GpuTelemetry, LatencyMetric, LatencyThroughputPoint, OverSaturated,
-    Phase, PointRun, Prediction, PredictionSection, PressurePoint, RequestRecord, ResultFiles, RunClock, RunInfo,
-    RunMetadata, Slos, Summary, SweepRow, TimerJitter, UnderLoad, VirtualClockRun, WallAnchor, fill_kv_utilization,
-    plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series, plot_ttft_vs_inflight_tokens, telemetry_section,
-    time_series, unavailable_section, write_svg, write_sweep_csv,
+    Availability, ClockSection, ExecutorSettings, GpuSample, GpuTelemetry, LatencyMetric, LatencyThroughputPoint,
+    LengthSection, OverSaturated, Phase, PointRun, Prediction, PredictionSection, PressurePoint, RequestRecord,
+    ResultFiles, RunClock, RunInfo, RunMetadata, Slos, Summary, SweepRow, TimerJitter, UnderLoad, VirtualClockRun,
+    WallAnchor, fill_kv_utilization, plot_gpu_telemetry, plot_latency_vs_throughput, plot_time_series,
+    plot_ttft_vs_inflight_tokens, telemetry_section, time_series, write_svg, write_sweep_csv,
 };
 
 use super::args::RunArgs;
@@ -105,7 +106,10 @@ impl<'a> Report<'a> {
         };
         let (kv, iter) = match &run.iterations {
             Some(log) => (log.kv_summary(), log.iter_summary()),
-            None => (unavailable_section(NO_ITERATION_STATS), unavailable_section(NO_ITERATION_STATS)),
+            None => (
+                Availability::Unavailable(NO_ITERATION_STATS.into()),
+                Availability::Unavailable(NO_ITERATION_STATS.into()),
+            ),
         };
         let mut builder = Summary::builder(run_info)
             .percentiles(&self.percentiles)
@@ -383,7 +387,7 @@ fn executor_settings(args: &RunArgs, setup: &Setup) -> ExecutorSettings {
             format!("trtllm serve --engine-dir {dir}{}", flags.iter().map(|f| format!(" {f}")).collect::<String>())
         }),
         flags,
-        config: setup.engine.get("executor").cloned().unwrap_or(Value::Null),
+        config: setup.engine.executor.clone().unwrap_or(Value::Null),
     }
 }
 
@@ -393,13 +397,16 @@ pub fn write_repeats(output_dir: &Path, stem: &str, summaries: &[Value]) -> anyh
     let section = trtllm::bench::repeats_section(summaries);
     let path = ResultFiles::new(output_dir.join(stem)).summary_path();
     let mut first: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
-    first["repeats"] = section.clone();
+    // The first run's file gains the section last, after everything it was written with.
+    if let Value::Object(map) = &mut first {
+        map.insert("repeats".into(), serde_json::to_value(&section)?);
+    }
     std::fs::write(&path, serde_json::to_string_pretty(&first)? + "\n")?;
     let figure = |key: &str, label: &str| -> Option<String> {
-        let f = &section["figures"][key];
-        let (mean, low, high) = (f["mean"].as_f64()?, f["ci95_low"].as_f64()?, f["ci95_high"].as_f64()?);
-        let cv = f["cv"].as_f64().unwrap_or(0.0) * 100.0;
-        Some(format!("{label} {mean:.2} (95% CI {low:.2}-{high:.2}, CV {cv:.1}%)"))
+        let f = section.figure(key)?;
+        let (low, high) = f.ci95()?;
+        let cv = f.cv().unwrap_or(0.0) * 100.0;
+        Some(format!("{label} {:.2} (95% CI {low:.2}-{high:.2}, CV {cv:.1}%)", f.mean))
     };
     let parts: Vec<String> = [
         ("output_throughput", "out tok/s"),
@@ -497,36 +504,32 @@ fn gpu_line(stem: &str, section: &GpuTelemetry) -> String {
 }
 
 /// One console line for a point's `length_distribution` section.
-fn length_line(stem: &str, section: &Value) -> String {
+fn length_line(stem: &str, section: &LengthSection) -> String {
     let part = |name: &str| -> Option<String> {
-        let s = &section[name];
-        let d = &s["drawn"];
-        Some(format!(
-            "{name} {} drew mean {:.1} sd {:.1} over {}..={}",
-            s["describe"].as_str()?,
-            d["mean"].as_f64()?,
-            d["std"].as_f64()?,
-            d["min"].as_f64()?,
-            d["max"].as_f64()?
-        ))
+        let s = section.get(name)?;
+        let d = &s.drawn;
+        Some(format!("{name} {} drew mean {:.1} sd {:.1} over {}..={}", s.describe, d.mean?, d.std?, d.min?, d.max?))
     };
     let parts: Vec<String> = ["input", "output"].iter().filter_map(|n| part(n)).collect();
     format!("lengths {stem}: {}", parts.join("; "))
 }
 
 /// One console line for a point's `lora` section.
-fn lora_console_line(stem: &str, section: &Value) -> String {
-    let ms = |v: &Value| v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.1}"));
-    let cache = &section["device_cache"];
+fn lora_console_line(stem: &str, section: &LoraSection) -> String {
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |x| format!("{x:.1}"));
+    let cache = |pick: fn(&CacheCounts) -> u64| {
+        section.device_cache.as_ref().map_or_else(|| "null".to_string(), |c| pick(&c.counters).to_string())
+    };
+    let (weights, by_id) = (&section.sent_with_weights, &section.sent_by_task_id);
     format!(
         "lora {stem}: {} adapters used; TTFT mean {} ms with weights ({} req), {} ms by id ({} req); device cache hits {} misses {} evictions {}",
-        section["adapters_used"],
-        ms(&section["sent_with_weights"]["mean_ttft_ms"]),
-        section["sent_with_weights"]["requests"],
-        ms(&section["sent_by_task_id"]["mean_ttft_ms"]),
-        section["sent_by_task_id"]["requests"],
-        cache["hits"],
-        cache["misses"],
-        cache["evictions"],
+        section.adapters_used,
+        ms(weights.mean_ttft_ms),
+        weights.requests,
+        ms(by_id.mean_ttft_ms),
+        by_id.requests,
+        cache(|c| c.hits),
+        cache(|c| c.misses),
+        cache(|c| c.evictions),
     )
 }

@@ -70,7 +70,8 @@ pub fn judge(rate: f64, stem: &str, summary: &Value, attainment_target: f64) -> 
     let goodput = summary["request_goodput"].as_f64().unwrap_or(0.0);
     let good = goodput * duration;
     let attainment = if completed + failed > 0.0 { good / (completed + failed) } else { 0.0 };
-    let over = summary["arrivals"]["over_saturated"]["after_s"].as_f64();
+    let arrivals = trtllm::bench::SummarySections::from_result(summary).arrivals;
+    let over = arrivals.and_then(|a| a.over_saturated).map(|o| o.after_s);
     let meets = over.is_none() && completed > 0.0 && attainment + 1e-9 >= attainment_target;
     let row = json!({
         "request_rate": rate,

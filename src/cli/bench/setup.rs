@@ -5,9 +5,8 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use futures::StreamExt;
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use trtllm::bench::{BenchTarget, EngineSimulation, GrpcTarget};
+use trtllm::bench::{BenchTarget, EngineSection, EngineSimulation, GrpcTarget};
 use trtllm::proto::trtllm as pb;
 use trtllm::text::Tokenizer;
 use trtllm::{AsyncExecutor, ExecutorConfig};
@@ -99,43 +98,17 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         let id = if builtin { format!("{} (built-in)", engine.model_name()) } else { dir.display().to_string() };
         (TokenizerSource::Dir(dir), id)
     });
-    let engine_json = json!({
-        "source": "engine config",
-        "model_id": engine.model_name(),
-        "max_input_len": engine.max_input_len(),
-        "max_seq_len": engine.max_seq_len(),
-        "max_batch_size": engine.max_batch_size(),
-        "vocab_size": engine.vocab_size(),
-        "hidden_size": engine.hidden_size(),
-        "num_layers": engine.num_layers(),
-        "num_heads": engine.num_heads(),
-        "tp_size": engine.tp_size(),
-        "pp_size": engine.pp_size(),
-        "cp_size": engine.cp_size(),
-        "backend": backend.kind,
-        "backend_version": backend.version,
-        "gpu": gpu,
-        "config": engine,
-        "executor": executor.executor().config(),
-    });
+    let engine_section = EngineSection::in_process(&engine, &backend, gpu.clone(), executor.executor().config());
     // Disaggregated (`--disagg`): this executor is the first of the prefill pool. Draft-target:
     // the loop over a draft engine and this executor becomes the target.
     let disagg = super::disagg::wrap(&args.disagg, &executor, &engine_dir).await?;
     let disaggregated = disagg.is_some();
-    let (target, engine_json) = match (disagg, super::draft_target::wrap(&args.draft_target, &executor).await?) {
-        (Some((target, described)), _) => {
-            let mut engine_json = engine_json;
-            engine_json["disaggregation"] = described;
-            (target, engine_json)
-        }
-        (None, Some((target, draft))) => {
-            let mut engine_json = engine_json;
-            engine_json["draft_target"] = draft;
-            (target, engine_json)
-        }
+    let (target, engine_section) = match (disagg, super::draft_target::wrap(&args.draft_target, &executor).await?) {
+        (Some((target, described)), _) => (target, EngineSection { disaggregation: Some(described), ..engine_section }),
+        (None, Some((target, draft))) => (target, EngineSection { draft_target: Some(draft), ..engine_section }),
         (None, None) => match lora {
-            Some(traffic) => (BenchTarget::InProcessLora(executor, traffic), engine_json),
-            None => (BenchTarget::InProcess(executor), engine_json),
+            Some(traffic) => (BenchTarget::InProcessLora(executor, traffic), engine_section),
+            None => (BenchTarget::InProcess(executor), engine_section),
         },
     };
     Ok(Setup {
@@ -150,7 +123,7 @@ async fn in_process(args: &RunArgs, scratch: tempfile::TempDir) -> anyhow::Resul
         loaded_dir: (!disaggregated).then_some(engine_dir),
         simulation,
         tokenizer_source,
-        engine: engine_json,
+        engine: engine_section,
         target,
         _scratch: scratch,
     })
@@ -164,40 +137,13 @@ async fn grpc(url: &str, scratch: tempfile::TempDir) -> anyhow::Result<Setup> {
     let model = grpc.client().get_model_info(pb::GetModelInfoRequest {}).await?.into_inner();
     let server = grpc.client().get_server_info(pb::GetServerInfoRequest {}).await?.into_inner();
     eprintln!("target {url}: model {}, {} {}", model.model_id, server.backend, server.version);
-    let engine_json = json!({
-        "source": "GetModelInfo/GetServerInfo",
-        "target": url,
-        "model_id": model.model_id,
-        "max_input_len": model.max_input_len,
-        "max_seq_len": model.max_seq_len,
-        "max_batch_size": model.max_batch_size,
-        "vocab_size": model.vocab_size,
-        "hidden_size": model.hidden_size,
-        "num_layers": model.num_layers,
-        "num_heads": model.num_heads,
-        "tp_size": server.tensor_parallel_size,
-        "pp_size": server.pipeline_parallel_size,
-        "cp_size": server.context_parallel_size,
-        "backend": server.backend,
-        "backend_version": server.version,
-        "gpu": Value::Null,
-        "supported_features": model.supported_features,
-    });
-    Ok(Setup {
-        vocab_size: usize::try_from(model.vocab_size).unwrap_or(0),
-        max_seq_len: usize::try_from(model.max_seq_len).unwrap_or(0),
-        max_input_len: usize::try_from(model.max_input_len).unwrap_or(0),
-        backend: format!("{} {}", server.backend, server.version),
+    let engine = EngineSection {
+        target: Some(url.to_owned()),
+        supported_features: Some(model.supported_features.clone()),
         gpu: None,
-        engine_dir: None,
-        loaded_dir: None,
-        simulation: None,
-        tokenizer_source: Some((TokenizerSource::Server(grpc.clone()), format!("{} (server)", model.model_id))),
-        model_id: model.model_id,
-        engine: engine_json,
-        target: BenchTarget::Grpc(grpc),
-        _scratch: scratch,
-    })
+        ..EngineSection::from_server("GetModelInfo/GetServerInfo", &model, &server)
+    };
+    Ok(Setup::from_server(BenchTarget::Grpc(grpc.clone()), grpc, model, &server, engine, scratch))
 }
 
 /// simulation.json's `gpu` (the simulated GPU preset), when the engine directory has one.

@@ -3,15 +3,15 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
-use trtllm::bench::{BenchTarget, EngineSimulation, GrpcTarget};
+use trtllm::bench::{BenchTarget, EngineSection, EngineSimulation, GrpcTarget};
+use trtllm::proto::trtllm as pb;
 
 /// The target and what is known about it.
 pub struct Setup {
     pub target: BenchTarget,
-    /// The `engine` object: the same keys whichever the target (from the engine config in
+    /// The `engine` section: the same keys whichever the target (from the engine config in
     /// process, from GetModelInfo/GetServerInfo over gRPC), plus the full configs in process.
-    pub engine: Value,
+    pub engine: EngineSection,
     pub model_id: String,
     pub vocab_size: usize,
     /// The longest sequence (prompt and output) the target takes; 0 when it does not say.
@@ -32,6 +32,35 @@ pub struct Setup {
     pub tokenizer_source: Option<(TokenizerSource, String)>,
     /// Keeps the built-in engine's or the fetched tokenizer's files alive.
     pub _scratch: tempfile::TempDir,
+}
+
+impl Setup {
+    /// A `trtllm serve` target (one server, or the first worker of disaggregated pools): what
+    /// its GetModelInfo and GetServerInfo say, with its tokenizer fetched from it on first use.
+    pub fn from_server(
+        target: BenchTarget,
+        grpc: GrpcTarget,
+        model: pb::GetModelInfoResponse,
+        server: &pb::GetServerInfoResponse,
+        engine: EngineSection,
+        scratch: tempfile::TempDir,
+    ) -> Setup {
+        Setup {
+            vocab_size: usize::try_from(model.vocab_size).unwrap_or(0),
+            max_seq_len: usize::try_from(model.max_seq_len).unwrap_or(0),
+            max_input_len: usize::try_from(model.max_input_len).unwrap_or(0),
+            backend: format!("{} {}", server.backend, server.version),
+            gpu: None,
+            engine_dir: None,
+            loaded_dir: None,
+            simulation: None,
+            tokenizer_source: Some((TokenizerSource::Server(grpc), format!("{} (server)", model.model_id))),
+            model_id: model.model_id,
+            engine,
+            target,
+            _scratch: scratch,
+        }
+    }
 }
 
 pub enum TokenizerSource {
