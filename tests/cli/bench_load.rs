@@ -118,3 +118,25 @@ fn sharegpt_conversations_replay_turn_by_turn_through_the_chat_template() {
     let first: Value = serde_json::from_str(rows.lines().find(|l| l.contains("\"measure\"")).unwrap()).unwrap();
     assert!(first["expected_output_tokens"].as_u64().unwrap() < 20, "{first}");
 }
+
+/// An open-loop run on the virtual clock schedules every arrival ahead of time; the iteration
+/// statistics count as queued only the requests that have arrived. At 2 requests/s of 8-token
+/// requests (each done in tens of milliseconds) nothing ever waits, so the queue stays empty
+/// (counting the arrivals still to come, it held up to the whole schedule).
+#[test]
+fn scheduled_arrivals_still_to_come_are_not_queued() {
+    let engine = tempfile::tempdir().unwrap();
+    let virtual_clock =
+        trtllm::sim::SimulatedEngine { clock: trtllm::sim::ClockMode::Virtual, ..trtllm::builtin::builtin_engine() };
+    trtllm::builtin::write_engine(&virtual_clock, engine.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut args = vec!["--engine-dir", engine.path().to_str().unwrap(), "--request-rate", "2", "--seed", "1"];
+    args.extend(["--input-len", "32", "--output-len", "8", "--num-prompts", "10", "--warmup", "0", "--quiet"]);
+    args.extend(["--output-dir", out.path().to_str().unwrap()]);
+    bench(&args);
+    let summary = read_json(&out.path().join("r2_in32_out8.json"));
+    assert_eq!(summary["completed"], 10);
+    let iter = &summary["iter"];
+    assert_eq!(iter["max_queued_requests"], 0.0, "{iter}");
+    assert_eq!(iter["max_active_requests"], 1.0, "{iter}");
+}

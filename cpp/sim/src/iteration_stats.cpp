@@ -14,11 +14,18 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
     std::vector<RequestStats> queuedStats;
     SizeType32 numQueued = 0;
     {
+        // Only requests that have arrived by now are queued: a scheduled arrival still in the future is not, and
+        // counting it would make the figure depend on when the client thread happened to enqueue it.
+        auto const now = mClock.now();
         std::lock_guard<std::mutex> lock(mQueueMutex);
-        numQueued = static_cast<SizeType32>(mQueue.size());
-        if (mRequestStats.enabled())
+        for (auto const& queued : mQueue)
         {
-            for (auto const& queued : mQueue)
+            if (queued.enqueueTime > now)
+            {
+                continue;
+            }
+            ++numQueued;
+            if (mRequestStats.enabled())
             {
                 RequestStats stats{};
                 stats.id = queued.id;
