@@ -182,13 +182,18 @@ impl ResultStore {
     /// Writes a result atomically (a temporary file renamed), so an interrupted run leaves
     /// either the whole file or none.
     pub fn save(&self, result: &ConfigResult) -> Result<(), ResultStoreError> {
-        let path = self.path_of(&result.key);
-        let json = serde_json::to_vec_pretty(result)
-            .map_err(|source| ResultStoreError::Json { path: path.clone(), source })?;
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, json).map_err(|source| ResultStoreError::Io { path: tmp.clone(), source })?;
-        std::fs::rename(&tmp, &path).map_err(|source| ResultStoreError::Io { path, source })
+        save_json(&self.path_of(&result.key), result)
     }
+}
+
+/// Writes `value` as JSON to `path` atomically (a temporary file renamed), so an interrupted run
+/// leaves either the whole file or none.
+pub(crate) fn save_json(path: &Path, value: &impl Serialize) -> Result<(), ResultStoreError> {
+    let json = serde_json::to_vec_pretty(value)
+        .map_err(|source| ResultStoreError::Json { path: path.to_path_buf(), source })?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, json).map_err(|source| ResultStoreError::Io { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, path).map_err(|source| ResultStoreError::Io { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]

@@ -1,0 +1,198 @@
+//! The fast estimate of an aggregated worker: closed-loop users in their steady state, each
+//! iteration carrying the decode steps of the requests past their prompt and its share of the
+//! prompts (in-flight batching), priced by the GPU timing model.
+//!
+//! With `c` users, prompts of `I` tokens and `O` output tokens, a user's cycle is its TTFT and
+//! `O - 1` decode steps. Over a cycle of `n` iterations each iteration carries `c (O - 1) / n`
+//! decode rows and `c I / n` prompt tokens (whole prompts, or chunks of what max_num_tokens
+//! leaves beside the decode rows): on average a fraction of a prompt, so iterations alternate
+//! between those without one and those with one more. TPOT is the mean iteration; TTFT the rest of
+//! the iteration in flight, the prefill iterations and the wait for the token budget (a queue
+//! whose server is the budget). `n` is solved for: the cycle over the mean iteration.
+
+use serde::Serialize;
+
+use super::super::search::{Candidate, SloSet, WorkloadShape};
+use super::estimate::{WorkerModel, meets, queue_wait_ms, router_latency_ms};
+use crate::sim::perf_model::BatchWork;
+
+/// An aggregated worker at the load of its most goodput within the SLOs, estimated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AggregatedWorker {
+    /// The configuration.
+    pub candidate: Candidate,
+    /// Closed-loop users of one worker.
+    pub users: usize,
+    /// Requests per second one worker completes.
+    pub requests_per_s: f64,
+    /// Mean TTFT, ms.
+    pub ttft_ms: f64,
+    /// Mean TPOT, ms.
+    pub tpot_ms: f64,
+}
+
+/// A steady state at one number of users.
+#[derive(Debug, Clone, Copy)]
+struct Steady {
+    requests_per_s: f64,
+    ttft_mean_ms: f64,
+    /// The TTFT's parts that do not depend on the percentile: the prefill iterations.
+    prefill_ms: f64,
+    /// The mean iteration (the residual an arrival waits for is up to one).
+    iteration_ms: f64,
+    /// The token budget as a queue: its service per prompt and the prompts' arrival rate, per ms.
+    queue: (f64, f64),
+    tpot: (f64, f64),
+    itl: (f64, f64, f64),
+}
+
+impl Steady {
+    fn ttft_at(&self, percentile: f64) -> f64 {
+        let (service_ms, rate_per_ms) = self.queue;
+        percentile / 100.0 * self.iteration_ms + self.prefill_ms + queue_wait_ms(1, service_ms, rate_per_ms, percentile)
+    }
+}
+
+impl AggregatedWorker {
+    /// `model`'s worker on prompts of `shape` and `output_len` tokens out at the users with the most
+    /// requests per second whose estimated latencies meet `slos`; `None` when no load does.
+    pub fn estimate(model: &WorkerModel, shape: &WorkloadShape, output_len: usize, slos: &SloSet) -> Option<Self> {
+        let e = &model.candidate().engine;
+        let cap = e.max_batch_size.min(model.requests_held(shape.max_input_len + output_len));
+        let mut best: Option<(usize, Steady)> = None;
+        for users in user_grid(cap) {
+            let Some(s) = steady(model, shape, output_len, users) else { continue };
+            if !meets(slos, |p| s.ttft_at(p), s.tpot, s.itl, output_len) {
+                continue;
+            }
+            if best.as_ref().is_none_or(|(_, b)| s.requests_per_s > b.requests_per_s) {
+                best = Some((users, s));
+            }
+        }
+        let (users, s) = best?;
+        Some(AggregatedWorker {
+            candidate: *model.candidate(),
+            users,
+            requests_per_s: s.requests_per_s,
+            ttft_ms: s.ttft_mean_ms,
+            tpot_ms: s.tpot.0,
+        })
+    }
+}
+
+/// Users to try up to `cap`: every count to 16, then steps of about 6%.
+fn user_grid(cap: usize) -> Vec<usize> {
+    let mut grid = Vec::new();
+    let mut u = 1;
+    while u <= cap {
+        grid.push(u);
+        u = if u < 16 { u + 1 } else { (u as f64 * 1.06).ceil() as usize };
+    }
+    if grid.last().is_some_and(|&l| l < cap) {
+        grid.push(cap);
+    }
+    grid
+}
+
+/// The steady state of `users` closed-loop users (`None` when the token budget has no room for a
+/// prompt beside the decode rows).
+fn steady(model: &WorkerModel, shape: &WorkloadShape, output_len: usize, users: usize) -> Option<Steady> {
+    let e = &model.candidate().engine;
+    let chunked = model.candidate().runtime.chunked_context;
+    let c = users as f64;
+    let prompt = (shape.min_input_len + shape.max_input_len) as f64 / 2.0;
+    let steps = output_len.saturating_sub(1) as f64;
+    let context = prompt + steps.max(1.0) / 2.0;
+    let budget_of = |rows: f64| e.max_num_tokens as f64 - rows;
+    let mut n = steps + 1.0;
+    let mut state = None;
+    for _ in 0..12 {
+        let rows = c * steps / n;
+        let budget = budget_of(rows.ceil());
+        if budget < 1.0 || (!chunked && budget < prompt) {
+            return None;
+        }
+        // A prompt goes in whole, or in chunks of what the budget leaves.
+        let unit = prompt.min(budget);
+        let units_per_prompt = prompt / unit;
+        let past = if units_per_prompt > 1.0 { (prompt - unit) / 2.0 } else { 0.0 };
+        let max_units = (budget / unit).floor().max(1.0);
+        let units = (c * units_per_prompt / n).min(max_units);
+        let (whole, share) = (units.floor(), units - units.floor());
+        let iteration = |k: f64| {
+            let mut work = BatchWork::default();
+            if rows > 0.0 {
+                work.add_generation(context, rows);
+            }
+            for _ in 0..k as usize {
+                work.add_context(unit, past, true);
+            }
+            model.iteration_ms(&work)
+        };
+        let (lo, hi) = (iteration(whole), iteration(whole + 1.0));
+        let mean = (1.0 - share) * lo + share * hi;
+        let prefill_ms = units_per_prompt.ceil() * hi;
+        // Prompts queue for the budget: each takes its units' share of a mean iteration.
+        let queue = (mean * units_per_prompt / max_units, c / (n * mean));
+        let (service, rate) = queue;
+        let rho = (service * rate).min(0.999);
+        let mean_wait = rho * service / (2.0 * (1.0 - rho));
+        let ttft_mean_ms = mean / 2.0 + prefill_ms + mean_wait;
+        let spread = if steps > 0.0 { (hi - lo) * (share * (1.0 - share) / steps).sqrt() } else { 0.0 };
+        let cycle = ttft_mean_ms + steps * mean + router_latency_ms();
+        state = Some(Steady {
+            requests_per_s: c * 1e3 / cycle,
+            ttft_mean_ms,
+            prefill_ms,
+            iteration_ms: mean,
+            queue,
+            tpot: (mean, spread),
+            itl: (lo, hi, share),
+        });
+        n = cycle / mean;
+    }
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{SHAPE, space};
+    use super::*;
+
+    fn worker(slo: &str, shape: &WorkloadShape) -> Option<AggregatedWorker> {
+        let s = space();
+        let (candidates, _) = s.candidates(shape).unwrap();
+        AggregatedWorker::estimate(
+            &WorkerModel::new(&s, &candidates[0], shape).unwrap(),
+            shape,
+            200,
+            &SloSet::parse(slo).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_tighter_tpot_admits_fewer_users_and_long_prompts_slow_every_decode_step() {
+        let loose = worker("ttft:p95:2000,tpot:p95:60", &SHAPE).unwrap();
+        let tight = worker("ttft:p95:2000,tpot:p95:15", &SHAPE).unwrap();
+        assert!(tight.users < loose.users && tight.requests_per_s < loose.requests_per_s, "{tight:?} {loose:?}");
+        assert!(tight.tpot_ms <= 15.0 && loose.tpot_ms <= 60.0);
+        // Prompts share the decode iterations: the mean step is longer than a decode-only one.
+        let s = space();
+        let (candidates, _) = s.candidates(&SHAPE).unwrap();
+        let model = WorkerModel::new(&s, &candidates[0], &SHAPE).unwrap();
+        assert!(tight.tpot_ms > model.decode_step_ms(tight.users, 2100.0), "{tight:?}");
+        let short = WorkloadShape { min_input_len: 200, max_input_len: 200, ..SHAPE };
+        let quick = worker("ttft:p95:2000,tpot:p95:15", &short).unwrap();
+        assert!(quick.users > tight.users, "{quick:?} {tight:?}");
+        // An objective no load meets.
+        assert!(worker("ttft:p95:1,tpot:p95:15", &SHAPE).is_none());
+    }
+
+    #[test]
+    fn the_grid_covers_every_small_count_and_ends_at_the_cap() {
+        let grid = user_grid(100);
+        assert_eq!(&grid[..16], &(1..=16).collect::<Vec<_>>()[..]);
+        assert_eq!(grid.last(), Some(&100));
+        assert!(grid.windows(2).all(|w| w[0] < w[1]));
+    }
+}
