@@ -197,6 +197,29 @@ pub(crate) fn save_json(path: &Path, value: &impl Serialize) -> Result<(), Resul
 }
 
 #[cfg(test)]
+impl PointResult {
+    /// A point of ten requests at `load` with `per_gpu` output tokens/s per GPU (and per second:
+    /// one GPU) that meets `tpot:p95:50` (p95 TPOT 40 ms) or misses it (61.2 ms).
+    pub(crate) fn with_goodput(load: &str, per_gpu: f64, ok: bool) -> PointResult {
+        let tpot = if ok { 40.0 } else { 61.2 };
+        PointResult {
+            load: load.into(),
+            completed: 10,
+            failed: 0,
+            request_throughput: per_gpu / 100.0,
+            output_throughput: per_gpu,
+            tokens_per_s_per_gpu: per_gpu,
+            tokens_per_s_per_user: 10.0,
+            percentiles: PercentileTable::from([("p95_tpot_ms".into(), tpot)]),
+            violations: if ok { vec![] } else { vec![format!("tpot:p95:50 ({tpot:.1} ms)")] },
+            simulated_s: 1.0,
+            wall_s: 0.1,
+            lost_statistics: 0,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::bench::Phase;
