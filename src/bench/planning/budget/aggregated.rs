@@ -2,13 +2,13 @@
 //! iteration carrying the decode steps of the requests past their prompt and its share of the
 //! prompts (in-flight batching), priced by the GPU timing model.
 //!
-//! With `c` users, prompts of `I` tokens and `O` output tokens, a user's cycle is its TTFT and
-//! `O - 1` decode steps. Over a cycle of `n` iterations each iteration carries `c (O - 1) / n`
-//! decode rows and `c I / n` prompt tokens (whole prompts, or chunks of what max_num_tokens
-//! leaves beside the decode rows): on average a fraction of a prompt, so iterations alternate
-//! between those without one and those with one more. TPOT is the mean iteration; TTFT the rest of
-//! the iteration in flight, the prefill iterations and the wait for the token budget (a queue
-//! whose server is the budget). `n` is solved for: the cycle over the mean iteration.
+//! At a rate of `r` requests with prompts of `I` tokens and `O` output tokens, every iteration
+//! of mean length `t` carries `r (O - 1) t` decode rows and `r I t` prompt tokens (whole prompts,
+//! or chunks of what max_num_tokens leaves beside the decode rows): on average a fraction of a
+//! prompt, so iterations alternate between those without one and those with one more. TPOT is the
+//! mean iteration; TTFT the rest of the iteration in flight, the prefill iterations and the wait
+//! for the token budget (a queue whose server is the budget); the users are the rate times the
+//! request's cycle (Little's law). The highest rate within the SLOs is the estimate.
 
 use serde::Serialize;
 
@@ -31,10 +31,11 @@ pub struct AggregatedWorker {
     pub tpot_ms: f64,
 }
 
-/// A steady state at one number of users.
+/// A steady state at one request rate.
 #[derive(Debug, Clone, Copy)]
 struct Steady {
-    requests_per_s: f64,
+    /// Closed-loop users that keep the rate (Little's law over the cycle).
+    users: f64,
     ttft_mean_ms: f64,
     /// The TTFT's parts that do not depend on the percentile: the prefill iterations.
     prefill_ms: f64,
@@ -54,61 +55,56 @@ impl Steady {
 }
 
 impl AggregatedWorker {
-    /// `model`'s worker on prompts of `shape` and `output_len` tokens out at the users with the most
-    /// requests per second whose estimated latencies meet `slos`; `None` when no load does.
+    /// `model`'s worker on prompts of `shape` and `output_len` tokens out at the highest request
+    /// rate whose estimated latencies meet `slos` with no more users than the engine batches;
+    /// `None` when no rate does.
     pub fn estimate(model: &WorkerModel, shape: &WorkloadShape, output_len: usize, slos: &SloSet) -> Option<Self> {
         let e = &model.candidate().engine;
-        let cap = e.max_batch_size.min(model.requests_held(shape.max_input_len + output_len));
-        let mut best: Option<(usize, Steady)> = None;
-        for users in user_grid(cap) {
-            let Some(s) = steady(model, shape, output_len, users) else { continue };
-            if !meets(slos, |p| s.ttft_at(p), s.tpot, s.itl, output_len) {
-                continue;
-            }
-            if best.as_ref().is_none_or(|(_, b)| s.requests_per_s > b.requests_per_s) {
-                best = Some((users, s));
+        let cap = e.max_batch_size.min(model.requests_held(shape.max_input_len + output_len)) as f64;
+        let ok = |rate_per_ms: f64| {
+            steady(model, shape, output_len, rate_per_ms)
+                .filter(|s| s.users <= cap && meets(slos, |p| s.ttft_at(p), s.tpot, s.itl, output_len))
+        };
+        // Latencies grow with the rate: the highest rate that meets them, by bisection.
+        let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+        let mut best = None;
+        for _ in 0..30 {
+            let mid = 0.5 * (lo + hi);
+            match ok(mid) {
+                Some(s) => {
+                    lo = mid;
+                    best = Some(s);
+                }
+                None => hi = mid,
             }
         }
-        let (users, s) = best?;
+        let s = best?;
         Some(AggregatedWorker {
             candidate: *model.candidate(),
-            users,
-            requests_per_s: s.requests_per_s,
+            users: s.users.round().max(1.0) as usize,
+            requests_per_s: lo * 1e3,
             ttft_ms: s.ttft_mean_ms,
             tpot_ms: s.tpot.0,
         })
     }
 }
 
-/// Users to try up to `cap`: every count to 16, then steps of about 6%.
-fn user_grid(cap: usize) -> Vec<usize> {
-    let mut grid = Vec::new();
-    let mut u = 1;
-    while u <= cap {
-        grid.push(u);
-        u = if u < 16 { u + 1 } else { (u as f64 * 1.06).ceil() as usize };
-    }
-    if grid.last().is_some_and(|&l| l < cap) {
-        grid.push(cap);
-    }
-    grid
-}
-
-/// The steady state of `users` closed-loop users (`None` when the token budget has no room for a
-/// prompt beside the decode rows).
-fn steady(model: &WorkerModel, shape: &WorkloadShape, output_len: usize, users: usize) -> Option<Steady> {
+/// The steady state at `rate_per_ms` requests a millisecond (`None` past saturation: the decode
+/// rows and prompts no longer fit the token budget, or the iterations grow without bound).
+///
+/// Each request decodes for `O - 1` iterations, so `rate × (O - 1) × t` requests decode in every
+/// iteration of mean length `t`, beside `rate × I × t` prompt tokens; `t` is the fixed point of
+/// the timing model's iteration over that work.
+fn steady(model: &WorkerModel, shape: &WorkloadShape, output_len: usize, rate_per_ms: f64) -> Option<Steady> {
     let e = &model.candidate().engine;
     let chunked = model.candidate().runtime.chunked_context;
-    let c = users as f64;
     let prompt = (shape.min_input_len + shape.max_input_len) as f64 / 2.0;
     let steps = output_len.saturating_sub(1) as f64;
     let context = prompt + steps.max(1.0) / 2.0;
-    let budget_of = |rows: f64| e.max_num_tokens as f64 - rows;
-    let mut n = steps + 1.0;
-    let mut state = None;
-    for _ in 0..12 {
-        let rows = c * steps / n;
-        let budget = budget_of(rows.ceil());
+    let mut t = model.iteration_ms(BatchWork::default().add_generation(context, 1.0));
+    for _ in 0..200 {
+        let rows = rate_per_ms * steps * t;
+        let budget = e.max_num_tokens as f64 - rows.ceil();
         if budget < 1.0 || (!chunked && budget < prompt) {
             return None;
         }
@@ -117,7 +113,10 @@ fn steady(model: &WorkerModel, shape: &WorkloadShape, output_len: usize, users: 
         let units_per_prompt = prompt / unit;
         let past = if units_per_prompt > 1.0 { (prompt - unit) / 2.0 } else { 0.0 };
         let max_units = (budget / unit).floor().max(1.0);
-        let units = (c * units_per_prompt / n).min(max_units);
+        let units = rate_per_ms * units_per_prompt * t;
+        if units >= max_units {
+            return None;
+        }
         let (whole, share) = (units.floor(), units - units.floor());
         let iteration = |k: f64| {
             let mut work = BatchWork::default();
@@ -131,27 +130,28 @@ fn steady(model: &WorkerModel, shape: &WorkloadShape, output_len: usize, users: 
         };
         let (lo, hi) = (iteration(whole), iteration(whole + 1.0));
         let mean = (1.0 - share) * lo + share * hi;
-        let prefill_ms = units_per_prompt.ceil() * hi;
+        if (mean - t).abs() > 1e-6 * t {
+            t = mean;
+            continue;
+        }
         // Prompts queue for the budget: each takes its units' share of a mean iteration.
-        let queue = (mean * units_per_prompt / max_units, c / (n * mean));
-        let (service, rate) = queue;
-        let rho = (service * rate).min(0.999);
-        let mean_wait = rho * service / (2.0 * (1.0 - rho));
-        let ttft_mean_ms = mean / 2.0 + prefill_ms + mean_wait;
+        let service = mean * units_per_prompt / max_units;
+        let rho = service * rate_per_ms;
+        let prefill_ms = units_per_prompt.ceil() * hi;
+        let ttft_mean_ms = mean / 2.0 + prefill_ms + rho * service / (2.0 * (1.0 - rho));
         let spread = if steps > 0.0 { (hi - lo) * (share * (1.0 - share) / steps).sqrt() } else { 0.0 };
         let cycle = ttft_mean_ms + steps * mean + router_latency_ms();
-        state = Some(Steady {
-            requests_per_s: c * 1e3 / cycle,
+        return Some(Steady {
+            users: rate_per_ms * cycle,
             ttft_mean_ms,
             prefill_ms,
             iteration_ms: mean,
-            queue,
+            queue: (service, rate_per_ms),
             tpot: (mean, spread),
             itl: (lo, hi, share),
         });
-        n = cycle / mean;
     }
-    state
+    None
 }
 
 #[cfg(test)]
@@ -186,13 +186,5 @@ mod tests {
         assert!(quick.users > tight.users, "{quick:?} {tight:?}");
         // An objective no load meets.
         assert!(worker("ttft:p95:1,tpot:p95:15", &SHAPE).is_none());
-    }
-
-    #[test]
-    fn the_grid_covers_every_small_count_and_ends_at_the_cap() {
-        let grid = user_grid(100);
-        assert_eq!(&grid[..16], &(1..=16).collect::<Vec<_>>()[..]);
-        assert_eq!(grid.last(), Some(&100));
-        assert!(grid.windows(2).all(|w| w[0] < w[1]));
     }
 }
