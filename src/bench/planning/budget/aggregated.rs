@@ -78,11 +78,24 @@ impl AggregatedWorker {
                 None => hi = mid,
             }
         }
-        let s = best?;
+        // Users come whole: the most within the SLOs, and the rate they keep.
+        let users = best?.users.floor();
+        if users < 1.0 {
+            return None;
+        }
+        let (mut below, mut above) = (0.0, lo);
+        for _ in 0..30 {
+            let mid = 0.5 * (below + above);
+            match steady(model, shape, output_len, mid) {
+                Some(s) if s.users <= users => below = mid,
+                _ => above = mid,
+            }
+        }
+        let s = steady(model, shape, output_len, below)?;
         Some(AggregatedWorker {
             candidate: *model.candidate(),
-            users: s.users.round().max(1.0) as usize,
-            requests_per_s: lo * 1e3,
+            users: users as usize,
+            requests_per_s: below * 1e3,
             ttft_ms: s.ttft_mean_ms,
             tpot_ms: s.tpot.0,
         })

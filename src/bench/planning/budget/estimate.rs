@@ -245,6 +245,9 @@ pub struct DecodeWorker {
     pub requests_per_s: f64,
     /// Why the batch is not larger (`tpot`, `kv cache`, `max_batch_size`).
     pub limited_by: &'static str,
+    /// One decode step of `b + 1` requests, ms, by `b` (up to `batch`).
+    #[serde(skip)]
+    pub step_ms_by_batch: Vec<f64>,
 }
 
 impl DecodeWorker {
@@ -268,20 +271,50 @@ impl DecodeWorker {
         let steps = shape.max_output_len.saturating_sub(1).max(1);
         let context = shape.max_input_len as f64 + steps.saturating_sub(1) as f64 / 2.0;
         let mut work = BatchWork::default();
-        let mut best: Option<(usize, f64)> = None;
-        for b in 1..=cap {
+        let mut step_ms_by_batch = Vec::new();
+        for _ in 1..=cap {
             work.add_generation(context, 1.0);
             let step_ms = model.iteration_ms(&work);
             if step_limit_ms.is_some_and(|limit| step_ms > limit) {
                 break;
             }
-            best = Some((b, step_ms));
+            step_ms_by_batch.push(step_ms);
         }
-        let (batch, step_ms) = best?;
+        let (batch, step_ms) = (step_ms_by_batch.len(), *step_ms_by_batch.last()?);
         let limited_by = if batch == cap { if cap == held { "kv cache" } else { "max_batch_size" } } else { "tpot" };
         let transfer_ms = link.transfer_ms(shape.max_input_len, model.perf().kv_bytes_per_token_per_gpu());
         let requests_per_s = batch as f64 * 1e3 / (transfer_ms + steps as f64 * step_ms);
-        Some(DecodeWorker { candidate: *model.candidate(), batch, step_ms, transfer_ms, requests_per_s, limited_by })
+        Some(DecodeWorker {
+            candidate: *model.candidate(),
+            batch,
+            step_ms,
+            transfer_ms,
+            requests_per_s,
+            limited_by,
+            step_ms_by_batch,
+        })
+    }
+
+    /// The decode step at `rate_per_s` requests a second into one worker, ms: its requests
+    /// decoding at once are the rate times each one's stay (the transfer and its decode steps,
+    /// Little's law), solved with the step they make.
+    pub fn step_at(&self, rate_per_s: f64, output_len: usize) -> f64 {
+        let steps = output_len.saturating_sub(1).max(1) as f64;
+        let step_of = |batch: f64| {
+            let b = batch.clamp(1.0, self.step_ms_by_batch.len().max(1) as f64);
+            let (i, share) = (b.floor() as usize, b - b.floor());
+            let at = |k: usize| self.step_ms_by_batch.get(k.max(1) - 1).copied().unwrap_or(self.step_ms);
+            at(i) + share * (at(i + 1) - at(i))
+        };
+        let mut step = step_of(1.0);
+        for _ in 0..100 {
+            let next = step_of(rate_per_s / 1e3 * (self.transfer_ms + steps * step));
+            if (next - step).abs() <= 1e-9 * step {
+                break;
+            }
+            step = next;
+        }
+        step
     }
 }
 
