@@ -152,15 +152,22 @@ fn steady(model: &WorkerModel, shape: &WorkloadShape, output_len: usize, rate_pe
         let rho = service * rate_per_ms;
         let prefill_ms = units_per_prompt.ceil() * hi;
         let ttft_mean_ms = mean / 2.0 + prefill_ms + rho * service / (2.0 * (1.0 - rho));
-        let spread = if steps > 0.0 { (hi - lo) * (share * (1.0 - share) / steps).sqrt() } else { 0.0 };
-        let cycle = ttft_mean_ms + steps * mean + router_latency_ms();
+        // A request never decodes beside its own prompt: of `c` users' prompts it meets the
+        // other users', `1 - 1 / c` of the mean share (`c` being the rate over the cycle).
+        let (mut seen, mut cycle) = (share, 0.0);
+        for _ in 0..20 {
+            cycle = ttft_mean_ms + steps * (lo + seen * (hi - lo)) + router_latency_ms();
+            seen = share * (1.0 - 1.0 / (rate_per_ms * cycle).max(1.0));
+        }
+        let tpot = lo + seen * (hi - lo);
+        let spread = if steps > 0.0 { (hi - lo) * (seen * (1.0 - seen) / steps).sqrt() } else { 0.0 };
         return Some(Steady {
             users: rate_per_ms * cycle,
             ttft_mean_ms,
             prefill_ms,
             iteration_ms: mean,
             queue: (service, rate_per_ms),
-            tpot: (mean, spread),
+            tpot: (tpot, spread),
             itl: (lo, hi, share),
         });
     }
