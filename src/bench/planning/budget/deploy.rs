@@ -293,7 +293,8 @@ mod tests {
         // a second: on 8 GPUs the best split gives the decode pool what the prefill pool sends.
         let p = prefill(1, 100.0);
         let d = decode(1, 5.0);
-        let all = best_deployments(8, 100, &slos, &[aggregated(1, 1.0)], &[p.clone()], &[d.clone()]);
+        let all =
+            best_deployments(8, 100, &slos, &[aggregated(1, 1.0)], std::slice::from_ref(&p), std::slice::from_ref(&d));
         let disagg = disaggregated_of(&all);
         let (np, nd) = (disagg.prefill.as_ref().unwrap().workers, disagg.decode.as_ref().unwrap().workers);
         let extra = d.transfer_ms + d.step_ms + router_latency_ms();

@@ -123,12 +123,12 @@ fn decode_space(space: &SearchSpace, gpus: usize) -> SearchSpace {
     }
 }
 
+/// Each configuration resolved, by key; each role's keys; those that cannot run.
+type Resolved = (BTreeMap<String, WorkerModel>, Vec<Vec<String>>, Vec<Pruned>);
+
 /// Every candidate of `spaces` resolved once (a configuration several roles share is described
 /// once), by key; those that cannot run are returned with the reason.
-fn resolve(
-    spaces: &[&SearchSpace],
-    study: &Study,
-) -> Result<(BTreeMap<String, WorkerModel>, Vec<Vec<String>>, Vec<Pruned>), BudgetError> {
+fn resolve(spaces: &[&SearchSpace], study: &Study) -> Result<Resolved, BudgetError> {
     let mut models = BTreeMap::new();
     let mut keys = Vec::new();
     let mut pruned = Vec::new();

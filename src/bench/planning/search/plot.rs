@@ -126,6 +126,31 @@ pub fn plot_front(
     Ok(svg)
 }
 
+/// A chart of output tokens/s per user (x, up to `x_max`) against `y_desc` (up to `y_max`) on
+/// `area`, with its caption and mesh drawn: the frame both planning charts share.
+pub(crate) fn axes<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    y_desc: &str,
+    (x_max, y_max): (f64, f64),
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, FrontPlotError> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("output tokens/s per user")
+        .y_desc(y_desc)
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(draw_err)?;
+    Ok(chart)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,29 +182,4 @@ mod tests {
             assert!(x > 760.0, "{name} at x={x}");
         }
     }
-}
-
-/// A chart of output tokens/s per user (x, up to `x_max`) against `y_desc` (up to `y_max`) on
-/// `area`, with its caption and mesh drawn: the frame both planning charts share.
-pub(crate) fn axes<'a, 'b>(
-    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
-    caption: &str,
-    y_desc: &str,
-    (x_max, y_max): (f64, f64),
-) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, FrontPlotError> {
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
-        .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .x_desc("output tokens/s per user")
-        .y_desc(y_desc)
-        .label_style(("sans-serif", 14))
-        .draw()
-        .map_err(draw_err)?;
-    Ok(chart)
 }
