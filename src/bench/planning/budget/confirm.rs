@@ -11,13 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::super::search::{Candidate, PointResult, ResultStoreError, SearchSpace, SloSet, Study, save_json};
 use super::cosim::{CoSimError, CoSimPlan, PoolSpec, run_cosim};
 use super::deploy::Deployment;
-use super::estimate::{KvLinkChoice, WorkerModel};
-use super::run::Budget;
+use super::estimate::{KvLinkChoice, ROUTER_LATENCY, WorkerModel};
 use crate::{CacheTransceiverConfig, ExecutorConfig};
-
-/// The router's latency between a worker's final and the next worker (or the user's next
-/// request): an in-process hand-off.
-pub const ROUTER_LATENCY: Duration = Duration::from_micros(100);
 
 /// Runs tried at most: the estimate's users, then fewer after each miss.
 const TRIES: usize = 3;
@@ -69,12 +64,19 @@ pub struct ConfirmStore {
 }
 
 impl ConfirmStore {
-    /// Opens (creating) `root` for `study` on `space`'s model and GPU under `budget`.
-    pub fn open(root: PathBuf, study: &Study, space: &SearchSpace, budget: &Budget) -> Result<Self, ResultStoreError> {
+    /// Opens (creating) `root` for `study` on `space`'s model and GPU, a budget of `gpus` GPUs and
+    /// `link` between the pools.
+    pub fn open(
+        root: PathBuf,
+        study: &Study,
+        space: &SearchSpace,
+        gpus: usize,
+        link: &KvLinkChoice,
+    ) -> Result<Self, ResultStoreError> {
         std::fs::create_dir_all(&root).map_err(|source| ResultStoreError::Io { path: root.clone(), source })?;
         let mut fingerprint = study.fingerprint(space);
-        fingerprint["gpus"] = serde_json::json!(budget.gpus);
-        fingerprint["kv_link"] = serde_json::json!(budget.link.preset);
+        fingerprint["gpus"] = serde_json::json!(gpus);
+        fingerprint["kv_link"] = serde_json::json!(link.preset);
         Ok(ConfirmStore { root, fingerprint })
     }
 

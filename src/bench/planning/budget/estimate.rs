@@ -121,10 +121,13 @@ impl WorkerModel {
     }
 }
 
-/// The router's latency between a request's stages, and between its end and the user's next
-/// request, ms ([`super::ROUTER_LATENCY`], as the confirming runs place requests).
+/// The router's latency between a worker's final and the next worker (or the user's next
+/// request): an in-process hand-off, in the estimates as in the confirming runs.
+pub const ROUTER_LATENCY: Duration = Duration::from_micros(100);
+
+/// [`ROUTER_LATENCY`] in ms.
 pub(super) fn router_latency_ms() -> f64 {
-    super::confirm::ROUTER_LATENCY.as_secs_f64() * 1e3
+    ROUTER_LATENCY.as_secs_f64() * 1e3
 }
 
 /// The standard normal quantile of a percentile objective (p50: 0, p95: 1.645): how many standard
@@ -364,7 +367,7 @@ impl PrefillWorker {
     }
 
     /// The TTFT at `percentile` of a pool of `workers` such workers fed `rate_per_s` prompts a
-    /// second: the queue's wait ([`queue_wait_ms`], each worker serving a prompt in its share of a
+    /// second: the queue's wait (Erlang C, each worker serving a prompt in its share of a
     /// full iteration) and the iteration that prefills it.
     pub fn ttft_ms(&self, workers: usize, rate_per_s: f64, percentile: f64) -> f64 {
         let service_ms = self.batch_ms / self.batch as f64;

@@ -26,10 +26,10 @@ mod run;
 mod test_support;
 
 pub use aggregated::AggregatedWorker;
-pub use confirm::{ConfirmStore, Confirmation, ROUTER_LATENCY, confirm};
+pub use confirm::{ConfirmStore, Confirmation, confirm};
 pub use cosim::{CoSimError, CoSimPlan, PoolSpec, run_cosim};
 pub use deploy::{AggregatedPool, Architecture, DecodePool, Deployment, PrefillPool, best_deployments};
-pub use estimate::{DecodeWorker, KvLinkChoice, PrefillWorker, WorkerModel};
+pub use estimate::{DecodeWorker, KvLinkChoice, PrefillWorker, ROUTER_LATENCY, WorkerModel};
 pub use plot::{BudgetPoint, plot_budget};
 pub use report::{BudgetReport, write_budget_report};
 pub use run::{Budget, BudgetError, BudgetOutcome, plan_budget, prefill_space};

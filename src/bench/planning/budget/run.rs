@@ -212,7 +212,7 @@ pub async fn plan_budget(
     let mut confirmed = Vec::new();
     let mut resumed = 0;
     if budget.confirm {
-        let store = ConfirmStore::open(root.join("confirmed"), study, space, budget)?;
+        let store = ConfirmStore::open(root.join("confirmed"), study, space, budget.gpus, &budget.link)?;
         // The best of each architecture: the estimate's choice and the best of the other.
         for architecture in [Architecture::Aggregated, Architecture::Disaggregated] {
             let Some(d) = deployments.iter().find(|d| d.architecture == architecture) else { continue };
