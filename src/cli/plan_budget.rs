@@ -7,10 +7,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use trtllm::bench::budget::{
     Budget, BudgetReport, Confirmation, Deployment, KvLinkChoice, plan_budget, write_budget_report,
 };
-use trtllm::bench::search::{ResultStore, SearchOptions, SearchSpace, Study};
+use trtllm::bench::search::{ResultStore, SearchSpace, Study};
 use trtllm::sim::GpuPreset;
 
-use super::{Args, TOP};
+use super::Args;
 
 /// Plans a budget of `gpus` GPUs for `study` over `space`'s knobs and prints the verdict.
 pub(super) async fn run(args: &Args, space: &SearchSpace, study: &Study, gpus: usize) -> anyhow::Result<ExitCode> {
@@ -26,14 +26,16 @@ pub(super) async fn run(args: &Args, space: &SearchSpace, study: &Study, gpus: u
             "budget of {gpus} {} GPUs for {}: aggregated workers against prefill and decode pools over {}; SLOs {}",
             args.gpu, args.model, link.preset, study.slos
         );
-        ProgressBar::new_spinner()
-            .with_style(ProgressStyle::with_template("{spinner} {pos} configurations {elapsed} {msg}")?)
+        ProgressBar::new_spinner().with_style(ProgressStyle::with_template("{spinner} {elapsed} {msg}")?)
     };
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let options = SearchOptions { jobs, exact_top: if args.exhaustive { 0 } else { TOP } };
-    let outcome = plan_budget(space, study, &args.output_dir, &budget, options, |role, result, resumed| {
-        bar.inc(1);
-        bar.set_message(format!("{role} {}{}", result.candidate.label(), if resumed { " (resumed)" } else { "" }));
+    bar.set_message("estimating every deployment, then confirming the best of each architecture on the virtual clock");
+    let outcome = plan_budget(space, study, &args.output_dir, &budget, |d, c, resumed| {
+        bar.set_message(format!(
+            "confirmed {} at {} users{}",
+            d.label,
+            c.users,
+            if resumed { " (resumed)" } else { "" }
+        ));
     })
     .await?;
     bar.finish_and_clear();
@@ -50,16 +52,17 @@ pub(super) async fn run(args: &Args, space: &SearchSpace, study: &Study, gpus: u
 fn render(report: &BudgetReport) -> String {
     let c = &report.configurations;
     let mut out = format!(
-        "{} aggregated configurations ({} pruned), {} prefill configurations ({} pruned), {} decode workers estimated, {:.1} s wall\n\n",
-        c["aggregated"],
-        c["aggregated_pruned"],
-        c["prefill"],
-        c["prefill_pruned"],
-        c["decode_estimated"],
+        "{} configurations resolved ({} cannot run), {} deployments estimated in {:.1} s; {} confirming runs on the virtual clock ({} resumed); {:.1} s wall\n\n",
+        c["resolved"],
+        c["pruned"],
+        c["deployments_estimated"],
+        report.estimate_s,
+        c["confirming_runs"],
+        c["confirmations_resumed"],
         report.wall_s
     );
     out += &format!(
-        "{:<14} {:>4} {:>8} {:>10} {:>10} {:>8}  deployment (best of each architecture and TP, best first)\n",
+        "{:<14} {:>4} {:>8} {:>10} {:>10} {:>8}  deployment (estimates: best of each architecture and TP, best first)\n",
         "architecture", "GPUs", "req/s", "tok/s/GPU", "tok/s/user", "TTFT ms"
     );
     for d in &report.deployments {
@@ -114,10 +117,7 @@ fn recommendation(d: &Deployment, confirmed: Option<&Confirmation>) -> String {
             "{:.1} output tokens/s per GPU ({:.2} requests/s in all) on the virtual clock, all {} workers on one timeline at {} users, {:.1} tokens/s per user; estimate {:.1} ({:.2}x)",
             c.point.tokens_per_s_per_gpu,
             c.point.request_throughput,
-            d.aggregated.as_ref().map_or_else(
-                || d.prefill.as_ref().map_or(0, |p| p.workers) + d.decode.as_ref().map_or(0, |p| p.workers),
-                |a| a.workers
-            ),
+            d.workers(),
             c.users,
             c.point.tokens_per_s_per_user,
             c.estimate_tokens_per_s_per_gpu,

@@ -113,9 +113,16 @@ fn the_printed_goodput_is_the_confirming_runs() {
     let point = &summary["recommendation_confirmed"]["point"];
     assert_eq!(point["violations"].as_array().map(Vec::len), Some(0), "{point:#}");
     assert!(point["completed"].as_u64().unwrap() > 0);
-    // The searches resume from the results directory; the re-run prints its own confirming run.
+    // The confirming runs resume from the results directory: the re-run reads both back and
+    // prints the same goodput.
     let again = plan_budget(dir.path(), "2", "4000", "64", "ttft:p95:1000,tpot:p95:12");
     assert!(again.status.success(), "{}", text(&again.stderr));
-    let (_, goodput, _) = recommended(dir.path());
+    let (_, resumed_goodput, resumed) = recommended(dir.path());
+    assert_eq!(resumed_goodput, goodput);
+    assert_eq!(resumed["configurations"]["confirmations_resumed"], 2, "{resumed:#}");
     assert!(line(&again).contains(&format!(": {goodput:.1} output tokens/s per GPU")), "{}", line(&again));
+    // A run of another study (here a looser TPOT) does not reuse them.
+    let other = plan_budget(dir.path(), "2", "4000", "64", "ttft:p95:1000,tpot:p95:20");
+    assert!(other.status.success(), "{}", text(&other.stderr));
+    assert_eq!(json(&dir.path().join("summary.json"))["configurations"]["confirmations_resumed"], 0);
 }

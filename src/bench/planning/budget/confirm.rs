@@ -1,38 +1,29 @@
 //! Confirming a deployment on the virtual clock: its workers as simulated executors on one
 //! timeline ([`run_cosim`]), closed-loop users placed by a router, and the goodput that run
-//! measures beside the estimate that chose it.
+//! measures beside the estimate that chose it; each run stored ([`ConfirmStore`]) so that a re-run
+//! of the plan reads it back instead of running it again.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::super::search::{Candidate, PointResult, SearchSpace, Study};
+use super::super::search::{Candidate, PointResult, ResultStoreError, SearchSpace, SloSet, Study, save_json};
 use super::cosim::{CoSimError, CoSimPlan, PoolSpec, run_cosim};
 use super::deploy::Deployment;
-use super::estimate::KvLinkChoice;
+use super::estimate::{KvLinkChoice, ROUTER_LATENCY, WorkerModel};
 use crate::{CacheTransceiverConfig, ExecutorConfig};
 
-/// The router's latency between a worker's final and the next worker (or the user's next
-/// request): an in-process hand-off.
-pub const ROUTER_LATENCY: Duration = Duration::from_micros(100);
-
-/// Load steps tried below the estimate's when a run misses an SLO: each takes this share of the
-/// users of the one before.
-const BACKOFF: f64 = 0.85;
-
-/// Runs tried at most.
+/// Runs tried at most: the estimate's users, then fewer after each miss.
 const TRIES: usize = 3;
 
-/// Measured requests per user at least: the steady window (every user past its first measured
-/// request and none past its last) then spans about this many request cycles less one.
-const STEADY_REQUESTS_PER_USER: usize = 3;
+/// Measured requests in the steady window at least: its percentiles rest on this many.
+const WINDOW_REQUESTS: usize = 96;
 
 /// A deployment's virtual-clock run beside its estimate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Confirmation {
-    /// Closed-loop users of the run (the estimate's rate times its request cycle, or fewer when that
-    /// missed an SLO).
+    /// Closed-loop users of the run (the estimate's, or fewer when that missed an SLO).
     pub users: usize,
     /// The run's figures (goodput per GPU of the budget).
     pub point: PointResult,
@@ -42,7 +33,7 @@ pub struct Confirmation {
     pub ratio: f64,
     /// Runs tried (each with fewer users than the one before).
     pub tries: usize,
-    /// Wall-clock seconds of the runs.
+    /// Wall-clock seconds of the runs (as they were first run).
     pub wall_s: f64,
 }
 
@@ -53,109 +44,197 @@ impl Confirmation {
     }
 }
 
-/// Runs `deployment` on the virtual clock: its engines built under `root`, users enough to keep its
-/// estimated rate over its request cycle (Little's law), fewer when that misses an SLO.
-pub async fn confirm(
-    space: &SearchSpace,
+/// One stored confirming run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StoredRun {
+    key: String,
+    study: serde_json::Value,
+    deployment: String,
+    users: usize,
+    point: PointResult,
+    wall_s: f64,
+}
+
+/// The confirming runs of a plan, one JSON file per deployment and users, each with the study's
+/// fingerprint (and the budget's GPUs and link): a run of another study is not reused.
+#[derive(Debug, Clone)]
+pub struct ConfirmStore {
+    root: PathBuf,
+    fingerprint: serde_json::Value,
+}
+
+impl ConfirmStore {
+    /// Opens (creating) `root` for `study` on `space`'s model and GPU, a budget of `gpus` GPUs and
+    /// `link` between the pools.
+    pub fn open(
+        root: PathBuf,
+        study: &Study,
+        space: &SearchSpace,
+        gpus: usize,
+        link: &KvLinkChoice,
+    ) -> Result<Self, ResultStoreError> {
+        std::fs::create_dir_all(&root).map_err(|source| ResultStoreError::Io { path: root.clone(), source })?;
+        let mut fingerprint = study.fingerprint(space);
+        fingerprint["gpus"] = serde_json::json!(gpus);
+        fingerprint["kv_link"] = serde_json::json!(link.preset);
+        Ok(ConfirmStore { root, fingerprint })
+    }
+
+    fn key(deployment: &Deployment, users: usize) -> String {
+        let text = format!("{} c{users}", deployment.label);
+        let hash =
+            text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        format!("{}-{hash:016x}", deployment.architecture.name())
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.root.join(format!("{key}.json"))
+    }
+
+    /// The stored run of `deployment` at `users`, if any (unreadable or foreign files count as
+    /// missing).
+    fn load(&self, deployment: &Deployment, users: usize) -> Option<StoredRun> {
+        let key = Self::key(deployment, users);
+        let text = std::fs::read_to_string(self.path(&key)).ok()?;
+        let run: StoredRun = serde_json::from_str(&text).ok()?;
+        (run.key == key && run.study == self.fingerprint && run.deployment == deployment.label).then_some(run)
+    }
+
+    fn save(
+        &self,
+        deployment: &Deployment,
+        users: usize,
+        point: &PointResult,
+        wall_s: f64,
+    ) -> Result<(), ResultStoreError> {
+        let key = Self::key(deployment, users);
+        let run = StoredRun {
+            key: key.clone(),
+            study: self.fingerprint.clone(),
+            deployment: deployment.label.clone(),
+            users,
+            point: point.clone(),
+            wall_s,
+        };
+        save_json(&self.path(&key), &run)
+    }
+}
+
+/// Users for the next run after one at `users` missed `slos` with `point`'s percentiles: fewer in
+/// proportion to the worst objective's excess (latency grows about linearly with the users
+/// below saturation), between half and nine tenths of them.
+fn fewer_users(users: usize, point: &PointResult, slos: &SloSet) -> usize {
+    let ratio = slos
+        .objectives()
+        .iter()
+        .filter_map(|o| point.percentiles.get(&o.key()).map(|v| o.limit_ms / v))
+        .fold(1.0_f64, f64::min);
+    ((users as f64 * ratio.clamp(0.5, 0.9)).floor() as usize).max(1)
+}
+
+/// Runs `deployment` on the virtual clock: its engines (from `models`, each resolved once for the
+/// plan) written under `root`, the estimate's users, fewer when that misses an SLO; each run read
+/// from `store` when it is there, saved to it when it is not. Also says whether every run it
+/// needed was read back.
+pub async fn confirm<'m>(
+    models: &impl Fn(&Candidate) -> Option<&'m WorkerModel>,
     study: &Study,
     root: &Path,
     link: &KvLinkChoice,
     deployment: &Deployment,
-) -> Result<Confirmation, CoSimError> {
-    let started = std::time::Instant::now();
+    store: &ConfirmStore,
+) -> Result<(Confirmation, bool), CoSimError> {
+    let model = |c: &Candidate| models(c).ok_or_else(|| CoSimError::Plan(format!("{} was not resolved", c.label())));
     let mut dirs = Vec::new();
-    let mut engine = |candidate: &Candidate| -> Result<std::path::PathBuf, CoSimError> {
+    let mut pool = |candidate: &Candidate, executor: ExecutorConfig, workers: usize| -> Result<PoolSpec, CoSimError> {
+        let m = model(candidate)?;
         let dir = tempfile::Builder::new()
             .prefix(&format!("confirm-{}-", candidate.key()))
             .tempdir_in(root)
             .map_err(|e| CoSimError::Plan(format!("creating an engine directory in {}: {e}", root.display())))?;
-        let engine = space.engine(candidate, &study.shape).map_err(|e| CoSimError::Plan(e.to_string()))?;
-        engine.write_to(dir.path()).map_err(|e| CoSimError::Plan(format!("writing the engine: {e}")))?;
-        let path = dir.path().to_path_buf();
+        m.engine().write_to(dir.path()).map_err(|e| CoSimError::Plan(format!("writing the engine: {e}")))?;
+        let spec =
+            PoolSpec { engine_dir: dir.path().to_path_buf(), executor, workers, min_iteration: m.min_iteration() };
         dirs.push(dir);
-        Ok(path)
+        Ok(spec)
     };
     let transceiver = |c: &Candidate| ExecutorConfig {
         cache_transceiver: Some(CacheTransceiverConfig::new()),
         sim_kv_link: Some(link.link),
         ..c.runtime.apply(ExecutorConfig::default())
     };
-    let output_len = study.workload.output_len.map_or(study.shape.max_output_len, |n| n as usize);
-    let (pools, cycle_s) = match (&deployment.aggregated, &deployment.prefill, &deployment.decode) {
-        (Some(agg), _, _) => {
-            let pool = PoolSpec {
-                engine_dir: engine(&agg.candidate)?,
-                executor: agg.candidate.runtime.apply(ExecutorConfig::default()),
-                workers: agg.workers,
-                min_iteration: min_iteration(space, study, &agg.candidate)?,
-            };
-            let users: usize = agg.load.strip_prefix('c').and_then(|c| c.parse().ok()).unwrap_or(1);
-            (vec![pool], users as f64 / agg.requests_per_s.max(1e-9))
-        }
-        (None, Some(prefill), Some(decode)) => {
-            let pools = vec![
-                PoolSpec {
-                    engine_dir: engine(&prefill.worker.candidate)?,
-                    executor: transceiver(&prefill.worker.candidate),
-                    workers: prefill.workers,
-                    min_iteration: min_iteration(space, study, &prefill.worker.candidate)?,
-                },
-                PoolSpec {
-                    engine_dir: engine(&decode.worker.candidate)?,
-                    executor: transceiver(&decode.worker.candidate),
-                    workers: decode.workers,
-                    min_iteration: min_iteration(space, study, &decode.worker.candidate)?,
-                },
-            ];
-            let d = &decode.worker;
-            let cycle_ms = prefill.worker.ttft_ms + d.transfer_ms + output_len.saturating_sub(1) as f64 * d.step_ms;
-            (pools, cycle_ms / 1e3)
-        }
-        _ => return Err(CoSimError::Plan("a deployment without workers".into())),
-    };
-    // Little's law: the users that keep the estimated rate over one request cycle.
-    let mut users = (deployment.requests_per_s * cycle_s).round().max(1.0) as usize;
-    let mut tries = 0;
-    loop {
+    let mut pools = None;
+    let mut users = deployment.users.max(1);
+    let mut best: Option<(usize, PointResult)> = None;
+    let (mut tries, mut wall_s, mut all_resumed) = (0, 0.0, true);
+    let cycle_s = deployment.users as f64 / deployment.requests_per_s.max(1e-9);
+    while tries < TRIES {
         tries += 1;
-        let plan = CoSimPlan {
-            pools: pools.clone(),
-            users,
-            requests: study.min_prompts.max(STEADY_REQUESTS_PER_USER * users),
-            spread: Duration::from_secs_f64(cycle_s.max(0.0)),
-            latency: ROUTER_LATENCY,
+        let (point, resumed) = match store.load(deployment, users) {
+            Some(run) => {
+                wall_s += run.wall_s;
+                (run.point, true)
+            }
+            None => {
+                if pools.is_none() {
+                    pools = Some(match (&deployment.aggregated, &deployment.prefill, &deployment.decode) {
+                        (Some(agg), _, _) => {
+                            let c = &agg.worker.candidate;
+                            vec![pool(c, c.runtime.apply(ExecutorConfig::default()), agg.workers)?]
+                        }
+                        (None, Some(p), Some(d)) => vec![
+                            pool(&p.worker.candidate, transceiver(&p.worker.candidate), p.workers)?,
+                            pool(&d.worker.candidate, transceiver(&d.worker.candidate), d.workers)?,
+                        ],
+                        _ => return Err(CoSimError::Plan("a deployment without workers".into())),
+                    });
+                }
+                let started = std::time::Instant::now();
+                let plan = CoSimPlan {
+                    pools: pools.clone().unwrap_or_default(),
+                    users,
+                    requests: requests_for(users, study.min_prompts),
+                    spread: Duration::from_secs_f64(cycle_s.max(0.0)),
+                    latency: ROUTER_LATENCY,
+                };
+                let records = run_cosim(&study.workload, users as u64, &plan).await?;
+                let point = steady_point(format!("c{users}"), &records, users, deployment.gpus, study);
+                let took = started.elapsed().as_secs_f64();
+                wall_s += took;
+                store.save(deployment, users, &point, took).map_err(|e| CoSimError::Plan(e.to_string()))?;
+                (point, false)
+            }
         };
-        let records = run_cosim(&study.workload, users as u64, &plan).await?;
-        let point = steady_point(format!("c{users}"), &records, users, deployment.gpus, study);
-        if point.meets_slos() || tries == TRIES || users == 1 {
-            let ratio = point.tokens_per_s_per_gpu / deployment.tokens_per_s_per_gpu.max(1e-12);
-            return Ok(Confirmation {
-                users,
-                point,
-                estimate_tokens_per_s_per_gpu: deployment.tokens_per_s_per_gpu,
-                ratio,
-                tries,
-                wall_s: started.elapsed().as_secs_f64(),
-            });
+        all_resumed &= resumed;
+        let met = point.meets_slos();
+        let next = fewer_users(users, &point, &study.slos);
+        if met || best.is_none() {
+            best = Some((users, point));
         }
-        users = ((users as f64 * BACKOFF).floor() as usize).max(1);
+        if met || users == 1 {
+            break;
+        }
+        users = next;
     }
+    let (users, point) = best.ok_or_else(|| CoSimError::Plan("no run".into()))?;
+    let ratio = point.tokens_per_s_per_gpu / deployment.tokens_per_s_per_gpu.max(1e-12);
+    let confirmation = Confirmation {
+        users,
+        point,
+        estimate_tokens_per_s_per_gpu: deployment.tokens_per_s_per_gpu,
+        ratio,
+        tries,
+        wall_s,
+    };
+    Ok((confirmation, all_resumed))
 }
 
-/// A lower bound on any iteration of `candidate`'s engine that produces a token: one generation
-/// row at the shortest context, with or without CUDA graphs, with a tenth off for rounding.
-fn min_iteration(space: &SearchSpace, study: &Study, candidate: &Candidate) -> Result<Duration, CoSimError> {
-    let perf = space
-        .engine(candidate, &study.shape)
-        .and_then(|e| e.perf_model())
-        .map_err(|e| CoSimError::Plan(e.to_string()))?;
-    let mut work = crate::sim::perf_model::BatchWork::default();
-    work.add_generation(1.0, 1.0);
-    let ms = [perf.clone().with_cuda_graphs(false), perf.with_cuda_graphs(true)]
-        .iter()
-        .map(|m| m.iteration(&work).total_ms)
-        .fold(f64::INFINITY, f64::min);
-    Ok(Duration::from_secs_f64((0.9 * ms).max(0.0) / 1e3))
+/// Measured requests of a confirming run of `users` users: two per user (the steady window, every
+/// user past its first measured request and none past its last, then spans about one request
+/// cycle), more when that leaves fewer than [`WINDOW_REQUESTS`] in the window, and at least
+/// `min_prompts` up to three per user.
+fn requests_for(users: usize, min_prompts: usize) -> usize {
+    (2 * users).max(users + WINDOW_REQUESTS).max(min_prompts.min(3 * users))
 }
 
 /// The figures of a co-simulated closed loop in its steady state: throughput is the output of the

@@ -27,6 +27,9 @@ use crate::bench::{Phase, RequestRecord};
 use crate::sim::HoldKey;
 use crate::{AsyncExecutor, ExecutorConfig, FinalOutput, GenerationRequest, KvHandoff, RequestId, RequestType};
 
+/// Polls of unsettled workers made at once, before the router sleeps between polls.
+const EAGER_POLLS: usize = 2000;
+
 /// One pool of identical workers.
 #[derive(Debug, Clone)]
 pub struct PoolSpec {
@@ -166,6 +169,7 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
     let mut records: Vec<RequestRecord> = Vec::with_capacity(total);
     let mut first_arrival: BTreeMap<u64, Instant> = BTreeMap::new();
     let mut bound = origin;
+    let mut unsettled_polls = 0_usize;
     loop {
         // Finals in: each request's next stage (or its user's next request) becomes pending.
         while let Ok(((w, id), result)) = done_rx.try_recv() {
@@ -246,12 +250,22 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
                 let b = bound.saturating_duration_since(origin).as_secs_f64();
                 tracing::trace!(bound = b, in_flight = in_flight.len(), pending = pending.len(), ?state, "waiting");
             }
-            tokio::select! {
-                got = done_rx.recv() => if let Some(item) = got { done_tx.send(item).ok(); },
-                () = tokio::time::sleep(Duration::from_millis(1)) => {}
+            // A worker runs one iteration in microseconds: poll again at once (giving the CPU to
+            // the executors' threads) for a while before sleeping, whose millisecond granularity
+            // would otherwise bound the whole run to a millisecond per round.
+            unsettled_polls += 1;
+            if unsettled_polls < EAGER_POLLS {
+                std::thread::yield_now();
+                tokio::task::yield_now().await;
+            } else {
+                tokio::select! {
+                    got = done_rx.recv() => if let Some(item) = got { done_tx.send(item).ok(); },
+                    () = tokio::time::sleep(Duration::from_millis(1)) => {}
+                }
             }
             continue;
         }
+        unsettled_polls = 0;
         // Place every arrival up to the bound, in time order.
         while let Some(Reverse((at, key))) = pending.peek().copied() {
             if at > bound {

@@ -1,11 +1,12 @@
-//! The budget plan's chart: aggregated workers' load points and disaggregated deployments as
+//! The budget plan's chart: the deployments' estimates and their confirming runs as
 //! tokens/s/user against tokens/s/GPU, each architecture in its own colour with its Pareto front,
 //! the recommendation marked (SVG).
 
 use plotters::prelude::*;
 use serde::Serialize;
 
-use super::super::search::{FrontPlotError, FrontPoint, pareto_front};
+use super::super::search::{FrontPlotError, FrontPoint, axes, pareto_front};
+use super::confirm::Confirmation;
 use super::deploy::{Architecture, Deployment};
 
 /// One point of the chart.
@@ -15,7 +16,7 @@ pub struct BudgetPoint {
     pub architecture: Architecture,
     /// The configuration or deployment.
     pub label: String,
-    /// The load (`c16` per aggregated worker; `r4.200` requests/s for a deployment).
+    /// The load (`r4.200`: requests/s of an estimate; `c64`: users of a confirming run).
     pub load: String,
     /// Decode speed per user, tokens/s.
     pub tokens_per_s_per_user: f64,
@@ -26,20 +27,19 @@ pub struct BudgetPoint {
 }
 
 impl BudgetPoint {
-    /// An aggregated worker's load point (its tokens/s per GPU are the deployment's when the
-    /// budget is a multiple of its TP).
-    pub fn aggregated(point: &FrontPoint) -> Self {
+    /// A deployment's confirming run on the virtual clock.
+    pub fn confirmed(d: &Deployment, c: &Confirmation) -> Self {
         BudgetPoint {
-            architecture: Architecture::Aggregated,
-            label: point.label.clone(),
-            load: point.load.clone(),
-            tokens_per_s_per_user: point.tokens_per_s_per_user,
-            tokens_per_s_per_gpu: point.tokens_per_s_per_gpu,
-            meets_slos: point.meets_slos,
+            architecture: d.architecture,
+            label: format!("{} (virtual clock)", d.label),
+            load: c.point.load.clone(),
+            tokens_per_s_per_user: c.point.tokens_per_s_per_user,
+            tokens_per_s_per_gpu: c.point.tokens_per_s_per_gpu,
+            meets_slos: c.point.meets_slos(),
         }
     }
 
-    /// A deployment at its matched rate.
+    /// A deployment's estimate at its rate.
     pub fn deployment(d: &Deployment) -> Self {
         BudgetPoint {
             architecture: d.architecture,
@@ -101,20 +101,12 @@ pub fn plot_budget(points: &[BudgetPoint], recommended: Option<&Deployment>) -> 
     {
         let root = SVGBackend::with_string(&mut svg, (900, 600)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("GPU budget: aggregated against disaggregated", ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
-            .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("output tokens/s per user")
-            .y_desc("output tokens/s per GPU of the budget")
-            .label_style(("sans-serif", 14))
-            .draw()
-            .map_err(draw_err)?;
+        let mut chart = axes(
+            &root,
+            "GPU budget: aggregated against disaggregated",
+            "output tokens/s per GPU of the budget",
+            (x_max, y_max),
+        )?;
         let grey = RGBColor(170, 170, 170);
         let green = RGBColor(0, 150, 60);
         let aggregated = of(Architecture::Aggregated);
@@ -126,7 +118,7 @@ pub fn plot_budget(points: &[BudgetPoint], recommended: Option<&Deployment>) -> 
         chart
             .draw_series(aggregated.iter().filter(|p| p.meets_slos).map(|p| Circle::new(xy(p), 4, BLUE.filled())))
             .map_err(draw_err)?
-            .label("aggregated worker (virtual clock)")
+            .label("aggregated workers (estimate or virtual clock)")
             .legend(|(x, y)| Circle::new((x + 10, y), 4, BLUE.filled()));
         chart
             .draw_series(LineSeries::new(front(Architecture::Aggregated), BLUE.stroke_width(1)))
@@ -136,7 +128,7 @@ pub fn plot_budget(points: &[BudgetPoint], recommended: Option<&Deployment>) -> 
         chart
             .draw_series(of(Architecture::Disaggregated).iter().map(|p| TriangleMarker::new(xy(p), 7, green.filled())))
             .map_err(draw_err)?
-            .label("disaggregated deployment (rate-matched)")
+            .label("disaggregated deployment (rate-matched; estimate or virtual clock)")
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, green.filled()));
         chart
             .draw_series(LineSeries::new(front(Architecture::Disaggregated), green.stroke_width(1)))

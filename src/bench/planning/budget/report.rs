@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::super::search::{ResultStore, ResultStoreError, SearchSpace, Study, all_points, bench_command};
+use super::super::search::Candidate;
+use super::super::search::{ResultStore, ResultStoreError, SearchSpace, Study, bench_command, write_summary};
 use super::confirm::Confirmation;
 use super::deploy::{Architecture, Deployment};
 use super::estimate::KvLinkChoice;
@@ -37,8 +38,11 @@ pub struct BudgetReport {
     pub link: KvLinkChoice,
     /// Wall-clock seconds of this run.
     pub wall_s: f64,
-    /// Configurations run or resumed: aggregated workers, prefill workers; decode workers estimated.
+    /// What was estimated: configurations resolved and pruned, each role's workers, deployments;
+    /// and the confirming runs read back from an earlier run.
     pub configurations: serde_json::Value,
+    /// Wall-clock seconds of the estimates (the rest went to the confirming runs).
+    pub estimate_s: f64,
     /// The best deployment.
     pub recommendation: Option<Deployment>,
     /// Its virtual-clock run (all its workers on one timeline), when confirmed: the goodput
@@ -83,27 +87,24 @@ impl BudgetReport {
             Some(d) => deployment_commands(space, study, budget, d, engine_dir),
             None => (Vec::new(), None),
         };
-        let mut points: Vec<BudgetPoint> =
-            all_points(&outcome.aggregated.results).into_iter().map(|p| BudgetPoint::aggregated(&p)).collect();
-        points.extend(
-            outcome
-                .deployments
-                .iter()
-                .filter(|d| d.architecture == Architecture::Disaggregated)
-                .map(BudgetPoint::deployment),
-        );
+        let mut points: Vec<BudgetPoint> = outcome.deployments.iter().map(BudgetPoint::deployment).collect();
+        points.extend(outcome.confirmed.iter().map(|(d, c)| BudgetPoint::confirmed(d, c)));
         BudgetReport {
             study: study.fingerprint(space),
             gpus: budget.gpus,
             link: budget.link,
             wall_s: outcome.wall_s,
             configurations: serde_json::json!({
-                "aggregated": outcome.aggregated.results.len(),
-                "aggregated_pruned": outcome.aggregated.pruned.len(),
-                "prefill": outcome.prefill.as_ref().map(|p| p.results.len()),
-                "prefill_pruned": outcome.prefill.as_ref().map(|p| p.pruned.len()),
+                "resolved": outcome.configurations,
+                "pruned": outcome.pruned.len(),
+                "aggregated_estimated": outcome.aggregated.len(),
+                "prefill_estimated": outcome.prefill.len(),
                 "decode_estimated": outcome.decode.len(),
+                "deployments_estimated": outcome.estimated,
+                "confirming_runs": outcome.confirmed.iter().map(|(_, c)| c.tries).sum::<usize>(),
+                "confirmations_resumed": outcome.resumed,
             }),
+            estimate_s: outcome.estimate_s,
             recommendation,
             recommendation_confirmed,
             best_other,
@@ -158,37 +159,28 @@ fn deployment_commands(
 ) -> (Vec<RoleCommands>, Option<String>) {
     let shape = &study.shape;
     if let Some(agg) = &deployment.aggregated {
+        let c = &agg.worker.candidate;
         let role = RoleCommands {
             role: "aggregated",
             workers: agg.workers,
-            build: space.sim_build_command(&agg.candidate, shape, engine_dir),
-            serve: SearchSpace::serve_command(&agg.candidate, engine_dir),
+            build: space.sim_build_command(c, shape, engine_dir),
+            serve: SearchSpace::serve_command(c, engine_dir),
         };
         // One worker at its load: every worker sees the same under a router that balances them.
-        return (vec![role], Some(bench_command(&agg.candidate, engine_dir, study, &agg.load)));
+        return (vec![role], Some(bench_command(c, engine_dir, study, &format!("c{}", agg.worker.users))));
     }
     let (Some(prefill), Some(decode)) = (&deployment.prefill, &deployment.decode) else { return (Vec::new(), None) };
     let link = format!(" --kv-link {}", budget.link.preset);
     let (prefill_dir, decode_dir) = (format!("{engine_dir}-prefill"), format!("{engine_dir}-decode"));
+    let role = |role: &'static str, workers: usize, candidate: &Candidate, dir: &str, disagg_role: &str| RoleCommands {
+        role,
+        workers,
+        build: space.sim_build_command(candidate, shape, dir),
+        serve: format!("{} --disagg-role {disagg_role}{link}", SearchSpace::serve_command(candidate, dir)),
+    };
     let roles = vec![
-        RoleCommands {
-            role: "prefill",
-            workers: prefill.workers,
-            build: space.sim_build_command(&prefill.worker.candidate, shape, &prefill_dir),
-            serve: format!(
-                "{} --disagg-role context{link}",
-                SearchSpace::serve_command(&prefill.worker.candidate, &prefill_dir)
-            ),
-        },
-        RoleCommands {
-            role: "decode",
-            workers: decode.workers,
-            build: space.sim_build_command(&decode.worker.candidate, shape, &decode_dir),
-            serve: format!(
-                "{} --disagg-role generation{link}",
-                SearchSpace::serve_command(&decode.worker.candidate, &decode_dir)
-            ),
-        },
+        role("prefill", prefill.workers, &prefill.worker.candidate, &prefill_dir, "context"),
+        role("decode", decode.workers, &decode.worker.candidate, &decode_dir, "generation"),
     ];
     let rate = format!("r{:.3}", deployment.requests_per_s);
     let mut bench = bench_command(&prefill.worker.candidate, &prefill_dir, study, &rate);
@@ -207,16 +199,8 @@ fn deployment_commands(
 
 /// Writes `summary.json` and `pareto.svg` of `report` into `store`'s directory; returns their paths.
 pub fn write_budget_report(store: &ResultStore, report: &BudgetReport) -> Result<(PathBuf, PathBuf), ResultStoreError> {
-    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, ResultStoreError> {
-        let path = store.root().join(name);
-        std::fs::write(&path, bytes).map_err(|source| ResultStoreError::Io { path: path.clone(), source })?;
-        Ok(path)
-    };
-    let json = serde_json::to_vec_pretty(report)
-        .map_err(|source| ResultStoreError::Json { path: store.root().join("summary.json"), source })?;
-    let summary = write("summary.json", &json)?;
     let svg = plot_budget(&report.points, report.recommendation.as_ref()).unwrap_or_else(|e| {
         format!("<svg xmlns=\"http://www.w3.org/2000/svg\"><text x=\"10\" y=\"20\">{e}</text></svg>")
     });
-    Ok((summary, write("pareto.svg", svg.as_bytes())?))
+    write_summary(store, report, &svg)
 }

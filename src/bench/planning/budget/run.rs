@@ -1,16 +1,16 @@
-//! Running a budget plan: the aggregated search, the prefill workers' search, the decode workers'
-//! estimates, and the deployments ranked; each search resumable in its own results directory.
+//! Running a budget plan: every candidate's engine resolved once, each role's workers estimated
+//! from the timing model, the deployments ranked, and the best of each architecture confirmed on
+//! the virtual clock (each confirming run stored, so that a re-run resumes).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use super::super::search::{
-    ConfigResult, ResultStore, SchedulerChoice, SearchError, SearchOptions, SearchOutcome, SearchSpace, SloMetric,
-    SloSet, Study, run_search,
-};
-use super::confirm::{Confirmation, confirm};
-use super::deploy::{Deployment, best_deployments};
-use super::estimate::{DecodeWorker, KvLinkChoice, decode_workers};
+use super::super::search::{Candidate, Pruned, SchedulerChoice, SearchSpace, SloMetric, Study};
+use super::aggregated::AggregatedWorker;
+use super::confirm::{ConfirmStore, Confirmation, confirm};
+use super::deploy::{Architecture, Deployment, best_deployments};
+use super::estimate::{DecodeWorker, KvLinkChoice, PrefillWorker, WorkerModel};
 
 /// The budget and the link between the pools.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -28,10 +28,7 @@ pub struct Budget {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BudgetError {
-    /// A search failed.
-    #[error(transparent)]
-    Search(#[from] SearchError),
-    /// An engine could not be described.
+    /// The GPU preset is unknown, or an engine could not be described.
     #[error(transparent)]
     Sim(#[from] crate::sim::SimError),
     /// The results directory could not be used.
@@ -55,17 +52,27 @@ pub enum BudgetError {
 /// What a budget plan did.
 #[derive(Debug, Clone)]
 pub struct BudgetOutcome {
-    /// The aggregated workers' search.
-    pub aggregated: SearchOutcome,
-    /// The prefill workers' search (`None` when the budget cannot be split).
-    pub prefill: Option<SearchOutcome>,
-    /// The decode workers' estimates.
+    /// Each aggregated configuration's worker at its best estimated load (those meeting the SLOs).
+    pub aggregated: Vec<AggregatedWorker>,
+    /// Each prefill configuration's worker (empty when the budget cannot be split).
+    pub prefill: Vec<PrefillWorker>,
+    /// Each decode configuration's worker within the TPOT objective.
     pub decode: Vec<DecodeWorker>,
-    /// Every deployment's best, best first (by estimate).
+    /// Configurations resolved (every role's, each once).
+    pub configurations: usize,
+    /// Configurations that cannot run, with the reason.
+    pub pruned: Vec<Pruned>,
+    /// Deployments estimated.
+    pub estimated: usize,
+    /// The best deployment of each architecture and TP, best estimate first.
     pub deployments: Vec<Deployment>,
     /// The best deployment of each architecture run on the virtual clock, best confirmed goodput
     /// first (empty without [`Budget::confirm`]).
     pub confirmed: Vec<(Deployment, Confirmation)>,
+    /// Of the confirming runs, those read back from the results directory.
+    pub resumed: usize,
+    /// Wall-clock seconds of the estimates (resolving, pricing, ranking).
+    pub estimate_s: f64,
     /// Wall-clock seconds of the whole plan.
     pub wall_s: f64,
 }
@@ -104,24 +111,6 @@ pub fn prefill_space(space: &SearchSpace, gpus: usize) -> SearchSpace {
     }
 }
 
-/// The prefill workers' study: `study`'s prompts with one output token each (a context-only
-/// request ends with its first token), under `study`'s TTFT objectives alone.
-pub fn prefill_study(study: &Study) -> Result<Study, BudgetError> {
-    let ttft: Vec<String> =
-        study.slos.objectives().iter().filter(|o| o.metric == SloMetric::Ttft).map(ToString::to_string).collect();
-    if ttft.is_empty() {
-        return Err(BudgetError::NoTtftObjective);
-    }
-    let slos = SloSet::parse(&ttft.join(",")).map_err(|_| BudgetError::NoTtftObjective)?;
-    let mut prefill = study.clone();
-    prefill.workload.output_len = Some(1);
-    prefill.workload.fallback_output_len = 1;
-    prefill.shape.max_output_len = 1;
-    prefill.workload_id = format!("{} context-only", study.workload_id);
-    prefill.slos = slos;
-    Ok(prefill)
-}
-
 /// The decode workers' space: `space`'s TPs that leave room for a prefill worker, decode-only
 /// runtime settings (chunking and block reuse change nothing without prompts to prefill).
 fn decode_space(space: &SearchSpace, gpus: usize) -> SearchSpace {
@@ -134,66 +123,119 @@ fn decode_space(space: &SearchSpace, gpus: usize) -> SearchSpace {
     }
 }
 
-/// Plans `budget` for `study` over `space`'s knobs: the aggregated search in `root/aggregated`,
-/// the prefill search in `root/prefill` (both resumable), the decode estimates, and the
-/// deployments ranked. `progress` sees each configuration as it finishes (or is resumed), with its
-/// role (`aggregated`, `prefill`).
+/// Each configuration resolved, by key; each role's keys; those that cannot run.
+type Resolved = (BTreeMap<String, WorkerModel>, Vec<Vec<String>>, Vec<Pruned>);
+
+/// Every candidate of `spaces` resolved once (a configuration several roles share is described
+/// once), by key; those that cannot run are returned with the reason.
+fn resolve(spaces: &[&SearchSpace], study: &Study) -> Result<Resolved, BudgetError> {
+    let mut models = BTreeMap::new();
+    let mut keys = Vec::new();
+    let mut pruned = Vec::new();
+    for space in spaces {
+        let (candidates, cannot): (Vec<Candidate>, Vec<Pruned>) = space.candidates(&study.shape)?;
+        pruned.extend(cannot);
+        let mut role = Vec::new();
+        for candidate in candidates {
+            let key = candidate.key();
+            if !models.contains_key(&key) {
+                match WorkerModel::new(space, &candidate, &study.shape) {
+                    Ok(model) => {
+                        models.insert(key.clone(), model);
+                    }
+                    Err(e) => {
+                        pruned.push(Pruned { candidate, reason: e.to_string() });
+                        continue;
+                    }
+                }
+            }
+            role.push(key);
+        }
+        keys.push(role);
+    }
+    Ok((models, keys, pruned))
+}
+
+/// The best deployment of each architecture and TP in `all` (best first, as `all` is).
+fn best_of_each_tp(all: &[Deployment]) -> Vec<Deployment> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for d in all {
+        if !seen.contains(&(d.architecture, d.tp())) {
+            seen.push((d.architecture, d.tp()));
+            out.push(d.clone());
+        }
+    }
+    out
+}
+
+/// Plans `budget` for `study` over `space`'s knobs: every configuration each role can use,
+/// resolved once and estimated from the timing model, the deployments ranked, and the best of
+/// each architecture confirmed on the virtual clock (each run stored under `root/confirmed`, so a
+/// re-run resumes). `progress` sees each confirming run as it finishes (or is resumed).
 pub async fn plan_budget(
     space: &SearchSpace,
     study: &Study,
     root: &Path,
     budget: &Budget,
-    options: SearchOptions,
-    mut progress: impl FnMut(&'static str, &ConfigResult, bool),
+    mut progress: impl FnMut(&Deployment, &Confirmation, bool),
 ) -> Result<BudgetOutcome, BudgetError> {
     let started = Instant::now();
     if budget.gpus == 0 {
         return Err(BudgetError::NoGpus);
     }
-    let prefill_study = prefill_study(study)?;
+    if !study.slos.objectives().iter().any(|o| o.metric == SloMetric::Ttft) {
+        return Err(BudgetError::NoTtftObjective);
+    }
     let aggregated_space =
         SearchSpace { tp: space.tp.iter().copied().filter(|&tp| tp <= budget.gpus).collect(), ..space.clone() };
     if aggregated_space.tp.is_empty() {
         let tps: Vec<String> = space.tp.iter().map(ToString::to_string).collect();
         return Err(BudgetError::NoTensorParallelFits(tps.join(","), budget.gpus));
     }
-    let store = ResultStore::open(root.join("aggregated"))?;
-    let aggregated =
-        run_search(&aggregated_space, study, &store, options, |r, resumed| progress("aggregated", r, resumed)).await?;
-    let split = prefill_space(space, budget.gpus);
-    let (prefill, decode) = if split.tp.is_empty() {
-        (None, Vec::new())
-    } else {
-        let store = ResultStore::open(root.join("prefill"))?;
-        let prefill =
-            run_search(&split, &prefill_study, &store, options, |r, resumed| progress("prefill", r, resumed)).await?;
-        let decode =
-            decode_workers(&decode_space(space, budget.gpus), &study.shape, study.slos.step_limit_ms(), &budget.link)?;
-        (Some(prefill), decode)
-    };
+    let (prefill_space, decode_space) = (prefill_space(space, budget.gpus), decode_space(space, budget.gpus));
+    let split = !prefill_space.tp.is_empty();
+    let spaces: Vec<&SearchSpace> =
+        if split { vec![&aggregated_space, &prefill_space, &decode_space] } else { vec![&aggregated_space] };
+    let (models, keys, pruned) = resolve(&spaces, study)?;
     let output_len = study.workload.output_len.map_or(study.shape.max_output_len, |n| n as usize);
-    let deployments = best_deployments(
-        budget.gpus,
-        output_len,
-        &study.slos,
-        &aggregated.results,
-        prefill.as_ref().map_or(&[][..], |p| &p.results[..]),
-        &decode,
-    );
+    let role = |i: usize| keys.get(i).into_iter().flatten().filter_map(|k| models.get(k));
+    let aggregated: Vec<AggregatedWorker> =
+        role(0).filter_map(|m| AggregatedWorker::estimate(m, &study.shape, output_len, &study.slos)).collect();
+    let prefill: Vec<PrefillWorker> = role(1).filter_map(|m| PrefillWorker::estimate(m, &study.shape)).collect();
+    let step_limit_ms = study.slos.step_limit_ms();
+    let decode: Vec<DecodeWorker> =
+        role(2).filter_map(|m| DecodeWorker::estimate(m, &study.shape, step_limit_ms, &budget.link)).collect();
+    let all = best_deployments(budget.gpus, output_len, &study.slos, &aggregated, &prefill, &decode);
+    let deployments = best_of_each_tp(&all);
+    let estimate_s = started.elapsed().as_secs_f64();
     let mut confirmed = Vec::new();
+    let mut resumed = 0;
     if budget.confirm {
+        let store = ConfirmStore::open(root.join("confirmed"), study, space, budget.gpus, &budget.link)?;
         // The best of each architecture: the estimate's choice and the best of the other.
-        let mut firsts: Vec<&Deployment> = Vec::new();
-        for d in &deployments {
-            if firsts.iter().all(|f| f.architecture != d.architecture) {
-                firsts.push(d);
-            }
-        }
-        for d in firsts {
-            let c = confirm(space, study, root, &budget.link, d).await.map_err(BudgetError::Confirm)?;
+        for architecture in [Architecture::Aggregated, Architecture::Disaggregated] {
+            let Some(d) = deployments.iter().find(|d| d.architecture == architecture) else { continue };
+            let models = |c: &Candidate| models.get(&c.key());
+            let (c, was_resumed) =
+                confirm(&models, study, root, &budget.link, d, &store).await.map_err(BudgetError::Confirm)?;
+            resumed += usize::from(was_resumed);
+            progress(d, &c, was_resumed);
             confirmed.push((d.clone(), c));
         }
         confirmed.sort_by(|a, b| b.1.goodput_tokens_per_s_per_gpu().total_cmp(&a.1.goodput_tokens_per_s_per_gpu()));
     }
-    Ok(BudgetOutcome { aggregated, prefill, decode, deployments, confirmed, wall_s: started.elapsed().as_secs_f64() })
+    Ok(BudgetOutcome {
+        aggregated,
+        prefill,
+        decode,
+        configurations: models.len(),
+        pruned,
+        estimated: all.len(),
+        deployments,
+        confirmed,
+        resumed,
+        estimate_s,
+        wall_s: started.elapsed().as_secs_f64(),
+    })
 }

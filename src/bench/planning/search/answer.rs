@@ -242,20 +242,7 @@ mod tests {
     }
 
     fn point(load: &str, per_gpu: f64, ok: bool) -> PointResult {
-        PointResult {
-            load: load.into(),
-            completed: 10,
-            failed: 0,
-            request_throughput: per_gpu / 100.0,
-            output_throughput: per_gpu,
-            tokens_per_s_per_gpu: per_gpu,
-            tokens_per_s_per_user: 10.0,
-            percentiles: PercentileTable::from([("p95_tpot_ms".into(), if ok { 40.0 } else { 61.2 })]),
-            violations: if ok { vec![] } else { vec!["tpot:p95:50 (61.2 ms)".into()] },
-            simulated_s: 1.0,
-            wall_s: 0.1,
-            lost_statistics: 0,
-        }
+        PointResult::with_goodput(load, per_gpu, ok)
     }
 
     fn result(candidate: Candidate, points: Vec<PointResult>) -> ConfigResult {

@@ -113,8 +113,6 @@ pub fn kth_best(goodputs: &[f64], k: usize) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::bench::search::{EngineKnobs, RuntimeKnobs, SchedulerChoice};
 
@@ -138,20 +136,7 @@ mod tests {
     }
 
     fn space() -> SearchSpace {
-        SearchSpace {
-            model: crate::sim::ModelPreset::by_id("llama-3.1-8b").unwrap().clone(),
-            gpu: "h100-sxm".into(),
-            gpu_overrides: BTreeMap::new(),
-            tp: vec![1, 2],
-            ep: vec![1],
-            try_fp8: false,
-            max_batch_size: vec![16, 256],
-            max_num_tokens: vec![8192],
-            kv_fraction: vec![0.9],
-            block_reuse: vec![true],
-            chunked_context: vec![true],
-            scheduler: vec![SchedulerChoice::GuaranteedNoEvict],
-        }
+        SearchSpace { tp: vec![1, 2], max_batch_size: vec![16, 256], ..SearchSpace::llama_8b("h100-sxm") }
     }
 
     const SHAPE: WorkloadShape =

@@ -136,23 +136,9 @@ fn until_peak(done: &[PointResult], cap: usize, start: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::search::PercentileTable;
 
     fn point(users: usize, per_gpu: f64, ok: bool) -> PointResult {
-        PointResult {
-            load: format!("c{users}"),
-            completed: 10,
-            failed: 0,
-            request_throughput: per_gpu / 100.0,
-            output_throughput: per_gpu,
-            tokens_per_s_per_gpu: per_gpu,
-            tokens_per_s_per_user: 10.0,
-            percentiles: PercentileTable::new(),
-            violations: if ok { vec![] } else { vec!["tpot:p95:50 (60.0 ms)".into()] },
-            simulated_s: 1.0,
-            wall_s: 0.1,
-            lost_statistics: 0,
-        }
+        PointResult::with_goodput(&format!("c{users}"), per_gpu, ok)
     }
 
     /// Runs the sweep against `goodput(users)` (`None`: the point misses an SLO).

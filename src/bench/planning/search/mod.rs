@@ -34,9 +34,11 @@ pub use answer::{
 pub use bound::{Bound, kth_best};
 pub use loads::{LoadStep, Loads};
 pub use pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
+pub(crate) use plot::axes;
 pub use plot::{FrontPlotError, plot_front};
-pub(crate) use report::bench_command;
 pub use report::{RankedConfig, Recommendation, ReportError, SearchReport, build_report, write_report};
+pub(crate) use report::{bench_command, write_summary};
+pub(crate) use result::save_json;
 pub use result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
 pub use run::{SearchError, SearchOptions, SearchOutcome, Study, run_search};
 pub use slo::{PercentileSlo, PercentileTable, SloMetric, SloSet};

@@ -1,6 +1,8 @@
 //! The search's trade-off chart: every load point as tokens/s/user against tokens/s/GPU, the
 //! points within the SLOs highlighted and their Pareto front drawn as a line (SVG).
 
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::pareto::FrontPoint;
@@ -74,20 +76,12 @@ pub fn plot_front(
         let root = SVGBackend::with_string(&mut svg, (1000, 600)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
         let (plot_area, legend_area) = root.split_horizontally(760);
-        let mut chart = ChartBuilder::on(&plot_area)
-            .caption("Configurations: throughput per GPU vs speed per user", ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
-            .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("output tokens/s per user")
-            .y_desc("output tokens/s per GPU")
-            .label_style(("sans-serif", 14))
-            .draw()
-            .map_err(draw_err)?;
+        let mut chart = axes(
+            &plot_area,
+            "Configurations: throughput per GPU vs speed per user",
+            "output tokens/s per GPU",
+            (x_max, y_max),
+        )?;
         chart
             .draw_series(finite.iter().map(|p| {
                 let c = colour(p);
@@ -130,6 +124,31 @@ pub fn plot_front(
         root.present().map_err(draw_err)?;
     }
     Ok(svg)
+}
+
+/// A chart of output tokens/s per user (x, up to `x_max`) against `y_desc` (up to `y_max`) on
+/// `area`, with its caption and mesh drawn: the frame both planning charts share.
+pub(crate) fn axes<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    y_desc: &str,
+    (x_max, y_max): (f64, f64),
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, FrontPlotError> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("output tokens/s per user")
+        .y_desc(y_desc)
+        .label_style(("sans-serif", 14))
+        .draw()
+        .map_err(draw_err)?;
+    Ok(chart)
 }
 
 #[cfg(test)]

@@ -213,6 +213,16 @@ pub fn write_report(
         .as_ref()
         .and_then(|rec| report.pareto_front.iter().chain(&points).find(|p| p.key == rec.key && p.load == rec.load));
     let svg = plot_front(&points, &report.pareto_front, recommended)?;
+    Ok(write_summary(store, report, &svg)?)
+}
+
+/// Writes `report` as `summary.json` and `svg` as `pareto.svg` into `store`'s directory; returns
+/// their paths.
+pub(crate) fn write_summary(
+    store: &ResultStore,
+    report: &impl Serialize,
+    svg: &str,
+) -> Result<(PathBuf, PathBuf), ResultStoreError> {
     let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, ResultStoreError> {
         let path = store.root().join(name);
         std::fs::write(&path, bytes).map_err(|source| ResultStoreError::Io { path: path.clone(), source })?;

@@ -182,12 +182,40 @@ impl ResultStore {
     /// Writes a result atomically (a temporary file renamed), so an interrupted run leaves
     /// either the whole file or none.
     pub fn save(&self, result: &ConfigResult) -> Result<(), ResultStoreError> {
-        let path = self.path_of(&result.key);
-        let json = serde_json::to_vec_pretty(result)
-            .map_err(|source| ResultStoreError::Json { path: path.clone(), source })?;
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, json).map_err(|source| ResultStoreError::Io { path: tmp.clone(), source })?;
-        std::fs::rename(&tmp, &path).map_err(|source| ResultStoreError::Io { path, source })
+        save_json(&self.path_of(&result.key), result)
+    }
+}
+
+/// Writes `value` as JSON to `path` atomically (a temporary file renamed), so an interrupted run
+/// leaves either the whole file or none.
+pub(crate) fn save_json(path: &Path, value: &impl Serialize) -> Result<(), ResultStoreError> {
+    let json = serde_json::to_vec_pretty(value)
+        .map_err(|source| ResultStoreError::Json { path: path.to_path_buf(), source })?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, json).map_err(|source| ResultStoreError::Io { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, path).map_err(|source| ResultStoreError::Io { path: path.to_path_buf(), source })
+}
+
+#[cfg(test)]
+impl PointResult {
+    /// A point of ten requests at `load` with `per_gpu` output tokens/s per GPU (and per second:
+    /// one GPU) that meets `tpot:p95:50` (p95 TPOT 40 ms) or misses it (61.2 ms).
+    pub(crate) fn with_goodput(load: &str, per_gpu: f64, ok: bool) -> PointResult {
+        let tpot = if ok { 40.0 } else { 61.2 };
+        PointResult {
+            load: load.into(),
+            completed: 10,
+            failed: 0,
+            request_throughput: per_gpu / 100.0,
+            output_throughput: per_gpu,
+            tokens_per_s_per_gpu: per_gpu,
+            tokens_per_s_per_user: 10.0,
+            percentiles: PercentileTable::from([("p95_tpot_ms".into(), tpot)]),
+            violations: if ok { vec![] } else { vec![format!("tpot:p95:50 ({tpot:.1} ms)")] },
+            simulated_s: 1.0,
+            wall_s: 0.1,
+            lost_statistics: 0,
+        }
     }
 }
 

@@ -468,23 +468,41 @@ pub(crate) fn shell_word(text: &str) -> String {
 }
 
 #[cfg(test)]
+impl SearchSpace {
+    /// Llama-3.1-8B on `gpu` with one value of each knob (TP 1, BF16, max_batch_size 256,
+    /// max_num_tokens 8192, chunked context, block reuse, GUARANTEED_NO_EVICT): the space tests
+    /// start from and widen.
+    pub(crate) fn llama_8b(gpu: &str) -> SearchSpace {
+        SearchSpace {
+            model: ModelPreset::by_id("llama-3.1-8b").unwrap().clone(),
+            gpu: gpu.into(),
+            gpu_overrides: BTreeMap::new(),
+            tp: vec![1],
+            ep: vec![1],
+            try_fp8: false,
+            max_batch_size: vec![256],
+            max_num_tokens: vec![8192],
+            kv_fraction: vec![0.9],
+            block_reuse: vec![true],
+            chunked_context: vec![true],
+            scheduler: vec![SchedulerChoice::GuaranteedNoEvict],
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     fn space(gpu: &str) -> SearchSpace {
         SearchSpace {
-            model: ModelPreset::by_id("llama-3.1-8b").unwrap().clone(),
-            gpu: gpu.into(),
-            gpu_overrides: BTreeMap::new(),
             tp: vec![1, 2],
-            ep: vec![1],
             try_fp8: true,
             max_batch_size: vec![16, 64, 64],
             max_num_tokens: vec![256, 8192],
-            kv_fraction: vec![0.9],
             block_reuse: vec![true, false],
             chunked_context: vec![true, false],
-            scheduler: vec![SchedulerChoice::GuaranteedNoEvict],
+            ..SearchSpace::llama_8b(gpu)
         }
     }
 
