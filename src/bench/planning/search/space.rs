@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::description::check_head_split;
+use crate::engine::description::{check_expert_split, check_head_split};
 use crate::sim::{ClockMode, GpuPreset, KvCacheDtype, ModelPreset, SimulatedEngine, WeightDtype};
 use crate::{ExecutorConfig, SchedulerPolicy};
 
@@ -364,7 +364,7 @@ pub fn default_tensor_parallel(model: &ModelPreset) -> Vec<usize> {
 /// ```
 pub fn default_expert_parallel(model: &ModelPreset) -> Vec<usize> {
     match model.shape.moe {
-        Some(moe) => [1, 2, 4, 8].into_iter().filter(|&ep| moe.num_experts.is_multiple_of(ep)).collect(),
+        Some(moe) => [1, 2, 4, 8].into_iter().filter(|&ep| check_expert_split(moe.num_experts, ep).is_ok()).collect(),
         None => vec![1],
     }
 }
@@ -374,7 +374,8 @@ pub fn expert_parallel_refusal(model: &ModelPreset, ep: usize) -> Option<String>
     match model.shape.moe {
         _ if ep == 0 => Some("ep must be at least 1".into()),
         None if ep > 1 => Some(format!("{} is a dense model: expert parallelism {ep} needs experts", model.id)),
-        Some(moe) if !moe.num_experts.is_multiple_of(ep) => {
+        // The engine's rule, in the planner's words.
+        Some(moe) if check_expert_split(moe.num_experts, ep).is_err() => {
             Some(format!("expert parallelism {ep} does not divide the {} experts", moe.num_experts))
         }
         _ => None,
