@@ -19,6 +19,7 @@
 mod answer;
 mod bound;
 mod loads;
+mod parallelism;
 mod pareto;
 mod plot;
 mod report;
@@ -33,6 +34,7 @@ pub use answer::{
 };
 pub use bound::{Bound, kth_best};
 pub use loads::{LoadStep, Loads};
+pub use parallelism::{default_expert_parallel, default_tensor_parallel, expert_parallel_refusal};
 pub use pareto::{FrontPoint, all_points, pareto_front, rank, recommend};
 pub(crate) use plot::axes;
 pub use plot::{FrontPlotError, plot_front};
@@ -43,7 +45,4 @@ pub use result::{ConfigResult, PointResult, ResultStore, ResultStoreError};
 pub use run::{SearchError, SearchOptions, SearchOutcome, Study, run_search};
 pub use slo::{PercentileSlo, PercentileTable, SloMetric, SloSet};
 pub(crate) use space::shell_word;
-pub use space::{
-    Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape, default_expert_parallel,
-    default_tensor_parallel, expert_parallel_refusal,
-};
+pub use space::{Candidate, EngineKnobs, Pruned, RuntimeKnobs, SchedulerChoice, SearchSpace, WorkloadShape};
