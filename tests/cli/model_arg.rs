@@ -37,36 +37,18 @@ fn plan_takes_a_config_json_and_prints_a_build_command_that_takes_it_too() {
     assert!(stdout.contains(&build_line), "{stdout}");
 
     // The printed command's model argument builds an engine named after the model's directory.
-    let engine = root.path().join("engine");
-    let built = trtllm(&[
-        "sim",
-        "build",
-        "--gpu",
-        "rtx-a6000",
-        "--model",
-        config.to_str().unwrap(),
-        "--output",
-        engine.to_str().unwrap(),
-    ]);
-    assert!(built.status.success(), "{}", stderr(&built));
-    let written = read_json(&engine.join("config.json"));
-    assert_eq!(written["pretrained_config"]["model_name"], "my-tiny-llama");
+    let built_name = |model: &Path, engine: &Path| {
+        let (model_arg, engine_arg) = (model.to_str().unwrap(), engine.to_str().unwrap());
+        let built = trtllm(&["sim", "build", "--gpu", "rtx-a6000", "--model", model_arg, "--output", engine_arg]);
+        assert!(built.status.success(), "{}", stderr(&built));
+        read_json(&engine.join("config.json"))["pretrained_config"]["model_name"].clone()
+    };
+    assert_eq!(built_name(&config, &root.path().join("engine")), "my-tiny-llama");
     // A model directory is the same model, and a config that names itself keeps its name.
     let named = write_model(root.path(), "renamed", |c| c["_name_or_path"] = "org/tiny".into());
     for (model, name) in [(config.parent().unwrap().to_path_buf(), "my-tiny-llama"), (named, "org/tiny")] {
         let engine = root.path().join(format!("engine-{}", name.replace('/', "-")));
-        let built = trtllm(&[
-            "sim",
-            "build",
-            "--gpu",
-            "rtx-a6000",
-            "--model",
-            model.to_str().unwrap(),
-            "--output",
-            engine.to_str().unwrap(),
-        ]);
-        assert!(built.status.success(), "{}", stderr(&built));
-        assert_eq!(read_json(&engine.join("config.json"))["pretrained_config"]["model_name"], name);
+        assert_eq!(built_name(&model, &engine), name);
     }
 }
 
