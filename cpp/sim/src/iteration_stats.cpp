@@ -3,6 +3,7 @@
 #include "executor_impl.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace tensorrt_llm::executor
@@ -15,20 +16,21 @@ void Executor::Impl::recordStats(sim::BatchPlan const& plan, IterationCounters c
     SizeType32 numQueued = 0;
     {
         // Only requests that have arrived by now are queued: a scheduled arrival still in the future is not, and
-        // counting it would make the figure depend on when the client thread happened to enqueue it.
+        // counting it would make the figure depend on when the client thread happened to enqueue it. With scheduled
+        // arrivals the queue is in arrival order (admission relies on it too), so the arrived ones are its head;
+        // otherwise every request in it has arrived.
         auto const now = mClock.now();
         std::lock_guard<std::mutex> lock(mQueueMutex);
-        for (auto const& queued : mQueue)
+        auto const arrivedEnd = mScheduledMode.load()
+            ? std::find_if(mQueue.begin(), mQueue.end(), [&](QueuedRequest const& q) { return q.enqueueTime > now; })
+            : mQueue.end();
+        numQueued = static_cast<SizeType32>(std::distance(mQueue.begin(), arrivedEnd));
+        if (mRequestStats.enabled())
         {
-            if (queued.enqueueTime > now)
-            {
-                continue;
-            }
-            ++numQueued;
-            if (mRequestStats.enabled())
+            for (auto it = mQueue.begin(); it != arrivedEnd; ++it)
             {
                 RequestStats stats{};
-                stats.id = queued.id;
+                stats.id = it->id;
                 stats.stage = RequestStage::kQUEUED;
                 queuedStats.push_back(stats);
             }
