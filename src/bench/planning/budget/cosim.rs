@@ -10,7 +10,9 @@
 //! worker's clock plus the router's latency (a request a worker finishes at its clock's time or
 //! later reaches the next worker that much later). Every request carries a follow-up lease of no
 //! delay, so a worker stops at each request's end until the router has taken the final; a worker
-//! whose clock reached the bound, or that has nothing left before it, is settled. Once every worker
+//! whose clock reached the bound, or none of whose requests can end before it (a request needs its
+//! tokens' iterations, and a decode worker's waits for its KV transfer first: holding on to its
+//! clock could wait for ever), is settled. Once every worker
 //! is settled, the arrivals up to the bound are placed (each on the worker with the fewest requests
 //! outstanding at that moment) and the bound moves on. Each round lets every busy worker run at
 //! least one iteration.
@@ -178,8 +180,8 @@ struct Worker {
     executor: AsyncExecutor,
     pool: usize,
     hold: Option<HoldKey>,
-    /// Each request placed on it and not yet ended, by id: its arrival and the earliest it can end.
-    outstanding: BTreeMap<u64, (Instant, Instant)>,
+    /// Each request placed on it and not yet ended, by id: the earliest it can end.
+    outstanding: BTreeMap<u64, Instant>,
 }
 
 impl Worker {
@@ -314,10 +316,10 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
             }
             worker.sim()?.release_follow_up(RequestId::new(id))?;
         }
-        // Settled: every worker has reached the bound or has nothing to run before it.
+        // Settled: every worker has reached the bound or has nothing that can end before it.
         let mut settled = true;
         for w in &workers {
-            if w.outstanding.values().any(|&(a, _)| a < bound) && w.now()? < bound {
+            if w.outstanding.values().any(|&earliest| earliest < bound) && w.now()? < bound {
                 settled = false;
                 break;
             }
@@ -401,7 +403,7 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
                 (true, _) => output_len.saturating_sub(1).max(1),
             };
             let earliest = p.at + plan.pools[pool].min_iteration.mul_f64(tokens as f64);
-            workers[target].outstanding.insert(id, (p.at, earliest));
+            workers[target].outstanding.insert(id, earliest);
             in_flight.insert(
                 (target, id),
                 InFlight {
@@ -426,7 +428,7 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
         // left allow) plus the latency.
         let mut next = pending.peek().map(|Reverse((at, _))| *at);
         for w in &workers {
-            if let Some(earliest) = w.outstanding.values().map(|&(_, e)| e).min() {
+            if let Some(earliest) = w.outstanding.values().min().copied() {
                 let t = w.now()?.max(earliest).max(bound) + plan.latency;
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
