@@ -120,7 +120,13 @@ struct Window {
 
 impl Window {
     fn new(users: usize, requests: usize) -> Self {
-        Window { requests: requests.max(1), users_waiting: users, start: None, before: Vec::new(), ends: BinaryHeap::new() }
+        Window {
+            requests: requests.max(1),
+            users_waiting: users,
+            start: None,
+            before: Vec::new(),
+            ends: BinaryHeap::new(),
+        }
     }
 
     /// A user's first measured request was sent at `at` (sends come in time order).
