@@ -149,6 +149,15 @@ pub struct Args {
     /// the virtual clock.
     #[arg(long, requires = "gpus")]
     estimate_only: bool,
+    /// With --gpus: wall-clock seconds one confirming run may take before the plan stops with an
+    /// error naming the deployment.
+    #[arg(long, requires = "gpus", default_value = "600", value_parser = parse_seconds)]
+    confirm_limit: std::time::Duration,
+}
+
+fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let seconds: f64 = text.parse().map_err(|e| format!("expected seconds, got {text:?}: {e}"))?;
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|e| format!("expected seconds, got {text:?}: {e}"))
 }
 
 /// `--scheduler-policy` values.

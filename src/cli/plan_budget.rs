@@ -18,7 +18,7 @@ pub(super) async fn run(args: &Args, space: &SearchSpace, study: &Study, gpus: u
         Some(preset) => KvLinkChoice::new(preset),
         None => KvLinkChoice::default_for(GpuPreset::by_id(&args.gpu)?),
     };
-    let budget = Budget { gpus, link, confirm: !args.estimate_only };
+    let budget = Budget { gpus, link, confirm: !args.estimate_only, confirm_limit: args.confirm_limit };
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {

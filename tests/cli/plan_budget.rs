@@ -126,3 +126,74 @@ fn the_printed_goodput_is_the_confirming_runs() {
     assert!(other.status.success(), "{}", text(&other.stderr));
     assert_eq!(json(&dir.path().join("summary.json"))["configurations"]["confirmations_resumed"], 0);
 }
+
+#[test]
+fn the_estimate_stays_within_ten_percent_of_the_confirming_runs() {
+    // Short prompts with a loose TPOT (both architectures, about a hundred users each), and long
+    // prompts with a tight one (the aggregated workers): each estimated, then run on the virtual
+    // clock at the estimate's users.
+    let checked: [(&str, &str, &[&str]); 2] = [
+        ("256", "ttft:p95:1000,tpot:p95:100", &["aggregated", "disaggregated"]),
+        ("4000", "ttft:p95:1000,tpot:p95:12", &["aggregated"]),
+    ];
+    for (input_len, slo, architectures) in checked {
+        let dir = tempfile::tempdir().unwrap();
+        let out = plan_budget(dir.path(), "2", input_len, "64", slo);
+        assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+        let summary = json(&dir.path().join("summary.json"));
+        for key in ["recommendation", "best_other"] {
+            let architecture = summary[key]["architecture"].as_str().unwrap().to_string();
+            if !architectures.contains(&architecture.as_str()) {
+                continue;
+            }
+            let c = &summary[format!("{key}_confirmed")];
+            let (measured, estimated) = (
+                c["point"]["tokens_per_s_per_gpu"].as_f64().unwrap(),
+                c["estimate_tokens_per_s_per_gpu"].as_f64().unwrap(),
+            );
+            let what = format!("{input_len}-token prompts, {architecture}");
+            assert!(c["tries"] == 1, "{what}: the estimate's users missed an SLO: {c:#}");
+            let ratio = estimated / measured;
+            assert!((0.9..=1.1).contains(&ratio), "{what}: estimate / run {ratio:.3}: {c:#}");
+        }
+    }
+}
+
+#[test]
+fn a_confirming_run_past_its_time_limit_stops_with_an_error_naming_the_deployment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = trtllm(&[
+        "plan",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "2",
+        "--slo",
+        "ttft:p95:1000,tpot:p95:100",
+        "--input-len",
+        "256",
+        "--output-len",
+        "64",
+        "--tp",
+        "1",
+        "--no-fp8",
+        "--max-batch-size",
+        "64",
+        "--max-num-tokens",
+        "8192",
+        "--scheduler-policy",
+        "guaranteed-no-evict",
+        "--confirm-limit",
+        "0",
+        "--quiet",
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("confirming 2 × tp1 bf16") || stderr.contains("confirming 1p(tp1"), "{stderr}");
+    assert!(stderr.contains("wall-clock limit of 0.0 s") && stderr.contains("raise --confirm-limit"), "{stderr}");
+    assert!(stderr.contains("--estimate-only"), "{stderr}");
+}

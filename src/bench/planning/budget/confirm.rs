@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::super::search::{Candidate, PointResult, ResultStoreError, SearchSpace, SloSet, Study, save_json};
-use super::cosim::{CoSimError, CoSimPlan, PoolSpec, run_cosim};
+use super::cosim::{CoSimError, CoSimPlan, CoSimRun, PoolSpec, run_cosim};
 use super::deploy::Deployment;
 use super::estimate::{KvLinkChoice, ROUTER_LATENCY, WorkerModel};
 use crate::{CacheTransceiverConfig, ExecutorConfig};
@@ -19,6 +19,9 @@ const TRIES: usize = 3;
 
 /// Measured requests in the steady window at least: its percentiles rest on this many.
 const WINDOW_REQUESTS: usize = 96;
+
+/// How a stored run was measured (a run measured otherwise is run again).
+const MEASURED: &str = "steady window: from every user's first measured request, one request per user";
 
 /// A deployment's virtual-clock run beside its estimate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,6 +80,7 @@ impl ConfirmStore {
         let mut fingerprint = study.fingerprint(space);
         fingerprint["gpus"] = serde_json::json!(gpus);
         fingerprint["kv_link"] = serde_json::json!(link.preset);
+        fingerprint["measured"] = serde_json::json!(MEASURED);
         Ok(ConfirmStore { root, fingerprint })
     }
 
@@ -134,8 +138,8 @@ fn fewer_users(users: usize, point: &PointResult, slos: &SloSet) -> usize {
 
 /// Runs `deployment` on the virtual clock: its engines (from `models`, each resolved once for the
 /// plan) written under `root`, the estimate's users, fewer when that misses an SLO; each run read
-/// from `store` when it is there, saved to it when it is not. Also says whether every run it
-/// needed was read back.
+/// from `store` when it is there, saved to it when it is not; each run stops with
+/// [`CoSimError::TimeLimit`] past `wall_limit`. Also says whether every run it needed was read back.
 pub async fn confirm<'m>(
     models: &impl Fn(&Candidate) -> Option<&'m WorkerModel>,
     study: &Study,
@@ -143,6 +147,7 @@ pub async fn confirm<'m>(
     link: &KvLinkChoice,
     deployment: &Deployment,
     store: &ConfirmStore,
+    wall_limit: Duration,
 ) -> Result<(Confirmation, bool), CoSimError> {
     let model = |c: &Candidate| models(c).ok_or_else(|| CoSimError::Plan(format!("{} was not resolved", c.label())));
     let mut dirs = Vec::new();
@@ -193,12 +198,13 @@ pub async fn confirm<'m>(
                 let plan = CoSimPlan {
                     pools: pools.clone().unwrap_or_default(),
                     users,
-                    requests: requests_for(users, study.min_prompts),
+                    window_requests: window_requests(users, study.min_prompts),
                     spread: Duration::from_secs_f64(cycle_s.max(0.0)),
                     latency: ROUTER_LATENCY,
+                    wall_limit,
                 };
-                let records = run_cosim(&study.workload, users as u64, &plan).await?;
-                let point = steady_point(format!("c{users}"), &records, users, deployment.gpus, study);
+                let run = run_cosim(&study.workload, users as u64, &plan).await?;
+                let point = steady_point(format!("c{users}"), &run, deployment.gpus, study);
                 let took = started.elapsed().as_secs_f64();
                 wall_s += took;
                 store.save(deployment, users, &point, took).map_err(|e| CoSimError::Plan(e.to_string()))?;
@@ -229,48 +235,30 @@ pub async fn confirm<'m>(
     Ok((confirmation, all_resumed))
 }
 
-/// Measured requests of a confirming run of `users` users: two per user (the steady window, every
-/// user past its first measured request and none past its last, then spans about one request
-/// cycle), more when that leaves fewer than [`WINDOW_REQUESTS`] in the window, and at least
-/// `min_prompts` up to three per user.
-fn requests_for(users: usize, min_prompts: usize) -> usize {
-    (2 * users).max(users + WINDOW_REQUESTS).max(min_prompts.min(3 * users))
+/// Requests that end in a confirming run's measured window: one per user (the window then spans
+/// about one request cycle, every user busy throughout), at least [`WINDOW_REQUESTS`] and at least
+/// `min_prompts` up to two per user.
+fn window_requests(users: usize, min_prompts: usize) -> usize {
+    users.max(WINDOW_REQUESTS).max(min_prompts.min(2 * users))
 }
 
 /// The figures of a co-simulated closed loop in its steady state: throughput is the output of the
-/// requests that end while every user is busy (after the last user's first measured request was
-/// sent, before the first user's last request ended) over that window; latencies and SLOs are
-/// those requests'. Request `i` belongs to user `i % users`.
-fn steady_point(
-    load: String,
-    records: &[crate::bench::RequestRecord],
-    users: usize,
-    gpus: usize,
-    study: &Study,
-) -> PointResult {
-    let measured: Vec<&crate::bench::RequestRecord> = records.iter().filter(|r| r.is_measured()).collect();
-    let mut first_send = vec![f64::NEG_INFINITY; users];
-    let mut last_end = vec![f64::INFINITY; users];
-    for r in &measured {
-        let u = r.index as usize % users.max(1);
-        if first_send[u] == f64::NEG_INFINITY || r.send_s < first_send[u] {
-            first_send[u] = r.send_s;
-        }
-        let end = r.end_s.unwrap_or(r.send_s);
-        if last_end[u] == f64::INFINITY || end > last_end[u] {
-            last_end[u] = end;
-        }
-    }
-    let start = first_send.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let stop = last_end.iter().copied().fold(f64::INFINITY, f64::min);
-    if stop.partial_cmp(&start) != Some(std::cmp::Ordering::Greater) {
-        return PointResult::from_records(load, records, gpus, &study.slos);
-    }
-    let inside: Vec<crate::bench::RequestRecord> =
-        measured.iter().filter(|r| r.end_s.is_some_and(|e| e >= start && e <= stop)).map(|r| (*r).clone()).collect();
+/// requests that end in the run's measured window (every user busy throughout) over the window;
+/// latencies and SLOs are those requests'.
+fn steady_point(load: String, run: &CoSimRun, gpus: usize, study: &Study) -> PointResult {
+    let (start, stop) = run.window;
+    let inside: Vec<crate::bench::RequestRecord> = run
+        .records
+        .iter()
+        .filter(|r| r.is_measured() && r.end_s.is_some_and(|e| e > start && e <= stop))
+        .cloned()
+        .collect();
     let mut point = PointResult::from_records(load, &inside, gpus, &study.slos);
-    let ok: Vec<&crate::bench::RequestRecord> = inside.iter().filter(|r| r.is_success()).collect();
     let window = stop - start;
+    if window <= 0.0 {
+        return point;
+    }
+    let ok: Vec<&crate::bench::RequestRecord> = inside.iter().filter(|r| r.is_success()).collect();
     point.request_throughput = ok.len() as f64 / window;
     point.output_throughput = ok.iter().map(|r| r.output_tokens).sum::<u64>() as f64 / window;
     point.tokens_per_s_per_gpu = point.output_throughput / gpus.max(1) as f64;

@@ -10,10 +10,17 @@
 //! worker's clock plus the router's latency (a request a worker finishes at its clock's time or
 //! later reaches the next worker that much later). Every request carries a follow-up lease of no
 //! delay, so a worker stops at each request's end until the router has taken the final; a worker
-//! whose clock reached the bound, or that has nothing left before it, is settled. Once every worker
+//! whose clock reached the bound, or none of whose requests can end before it (a request needs its
+//! tokens' iterations, and a decode worker's waits for its KV transfer first: holding on to its
+//! clock could wait for ever), is settled. Once every worker
 //! is settled, the arrivals up to the bound are placed (each on the worker with the fewest requests
 //! outstanding at that moment) and the bound moves on. Each round lets every busy worker run at
 //! least one iteration.
+//!
+//! The users keep sending until the measured window closes: it opens when the last user sends its
+//! first measured request (every user past its warmup) and closes once a set number of requests has
+//! ended after that, so every user is busy for the whole window however the ramp went; the run
+//! stops there, the requests still running cancelled.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -51,13 +58,26 @@ pub struct CoSimPlan {
     pub pools: Vec<PoolSpec>,
     /// Closed-loop users.
     pub users: usize,
-    /// Measured requests (after one warmup request per user).
-    pub requests: usize,
+    /// Requests that end in the measured window: it opens when every user has sent its first
+    /// measured request (after one warmup request each) and closes when this many have ended.
+    pub window_requests: usize,
     /// Simulated time over which the users' first requests are spread.
     pub spread: Duration,
     /// Time from a request's end on one worker to its arrival at the next (or, after the last
     /// pool, to the user's next request).
     pub latency: Duration,
+    /// Wall-clock time the run may take; past it the run stops with [`CoSimError::TimeLimit`].
+    pub wall_limit: Duration,
+}
+
+/// A co-simulation's requests and its measured window.
+#[derive(Debug, Clone)]
+pub struct CoSimRun {
+    /// Every request that ended (warmup included), in seconds since the first arrival, by index.
+    pub records: Vec<RequestRecord>,
+    /// The measured window, seconds since the first arrival: from the moment every user had sent
+    /// its first measured request to the end of the last request of [`CoSimPlan::window_requests`].
+    pub window: (f64, f64),
 }
 
 /// Errors of a co-simulation.
@@ -70,6 +90,75 @@ pub enum CoSimError {
     /// The plan cannot run.
     #[error("{0}")]
     Plan(String),
+    /// The run took longer than [`CoSimPlan::wall_limit`].
+    #[error(
+        "the virtual-clock run of {users} users passed its wall-clock limit of {limit_s:.1} s \
+         ({ended} requests ended, {simulated_s:.1} s simulated)"
+    )]
+    TimeLimit {
+        /// The run's users.
+        users: usize,
+        /// The limit, s.
+        limit_s: f64,
+        /// Requests that had ended.
+        ended: usize,
+        /// Simulated time reached, s.
+        simulated_s: f64,
+    },
+}
+
+/// The measured window as the run finds it: its opening once every user has sent a measured
+/// request, the ends after it (the earliest `requests`), and those seen before it opened.
+struct Window {
+    requests: usize,
+    users_waiting: usize,
+    start: Option<Instant>,
+    before: Vec<Instant>,
+    /// The earliest `requests` ends after the start (a max-heap: the latest of them on top).
+    ends: BinaryHeap<Instant>,
+}
+
+impl Window {
+    fn new(users: usize, requests: usize) -> Self {
+        Window {
+            requests: requests.max(1),
+            users_waiting: users,
+            start: None,
+            before: Vec::new(),
+            ends: BinaryHeap::new(),
+        }
+    }
+
+    /// A user's first measured request was sent at `at` (sends come in time order).
+    fn first_measured_sent(&mut self, at: Instant) {
+        self.users_waiting = self.users_waiting.saturating_sub(1);
+        if self.users_waiting == 0 && self.start.is_none() {
+            self.start = Some(at);
+            for end in std::mem::take(&mut self.before) {
+                self.ended(end);
+            }
+        }
+    }
+
+    /// A request ended at `end`.
+    fn ended(&mut self, end: Instant) {
+        match self.start {
+            None => self.before.push(end),
+            Some(start) if end > start => {
+                self.ends.push(end);
+                if self.ends.len() > self.requests {
+                    self.ends.pop();
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// The window's end, once that many requests have ended in it (a later end seen sooner may
+    /// still be displaced by an earlier one until every worker has passed it).
+    fn stop(&self) -> Option<Instant> {
+        if self.ends.len() == self.requests { self.ends.peek().copied() } else { None }
+    }
 }
 
 /// A request between its stages.
@@ -97,8 +186,8 @@ struct Worker {
     executor: AsyncExecutor,
     pool: usize,
     hold: Option<HoldKey>,
-    /// Each request placed on it and not yet ended, by id: its arrival and the earliest it can end.
-    outstanding: BTreeMap<u64, (Instant, Instant)>,
+    /// Each request placed on it and not yet ended, by id: the earliest it can end.
+    outstanding: BTreeMap<u64, Instant>,
 }
 
 impl Worker {
@@ -120,9 +209,11 @@ impl Worker {
     }
 }
 
-/// Runs `plan` on `workload` (point `point`'s requests); returns every request's record in simulated
-/// time (seconds since the first arrival), warmup included.
-pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Result<Vec<RequestRecord>, CoSimError> {
+/// Runs `plan` on `workload` (point `point`'s requests) until its measured window closes; returns
+/// every ended request's record in simulated time (seconds since the first arrival), warmup
+/// included, and the window.
+pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Result<CoSimRun, CoSimError> {
+    let started = std::time::Instant::now();
     if plan.pools.is_empty() || plan.pools.len() > 2 || plan.pools.iter().any(|p| p.workers == 0) || plan.users == 0 {
         return Err(CoSimError::Plan("a co-simulation needs one or two pools of workers and at least one user".into()));
     }
@@ -145,13 +236,13 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
     for w in &mut workers {
         w.hold_at(origin)?;
     }
-    // The requests, dealt to users in turn: user u sends u, u + users, ...; the first of each is warmup.
-    let total = plan.users + plan.requests.max(plan.users);
+    // The requests, dealt to users in turn: user u sends u, u + users, ...; the first of each is
+    // warmup. Drawn as they are sent, in index order, so a run draws the same requests however long.
     let mut warm = workload.sampler(point, WorkloadPhase::Warmup);
     let mut measure = workload.sampler(point, WorkloadPhase::Measure);
-    let specs: Vec<RequestSpec> =
-        (0..total).map(|i| if i < plan.users { warm.next_request() } else { measure.next_request() }).collect();
+    let mut specs: Vec<RequestSpec> = Vec::new();
     let mut next_of_user: Vec<usize> = (0..plan.users).map(|u| u + plan.users).collect();
+    let mut window = Window::new(plan.users, plan.window_requests);
     let mut pending: BinaryHeap<Reverse<(Instant, u64)>> = BinaryHeap::new();
     let mut waiting: BTreeMap<u64, Pending> = BTreeMap::new();
     for u in 0..plan.users {
@@ -166,7 +257,7 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<((usize, u64), crate::Result<FinalOutput>)>();
     // By worker and request id (each executor numbers its own requests).
     let mut in_flight: BTreeMap<(usize, u64), InFlight> = BTreeMap::new();
-    let mut records: Vec<RequestRecord> = Vec::with_capacity(total);
+    let mut records: Vec<RequestRecord> = Vec::new();
     let mut first_arrival: BTreeMap<u64, Instant> = BTreeMap::new();
     let mut bound = origin;
     let mut unsettled_polls = 0_usize;
@@ -210,8 +301,9 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
                 Err(e) => records.push(failed(&f, first_arrival[&f.index], origin, end, &e.to_string())),
             }
             if last_stage || records.last().is_some_and(|r| r.index == f.index) {
+                window.ended(end);
                 // The user's next request.
-                if let Some(&next) = next_of_user.get(f.user).filter(|&&n| n < total) {
+                if let Some(&next) = next_of_user.get(f.user) {
                     next_of_user[f.user] += plan.users;
                     let key = next as u64 * 4;
                     pending.push(Reverse((end + plan.latency, key)));
@@ -230,10 +322,10 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
             }
             worker.sim()?.release_follow_up(RequestId::new(id))?;
         }
-        // Settled: every worker has reached the bound or has nothing to run before it.
+        // Settled: every worker has reached the bound or has nothing that can end before it.
         let mut settled = true;
         for w in &workers {
-            if w.outstanding.values().any(|&(a, _)| a < bound) && w.now()? < bound {
+            if w.outstanding.values().any(|&earliest| earliest < bound) && w.now()? < bound {
                 settled = false;
                 break;
             }
@@ -266,6 +358,19 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
             continue;
         }
         unsettled_polls = 0;
+        // Every end before the bound is in: past the window's end, the run is done.
+        if window.stop().is_some_and(|stop| bound > stop) {
+            break;
+        }
+        if started.elapsed() > plan.wall_limit {
+            shut_down(&mut workers).await?;
+            return Err(CoSimError::TimeLimit {
+                users: plan.users,
+                limit_s: plan.wall_limit.as_secs_f64(),
+                ended: records.len(),
+                simulated_s: bound.saturating_duration_since(origin).as_secs_f64(),
+            });
+        }
         // Place every arrival up to the bound, in time order.
         while let Some(Reverse((at, key))) = pending.peek().copied() {
             if at > bound {
@@ -278,7 +383,14 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
                 .filter(|&i| workers[i].pool == pool)
                 .min_by_key(|&i| (workers[i].outstanding.len(), i))
                 .expect("a pool has workers");
+            while specs.len() <= p.index as usize {
+                let spec = if specs.len() < plan.users { warm.next_request() } else { measure.next_request() };
+                specs.push(spec);
+            }
             let spec = &specs[p.index as usize];
+            if p.stage == 0 && (plan.users..2 * plan.users).contains(&(p.index as usize)) {
+                window.first_measured_sent(p.at);
+            }
             let mut request = crate::bench::runner::target::generation_request(spec).with_streaming(false);
             if disaggregated {
                 request = match p.handoff {
@@ -297,7 +409,7 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
                 (true, _) => output_len.saturating_sub(1).max(1),
             };
             let earliest = p.at + plan.pools[pool].min_iteration.mul_f64(tokens as f64);
-            workers[target].outstanding.insert(id, (p.at, earliest));
+            workers[target].outstanding.insert(id, earliest);
             in_flight.insert(
                 (target, id),
                 InFlight {
@@ -322,7 +434,7 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
         // left allow) plus the latency.
         let mut next = pending.peek().map(|Reverse((at, _))| *at);
         for w in &workers {
-            if let Some(earliest) = w.outstanding.values().map(|&(_, e)| e).min() {
+            if let Some(earliest) = w.outstanding.values().min().copied() {
                 let t = w.now()?.max(earliest).max(bound) + plan.latency;
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
@@ -333,11 +445,30 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
             w.hold_at(bound)?;
         }
     }
-    for w in &workers {
-        w.executor.shutdown(crate::ShutdownMode::Cancel).await?;
-    }
+    shut_down(&mut workers).await?;
     records.sort_by_key(|r| r.index);
-    Ok(records)
+    let s = |t: Option<Instant>| t.map_or(0.0, |t| t.saturating_duration_since(origin).as_secs_f64());
+    Ok(CoSimRun { records, window: (s(window.start), s(window.stop())) })
+}
+
+/// Stops every worker, cancelling what still runs: first the holds and the follow-up leases go,
+/// or a worker held at the bound could not run the iteration that ends its cancelled requests.
+async fn shut_down(workers: &mut [Worker]) -> Result<(), CoSimError> {
+    for w in workers.iter_mut() {
+        let hold = w.hold.take();
+        let sim = w.sim()?;
+        if let Some(key) = hold {
+            sim.release_hold(key)?;
+        }
+        for &id in w.outstanding.keys() {
+            sim.release_follow_up(RequestId::new(id))?;
+        }
+    }
+    let stops = workers.iter().map(|w| w.executor.shutdown(crate::ShutdownMode::Cancel));
+    for stopped in futures::future::join_all(stops).await {
+        stopped?;
+    }
+    Ok(())
 }
 
 /// Enqueues `request` on `worker` arriving at `at`, with a follow-up lease of no delay (the worker

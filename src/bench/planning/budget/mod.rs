@@ -27,7 +27,7 @@ mod test_support;
 
 pub use aggregated::AggregatedWorker;
 pub use confirm::{ConfirmStore, Confirmation, confirm};
-pub use cosim::{CoSimError, CoSimPlan, PoolSpec, run_cosim};
+pub use cosim::{CoSimError, CoSimPlan, CoSimRun, PoolSpec, run_cosim};
 pub use deploy::{AggregatedPool, Architecture, DecodePool, Deployment, PrefillPool, best_deployments};
 pub use estimate::{DecodeWorker, KvLinkChoice, PrefillWorker, ROUTER_LATENCY, WorkerModel};
 pub use plot::{BudgetPoint, plot_budget};

@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::super::search::{Candidate, Pruned, SchedulerChoice, SearchSpace, SloMetric, Study};
 use super::aggregated::AggregatedWorker;
 use super::confirm::{ConfirmStore, Confirmation, confirm};
+use super::cosim::CoSimError;
 use super::deploy::{Architecture, Deployment, best_deployments};
 use super::estimate::{DecodeWorker, KvLinkChoice, PrefillWorker, WorkerModel};
 
@@ -22,6 +23,8 @@ pub struct Budget {
     /// Run the best deployment of each architecture on the virtual clock (all its workers on one
     /// timeline) and recommend by those runs' goodput.
     pub confirm: bool,
+    /// Wall-clock time one confirming run may take.
+    pub confirm_limit: Duration,
 }
 
 /// Errors of a budget plan.
@@ -37,6 +40,17 @@ pub enum BudgetError {
     /// A confirming run failed.
     #[error("confirming a deployment on the virtual clock: {0}")]
     Confirm(super::cosim::CoSimError),
+    /// A confirming run passed its wall-clock limit.
+    #[error(
+        "confirming {deployment} on the virtual clock took too long: {source}; raise --confirm-limit, \
+         or pass --estimate-only to print the estimates without confirming them"
+    )]
+    ConfirmTimeLimit {
+        /// The deployment's label.
+        deployment: String,
+        /// The run's error.
+        source: super::cosim::CoSimError,
+    },
     /// No GPUs.
     #[error("a budget needs at least one GPU")]
     NoGpus,
@@ -217,8 +231,14 @@ pub async fn plan_budget(
         for architecture in [Architecture::Aggregated, Architecture::Disaggregated] {
             let Some(d) = deployments.iter().find(|d| d.architecture == architecture) else { continue };
             let models = |c: &Candidate| models.get(&c.key());
-            let (c, was_resumed) =
-                confirm(&models, study, root, &budget.link, d, &store).await.map_err(BudgetError::Confirm)?;
+            let (c, was_resumed) = confirm(&models, study, root, &budget.link, d, &store, budget.confirm_limit)
+                .await
+                .map_err(|e| match e {
+                e @ CoSimError::TimeLimit { .. } => {
+                    BudgetError::ConfirmTimeLimit { deployment: d.label.clone(), source: e }
+                }
+                e => BudgetError::Confirm(e),
+            })?;
             resumed += usize::from(was_resumed);
             progress(d, &c, was_resumed);
             confirmed.push((d.clone(), c));
