@@ -4,7 +4,6 @@
 //! build never compiles it. Every function catches panics, so no Rust unwind crosses into C++.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
 
 use super::error::SimError;
 use super::executor_files::{EngineFiles, check_simulation};
@@ -53,8 +52,7 @@ pub struct SimTransferModel {
 
 fn load_transfer_model(engine_dir: &str) -> Result<Box<SimTransferModel>, SimError> {
     catch_unwind(AssertUnwindSafe(|| {
-        let dir = Path::new(engine_dir);
-        let files = EngineFiles::read(dir)?;
+        let files = EngineFiles::open(engine_dir)?;
         check_simulation(&files.simulation)?;
         let model = PerfModel::from_description(&files.description, &files.simulation)?;
         Ok(Box::new(SimTransferModel {
