@@ -31,15 +31,6 @@ pub(crate) struct EngineFiles {
 }
 
 impl EngineFiles {
-    /// The engine the simulator is handed under `engine_dir`: one held in memory
-    /// (`SimulatedEngine::start`), else the directory's documents ([`EngineFiles::read`]).
-    pub fn open(engine_dir: &str) -> Result<Self, SimError> {
-        match super::held_engine::find(engine_dir) {
-            Some(files) => Ok(files),
-            None => Self::read(Path::new(engine_dir)),
-        }
-    }
-
     /// Reads `<dir>/config.json` and `<dir>/simulation.json`; errors name the file and the member.
     pub fn read(dir: &Path) -> Result<Self, SimError> {
         let description = EngineDescription::from_dir(dir)?;

@@ -5,9 +5,11 @@
 #![cfg_attr(trtllm_real, allow(dead_code))]
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use super::error::SimError;
 use super::executor_files::{EngineFiles, check_simulation};
 use super::simulated_engine::SimulatedEngine;
 use crate::engine::EngineConfig;
@@ -50,8 +52,17 @@ impl Drop for HeldEngine {
     }
 }
 
+/// The engine the simulator is handed under `engine_dir`: one held in memory, else the directory's documents
+/// ([`EngineFiles::read`]).
+pub(crate) fn open(engine_dir: &str) -> Result<EngineFiles, SimError> {
+    match find(engine_dir) {
+        Some(files) => Ok(files),
+        None => EngineFiles::read(Path::new(engine_dir)),
+    }
+}
+
 /// The engine held under `engine_dir`, when it is a held engine's key rather than a directory.
-pub(crate) fn find(engine_dir: &str) -> Option<EngineFiles> {
+fn find(engine_dir: &str) -> Option<EngineFiles> {
     if !engine_dir.starts_with(KEY_PREFIX) {
         return None;
     }

@@ -6,7 +6,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::error::SimError;
-use super::executor_files::{EngineFiles, check_simulation};
+use super::executor_files::check_simulation;
 use super::perf_model::PerfModel;
 use super::transfer::kv_transfer;
 use crate::engine::kv_link::KvLink;
@@ -52,7 +52,7 @@ pub struct SimTransferModel {
 
 fn load_transfer_model(engine_dir: &str) -> Result<Box<SimTransferModel>, SimError> {
     catch_unwind(AssertUnwindSafe(|| {
-        let files = EngineFiles::open(engine_dir)?;
+        let files = super::held_engine::open(engine_dir)?;
         check_simulation(&files.simulation)?;
         let model = PerfModel::from_description(&files.description, &files.simulation)?;
         Ok(Box::new(SimTransferModel {
