@@ -448,8 +448,9 @@ pub(crate) mod sys {
         avg_decoded_tokens_per_iter: f32,
         has_perf_metrics: bool,
         perf_metrics: PerfMetricsItem,
-        /// A context-only request's `Result::contextPhaseParams`.
-        context_phase: ContextPhaseItem,
+        /// A context-only request's `Result::contextPhaseParams`: one item on its final, none on any other
+        /// response (so the per-token responses carry one empty vector, not the params' three).
+        context_phase: Vec<ContextPhaseItem>,
     }
 
     /// `KvCacheStats`.

@@ -16,6 +16,7 @@ mod executor_files;
 mod gpu;
 #[cfg(feature = "guided")]
 mod guided;
+mod held_engine;
 pub mod kernel_table;
 mod kernels;
 mod memory;

@@ -199,17 +199,19 @@ ResponseItem errorItem(tle::IdType requestId, std::optional<tle::IdType> clientI
     return item;
 }
 
-ResponseItem toResponseItem(tle::Response const& response)
+// Fills `item`, freshly made in the batch's vector: built in place, a response is never moved or copied
+// (each of its vectors would cross the language boundary again to move and to drop the moved-from one).
+void fillResponseItem(ResponseItem& item, tle::Response const& response)
 {
     auto const requestId = response.getRequestId();
     auto const clientId = response.getClientId();
     // An error response is terminal and getResult() throws on it: check hasError() first.
     if (response.hasError())
     {
-        return errorItem(requestId, clientId, response.getErrorMsg());
+        item = errorItem(requestId, clientId, response.getErrorMsg());
+        return;
     }
     auto const& result = response.getResult();
-    ResponseItem item{};
     item.request_id = requestId;
     item.client_id = OptU64{clientId.has_value(), clientId.value_or(0)};
     item.is_error = false;
@@ -224,13 +226,14 @@ ResponseItem toResponseItem(tle::Response const& response)
     item.finish_reasons.reserve(result.finishReasons.size());
     for (auto const& beam : result.outputTokenIds)
     {
-        TokenSeq seq;
-        seq.ids.reserve(beam.size());
+        // Made in place, as the item is.
+        item.output_token_ids.emplace_back();
+        auto& ids = item.output_token_ids.back().ids;
+        ids.reserve(beam.size());
         for (auto const id : beam)
         {
-            seq.ids.push_back(id);
+            ids.push_back(id);
         }
-        item.output_token_ids.push_back(std::move(seq));
     }
     for (auto const reason : result.finishReasons)
     {
@@ -260,8 +263,11 @@ ResponseItem toResponseItem(tle::Response const& response)
         item.has_perf_metrics = true;
         item.perf_metrics = toPerfMetrics(*result.requestPerfMetrics);
     }
-    item.context_phase = detail::toContextPhaseItem(result.contextPhaseParams);
-    return item;
+    // Only a context-only request's final carries params: every other response skips them.
+    if (result.contextPhaseParams)
+    {
+        item.context_phase.push_back(detail::toContextPhaseItem(*result.contextPhaseParams));
+    }
 }
 
 void initPluginsOnce()
@@ -335,19 +341,20 @@ rust::Vec<ResponseItem> ExecutorHandle::await_responses(std::uint32_t timeoutMs,
             for (auto const& response : responses)
             {
                 // A response that fails to convert becomes an error for that request only.
+                out.emplace_back();
                 try
                 {
-                    out.push_back(toResponseItem(response));
+                    fillResponseItem(out.back(), response);
                 }
                 catch (std::exception const& e)
                 {
-                    out.push_back(errorItem(response.getRequestId(), std::nullopt,
-                        std::string("failed to convert executor response: ") + e.what()));
+                    out.back() = errorItem(response.getRequestId(), std::nullopt,
+                        std::string("failed to convert executor response: ") + e.what());
                 }
                 catch (...)
                 {
-                    out.push_back(errorItem(
-                        response.getRequestId(), std::nullopt, "failed to convert executor response: unknown error"));
+                    out.back() = errorItem(
+                        response.getRequestId(), std::nullopt, "failed to convert executor response: unknown error");
                 }
             }
             return out;

@@ -96,22 +96,18 @@ void applyDisaggregation(tle::Request& request, RequestSpec const& spec)
         tle::ContextPhaseParams(toTokens(phase.first_gen_tokens), phase.request_id, state, std::move(draft)));
 }
 
-ContextPhaseItem toContextPhaseItem(std::optional<tle::ContextPhaseParams> const& params)
+ContextPhaseItem toContextPhaseItem(tle::ContextPhaseParams const& params)
 {
     ContextPhaseItem item{};
-    if (!params)
-    {
-        return item;
-    }
     item.set = true;
-    item.request_id = params->getReqId();
-    item.first_gen_tokens = toRustTokens(params->getFirstGenTokens());
-    if (auto const& draft = params->getDraftTokens())
+    item.request_id = params.getReqId();
+    item.first_gen_tokens = toRustTokens(params.getFirstGenTokens());
+    if (auto const& draft = params.getDraftTokens())
     {
         item.has_draft_tokens = true;
         item.draft_tokens = toRustTokens(*draft);
     }
-    auto const state = params->getSerializedState();
+    auto const state = params.getSerializedState();
     item.serialized_state.reserve(state.size());
     for (auto const byte : state)
     {

@@ -102,7 +102,7 @@ tle::GuidedDecodingConfig toGuidedDecodingConfig(GuidedDecodingOptions const& o)
 // a context-only result's params, and the transfer's request stats.
 std::optional<tle::CacheTransceiverConfig> toCacheTransceiverConfig(CacheTransceiverOptions const& o);
 void applyDisaggregation(tle::Request& request, RequestSpec const& spec);
-ContextPhaseItem toContextPhaseItem(std::optional<tle::ContextPhaseParams> const& params);
+ContextPhaseItem toContextPhaseItem(tle::ContextPhaseParams const& params);
 void fillDisServingStats(RequestStatsItem& item, tle::RequestStats const& stats);
 
 } // namespace detail

@@ -113,6 +113,7 @@ pub use planning::virtual_clock::{
     GRPC_CLIENT_LATENCY, IN_PROCESS_CLIENT_LATENCY, PlanningError, VirtualClockRun, VirtualRunOptions,
     iteration_latencies_ms, run_virtual_point, run_virtual_point_with, to_simulated_time,
 };
+pub use planning::virtual_engine::VirtualEngine;
 pub use report::compare::{
     CompareError, CompareOptions, Comparison, Difference, DifferenceKind, compare, compare_files, compare_with,
     differences,

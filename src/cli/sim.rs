@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use trtllm::engine::description::moe_split;
 use trtllm::sim::{
     ClockMode, GpuPreset, KvCacheDtype, ModelPreset, OVERRIDABLE_FIGURES, SimulatedEngine, SimulatedSpeculation,
     WeightDtype,
@@ -186,20 +187,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn run_build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let model = ModelPreset::from_arg(&args.model)?;
     let model = &model;
-    if let Some(moe_tp) = args.moe_tp {
-        anyhow::ensure!(
-            moe_tp * args.moe_ep == args.tp,
-            "--moe-tp ({moe_tp}) x --moe-ep ({}) must equal --tp ({})",
-            args.moe_ep,
-            args.tp
-        );
-    }
-    anyhow::ensure!(
-        args.moe_ep >= 1 && args.tp.is_multiple_of(args.moe_ep),
-        "--moe-ep ({}) must divide --tp ({})",
-        args.moe_ep,
-        args.tp
-    );
+    // The engine's split rule, in the flags' words.
+    moe_split(args.tp, args.moe_tp, Some(args.moe_ep)).map_err(|e| match args.moe_tp {
+        Some(moe_tp) => anyhow::anyhow!("--moe-tp ({moe_tp}) x --moe-ep ({}) must equal --tp ({})", e.moe_ep, e.tp),
+        None => anyhow::anyhow!("--moe-ep ({}) must divide --tp ({})", e.moe_ep, e.tp),
+    })?;
     let mut builder = SimulatedEngine::builder().model(model);
     builder = match &args.gpu_spec {
         Some(path) => {

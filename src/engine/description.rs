@@ -400,22 +400,53 @@ fn resolve_parallelism(p: &PretrainedConfig, shape: &ModelShape) -> Result<Paral
             shape.num_layers
         ));
     }
-    // TensorRT-LLM's mapping: absent MoE sizes split tp as all-tensor-parallel experts.
-    let (moe_tp, moe_ep) = match (m.moe_tp_size, m.moe_ep_size) {
+    let (moe_tp, moe_ep) = moe_split(tp, m.moe_tp_size, m.moe_ep_size).or_else(|e| {
+        fail(format!(
+            "pretrained_config.mapping.moe_tp_size ({}) x moe_ep_size ({}) must equal tp_size ({})",
+            e.moe_tp, e.moe_ep, e.tp
+        ))
+    })?;
+    if let Some(moe) = &shape.moe {
+        check_expert_split(moe.num_experts, moe_ep)?;
+    }
+    Ok(Parallelism { tp, pp, cp, world, moe_tp, moe_ep })
+}
+
+/// How a Mixture-of-Experts layer splits over `tp` ranks: `(moe_tp, moe_ep)`, tensor parallelism inside each
+/// expert times expert parallelism. TensorRT-LLM's mapping fills an absent size from the other (both absent:
+/// all tensor-parallel experts); the two must multiply to `tp`, so a given `moe_ep` alone must divide it.
+///
+/// ```
+/// use trtllm::engine::description::moe_split;
+/// assert_eq!(moe_split(4, None, None), Ok((4, 1)));
+/// assert_eq!(moe_split(4, None, Some(2)), Ok((2, 2)));
+/// let refused = moe_split(4, None, Some(3)).unwrap_err(); // 3 does not divide 4
+/// assert_eq!((refused.moe_tp, refused.moe_ep, refused.tp), (1, 3, 4));
+/// ```
+pub fn moe_split(tp: usize, moe_tp: Option<usize>, moe_ep: Option<usize>) -> Result<(usize, usize), MoeSplitError> {
+    let (moe_tp, moe_ep) = match (moe_tp, moe_ep) {
         (None, None) => (tp, 1),
         (Some(a), None) => (a, tp / a.max(1)),
         (None, Some(b)) => (tp / b.max(1), b),
         (Some(a), Some(b)) => (a, b),
     };
     if moe_tp == 0 || moe_ep == 0 || moe_tp * moe_ep != tp {
-        return fail(format!(
-            "pretrained_config.mapping.moe_tp_size ({moe_tp}) x moe_ep_size ({moe_ep}) must equal tp_size ({tp})"
-        ));
+        return Err(MoeSplitError { tp, moe_tp, moe_ep });
     }
-    if let Some(moe) = &shape.moe {
-        check_expert_split(moe.num_experts, moe_ep)?;
-    }
-    Ok(Parallelism { tp, pp, cp, world, moe_tp, moe_ep })
+    Ok((moe_tp, moe_ep))
+}
+
+/// A Mixture-of-Experts split that does not multiply to the tensor parallelism ([`moe_split`]), with the sizes
+/// as filled in, so that each caller can name them in its own terms (config.json members, command-line flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("moe_tp ({moe_tp}) x moe_ep ({moe_ep}) must equal tp ({tp})")]
+pub struct MoeSplitError {
+    /// The tensor parallelism to split.
+    pub tp: usize,
+    /// Tensor parallelism inside each expert, given or filled in as `tp / moe_ep`.
+    pub moe_tp: usize,
+    /// Expert parallelism, given or filled in as `tp / moe_tp`.
+    pub moe_ep: usize,
 }
 
 /// Tensor parallelism splits the attention heads across the ranks: each needs a whole number of query heads,

@@ -58,18 +58,23 @@ impl EngineConfig {
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
         let description = EngineDescription::from_dir(dir)?;
-        let path = dir.join(CONFIG_FILE);
-        let fail = |message: String| Error::EngineConfig { path: path.clone(), message };
+        let tokenizer_dir = tokenizer_dir(dir, description.tokenizer_dir());
+        Self::of(dir.to_path_buf(), description, tokenizer_dir)
+    }
+
+    /// An engine held in memory rather than read from a directory (a simulated engine started without one):
+    /// its description, an empty directory and no tokenizer.
+    pub(crate) fn held(description: EngineDescription) -> Result<Self> {
+        Self::of(PathBuf::new(), description, None)
+    }
+
+    fn of(dir: PathBuf, description: EngineDescription, tokenizer_dir: Option<PathBuf>) -> Result<Self> {
+        let fail = |message: String| Error::EngineConfig { path: dir.join(CONFIG_FILE), message };
         if description.version().is_none() {
             return Err(fail("version is missing".to_string()));
         }
         let lora = description.lora_settings().map_err(|e| fail(e.to_string()))?;
-        Ok(EngineConfig {
-            dir: dir.to_path_buf(),
-            tokenizer_dir: tokenizer_dir(dir, description.tokenizer_dir()),
-            description,
-            lora,
-        })
+        Ok(EngineConfig { dir, tokenizer_dir, description, lora })
     }
 
     /// The resolved config.json.
@@ -77,7 +82,8 @@ impl EngineConfig {
         &self.description
     }
 
-    /// The engine directory.
+    /// The engine directory (empty for an engine the simulator holds in memory:
+    /// `trtllm::sim::SimulatedEngine::start`).
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -198,7 +198,7 @@ impl Accumulator {
     ) {
         let perf = item.has_perf_metrics.then(|| PerfMetrics::from_ffi(&item.perf_metrics, clock));
         let cached_tokens = self.cached_tokens(item);
-        let handoff = KvHandoff::from_ffi(&item.context_phase).map(|h| match &self.handoff_origin {
+        let handoff = item.context_phase.first().and_then(KvHandoff::from_ffi).map(|h| match &self.handoff_origin {
             Some(origin) => h.with_origin(self.prompt_tokens, origin.clone()),
             None => h,
         });

@@ -92,23 +92,35 @@ impl Executor {
         config.validate()?;
         let engine_dir = engine_dir.as_ref();
         let engine = EngineConfig::from_dir(engine_dir)?;
+        let dir = engine_dir.to_str().ok_or_else(|| Error::EngineDir {
+            path: engine_dir.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path is not valid UTF-8"),
+        })?;
+        let virtual_clock = !cfg!(trtllm_real)
+            && crate::engine::read_json_or_default::<SimulationJson>(&engine_dir.join("simulation.json"))
+                .is_ok_and(|s| s.clock == ClockMode::Virtual);
+        Self::start(dir, engine, virtual_clock, config)
+    }
+
+    /// Starts the executor on `engine`, which the executor library finds under `engine_dir`: a directory,
+    /// or the key of an engine the simulator holds (`crate::sim::SimulatedEngine::start`). `config` was
+    /// validated; `virtual_clock` says whether the engine runs the simulator's virtual clock.
+    pub(crate) fn start(
+        engine_dir: &str,
+        engine: EngineConfig,
+        virtual_clock: bool,
+        config: ExecutorConfig,
+    ) -> Result<Self> {
         let backend = Backend::current();
         if !config.allow_version_mismatch {
             version::check(&backend, &engine)?;
         }
         check_against_engine(&config, &engine)?;
-        let dir = engine_dir.to_str().ok_or_else(|| Error::EngineDir {
-            path: engine_dir.to_path_buf(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path is not valid UTF-8"),
-        })?;
         // Before the executor: the simulated executor's grammar engine then finds this factory.
         #[cfg(feature = "guided")]
         let guides = GuideCompiler::for_config(config.guided_decoding.as_ref())?;
-        let virtual_clock = !cfg!(trtllm_real)
-            && crate::engine::read_json_or_default::<SimulationJson>(&engine_dir.join("simulation.json"))
-                .is_ok_and(|s| s.clock == ClockMode::Virtual);
-        tracing::info!(engine = %engine_dir.display(), backend = %backend, "loading executor");
-        let handle = sys::new_executor(dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
+        tracing::info!(engine = %engine.dir().display(), backend = %backend, "loading executor");
+        let handle = sys::new_executor(engine_dir, &config.to_ffi()).map_err(|e| Error::from_executor(e.what()))?;
         if let Some(link) = &config.sim_kv_link
             && backend.is_simulated()
         {

@@ -8,10 +8,9 @@
 //! crosses into C++.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
 
 use super::error::SimError;
-use super::executor_files::{EngineFiles, check_simulation};
+use super::executor_files::check_simulation;
 use super::perf_model::{BatchWork, PerfModel};
 use super::telemetry::SimTelemetry;
 use crate::engine::simulation_json::{ClockMode, SimulationJson};
@@ -175,7 +174,7 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, SimError>) -> Result<T, SimError> {
 /// as simulation.json's `cuda_graphs` does.
 fn load_timing(engine_dir: &str, cuda_graphs: bool) -> Result<Box<SimTiming>, SimError> {
     guarded(|| {
-        let files = EngineFiles::read(Path::new(engine_dir))?;
+        let files = super::held_engine::open(engine_dir)?;
         let lora = files.description.lora_settings().map_err(|e| SimError::Invalid(e.to_string()))?;
         check_simulation(&files.simulation)?;
         let model = PerfModel::from_description(&files.description, &files.simulation)?;

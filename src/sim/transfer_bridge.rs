@@ -4,10 +4,9 @@
 //! build never compiles it. Every function catches panics, so no Rust unwind crosses into C++.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::Path;
 
 use super::error::SimError;
-use super::executor_files::{EngineFiles, check_simulation};
+use super::executor_files::check_simulation;
 use super::perf_model::PerfModel;
 use super::transfer::kv_transfer;
 use crate::engine::kv_link::KvLink;
@@ -53,8 +52,7 @@ pub struct SimTransferModel {
 
 fn load_transfer_model(engine_dir: &str) -> Result<Box<SimTransferModel>, SimError> {
     catch_unwind(AssertUnwindSafe(|| {
-        let dir = Path::new(engine_dir);
-        let files = EngineFiles::read(dir)?;
+        let files = super::held_engine::open(engine_dir)?;
         check_simulation(&files.simulation)?;
         let model = PerfModel::from_description(&files.description, &files.simulation)?;
         Ok(Box::new(SimTransferModel {

@@ -122,8 +122,17 @@ impl std::fmt::Display for EngineFingerprint {
 /// # Ok::<(), trtllm::HandoffError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(transparent)]
 pub struct KvHandoff {
+    /// Boxed: a final output carries an `Option<KvHandoff>`, and every stream event is as large as its
+    /// largest kind, so the per-token events stay small.
+    parts: Box<HandoffParts>,
+}
+
+/// A [`KvHandoff`]'s members (serialized as the handoff itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandoffParts {
     context_request_id: u64,
     first_tokens: Vec<u32>,
     #[serde(default)]
@@ -144,77 +153,86 @@ impl KvHandoff {
     /// the context request id, the first generated token(s) and the serialized state), without the
     /// prompt length or engine fingerprint this crate adds.
     pub fn from_parts(context_request_id: u64, first_tokens: Vec<u32>, state: Vec<u8>) -> Self {
-        KvHandoff { context_request_id, first_tokens, draft_tokens: None, state, prompt_tokens: None, engine: None }
+        KvHandoff {
+            parts: Box::new(HandoffParts {
+                context_request_id,
+                first_tokens,
+                draft_tokens: None,
+                state,
+                prompt_tokens: None,
+                engine: None,
+            }),
+        }
     }
 
     /// The same handoff with draft tokens the context executor proposed (speculative decoding).
     #[must_use]
     pub fn with_draft_tokens(mut self, draft: Vec<u32>) -> Self {
-        self.draft_tokens = Some(draft);
+        self.parts.draft_tokens = Some(draft);
         self
     }
 
     /// The same handoff, saying which prompt length and engine it came from (checked by the receiver).
     #[must_use]
     pub fn with_origin(mut self, prompt_tokens: u32, engine: EngineFingerprint) -> Self {
-        self.prompt_tokens = Some(prompt_tokens);
-        self.engine = Some(engine);
+        self.parts.prompt_tokens = Some(prompt_tokens);
+        self.parts.engine = Some(engine);
         self
     }
 
     /// The context executor's id of the request that prefilled the prompt.
     pub fn context_request_id(&self) -> u64 {
-        self.context_request_id
+        self.parts.context_request_id
     }
 
     /// The first generated token(s) (one per beam).
     pub fn first_tokens(&self) -> &[u32] {
-        &self.first_tokens
+        &self.parts.first_tokens
     }
 
     /// Draft tokens the context executor proposed, if any.
     pub fn draft_tokens(&self) -> Option<&[u32]> {
-        self.draft_tokens.as_deref()
+        self.parts.draft_tokens.as_deref()
     }
 
     /// The executor's serialized transfer state (opaque).
     pub fn state(&self) -> &[u8] {
-        &self.state
+        &self.parts.state
     }
 
     /// Prompt tokens the handoff's KV cache covers, when known.
     pub fn prompt_tokens(&self) -> Option<u32> {
-        self.prompt_tokens
+        self.parts.prompt_tokens
     }
 
     /// The context engine's fingerprint, when known.
     pub fn engine(&self) -> Option<&EngineFingerprint> {
-        self.engine.as_ref()
+        self.parts.engine.as_ref()
     }
 
     /// The handoff as bytes: a versioned little-endian envelope ending in a checksum.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.state.len() + 4 * self.first_tokens.len());
+        let mut out = Vec::with_capacity(64 + self.parts.state.len() + 4 * self.parts.first_tokens.len());
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
-        out.extend_from_slice(&self.context_request_id.to_le_bytes());
-        put_tokens(&mut out, &self.first_tokens);
-        match &self.draft_tokens {
+        out.extend_from_slice(&self.parts.context_request_id.to_le_bytes());
+        put_tokens(&mut out, &self.parts.first_tokens);
+        match &self.parts.draft_tokens {
             Some(draft) => {
                 out.push(1);
                 put_tokens(&mut out, draft);
             }
             None => out.push(0),
         }
-        put_bytes(&mut out, &self.state);
-        match self.prompt_tokens {
+        put_bytes(&mut out, &self.parts.state);
+        match self.parts.prompt_tokens {
             Some(n) => {
                 out.push(1);
                 out.extend_from_slice(&n.to_le_bytes());
             }
             None => out.push(0),
         }
-        match &self.engine {
+        match &self.parts.engine {
             Some(engine) => {
                 out.push(1);
                 // A fingerprint always serializes: strings and integers only.
@@ -263,18 +281,31 @@ impl KvHandoff {
         if !r.bytes.is_empty() {
             return Err(corrupt("trailing bytes"));
         }
-        Ok(KvHandoff { context_request_id, first_tokens, draft_tokens, state, prompt_tokens, engine })
+        Ok(KvHandoff {
+            parts: Box::new(HandoffParts {
+                context_request_id,
+                first_tokens,
+                draft_tokens,
+                state,
+                prompt_tokens,
+                engine,
+            }),
+        })
     }
 
     /// The params of a context-only result, as the shim hands them over.
     pub(crate) fn from_ffi(item: &sys::ContextPhaseItem) -> Option<Self> {
         item.set.then(|| KvHandoff {
-            context_request_id: item.request_id,
-            first_tokens: item.first_gen_tokens.iter().map(|&t| t.max(0) as u32).collect(),
-            draft_tokens: item.has_draft_tokens.then(|| item.draft_tokens.iter().map(|&t| t.max(0) as u32).collect()),
-            state: item.serialized_state.clone(),
-            prompt_tokens: None,
-            engine: None,
+            parts: Box::new(HandoffParts {
+                context_request_id: item.request_id,
+                first_tokens: item.first_gen_tokens.iter().map(|&t| t.max(0) as u32).collect(),
+                draft_tokens: item
+                    .has_draft_tokens
+                    .then(|| item.draft_tokens.iter().map(|&t| t.max(0) as u32).collect()),
+                state: item.serialized_state.clone(),
+                prompt_tokens: None,
+                engine: None,
+            }),
         })
     }
 
@@ -283,11 +314,11 @@ impl KvHandoff {
         let ids = |t: &[u32]| t.iter().map(|&t| i32::try_from(t).unwrap_or(i32::MAX)).collect();
         sys::ContextPhaseItem {
             set: true,
-            request_id: self.context_request_id,
-            first_gen_tokens: ids(&self.first_tokens),
-            has_draft_tokens: self.draft_tokens.is_some(),
-            draft_tokens: self.draft_tokens.as_deref().map(ids).unwrap_or_default(),
-            serialized_state: self.state.clone(),
+            request_id: self.parts.context_request_id,
+            first_gen_tokens: ids(&self.parts.first_tokens),
+            has_draft_tokens: self.parts.draft_tokens.is_some(),
+            draft_tokens: self.parts.draft_tokens.as_deref().map(ids).unwrap_or_default(),
+            serialized_state: self.parts.state.clone(),
         }
     }
 }
@@ -386,6 +417,21 @@ mod tests {
             let json = serde_json::to_string(&handoff).unwrap();
             assert_eq!(serde_json::from_str::<KvHandoff>(&json).unwrap(), handoff);
         }
+        // The members are the JSON object's own (the box inside is not a level of its own).
+        let json = serde_json::to_value(full()).unwrap();
+        assert_eq!(json["context_request_id"], 7);
+        assert_eq!(json["first_tokens"], serde_json::json!([11, 12]));
+        assert_eq!(json["prompt_tokens"], 300);
+        assert_eq!(json["engine"]["tp_size"], 1);
+        let unknown = r#"{"context_request_id": 1, "first_tokens": [], "state": [], "extra": 1}"#;
+        assert!(serde_json::from_str::<KvHandoff>(unknown).is_err(), "unknown members are refused");
+    }
+
+    /// A final output carries an optional handoff and every stream event is as large as a final: the
+    /// handoff is one pointer there, whatever it holds.
+    #[test]
+    fn an_optional_handoff_is_one_pointer() {
+        assert_eq!(std::mem::size_of::<Option<KvHandoff>>(), std::mem::size_of::<usize>());
     }
 
     #[test]

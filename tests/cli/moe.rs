@@ -78,8 +78,21 @@ fn sim_build_writes_the_expert_split_and_prints_the_memory_budget() {
     assert!(stderr(&inspect).contains("decoder buffers"), "{}", stderr(&inspect));
 
     // Expert parallelism must divide the experts and tp; an unknown architecture is refused by name.
-    let bad = trtllm(&["sim", "build", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "4", "--moe-ep", "3"]);
-    assert!(!bad.status.success());
+    // The split's refusal names the flags, whichever rule (the engine's) it broke.
+    let refused = |split: &[&str]| {
+        let out = dir.path().join("refused");
+        let mut args = vec!["sim", "build", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "4"];
+        args.extend_from_slice(split);
+        args.extend(["--output", out.to_str().unwrap()]);
+        let bad = trtllm(&args);
+        assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+        assert!(!out.exists(), "nothing is written");
+        stderr(&bad)
+    };
+    let e = refused(&["--moe-ep", "3"]);
+    assert!(e.contains("--moe-ep (3) must divide --tp (4)"), "{e}");
+    let e = refused(&["--moe-ep", "2", "--moe-tp", "1"]);
+    assert!(e.contains("--moe-tp (1) x --moe-ep (2) must equal --tp (4)"), "{e}");
     let bad = trtllm(&[
         "sim",
         "build",

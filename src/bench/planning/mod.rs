@@ -8,4 +8,5 @@ pub(crate) mod scheduled_load;
 pub mod search;
 pub(crate) mod twin;
 pub(crate) mod virtual_clock;
+pub(crate) mod virtual_engine;
 pub(crate) mod virtual_sessions;

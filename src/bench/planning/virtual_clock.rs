@@ -14,13 +14,13 @@
 //! requests go to the executor without per-token responses unless the engine speculates).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
 use super::scheduled_load::{CLIENT_STAGGER, NextRequest, Planned, ScheduledLoad, UserLimit, sim_control};
+use super::virtual_engine::VirtualEngine;
 use super::virtual_sessions::{SessionUsers, warmup_cycle};
 use crate::bench::metrics::iterations::{IterationCollector, IterationLog};
 use crate::bench::metrics::live::LiveStats;
@@ -108,8 +108,8 @@ pub struct VirtualClockRun {
     pub client_latency_s: f64,
 }
 
-/// Runs one point on a virtual-clock engine in `engine_dir` with [`VirtualRunOptions::default`];
-/// see [`run_virtual_point_with`].
+/// Runs one point on a virtual-clock engine (a directory or a held simulated engine) with
+/// [`VirtualRunOptions::default`]; see [`run_virtual_point_with`].
 ///
 /// ```rust
 /// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -140,24 +140,24 @@ pub struct VirtualClockRun {
 /// assert_eq!(clock.itl_unmapped_requests, 0);
 /// # Ok(()) }
 /// ```
-pub async fn run_virtual_point(
-    engine_dir: &Path,
+pub async fn run_virtual_point<'a>(
+    engine: impl Into<VirtualEngine<'a>>,
     workload: &Workload,
     point: u64,
     plan: &LoadPlan,
     progress: impl FnMut(&RequestRecord),
 ) -> Result<(PointRun, VirtualClockRun), PlanningError> {
-    run_virtual_point_with(engine_dir, workload, point, plan, &VirtualRunOptions::default(), progress).await
+    run_virtual_point_with(engine, workload, point, plan, &VirtualRunOptions::default(), progress).await
 }
 
-/// Runs one point on a virtual-clock engine in `engine_dir`: its own executor, `plan.warmup`
-/// warmup requests (closed loop at the point's concurrency, its cap, or all at once), then the
-/// load of `plan` in simulated time, records rebuilt in simulated time (seconds since the first
-/// arrival), and the iteration log from the iteration that scheduled the first measured
-/// request. `progress` sees every measured request, rebuilt, once the load has run;
+/// Runs one point on a virtual-clock engine (a directory, or a simulated engine held in memory:
+/// [`VirtualEngine`]): its own executor, `plan.warmup` warmup requests (closed loop at the point's
+/// concurrency, its cap, or all at once), then the load of `plan` in simulated time, records rebuilt
+/// in simulated time (seconds since the first arrival), and the iteration log from the iteration that
+/// scheduled the first measured request. `progress` sees every measured request, rebuilt, once the load has run;
 /// `options.live` follows the point while it runs.
-pub async fn run_virtual_point_with(
-    engine_dir: &Path,
+pub async fn run_virtual_point_with<'a>(
+    engine: impl Into<VirtualEngine<'a>>,
     workload: &Workload,
     point: u64,
     plan: &LoadPlan,
@@ -180,11 +180,12 @@ pub async fn run_virtual_point_with(
         config.peft_cache = traffic.spec().peft_cache.clone().or(config.peft_cache);
     }
     config.validate()?;
-    let executor = AsyncExecutor::load(engine_dir, config).await?;
+    let engine = engine.into();
+    let executor = engine.start(config).await?;
     if let Some(traffic) = &lora {
         traffic.reset(executor.clone());
     }
-    let step_responses = speculates(engine_dir);
+    let step_responses = engine.speculates();
     let collector = IterationCollector::start_live(executor.executor(), options.live.clone());
     let wall_start = Instant::now();
     let origin = sim_control(&executor)?.now()?;
@@ -343,16 +344,6 @@ pub async fn run_virtual_point_with(
         _ => None,
     };
     Ok((PointRun { records, iterations: Some(log), over_saturated_s }, clock_run))
-}
-
-/// Whether the engine in `dir` speculates (config.json names a speculative decoding mode, or
-/// simulation.json models a drafter): its decoding steps carry several tokens each, which only
-/// a response per step shows. Unreadable files count as speculating (the slower, safe choice).
-fn speculates(dir: &Path) -> bool {
-    let Ok(description) = crate::engine::EngineDescription::from_dir(dir) else { return true };
-    let simulation = crate::engine::read_json_or_default::<crate::engine::SimulationJson>(&dir.join("simulation.json"));
-    let drafter = simulation.map_or(true, |sim| sim.speculative.is_some());
-    description.speculative().mode != crate::engine::speculative::SpeculativeDecodingMode::None || drafter
 }
 
 /// When each of `users` closed-loop users sends its first request from `start`: one after

@@ -3,7 +3,6 @@
 //! lowest load up until one misses an SLO or goodput has peaked, every finished configuration
 //! stored so that a re-run skips it, and candidates whose bound cannot reach the best skipped.
 
-use std::path::Path;
 use std::time::Instant;
 
 use super::bound::{Bound, kth_best};
@@ -14,6 +13,7 @@ use super::space::{Candidate, Pruned, RuntimeKnobs, SearchSpace, WorkloadShape};
 use crate::ExecutorConfig;
 use crate::bench::planning::virtual_clock::{VirtualRunOptions, run_virtual_point_with};
 use crate::bench::{Load, LoadPlan, RequestRecord, Workload};
+use crate::sim::SimulatedEngine;
 use futures::StreamExt;
 
 /// What one load point's run gave back.
@@ -27,17 +27,17 @@ struct PointRun {
     lost_statistics: u64,
 }
 
-/// The one call into the virtual-clock runner: `plan` on the engine in `engine_dir` with the
-/// executor started with `runtime` (passed as its settings).
+/// The one call into the virtual-clock runner: `plan` on `engine` (held, never written to a directory)
+/// with the executor started with `runtime` (passed as its settings).
 async fn run_point(
-    engine_dir: &Path,
+    engine: &SimulatedEngine,
     workload: &Workload,
     point: u64,
     plan: &LoadPlan,
     runtime: RuntimeKnobs,
 ) -> Result<PointRun, crate::bench::PlanningError> {
     let options = VirtualRunOptions { executor: Some(runtime.apply(ExecutorConfig::default())), ..Default::default() };
-    let (run, clock) = run_virtual_point_with(engine_dir, workload, point, plan, &options, |_| {}).await?;
+    let (run, clock) = run_virtual_point_with(engine, workload, point, plan, &options, |_| {}).await?;
     let lost_statistics = run.iterations.as_ref().map_or(0, |log| log.lagged + log.missing_iterations());
     Ok(PointRun { records: run.records, wall_s: clock.wall_s, lost_statistics })
 }
@@ -203,7 +203,7 @@ pub async fn run_search(
                 // among the best either.
                 let bar = bar(goodputs);
                 let worth = |users: usize| bar.is_none_or(|bar| bound.per_gpu_at(users) >= bar);
-                (i, Ok(run_config(space, study, store.root(), candidate, fingerprint, worth).await))
+                (i, Ok(run_config(space, study, candidate, fingerprint, worth).await))
             }
         })
         .buffer_unordered(options.jobs.max(1));
@@ -230,14 +230,13 @@ pub async fn run_search(
     Ok(SearchOutcome { results, pruned, bounded: bounded_count, resumed, wall_s: started.elapsed().as_secs_f64() })
 }
 
-/// One configuration: its engine in a temporary directory under `root`, then its load points
+/// One configuration: its engine (held, started without a directory), then its load points
 /// as [`Loads::next`] picks them: from the lowest up, stopping at the first that misses an SLO
 /// (higher loads only add delay), without closed-loop loads above the engine's max_batch_size
 /// (they only queue).
 async fn run_config(
     space: &SearchSpace,
     study: &Study,
-    root: &Path,
     candidate: Candidate,
     fingerprint: serde_json::Value,
     worth_running: impl Fn(usize) -> bool + Copy,
@@ -251,10 +250,10 @@ async fn run_config(
         error: None,
         wall_s: 0.0,
     };
-    let dir = match build_engine(space, study, root, &candidate) {
-        Ok(dir) => dir,
+    let engine = match space.engine(&candidate, &study.shape) {
+        Ok(engine) => engine,
         Err(e) => {
-            result.error = Some(e);
+            result.error = Some(e.to_string());
             return result;
         }
     };
@@ -265,7 +264,7 @@ async fn run_config(
             (Loads::UntilPeak, LoadStep::Concurrency(c)) => c as u64,
             _ => result.points.len() as u64,
         };
-        match measure(dir.path(), study, &candidate, step, index).await {
+        match measure(&engine, study, &candidate, step, index).await {
             Ok((point, failure)) => {
                 result.error = failure.or(result.error.take());
                 result.points.push(point);
@@ -280,17 +279,17 @@ async fn run_config(
     result
 }
 
-/// One load point of `candidate` on its engine in `dir`: its figures, and what failed if any
-/// request did; `Err` when the point could not run.
+/// One load point of `candidate` on its `engine`: its figures, and what failed if any request did;
+/// `Err` when the point could not run.
 async fn measure(
-    dir: &Path,
+    engine: &SimulatedEngine,
     study: &Study,
     candidate: &Candidate,
     step: LoadStep,
     index: u64,
 ) -> Result<(PointResult, Option<String>), String> {
     let PointRun { records, wall_s, lost_statistics } =
-        run_point(dir, &study.workload, index, &study.plan(step), candidate.runtime)
+        run_point(engine, &study.workload, index, &study.plan(step), candidate.runtime)
             .await
             .map_err(|e| format!("{}: {e}", step.name()))?;
     let summarized = Instant::now();
@@ -339,9 +338,9 @@ async fn explore_front_end(
         let Some(result) = results.iter_mut().find(|r| r.key == best) else { continue };
         let started = Instant::now();
         let candidate = result.candidate;
-        let point = match build_engine(space, study, store.root(), &candidate) {
-            Ok(dir) => measure(dir.path(), study, &candidate, one, 1).await,
-            Err(e) => Err(e),
+        let point = match space.engine(&candidate, &study.shape) {
+            Ok(engine) => measure(&engine, study, &candidate, one, 1).await,
+            Err(e) => Err(e.to_string()),
         };
         match point {
             Ok((point, failure)) => {
@@ -357,21 +356,4 @@ async fn explore_front_end(
         store.save(result)?;
     }
     Ok(())
-}
-
-/// Writes the configuration's virtual-clock engine into a fresh directory under `root`
-/// (removed when the returned handle drops).
-fn build_engine(
-    space: &SearchSpace,
-    study: &Study,
-    root: &Path,
-    candidate: &Candidate,
-) -> Result<tempfile::TempDir, String> {
-    let engine = space.engine(candidate, &study.shape).map_err(|e| e.to_string())?;
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("engine-{}-", candidate.key()))
-        .tempdir_in(root)
-        .map_err(|e| format!("creating an engine directory in {}: {e}", root.display()))?;
-    engine.write_to(dir.path()).map_err(|e| format!("writing the engine: {e}"))?;
-    Ok(dir)
 }
