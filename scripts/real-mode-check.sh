@@ -73,8 +73,10 @@ clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
 # warnings are caught from the log instead of denied by `-D warnings`.
 RUSTC_WORKSPACE_WRAPPER="$clippy_driver" \
     TRTLLM_ROOT="$root" cargo test --no-run --locked --test ffi_memcheck --features _real-mode-check \
-    --message-format json-render-diagnostics >"$work/cargo-messages.json" 2> >(tee "$work/cargo-build.log" >&2)
+    --message-format json-render-diagnostics >"$work/cargo-messages.json" 2>"$work/cargo-build.log" ||
+    { cat "$work/cargo-build.log" >&2; exit 1; }
 if grep -q '^warning' "$work/cargo-build.log"; then
+    cat "$work/cargo-build.log" >&2
     echo "real-mode check FAILED: the real-mode build has warnings (above)" >&2
     exit 1
 fi

@@ -55,7 +55,7 @@ export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
 # README's main job (`cargo run -- bench`) built. The log is checked instead; cargo repeats a
 # cached unit's warnings, so a warm run fails as a cold one does.
 # Benches and examples hold no tests but are built too, so that they are linted.
-cargo test --all-targets --no-run --locked 2> >(tee target/build.log >&2)
+cargo test --all-targets --no-run --locked 2>&1 | tee target/build.log
 if grep -q '^warning' target/build.log; then
     echo "the build has warnings (above): CI allows none" >&2
     exit 1
