@@ -5,6 +5,8 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "build/cpp_reuse.rs"]
+mod cpp_reuse;
 #[cfg(feature = "grpc")]
 #[path = "build/proto.rs"]
 mod proto;
@@ -49,10 +51,12 @@ fn main() {
     }
 
     match env::var_os("TRTLLM_ROOT").filter(|v| !v.is_empty()) {
-        Some(root) => configure_real(&mut build, Path::new(&root)),
-        None => configure_simulated(&mut build, &manifest, grammar),
+        Some(root) => {
+            configure_real(&mut build, Path::new(&root));
+            build.compile(SHIM_ARCHIVE);
+        }
+        None => compile_simulated(build, &manifest, grammar),
     }
-    build.compile("trtllm_shim");
 
     #[cfg(feature = "grpc")]
     if let Err(e) = proto::compile_protos() {
@@ -72,6 +76,9 @@ const SHIM_SOURCES: &[&str] = &[
     "cpp/src/shim_speculative.cc",
     "cpp/src/shim_stats.cc",
 ];
+
+/// The static library the shim (and in the simulated build, the simulator) is archived into.
+const SHIM_ARCHIVE: &str = "trtllm_shim";
 
 /// What the shim's sources share (the handle's state, helpers, the feature files' declarations).
 const SHIM_INTERNAL_HEADER: &str = "cpp/src/shim_internal.h";
@@ -167,7 +174,7 @@ const SIM_TIMING_BRIDGE: &str = "src/sim/bridge.rs";
 /// The sim-only bridge to the KV transfer model (src/sim/transfer.rs), for disaggregated serving.
 const SIM_TRANSFER_BRIDGE: &str = "src/sim/transfer_bridge.rs";
 
-fn configure_simulated(build: &mut cc::Build, manifest: &Path, grammar: bool) {
+fn compile_simulated(mut build: cc::Build, manifest: &Path, grammar: bool) {
     track(&manifest.join(SIM_GRAMMAR_BRIDGE));
     track(&manifest.join(SIM_TIMING_BRIDGE));
     let sim = manifest.join("cpp/sim");
@@ -215,15 +222,29 @@ fn configure_simulated(build: &mut cc::Build, manifest: &Path, grammar: bool) {
     if grammar {
         simulator.define("TRTLLM_SIM_RUST_GRAMMAR", None);
     }
-    let objects = simulator.compile_intermediates();
-    let listing: String = sources
-        .iter()
-        .zip(&objects)
-        .map(|(source, object)| format!("{}\t{}\n", source.display(), object.display()))
-        .collect();
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join(SIM_OBJECT_LIST), listing).expect("writing the simulator's object list");
-    build.objects(&objects);
+    let cxxbridge = out.join("cxxbridge");
+    let key = cpp_reuse::key(
+        &out,
+        &[&build, &simulator],
+        &[manifest.join("cpp"), cxxbridge.join("sources"), cxxbridge.join("include")],
+    );
+    if cpp_reuse::reuse(&out, &key, &format!("lib{SHIM_ARCHIVE}.a"), SIM_OBJECT_LIST) {
+        println!("cargo:rustc-link-lib=static={SHIM_ARCHIVE}");
+        println!("cargo:rustc-link-search=native={}", out.display());
+    } else {
+        cpp_reuse::forget(&out);
+        let objects = simulator.compile_intermediates();
+        let listing: String = sources
+            .iter()
+            .zip(&objects)
+            .map(|(source, object)| format!("{}\t{}\n", source.display(), object.display()))
+            .collect();
+        std::fs::write(out.join(SIM_OBJECT_LIST), listing).expect("writing the simulator's object list");
+        build.objects(&objects);
+        build.compile(SHIM_ARCHIVE);
+        cpp_reuse::record(&out, &key);
+    }
     println!("cargo:rustc-link-lib=pthread");
 }
 

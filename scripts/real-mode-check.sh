@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Compiles and runs the real-TensorRT-LLM code path without TensorRT-LLM: build.rs's TRTLLM_ROOT branch, the
 # `cfg(trtllm_real)` Rust and the shim's TRTLLM_SHIM_REAL C++ (docs/real-gpu.md, "What CI proves without a GPU").
-#   1. A stand-in install in the layout TRTLLM_ROOT expects (include/, lib/), under target/real-mode/:
+#   1. stand-in: a stand-in install in the layout TRTLLM_ROOT expects (include/, lib/), under target/real-mode/:
 #      include/ holds the simulated headers (cpp/sim/include), lib/libtensorrt_llm.so the simulated executor built
 #      without the Rust bridges (the C++ timing stand-in, cpp/standin/engine_description.cpp describing the
 #      engine), lib/libnvinfer_plugin_tensorrt_llm.so the plugin library's one symbol. System C++ compiler, no
 #      warnings allowed.
-#   2. The crate built in real mode against it, linted like CI's build (the library, the binary and one test).
-#      The `_real-mode-check` feature (which enables nothing) gives the real-mode crate its own artifacts beside
-#      the simulated build's in the same target directory, so that every dependency is shared and neither build
-#      undoes the other.
-#   3. `trtllm --version`, `trtllm doctor`, one generation and one disaggregated bench (context-only and
+#   2. crate: the crate built in real mode against it, linted like CI's build (the library, the binary and one
+#      test) and failing on any warning. The `_real-mode-check` feature (which enables nothing) gives the
+#      real-mode crate its own artifacts beside the simulated build's in the same target directory, so that every
+#      dependency is shared and neither build undoes the other.
+#   3. run: `trtllm --version`, `trtllm doctor`, one generation and one disaggregated bench (context-only and
 #      generation-only requests, the handoff through the shim's real-mode ContextPhaseParams code) through that
 #      binary.
-# Usage: scripts/real-mode-check.sh   (prints the seconds each stage took)
+# Usage: scripts/real-mode-check.sh [stand-in|crate|run]   (all three by default; prints the seconds each took)
+# scripts/test.sh runs the stages apart: the stand-in's C++ while Rust compiles, the run while the tests run. The
+# crate stage replaces target/debug/trtllm for a moment, so it must not overlap tests that start that binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +29,7 @@ started=$SECONDS
 stage() { echo "real-mode check: $1 ($((SECONDS - started)) s)"; }
 
 # 1. The stand-in install.
+build_stand_in() {
 rm -rf "$root"
 mkdir -p "$root/lib" "$work/objects"
 cp -R cpp/sim/include "$root/include"
@@ -52,8 +55,11 @@ for i in "${!sources[@]}"; do printf '%s\0%s\0' "${sources[$i]}" "${objects[$i]}
 "$cxx" "${flags[@]}" -shared -Wl,-soname,libnvinfer_plugin_tensorrt_llm.so cpp/standin/plugins.cpp \
     -L "$root/lib" -ltensorrt_llm -o "$root/lib/libnvinfer_plugin_tensorrt_llm.so"
 stage "stand-in libraries built in $root/lib"
+}
 
-# 2. The crate in real mode, with CI's lints (scripts/test.sh sets the same wrapper and flags).
+# 2. The crate in real mode, with CI's lints (scripts/test.sh sets the same wrapper).
+build_crate() {
+[ -e "$root/lib/libtensorrt_llm.so" ] || { echo "real-mode check: no stand-in library: run the stand-in stage first" >&2; exit 1; }
 # Cargo links the binary it built last to target/debug/trtllm: note the simulated one's original to put it back.
 uplifted="$target/debug/trtllm"
 simulated=""
@@ -62,16 +68,18 @@ clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
 [ -x "$clippy_driver" ] || clippy_driver="$(command -v clippy-driver || true)"
 [ -n "$clippy_driver" ] || { echo "clippy is not installed: rustup component add clippy" >&2; exit 1; }
 # Built as `cargo test` builds it (for an integration test, here the smallest, which brings the binary), so that
-# the dependencies get the features the test build unified and are shared with it rather than compiled again.
-# The flags must equal the test build's to the letter (scripts/test.sh already exports `-D warnings`):
-# other RUSTFLAGS would compile every dependency again.
-case " ${RUSTFLAGS:-} " in
-    *" -D warnings "*) rustflags="$RUSTFLAGS" ;;
-    *) rustflags="${RUSTFLAGS:+$RUSTFLAGS }-D warnings" ;;
-esac
-RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="$rustflags" \
+# the dependencies get the features the test build unified and are shared with it rather than compiled again;
+# RUSTFLAGS are left as they are for the same reason (any change would compile every dependency again), so
+# warnings are caught from the log instead of denied by `-D warnings`.
+RUSTC_WORKSPACE_WRAPPER="$clippy_driver" \
     TRTLLM_ROOT="$root" cargo test --no-run --locked --test ffi_memcheck --features _real-mode-check \
-    --message-format json-render-diagnostics >"$work/cargo-messages.json"
+    --message-format json-render-diagnostics >"$work/cargo-messages.json" 2>"$work/cargo-build.log" ||
+    { cat "$work/cargo-build.log" >&2; exit 1; }
+if grep -q '^warning' "$work/cargo-build.log"; then
+    cat "$work/cargo-build.log" >&2
+    echo "real-mode check FAILED: the real-mode build has warnings (above)" >&2
+    exit 1
+fi
 built=$(python3 -c '
 import json, sys
 for line in open(sys.argv[1]):
@@ -97,8 +105,12 @@ trtllm="$work/trtllm"
 cp "$built" "$trtllm"
 if [ -n "$simulated" ]; then ln -f "$simulated" "$uplifted"; fi
 stage "crate built in real mode ($trtllm)"
+}
 
 # 3. Run it. The binary finds the stand-in libraries through the rpath build.rs sets.
+run_binary() {
+trtllm="$work/trtllm"
+[ -x "$trtllm" ] || { echo "real-mode check: no real-mode binary: run the crate stage first" >&2; exit 1; }
 fail() { echo "real-mode check FAILED: $1" >&2; exit 1; }
 version=$("$trtllm" --version)
 echo "$version"
@@ -180,3 +192,12 @@ if problems:
     sys.exit("real-mode check FAILED: disaggregated bench: " + "; ".join(problems))
 EOF
 stage "one disaggregated bench (1p1d) in real mode"
+}
+
+case "${1:-all}" in
+    stand-in) build_stand_in ;;
+    crate) build_crate ;;
+    run) run_binary ;;
+    all) build_stand_in && build_crate && run_binary ;;
+    *) echo "usage: scripts/real-mode-check.sh [stand-in|crate|run]" >&2; exit 2 ;;
+esac
