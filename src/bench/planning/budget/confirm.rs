@@ -3,7 +3,7 @@
 //! measures beside the estimate that chose it; each run stored ([`ConfirmStore`]) so that a re-run
 //! of the plan reads it back instead of running it again.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -137,31 +137,21 @@ fn fewer_users(users: usize, point: &PointResult, slos: &SloSet) -> usize {
 }
 
 /// Runs `deployment` on the virtual clock: its engines (from `models`, each resolved once for the
-/// plan) written under `root`, the estimate's users, fewer when that misses an SLO; each run read
+/// plan, started from memory), the estimate's users, fewer when that misses an SLO; each run read
 /// from `store` when it is there, saved to it when it is not; each run stops with
 /// [`CoSimError::TimeLimit`] past `wall_limit`. Also says whether every run it needed was read back.
 pub async fn confirm<'m>(
     models: &impl Fn(&Candidate) -> Option<&'m WorkerModel>,
     study: &Study,
-    root: &Path,
     link: &KvLinkChoice,
     deployment: &Deployment,
     store: &ConfirmStore,
     wall_limit: Duration,
 ) -> Result<(Confirmation, bool), CoSimError> {
     let model = |c: &Candidate| models(c).ok_or_else(|| CoSimError::Plan(format!("{} was not resolved", c.label())));
-    let mut dirs = Vec::new();
-    let mut pool = |candidate: &Candidate, executor: ExecutorConfig, workers: usize| -> Result<PoolSpec, CoSimError> {
+    let pool = |candidate: &Candidate, executor: ExecutorConfig, workers: usize| -> Result<PoolSpec, CoSimError> {
         let m = model(candidate)?;
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("confirm-{}-", candidate.key()))
-            .tempdir_in(root)
-            .map_err(|e| CoSimError::Plan(format!("creating an engine directory in {}: {e}", root.display())))?;
-        m.engine().write_to(dir.path()).map_err(|e| CoSimError::Plan(format!("writing the engine: {e}")))?;
-        let spec =
-            PoolSpec { engine_dir: dir.path().to_path_buf(), executor, workers, min_iteration: m.min_iteration() };
-        dirs.push(dir);
-        Ok(spec)
+        Ok(PoolSpec { engine: m.engine().clone(), executor, workers, min_iteration: m.min_iteration() })
     };
     let transceiver = |c: &Candidate| ExecutorConfig {
         cache_transceiver: Some(CacheTransceiverConfig::new()),

@@ -24,14 +24,13 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
 use crate::bench::traffic::workload::{RequestSpec, Workload, WorkloadPhase};
 use crate::bench::{Phase, RequestRecord};
-use crate::sim::HoldKey;
+use crate::sim::{HoldKey, SimulatedEngine};
 use crate::{AsyncExecutor, ExecutorConfig, FinalOutput, GenerationRequest, KvHandoff, RequestId, RequestType};
 
 /// Polls of unsettled workers made at once, before the router sleeps between polls.
@@ -40,8 +39,8 @@ const EAGER_POLLS: usize = 2000;
 /// One pool of identical workers.
 #[derive(Debug, Clone)]
 pub struct PoolSpec {
-    /// The engine every worker loads.
-    pub engine_dir: PathBuf,
+    /// The engine every worker starts on (held in memory: no directory is written).
+    pub engine: SimulatedEngine,
     /// Its executor settings.
     pub executor: ExecutorConfig,
     /// Workers.
@@ -223,7 +222,7 @@ pub async fn run_cosim(workload: &Workload, point: u64, plan: &CoSimPlan) -> Res
     for (pool, spec) in plan.pools.iter().enumerate() {
         let config = ExecutorConfig { stream_buffer: output_len + 4096, ..spec.executor.clone() };
         for _ in 0..spec.workers {
-            let executor = AsyncExecutor::load(&spec.engine_dir, config.clone()).await?;
+            let executor = spec.engine.start_async(config.clone()).await?;
             workers.push(Worker { executor, pool, hold: None, outstanding: BTreeMap::new() });
         }
     }

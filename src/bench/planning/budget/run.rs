@@ -231,7 +231,7 @@ pub async fn plan_budget(
         for architecture in [Architecture::Aggregated, Architecture::Disaggregated] {
             let Some(d) = deployments.iter().find(|d| d.architecture == architecture) else { continue };
             let models = |c: &Candidate| models.get(&c.key());
-            let (c, was_resumed) = confirm(&models, study, root, &budget.link, d, &store, budget.confirm_limit)
+            let (c, was_resumed) = confirm(&models, study, &budget.link, d, &store, budget.confirm_limit)
                 .await
                 .map_err(|e| match e {
                 e @ CoSimError::TimeLimit { .. } => {
