@@ -231,14 +231,13 @@ pub async fn plan_budget(
         for architecture in [Architecture::Aggregated, Architecture::Disaggregated] {
             let Some(d) = deployments.iter().find(|d| d.architecture == architecture) else { continue };
             let models = |c: &Candidate| models.get(&c.key());
-            let (c, was_resumed) = confirm(&models, study, &budget.link, d, &store, budget.confirm_limit)
-                .await
-                .map_err(|e| match e {
-                e @ CoSimError::TimeLimit { .. } => {
-                    BudgetError::ConfirmTimeLimit { deployment: d.label.clone(), source: e }
-                }
-                e => BudgetError::Confirm(e),
-            })?;
+            let (c, was_resumed) =
+                confirm(&models, study, &budget.link, d, &store, budget.confirm_limit).await.map_err(|e| match e {
+                    e @ CoSimError::TimeLimit { .. } => {
+                        BudgetError::ConfirmTimeLimit { deployment: d.label.clone(), source: e }
+                    }
+                    e => BudgetError::Confirm(e),
+                })?;
             resumed += usize::from(was_resumed);
             progress(d, &c, was_resumed);
             confirmed.push((d.clone(), c));
