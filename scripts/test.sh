@@ -30,6 +30,8 @@ prepare_job=$!
 #   it (DOCS_RS: the protocol types without the C++, in a target directory of its own, so that cargo's
 #   lock never holds the build up), and no two public types share a name
 #   (scripts/duplicate_type_names.py; the protocol's generated types keep their wire names).
+# A run stopped early (a format or lint failure) stops these too, so that none outlives it.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 nice -n 19 scripts/real-mode-check.sh stand-in >target/real-mode-stand-in.log 2>&1 &
 stand_in_job=$!
 {
