@@ -30,8 +30,15 @@ prepare_job=$!
 #   it (DOCS_RS: the protocol types without the C++, in a target directory of its own, so that cargo's
 #   lock never holds the build up), and no two public types share a name
 #   (scripts/duplicate_type_names.py; the protocol's generated types keep their wire names).
-# A run stopped early (a format or lint failure) stops these too, so that none outlives it.
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+# A run stopped early (a format or lint failure) stops these too, with their children (cargo, the
+# compiler driver), so that none outlives it.
+stop_jobs() {
+    for pid in $(jobs -p); do
+        pkill -TERM -P "$pid" 2>/dev/null || true
+        kill "$pid" 2>/dev/null || true
+    done
+}
+trap stop_jobs EXIT
 nice -n 19 scripts/real-mode-check.sh stand-in >target/real-mode-stand-in.log 2>&1 &
 stand_in_job=$!
 {
