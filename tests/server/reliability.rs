@@ -412,9 +412,10 @@ async fn engine_load_knows_the_kv_capacity_before_the_first_iteration() {
 async fn a_lagging_client_gets_coalesced_chunks_and_every_token() {
     const TOKENS: u32 = 400;
     let server = TestServer::builder()
-        .iteration_ms(1.0)
-        // 32 ms of tokens: without coalescing, a client that lags longer overflows the request's
-        // buffer and the request is cancelled as too slow.
+        .iteration_ms(2.0)
+        // 64 ms of tokens: without coalescing, a client that lags longer (250 ms below) overflows
+        // the request's buffer and the request is cancelled as too slow. (With 1 ms iterations,
+        // the server's forwarding task stalled 32 ms on a busy 2-core host, coalescing or not.)
         .config(|c| c.stream_buffer(32))
         .start()
         .await;
