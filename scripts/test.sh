@@ -23,10 +23,13 @@ mkdir -p target/tmp
 } >target/prepare-tests.log 2>&1 &
 prepare_job=$!
 
-# Two jobs that need nothing from the Rust build run beside it at low priority, on whatever it leaves
-# idle (its long single-threaded stretches, then the tests, which mostly wait):
-# - the real-mode check's stand-in TensorRT-LLM (C++ only);
-# - the documentation check: the public API's documentation builds without warnings, as docs.rs builds
+# Two jobs that need nothing from the Rust build run beside it:
+# - the real-mode check's stand-in TensorRT-LLM (C++ only), at normal priority: the real-mode build
+#   after the test build needs it, and at low priority it got so little CPU during the build that
+#   the run waited a minute for it afterwards;
+# - at low priority, on whatever the build leaves idle (its long single-threaded stretches, then the
+#   tests, which mostly wait),
+#   the documentation check: the public API's documentation builds without warnings, as docs.rs builds
 #   it (DOCS_RS: the protocol types without the C++, in a target directory of its own, so that cargo's
 #   lock never holds the build up), and no two public types share a name
 #   (scripts/duplicate_type_names.py; the protocol's generated types keep their wire names).
@@ -39,7 +42,7 @@ stop_jobs() {
     done
 }
 trap stop_jobs EXIT
-nice -n 19 scripts/real-mode-check.sh stand-in >target/real-mode-stand-in.log 2>&1 &
+scripts/real-mode-check.sh stand-in >target/real-mode-stand-in.log 2>&1 &
 stand_in_job=$!
 {
     DOCS_RS=1 CARGO_TARGET_DIR=target/doc-check RUSTDOCFLAGS="-D warnings" \
