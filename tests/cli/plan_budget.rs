@@ -8,7 +8,12 @@ use super::plan::{json, text, trtllm};
 
 /// Llama-3.1-8B on H100s, one TP and engine shape, 16 requests per point.
 fn plan_budget(dir: &Path, gpus: &str, input_len: &str, output_len: &str, slo: &str) -> Output {
-    trtllm(&[
+    plan_budget_with(dir, gpus, input_len, output_len, slo, &[])
+}
+
+/// [`plan_budget`] with `extra` flags.
+fn plan_budget_with(dir: &Path, gpus: &str, input_len: &str, output_len: &str, slo: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
         "plan",
         "--model",
         "llama-3.1-8b",
@@ -36,7 +41,9 @@ fn plan_budget(dir: &Path, gpus: &str, input_len: &str, output_len: &str, slo: &
         "--quiet",
         "--output-dir",
         dir.to_str().unwrap(),
-    ])
+    ];
+    args.extend_from_slice(extra);
+    trtllm(&args)
 }
 
 /// The architecture `summary.json` recommends, and its confirmed goodput per GPU.
@@ -162,35 +169,7 @@ fn the_estimate_stays_within_ten_percent_of_the_confirming_runs() {
 #[test]
 fn a_confirming_run_past_its_time_limit_stops_with_an_error_naming_the_deployment() {
     let dir = tempfile::tempdir().unwrap();
-    let out = trtllm(&[
-        "plan",
-        "--model",
-        "llama-3.1-8b",
-        "--gpu",
-        "h100-sxm",
-        "--gpus",
-        "2",
-        "--slo",
-        "ttft:p95:1000,tpot:p95:100",
-        "--input-len",
-        "256",
-        "--output-len",
-        "64",
-        "--tp",
-        "1",
-        "--no-fp8",
-        "--max-batch-size",
-        "64",
-        "--max-num-tokens",
-        "8192",
-        "--scheduler-policy",
-        "guaranteed-no-evict",
-        "--confirm-limit",
-        "0",
-        "--quiet",
-        "--output-dir",
-        dir.path().to_str().unwrap(),
-    ]);
+    let out = plan_budget_with(dir.path(), "2", "256", "64", "ttft:p95:1000,tpot:p95:100", &["--confirm-limit", "0"]);
     assert!(!out.status.success(), "{}", text(&out.stdout));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("confirming 2 × tp1 bf16") || stderr.contains("confirming 1p(tp1"), "{stderr}");
